@@ -1,0 +1,77 @@
+import { z } from 'zod';
+
+/**
+ * The one configuration schema, shared by the local server (`--config FILE`), the Lambda
+ * (`GATEWAY_CONFIG` environment variable written by CDK) and CDK context. Every default lives here.
+ */
+
+export const ALL_PROTOCOL_VERSIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25', '2026-07-28'] as const;
+export const DEFAULT_SUPPORTED_VERSIONS = ['2025-03-26', '2025-06-18', '2025-11-25', '2026-07-28'];
+
+const targetName = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[A-Za-z0-9-]+$/, 'letters, digits and hyphens only');
+
+const headerName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'an HTTP header name');
+
+export const TargetConfigSchema = z.strictObject({
+  name: targetName,
+  url: z.url({ protocol: /^https?$/, error: 'an http(s) URL' }),
+  /** Static headers sent to this target (outbound credentials). Never the client's token. */
+  headers: z.record(headerName, z.string()).optional(),
+});
+
+export const AuthConfigSchema = z.discriminatedUnion('type', [z.strictObject({ type: z.literal('none') })]);
+
+export const GatewayConfigSchema = z
+  .strictObject({
+    targets: z.array(TargetConfigSchema).default([]),
+    toolNamePrefix: z.enum(['always', 'conditional', 'never']).default('always'),
+    sessionTimeoutSeconds: z.number().int().min(900).max(28800).default(3600),
+    pendingRequestTimeoutSeconds: z.number().int().min(1).max(3600).default(300),
+    supportedVersions: z
+      .array(z.enum(ALL_PROTOCOL_VERSIONS))
+      .min(1)
+      .default(DEFAULT_SUPPORTED_VERSIONS as Array<(typeof ALL_PROTOCOL_VERSIONS)[number]>),
+    tableName: z.string().regex(/^[A-Za-z0-9_.-]{3,255}$/, 'a DynamoDB table name').default('mcp-gateway'),
+    logLevel: z.enum(['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT']).default('INFO'),
+    auth: AuthConfigSchema.default({ type: 'none' }),
+    /** Largest accepted request body; a function URL refuses more than 6 MB anyway. */
+    maxBodyBytes: z.number().int().min(1024).max(6 * 1024 * 1024).default(4 * 1024 * 1024),
+  })
+  .superRefine((config, ctx) => {
+    const seen = new Set<string>();
+    config.targets.forEach((target, index) => {
+      if (seen.has(target.name)) {
+        ctx.addIssue({ code: 'custom', path: ['targets', index, 'name'], message: `duplicate target name "${target.name}"` });
+      }
+      seen.add(target.name);
+    });
+  });
+
+export type GatewayConfigInput = z.input<typeof GatewayConfigSchema>;
+export type GatewayConfig = z.output<typeof GatewayConfigSchema>;
+export type TargetConfig = z.output<typeof TargetConfigSchema>;
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Validates raw configuration; the error names every offending field by its path. */
+export function parseConfig(raw: unknown, source = 'configuration'): GatewayConfig {
+  const result = GatewayConfigSchema.safeParse(raw);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => {
+    const base = issue.path.map(String);
+    const keys = issue.code === 'unrecognized_keys' ? issue.keys : [undefined];
+    return keys
+      .map((key) => `${[...base, ...(key ? [key] : [])].join('.') || '(root)'}: ${issue.message}`)
+      .join('; ');
+  });
+  throw new ConfigError(`invalid ${source}: ${problems.join('; ')}`);
+}

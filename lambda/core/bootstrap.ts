@@ -1,0 +1,46 @@
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { parseConfig, type GatewayConfig } from '../config/schema';
+import { createDocumentClient } from '../state/dynamo-client';
+import { DynamoSessionStore } from '../state/dynamo-store';
+import type { SessionStore } from '../state/store';
+import { CatalogCache } from '../targets/catalog-cache';
+import { TargetClient } from '../targets/upstream-client';
+import type { GatewayDeps } from './deps';
+import type { FetchHandler } from './exchange';
+import { createGateway } from './gateway';
+import { createLogger, type GatewayLogger } from './logger';
+
+export const GATEWAY_INFO = { name: 'mcp-gateway', version: '0.1.0' };
+
+export interface BuildOptions {
+  documentClient?: DynamoDBDocumentClient;
+  store?: SessionStore;
+  logger?: GatewayLogger;
+  keepAliveMs?: number;
+}
+
+/** Assembles the gateway from a validated configuration: the one place parts are wired together. */
+export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = {}): GatewayDeps {
+  const logger = options.logger ?? createLogger(config.logLevel);
+  const store = options.store ?? new DynamoSessionStore(options.documentClient ?? createDocumentClient(), config.tableName);
+  return {
+    config,
+    store,
+    logger,
+    targets: new Map(config.targets.map((target) => [target.name, new TargetClient(target, GATEWAY_INFO)])),
+    catalog: new CatalogCache(),
+    serverInfo: GATEWAY_INFO,
+    keepAliveMs: options.keepAliveMs ?? 15_000,
+  };
+}
+
+/**
+ * The Lambda's gateway, built once per cold start from the environment the CDK stack writes:
+ * GATEWAY_CONFIG (JSON, the shared schema), optionally DYNAMODB_ENDPOINT (local runs only).
+ */
+export async function createGatewayFromEnvironment(env: NodeJS.ProcessEnv = process.env): Promise<FetchHandler> {
+  const raw = env.GATEWAY_CONFIG ? JSON.parse(env.GATEWAY_CONFIG) : {};
+  const config = parseConfig(raw, 'GATEWAY_CONFIG');
+  const documentClient = createDocumentClient({ endpoint: env.DYNAMODB_ENDPOINT || undefined });
+  return createGateway(buildGatewayDeps(config, { documentClient }));
+}

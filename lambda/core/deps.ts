@@ -1,0 +1,19 @@
+import type { Implementation } from '@modelcontextprotocol/sdk/types.js';
+import type { GatewayConfig } from '../config/schema';
+import type { SessionStore } from '../state/store';
+import type { CatalogCache } from '../targets/catalog-cache';
+import type { TargetClient } from '../targets/upstream-client';
+import type { GatewayLogger } from './logger';
+
+/** What the gateway is built from; tests assemble it with real or fake parts. */
+export interface GatewayDeps {
+  config: GatewayConfig;
+  /** Absent on purpose for the stateless path; the legacy path requires it. */
+  store: SessionStore;
+  targets: Map<string, TargetClient>;
+  catalog: CatalogCache;
+  logger: GatewayLogger;
+  serverInfo: Implementation;
+  /** SSE keep-alive comment interval while a relayed call waits. */
+  keepAliveMs: number;
+}

@@ -1,0 +1,234 @@
+import { randomUUID } from 'node:crypto';
+import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest, ProgressToken } from '@modelcontextprotocol/sdk/types.js';
+import type { GatewayDeps } from '../core/deps';
+import { toRpcError } from '../core/errors';
+import type { ExchangeContext } from '../core/exchange';
+import { SseStream, jsonResponse, jsonRpcError, type AcceptPreference } from '../core/http';
+import { RpcCode } from '../core/jsonrpc';
+import { describeError } from '../core/logger';
+import type { LoadedSession, PendingRecord } from '../state/store';
+import type { TargetClient, UpstreamSession } from '../targets/upstream-client';
+import { clientAccepts } from './capabilities';
+import { newGatewayRequestId, upstreamRequestId } from './ids';
+import type { TargetSessions } from './target-sessions';
+
+export interface RelayInput {
+  deps: GatewayDeps;
+  loaded: LoadedSession;
+  sessions: TargetSessions;
+  accept: AcceptPreference;
+  exchange: ExchangeContext;
+  /** The client's request as received. */
+  request: JSONRPCRequest;
+  target: string;
+  /** The params to send upstream (names already mapped to the target's own). */
+  params: Record<string, unknown>;
+  responseHeaders: Record<string, string>;
+}
+
+/**
+ * Relays one client request (tools/call, prompts/get, resources/read) to its target and streams
+ * back everything the target sends for it: server-to-client requests with gateway ids (recorded as
+ * pending in DynamoDB first, so that the client's answer can reach the target from any instance),
+ * progress with the client's own token, log messages, and finally the response with the client's id.
+ */
+export async function relayCall(input: RelayInput): Promise<Response> {
+  const relay = new Relay(input);
+  if (input.accept.sse) {
+    const stream = new SseStream();
+    stream.startKeepAlive(input.deps.keepAliveMs);
+    void relay.run(stream);
+    return stream.response(input.responseHeaders);
+  }
+  // A JSON-only client cannot receive server-to-client requests: the target is refused them.
+  const message = await relay.run(undefined);
+  return jsonResponse(200, message, input.responseHeaders);
+}
+
+class Relay {
+  private readonly upstreamId: string;
+  private readonly upstreamAbort = new AbortController();
+  private readonly pending = new Map<string, { record: PendingRecord; timer: NodeJS.Timeout }>();
+  private readonly progressToken?: ProgressToken;
+  private readonly upstreamProgressToken?: string;
+  private upstream?: { session: UpstreamSession; client: TargetClient };
+  /** Events reach the client in the order the target sent them, each after its pending record is stored. */
+  private queue: Promise<void> = Promise.resolve();
+  private stream?: SseStream;
+  private finished = false;
+  private endReason?: 'client-gone' | 'deadline' | 'pending-timeout';
+
+  constructor(private readonly input: RelayInput) {
+    this.upstreamId = upstreamRequestId(input.request.id);
+    const meta = input.params._meta as { progressToken?: ProgressToken } | undefined;
+    if (meta?.progressToken !== undefined) {
+      this.progressToken = meta.progressToken;
+      this.upstreamProgressToken = `gw-progress-${randomUUID()}`;
+    }
+  }
+
+  private get log() {
+    const { deps, loaded, target, request } = this.input;
+    const keys = { sessionId: loaded.session.id, target, method: request.method };
+    return {
+      info: (message: string, extra: object = {}) => deps.logger.info(message, { ...keys, ...extra }),
+      warn: (message: string, extra: object = {}) => deps.logger.warn(message, { ...keys, ...extra }),
+    };
+  }
+
+  async run(stream: SseStream | undefined): Promise<JSONRPCMessage> {
+    this.stream = stream;
+    const { exchange, request } = this.input;
+    const onClientGone = () => this.stop('client-gone');
+    exchange.signal.addEventListener('abort', onClientGone, { once: true });
+    if (stream) stream.onCancel = onClientGone;
+    const deadline = setTimeout(() => this.stop('deadline'), Math.max(0, exchange.deadline - Date.now()));
+    deadline.unref();
+
+    let message: JSONRPCMessage;
+    try {
+      const response = await this.input.sessions.with(this.input.target, this.upstreamAbort.signal, (session, client) => {
+        this.upstream = { session, client };
+        return client.request(session, this.upstreamRequest(), {
+          signal: this.upstreamAbort.signal,
+          handlers: {
+            onServerRequest: (serverRequest) => this.enqueue(() => this.onServerRequest(serverRequest)),
+            onNotification: (notification) => this.enqueue(async () => this.onNotification(notification)),
+          },
+        });
+      });
+      message = { ...response, id: request.id };
+    } catch (error) {
+      message = this.failure(error);
+    }
+    this.finished = true;
+    clearTimeout(deadline);
+    exchange.signal.removeEventListener('abort', onClientGone);
+    await this.queue;
+    await this.cleanup();
+    stream?.send(message);
+    stream?.close();
+    return message;
+  }
+
+  private upstreamRequest(): JSONRPCRequest {
+    const params = { ...this.input.params };
+    if (this.upstreamProgressToken) params._meta = { ...(params._meta as object), progressToken: this.upstreamProgressToken };
+    return { jsonrpc: '2.0', id: this.upstreamId, method: this.input.request.method, params };
+  }
+
+  private failure(error: unknown): JSONRPCMessage {
+    const id = this.input.request.id;
+    switch (this.endReason) {
+      case 'deadline':
+        return jsonRpcError(id, RpcCode.RequestTimeout, 'Request timed out at the gateway before the target answered; retry the call', {
+          retryable: true,
+        });
+      case 'pending-timeout':
+        return jsonRpcError(id, RpcCode.RequestTimeout, 'Timed out waiting for the client to answer a request of the target; retry the call', {
+          retryable: true,
+        });
+      case 'client-gone':
+        return jsonRpcError(id, RpcCode.RequestTimeout, 'Client went away');
+      default:
+        this.log.warn('relayed call failed', { error: describeError(error) });
+        return toRpcError(id, error);
+    }
+  }
+
+  private enqueue(task: () => Promise<void>): void {
+    this.queue = this.queue.then(task).catch((error) => this.log.warn('relaying a target message failed', { error: describeError(error) }));
+  }
+
+  private async onServerRequest(serverRequest: JSONRPCRequest): Promise<void> {
+    const { deps, loaded, target } = this.input;
+    const params = serverRequest.params as Record<string, unknown> | undefined;
+    if (serverRequest.method === 'ping') {
+      await this.answerTarget({ jsonrpc: '2.0', id: serverRequest.id, result: {} });
+      return;
+    }
+    if (!this.stream || this.finished || !clientAccepts(loaded.session.clientCapabilities, serverRequest.method, params)) {
+      // Only declared capabilities are relayed; the target gets Method not found and should fall back.
+      this.log.info('refused a server request the client cannot take', { serverMethod: serverRequest.method });
+      await this.answerTarget(jsonRpcError(serverRequest.id, RpcCode.MethodNotFound, `Method not found: ${serverRequest.method}`));
+      return;
+    }
+    const now = Math.floor(Date.now() / 1000);
+    const record: PendingRecord = {
+      gatewayId: newGatewayRequestId(),
+      method: serverRequest.method,
+      target,
+      targetSessionId: this.upstream?.session.targetSessionId,
+      targetRequestId: serverRequest.id,
+      clientRequestId: this.input.request.id,
+      status: 'pending',
+      createdAt: now,
+      expiresAt: now + deps.config.pendingRequestTimeoutSeconds,
+    };
+    await deps.store.putPending(loaded.session, record);
+    const timer = setTimeout(() => void this.onPendingTimeout(record.gatewayId), deps.config.pendingRequestTimeoutSeconds * 1000);
+    timer.unref();
+    this.pending.set(record.gatewayId, { record, timer });
+    this.stream.send({ ...serverRequest, id: record.gatewayId });
+    this.log.info('relayed a server request', { serverMethod: serverRequest.method, gatewayRequestId: record.gatewayId });
+  }
+
+  private onNotification(notification: JSONRPCNotification): void {
+    if (!this.stream) return;
+    if (notification.method === 'notifications/progress') {
+      const params = notification.params as { progressToken?: ProgressToken } | undefined;
+      // Progress belongs to this call only when it carries the token the gateway sent.
+      if (this.upstreamProgressToken === undefined || params?.progressToken !== this.upstreamProgressToken) return;
+      this.stream.send({ ...notification, params: { ...params, progressToken: this.progressToken } });
+      return;
+    }
+    this.stream.send(notification);
+  }
+
+  private async answerTarget(message: JSONRPCMessage): Promise<void> {
+    if (!this.upstream) return;
+    await this.upstream.client.send(this.upstream.session, message).catch((error) =>
+      this.log.warn('answering the target failed', { error: describeError(error) }),
+    );
+  }
+
+  /** A pending request nobody answered in time: cancel the call unless another instance claimed it. */
+  private async onPendingTimeout(gatewayId: string): Promise<void> {
+    const entry = this.pending.get(gatewayId);
+    if (!entry || this.finished) return;
+    const stillPending = await this.input.deps.store
+      .claimPending(this.input.loaded.session.id, gatewayId, 0)
+      .catch(() => false);
+    if (!stillPending) return; // answered meanwhile: the target carries on
+    this.log.info('pending request timed out', { gatewayRequestId: gatewayId });
+    this.stop('pending-timeout');
+  }
+
+  /** Ends the call early: the target is told, the pending records go. */
+  private stop(reason: 'client-gone' | 'deadline' | 'pending-timeout'): void {
+    if (this.finished || this.endReason) return;
+    this.endReason = reason;
+    this.log.info('relayed call stopped', { reason });
+    const upstream = this.upstream;
+    if (upstream) {
+      void upstream.client
+        .send(upstream.session, {
+          jsonrpc: '2.0',
+          method: 'notifications/cancelled',
+          params: { requestId: this.upstreamId, reason: `gateway: ${reason}` },
+        })
+        .catch((error) => this.log.warn('cancelling at the target failed', { error: describeError(error) }));
+    }
+    this.upstreamAbort.abort();
+  }
+
+  private async cleanup(): Promise<void> {
+    for (const { timer } of this.pending.values()) clearTimeout(timer);
+    if (this.pending.size === 0) return;
+    // One request removes every pending record of this call, answered or not: a late answer then
+    // finds nothing and gets -32600 instead of reaching a target that no longer waits.
+    await this.input.deps.store
+      .deletePending(this.input.loaded.session.id, [...this.pending.keys()])
+      .catch((error) => this.log.warn('removing pending records failed', { error: describeError(error) }));
+  }
+}

@@ -1,0 +1,132 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
+import type { FetchHandler } from '../core/exchange';
+import { errorResponse } from '../core/http';
+import { RpcCode } from '../core/jsonrpc';
+
+/**
+ * The gateway core on node:http, for `npm start` and tests: Request in, Response out, streamed
+ * chunk by chunk. Its own job is what Lambda's function URL does for us in AWS, plus DNS-rebinding
+ * protection: a loopback server only answers Host and Origin values that name the loopback.
+ */
+
+const LOOPBACK_NAMES = ['127.0.0.1', 'localhost', '[::1]'];
+const isLoopback = (host: string) => host === '127.0.0.1' || host === 'localhost' || host === '::1';
+
+export interface NodeServerOptions {
+  host: string;
+  port: number;
+  /** Longest time one request may take (the Lambda's timeout, locally). */
+  requestTimeoutMs?: number;
+}
+
+export interface RunningServer {
+  server: Server;
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function serveOnNode(handler: FetchHandler, options: NodeServerOptions): Promise<RunningServer> {
+  const requestTimeoutMs = options.requestTimeoutMs ?? 900_000;
+  let allowedHosts: string[] = [];
+  const server = createServer((req, res) => {
+    void handle(req, res).catch(() => {
+      if (!res.headersSent) res.writeHead(500).end();
+      else res.destroy();
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const refusal = checkHostAndOrigin(req, allowedHosts);
+    if (refusal) return send(res, refusal, new AbortController());
+    const abort = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) abort.abort();
+    });
+    const method = req.method ?? 'GET';
+    const hasBody = method !== 'GET' && method !== 'HEAD';
+    const request = new Request(`http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`, {
+      method,
+      headers: toHeaders(req),
+      body: hasBody ? (Readable.toWeb(req) as ReadableStream<Uint8Array>) : undefined,
+      // Needed by undici for a streamed request body.
+      duplex: 'half',
+    } as RequestInit);
+    const response = await handler(request, { signal: abort.signal, deadline: Date.now() + requestTimeoutMs });
+    await send(res, response, abort);
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  allowedHosts = isLoopback(options.host) ? LOOPBACK_NAMES.map((name) => `${name}:${port}`) : [];
+  const hostForUrl = options.host.includes(':') ? `[${options.host}]` : options.host;
+  return {
+    server,
+    url: `http://${hostForUrl}:${port}/mcp`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** 403 for a foreign Host (on a loopback bind) or a foreign Origin: the DNS-rebinding defence. */
+function checkHostAndOrigin(req: IncomingMessage, allowedHosts: string[]): Response | undefined {
+  const host = req.headers.host ?? '';
+  if (allowedHosts.length && !allowedHosts.includes(host.toLowerCase())) {
+    return errorResponse(403, null, RpcCode.InvalidRequest, 'Forbidden: Host header not allowed');
+  }
+  const origin = req.headers.origin;
+  if (origin !== undefined) {
+    let originHost: string | undefined;
+    try {
+      originHost = new URL(origin).host.toLowerCase();
+    } catch {
+      originHost = undefined;
+    }
+    const allowed = allowedHosts.length ? allowedHosts : [host.toLowerCase()];
+    if (!originHost || !allowed.includes(originHost)) {
+      return errorResponse(403, null, RpcCode.InvalidRequest, 'Forbidden: Origin not allowed');
+    }
+  }
+  return undefined;
+}
+
+function toHeaders(req: IncomingMessage): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue;
+    headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+  }
+  return headers;
+}
+
+async function send(res: ServerResponse, response: Response, abort: AbortController): Promise<void> {
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    headers[name] = value;
+  });
+  res.writeHead(response.status, headers);
+  if (!response.body) {
+    res.end();
+    return;
+  }
+  res.flushHeaders();
+  const reader = response.body.getReader();
+  abort.signal.addEventListener('abort', () => void reader.cancel().catch(() => undefined), { once: true });
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      res.write(value);
+    }
+    res.end();
+  } catch {
+    res.destroy();
+  }
+}

@@ -1,0 +1,74 @@
+import type { ClientCapabilities, Implementation, RequestId } from '@modelcontextprotocol/sdk/types.js';
+
+/**
+ * The narrow state interface of the 2025-era (stateful) path. One partition per gateway session:
+ * the session itself, one item per upstream target session, one per pending server-to-client request.
+ * The stateless (2026-07-28) path never receives a store.
+ */
+
+export interface SessionRecord {
+  id: string;
+  /** Who created the session; every later request must present the same principal. */
+  principal: string;
+  protocolVersion: string;
+  clientCapabilities: ClientCapabilities;
+  clientInfo?: Implementation;
+  /** Level set with logging/setLevel, forwarded to targets. */
+  logLevel?: string;
+  createdAt: number;
+  /** Absolute expiry (epoch seconds), also the DynamoDB TTL attribute. */
+  expiresAt: number;
+}
+
+export interface TargetSessionRecord {
+  target: string;
+  /** The target's Mcp-Session-Id; absent when the target runs without sessions. */
+  targetSessionId?: string;
+  protocolVersion: string;
+  /** The capabilities the gateway declared to the target for this session. */
+  declaredCapabilities: ClientCapabilities;
+}
+
+export type PendingStatus = 'pending' | 'answered';
+
+export interface PendingRecord {
+  /** The gateway-generated id the client sees. */
+  gatewayId: string;
+  method: string;
+  target: string;
+  targetSessionId?: string;
+  /** The target's own JSON-RPC id for the request. */
+  targetRequestId: RequestId;
+  /** The client's request (e.g. its tools/call) this server request belongs to. */
+  clientRequestId: RequestId;
+  status: PendingStatus;
+  createdAt: number;
+  expiresAt: number;
+}
+
+export interface LoadedSession {
+  session: SessionRecord;
+  targets: Map<string, TargetSessionRecord>;
+  pending: Map<string, PendingRecord>;
+}
+
+export interface SessionStore {
+  createSession(session: SessionRecord): Promise<void>;
+  /** One read: the session with its target sessions and pending requests; undefined when absent or expired. */
+  loadSession(sessionId: string, now?: number): Promise<LoadedSession | undefined>;
+  putTargetSession(session: SessionRecord, target: TargetSessionRecord): Promise<void>;
+  setLogLevel(session: SessionRecord, level: string): Promise<void>;
+  /** Removes the session and everything in its partition. */
+  deleteSession(loaded: LoadedSession): Promise<void>;
+  putPending(session: SessionRecord, pending: PendingRecord): Promise<void>;
+  /** Claims a pending request exactly once (pending → answered); false when absent, expired or already claimed. */
+  claimPending(sessionId: string, gatewayId: string, now?: number): Promise<boolean>;
+  deletePending(sessionId: string, gatewayIds: string[]): Promise<void>;
+}
+
+export class StoreUnavailableError extends Error {
+  constructor(cause: unknown) {
+    super('session store unavailable', { cause });
+    this.name = 'StoreUnavailableError';
+  }
+}

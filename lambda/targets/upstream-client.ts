@@ -1,0 +1,223 @@
+import { randomUUID } from 'node:crypto';
+import { createParser } from 'eventsource-parser';
+import type {
+  ClientCapabilities,
+  Implementation,
+  InitializeResult,
+  JSONRPCErrorResponse,
+  JSONRPCMessage,
+  JSONRPCNotification,
+  JSONRPCRequest,
+  JSONRPCResultResponse,
+  RequestId,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { TargetConfig } from '../config/schema';
+
+/**
+ * The gateway's HTTP client to one target (an upstream MCP server, Streamable HTTP, 2025 era).
+ * Deliberately not the SDK `Client`: the gateway must read a target's server-to-client requests
+ * off one invocation's stream while their answers are POSTed by another invocation, possibly on
+ * another Lambda instance, with the target's session id and request id taken from DynamoDB.
+ * Node's fetch keeps connections to targets alive between calls.
+ */
+
+export type JSONRPCResponse = JSONRPCResultResponse | JSONRPCErrorResponse;
+
+/** The target failed (unreachable, bad status, broken stream): surfaced as DependencyFailedException. */
+export class DependencyFailedError extends Error {
+  constructor(
+    readonly target: string,
+    reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`target ${target}: ${reason}`, options);
+    this.name = 'DependencyFailedError';
+  }
+}
+
+/** The target no longer knows our session (HTTP 404): re-initialize and try again. */
+export class TargetSessionExpiredError extends Error {
+  constructor(readonly target: string) {
+    super(`target ${target}: session expired`);
+    this.name = 'TargetSessionExpiredError';
+  }
+}
+
+export interface UpstreamSession {
+  targetSessionId?: string;
+  protocolVersion: string;
+}
+
+export interface StreamHandlers {
+  /** A request the target sends while answering (elicitation/create, sampling/createMessage, roots/list, ping). */
+  onServerRequest?(request: JSONRPCRequest): void;
+  onNotification?(notification: JSONRPCNotification): void;
+}
+
+export interface InitializeOutcome {
+  session: UpstreamSession;
+  result: InitializeResult;
+}
+
+export class TargetClient {
+  constructor(
+    readonly config: TargetConfig,
+    private readonly clientInfo: Implementation,
+  ) {}
+
+  get name(): string {
+    return this.config.name;
+  }
+
+  async initialize(protocolVersion: string, capabilities: ClientCapabilities, signal?: AbortSignal): Promise<InitializeOutcome> {
+    const request: JSONRPCRequest = {
+      jsonrpc: '2.0',
+      id: `gw-init-${randomUUID()}`,
+      method: 'initialize',
+      params: { protocolVersion, capabilities, clientInfo: this.clientInfo },
+    };
+    const { response, headers } = await this.exchange({ protocolVersion }, request, { signal }, false);
+    if ('error' in response) {
+      throw new DependencyFailedError(this.name, `initialize failed: ${response.error.message}`);
+    }
+    const result = response.result as InitializeResult;
+    const session: UpstreamSession = {
+      targetSessionId: headers.get('mcp-session-id') ?? undefined,
+      protocolVersion: typeof result.protocolVersion === 'string' ? result.protocolVersion : protocolVersion,
+    };
+    await this.send(session, { jsonrpc: '2.0', method: 'notifications/initialized' }, signal);
+    return { session, result };
+  }
+
+  /** Sends a request and relays everything the target streams before its response. */
+  async request(
+    session: UpstreamSession,
+    request: JSONRPCRequest,
+    options: { signal?: AbortSignal; handlers?: StreamHandlers } = {},
+  ): Promise<JSONRPCResponse> {
+    return (await this.exchange(session, request, options, true)).response;
+  }
+
+  /** POSTs a notification or a response (the answer to a target's request); targets reply 202. */
+  async send(session: UpstreamSession, message: JSONRPCMessage, signal?: AbortSignal): Promise<void> {
+    let res: Response;
+    try {
+      res = await fetch(this.config.url, { method: 'POST', headers: this.headers(session), body: JSON.stringify(message), signal });
+    } catch (error) {
+      throw this.failure(error, 'unreachable');
+    }
+    await res.body?.cancel().catch(() => undefined);
+    if (res.status === 404 && session.targetSessionId) throw new TargetSessionExpiredError(this.name);
+    if (!res.ok) throw new DependencyFailedError(this.name, `HTTP ${res.status}`);
+  }
+
+  /** Ends the target session (best effort: targets MAY answer 405). */
+  async terminate(session: UpstreamSession): Promise<void> {
+    if (!session.targetSessionId) return;
+    const res = await fetch(this.config.url, { method: 'DELETE', headers: this.headers(session), signal: AbortSignal.timeout(5000) });
+    await res.body?.cancel().catch(() => undefined);
+  }
+
+  private headers(session: UpstreamSession): Record<string, string> {
+    const headers: Record<string, string> = {
+      ...this.config.headers,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': session.protocolVersion,
+    };
+    if (session.targetSessionId) headers['mcp-session-id'] = session.targetSessionId;
+    return headers;
+  }
+
+  private failure(error: unknown, reason: string): Error {
+    if (error instanceof Error && error.name === 'AbortError') return error;
+    return new DependencyFailedError(this.name, reason, { cause: error });
+  }
+
+  private async exchange(
+    session: UpstreamSession,
+    request: JSONRPCRequest,
+    options: { signal?: AbortSignal; handlers?: StreamHandlers },
+    withSession: boolean,
+  ): Promise<{ response: JSONRPCResponse; headers: Headers }> {
+    let res: Response;
+    const headers = this.headers(withSession ? session : { protocolVersion: session.protocolVersion });
+    try {
+      res = await fetch(this.config.url, { method: 'POST', headers, body: JSON.stringify(request), signal: options.signal });
+    } catch (error) {
+      throw this.failure(error, 'unreachable');
+    }
+    if (res.status === 404 && withSession && session.targetSessionId) {
+      await res.body?.cancel().catch(() => undefined);
+      throw new TargetSessionExpiredError(this.name);
+    }
+    const contentType = res.headers.get('content-type') ?? '';
+    if (contentType.includes('text/event-stream') && res.ok) {
+      return { response: await this.readStream(res, request.id, options), headers: res.headers };
+    }
+    let body: unknown;
+    try {
+      body = contentType.includes('json') ? await res.json() : (await res.body?.cancel(), undefined);
+    } catch (error) {
+      throw this.failure(error, `HTTP ${res.status} with an unreadable body`);
+    }
+    if (isResponse(body)) {
+      // A JSON-RPC error with an HTTP error status is still the target's answer (e.g. 400 Invalid params).
+      if (res.ok || 'error' in body) return { response: { ...body, id: request.id }, headers: res.headers };
+    }
+    throw new DependencyFailedError(this.name, res.ok ? 'answered without a JSON-RPC response' : `HTTP ${res.status}`);
+  }
+
+  private async readStream(
+    res: Response,
+    id: RequestId,
+    options: { signal?: AbortSignal; handlers?: StreamHandlers },
+  ): Promise<JSONRPCResponse> {
+    let response: JSONRPCResponse | undefined;
+    const parser = createParser({
+      onEvent: (event) => {
+        if (response || !event.data) return; // priming events carry no data
+        let message: unknown;
+        try {
+          message = JSON.parse(event.data);
+        } catch {
+          return; // not ours to interpret; a well-formed response still ends the call
+        }
+        if (isResponse(message)) {
+          if (message.id === id) response = message;
+        } else if (isRequest(message)) options.handlers?.onServerRequest?.(message);
+        else if (isNotification(message)) options.handlers?.onNotification?.(message);
+      },
+    });
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    try {
+      while (!response) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        parser.feed(value);
+      }
+    } catch (error) {
+      throw this.failure(error, 'the stream broke before the response');
+    } finally {
+      reader.cancel().catch(() => undefined);
+    }
+    if (!response) throw new DependencyFailedError(this.name, 'the stream ended before the response');
+    return response;
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isResponse(value: unknown): value is JSONRPCResponse {
+  return isObject(value) && value.jsonrpc === '2.0' && 'id' in value && ('result' in value || 'error' in value) && !('method' in value);
+}
+
+function isRequest(value: unknown): value is JSONRPCRequest {
+  return isObject(value) && typeof value.method === 'string' && 'id' in value;
+}
+
+function isNotification(value: unknown): value is JSONRPCNotification {
+  return isObject(value) && typeof value.method === 'string' && !('id' in value);
+}
