@@ -36,11 +36,13 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
 
 /**
  * The Lambda's gateway, built once per cold start from the environment the CDK stack writes:
- * GATEWAY_CONFIG (JSON, the shared schema), optionally DYNAMODB_ENDPOINT (local runs only).
+ * GATEWAY_CONFIG (JSON, the shared schema), optionally DYNAMODB_ENDPOINT (local runs only) and
+ * GATEWAY_KEEPALIVE_MS (SSE keep-alive interval, default 15 s).
  */
 export async function createGatewayFromEnvironment(env: NodeJS.ProcessEnv = process.env): Promise<FetchHandler> {
   const raw = env.GATEWAY_CONFIG ? JSON.parse(env.GATEWAY_CONFIG) : {};
   const config = parseConfig(raw, 'GATEWAY_CONFIG');
   const documentClient = createDocumentClient({ endpoint: env.DYNAMODB_ENDPOINT || undefined });
-  return createGateway(buildGatewayDeps(config, { documentClient }));
+  const keepAliveMs = env.GATEWAY_KEEPALIVE_MS ? Number(env.GATEWAY_KEEPALIVE_MS) : undefined;
+  return createGateway(buildGatewayDeps(config, { documentClient, keepAliveMs }));
 }

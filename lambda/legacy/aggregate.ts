@@ -30,10 +30,12 @@ export async function listFromTargets<K extends ListingKind>(
   kind: K,
   signal: AbortSignal,
   sessionId: string,
+  only?: string[],
 ): Promise<Array<TargetItems<K>>> {
   const { method, field } = LIST_METHODS[kind];
+  const targets = deps.config.targets.map((t) => t.name).filter((name) => !only || only.includes(name));
   const lists = await Promise.all(
-    deps.config.targets.map(async ({ name: target }) => {
+    targets.map(async (target) => {
       try {
         const items = await sessions.with(target, signal, async (session, client) => {
           const collected: unknown[] = [];

@@ -3,7 +3,7 @@ import type { GatewayDeps } from '../core/deps';
 import { GatewayError } from '../core/errors';
 import { RpcCode } from '../core/jsonrpc';
 import type { ListingKind } from '../targets/catalog-cache';
-import { NAME_SEPARATOR, resolveName, shouldPrefix } from '../targets/naming';
+import { NAME_SEPARATOR, resolveName } from '../targets/naming';
 import { listFromTargets } from './aggregate';
 import type { TargetSessions } from './target-sessions';
 
@@ -21,23 +21,36 @@ export class Router {
   }
 
   /** Items of one kind per target, from this instance's recent listing or a live one. */
-  private async listing<K extends ListingKind>(kind: K) {
-    const cached = this.targetNames.map((target) => ({ target, items: this.deps.catalog.get(target, kind) }));
-    if (cached.every((entry) => entry.items !== undefined)) return cached as Array<{ target: string; items: NonNullable<typeof cached[number]['items']> }>;
-    return listFromTargets(this.deps, this.sessions, kind, this.signal, this.sessionId);
+  private async listing<K extends ListingKind>(kind: K, targets = this.targetNames, refresh = false) {
+    const cached = targets.map((target) => ({ target, items: this.deps.catalog.get(target, kind) }));
+    if (!refresh && cached.every((entry) => entry.items !== undefined)) {
+      return cached as Array<{ target: string; items: NonNullable<(typeof cached)[number]['items']> }>;
+    }
+    return listFromTargets(this.deps, this.sessions, kind, this.signal, this.sessionId, targets);
   }
 
   async named(called: unknown, kind: 'tool' | 'prompt'): Promise<{ target: string; name: string }> {
     if (typeof called !== 'string' || called.length === 0) {
       throw new GatewayError(RpcCode.InvalidParams, `Invalid params: ${kind} name must be a non-empty string`);
     }
-    // Fast path: a prefixed name routes without listing.
+    const listKind = kind === 'tool' ? 'tools' : 'prompts';
+    const offers = (lists: Array<{ target: string; items: unknown }>, target: string, name: string) =>
+      lists.some((l) => l.target === target && (l.items as Array<Tool | Prompt>).some((item) => item.name === name));
+    // A prefixed name needs only its own target's listing (cached per instance, refreshed on a miss).
     const separator = called.indexOf(NAME_SEPARATOR);
-    if (separator > 0 && shouldPrefix(this.deps.config.toolNamePrefix, this.targetNames.length)) {
+    if (separator > 0) {
       const target = called.slice(0, separator);
-      if (this.targetNames.includes(target)) return { target, name: called.slice(separator + NAME_SEPARATOR.length) };
+      const name = called.slice(separator + NAME_SEPARATOR.length);
+      if (this.targetNames.includes(target)) {
+        const cached = await this.listing(listKind, [target]);
+        if (offers(cached, target, name)) return { target, name };
+        const fresh = await this.listing(listKind, [target], true);
+        if (offers(fresh, target, name)) return { target, name };
+        // Unreachable target: route anyway so the client learns which dependency failed.
+        if (!fresh.some((l) => l.target === target)) return { target, name };
+      }
     }
-    const lists = await this.listing(kind === 'tool' ? 'tools' : 'prompts');
+    const lists = await this.listing(listKind);
     const entries = lists.flatMap(({ target, items }) => (items as Array<Tool | Prompt>).map((item) => ({ target, name: item.name })));
     const resolution = resolveName(called, entries, this.targetNames, kind);
     if (!resolution.ok) throw new GatewayError(RpcCode.InvalidParams, resolution.message, { candidates: resolution.candidates });

@@ -1,0 +1,62 @@
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { startEmbeddedDynamo } from '../../lambda/local/embedded-dynamodb';
+
+/**
+ * dynalite on loopback behind a small counting proxy: tests read how many DynamoDB requests of
+ * each operation the gateway made, and can make the endpoint fail ("down", "throttle").
+ */
+export interface CountedDynamo {
+  endpoint: string;
+  counts: Map<string, number>;
+  total(): number;
+  reset(): void;
+  mode: 'ok' | 'down' | 'throttle';
+  close(): Promise<void>;
+}
+
+export async function startCountedDynamo(): Promise<CountedDynamo> {
+  const backend = await startEmbeddedDynamo();
+  const backendUrl = new URL(backend.endpoint);
+  const counts = new Map<string, number>();
+  const state: CountedDynamo = {
+    endpoint: '',
+    counts,
+    total: () => [...counts.values()].reduce((a, b) => a + b, 0),
+    reset: () => counts.clear(),
+    mode: 'ok',
+    close: async () => {
+      await new Promise<void>((resolve) => {
+        proxy.close(() => resolve());
+        proxy.closeAllConnections();
+      });
+      await backend.close();
+    },
+  };
+  const proxy: Server = createServer((req, res) => {
+    const operation = String(req.headers['x-amz-target'] ?? '').split('.').pop() ?? 'unknown';
+    counts.set(operation, (counts.get(operation) ?? 0) + 1);
+    if (state.mode === 'down') {
+      res.destroy();
+      return;
+    }
+    if (state.mode === 'throttle') {
+      req.resume();
+      res.writeHead(400, { 'content-type': 'application/x-amz-json-1.0' });
+      res.end(JSON.stringify({ __type: 'com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException', message: 'throttled' }));
+      return;
+    }
+    const upstream = httpRequest(
+      { host: backendUrl.hostname, port: backendUrl.port, method: req.method, path: req.url, headers: req.headers },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 500, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    upstream.on('error', () => res.destroy());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', () => resolve()));
+  state.endpoint = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+  return state;
+}

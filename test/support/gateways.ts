@@ -1,0 +1,80 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { GatewayConfigInput } from '../../lambda/config/schema';
+import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
+import { startLocalGateway } from '../../lambda/local/local-gateway';
+import { installLambdaGlobals, startLambdaInvoker } from './lambda-invoker';
+
+export type GatewayKind = 'local server' | 'lambda handler';
+
+export interface GatewayUnderTest {
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the gateway the way users run it: the local server (`startLocalGateway`), or the Lambda
+ * handler module itself behind the local function-URL invoker, configured through the environment
+ * exactly as the CDK stack configures it.
+ */
+export async function startGateway(
+  kind: GatewayKind,
+  config: GatewayConfigInput,
+  dynamodbEndpoint: string,
+  options: { keepAliveMs?: number; timeoutMs?: number } = {},
+): Promise<GatewayUnderTest> {
+  if (kind === 'local server') {
+    const gateway = await startLocalGateway({ port: 0, config, dynamodbEndpoint, demo: false, startupReport: false, keepAliveMs: options.keepAliveMs, requestTimeoutMs: options.timeoutMs });
+    return gateway;
+  }
+  installLambdaGlobals();
+  const tableName = config.tableName ?? 'mcp-gateway';
+  await ensureTable(createDocumentClient({ endpoint: dynamodbEndpoint }), tableName);
+  process.env.GATEWAY_CONFIG = JSON.stringify(config);
+  process.env.DYNAMODB_ENDPOINT = dynamodbEndpoint;
+  if (options.keepAliveMs) process.env.GATEWAY_KEEPALIVE_MS = String(options.keepAliveMs);
+  // A fresh module instance per gateway: each is a new "execution environment" with its own cold start.
+  let handlerModule!: typeof import('../../lambda/handler');
+  jest.isolateModules(() => {
+    handlerModule = require('../../lambda/handler');
+  });
+  const invoker = await startLambdaInvoker(handlerModule, { timeoutMs: options.timeoutMs });
+  return { url: `${invoker.url.replace(/\/$/, '')}/mcp`, close: invoker.close };
+}
+
+/** A separate gateway process (`npm start` with flags), as a second Lambda instance would be. */
+export async function startGatewayProcess(config: GatewayConfigInput, dynamodbEndpoint: string): Promise<GatewayUnderTest> {
+  const dir = mkdtempSync(join(tmpdir(), 'gw-'));
+  const file = join(dir, 'config.json');
+  writeFileSync(file, JSON.stringify(config));
+  const child = spawn(
+    process.execPath,
+    [require.resolve('tsx/cli'), 'lambda/local/cli.ts', '--port', '0', '--no-demo', '--config', file, '--dynamodb-endpoint', dynamodbEndpoint],
+    { cwd: join(__dirname, '../..'), env: { ...process.env, GATEWAY_LOG_LEVEL: 'SILENT' }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`gateway process did not start: ${output}`)), 30_000);
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /MCP gateway ready: (\S+)/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    });
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.on('exit', (code) => reject(new Error(`gateway process exited with ${code}: ${output}`)));
+  });
+  return {
+    url,
+    close: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}

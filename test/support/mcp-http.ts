@@ -1,0 +1,86 @@
+import { createParser } from 'eventsource-parser';
+
+/** Raw HTTP helpers, used the way the reference page's samples use `requests` and `sseclient`. */
+
+export type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- test-side JSON access
+
+export const JSON_AND_SSE = 'application/json, text/event-stream';
+
+export async function post(url: string, headers: Record<string, string>, body: unknown, signal?: AbortSignal): Promise<Response> {
+  return fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: JSON_AND_SSE, ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+    signal,
+  });
+}
+
+/** Initializes a 2025-era session; returns the headers later requests carry. */
+export async function initSession(
+  url: string,
+  options: { protocolVersion?: string; capabilities?: Json; headers?: Record<string, string> } = {},
+): Promise<{ sessionId: string; headers: Record<string, string>; result: Json }> {
+  const protocolVersion = options.protocolVersion ?? '2025-11-25';
+  const res = await post(url, options.headers ?? {}, {
+    jsonrpc: '2.0',
+    id: 'init',
+    method: 'initialize',
+    params: { protocolVersion, capabilities: options.capabilities ?? {}, clientInfo: { name: 'test', version: '1.0.0' } },
+  });
+  if (res.status !== 200) throw new Error(`initialize: HTTP ${res.status} ${await res.text()}`);
+  const sessionId = res.headers.get('mcp-session-id')!;
+  const body = await readMessage(res);
+  return {
+    sessionId,
+    result: body.result,
+    headers: { ...(options.headers ?? {}), 'mcp-session-id': sessionId, 'mcp-protocol-version': body.result.protocolVersion },
+  };
+}
+
+/** The one JSON-RPC message of a JSON or single-event SSE response. */
+export async function readMessage(res: Response): Promise<Json> {
+  if ((res.headers.get('content-type') ?? '').includes('text/event-stream')) {
+    for await (const event of sseEvents(res)) if (event.message) return event.message;
+    throw new Error('SSE stream ended without a message');
+  }
+  return (await res.json()) as Json;
+}
+
+export interface SseEvent {
+  message?: Json;
+  comment?: string;
+}
+
+/** SSE events as they arrive (messages parsed, comments reported). */
+export async function* sseEvents(res: Response): AsyncGenerator<SseEvent> {
+  const queue: SseEvent[] = [];
+  const parser = createParser({
+    onEvent: (event) => {
+      if (event.data) queue.push({ message: JSON.parse(event.data) });
+    },
+    onComment: (comment) => queue.push({ comment }),
+  });
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  try {
+    for (;;) {
+      while (queue.length) yield queue.shift()!;
+      const { done, value } = await reader.read();
+      if (done) break;
+      parser.feed(value);
+    }
+    while (queue.length) yield queue.shift()!;
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+}
+
+/** Lists the table's items of one session partition (to check what the gateway stored). */
+export async function sessionItems(endpoint: string, sessionId: string, tableName = 'mcp-gateway'): Promise<Json[]> {
+  const { createDocumentClient } = await import('../../lambda/state/dynamo-client');
+  const { QueryCommand } = await import('@aws-sdk/lib-dynamodb');
+  const client = createDocumentClient({ endpoint });
+  const out = await client.send(
+    new QueryCommand({ TableName: tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': `S#${sessionId}` } }),
+  );
+  return (out.Items ?? []) as Json[];
+}
