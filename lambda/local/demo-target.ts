@@ -6,6 +6,9 @@ import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mc
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
+  CreateMessageResultSchema,
+  ElicitResultSchema,
+  ListRootsResultSchema,
   UrlElicitationRequiredError,
   isInitializeRequest,
   type CallToolResult,
@@ -44,7 +47,7 @@ export interface DemoTargetStats {
   sessions: number;
   /** Client-to-server JSON-RPC messages (requests and notifications) delivered to a session, by method. */
   requestsByMethod: Record<string, number>;
-  /** Ids of tools/call requests whose handler was aborted by the client's notifications/cancelled. */
+  /** Request ids named by the client's notifications/cancelled (any tool, running or not). */
   cancelledRequestIds: Array<string | number>;
 }
 
@@ -139,7 +142,7 @@ function createSessionServer(state: TargetState, session: SessionContext): McpSe
     extra.signal.addEventListener(
       'abort',
       () => {
-        if (!session.closed) state.cancelledRequestIds.push(extra.requestId);
+        if (!session.closed && !state.cancelledRequestIds.includes(extra.requestId)) state.cancelledRequestIds.push(extra.requestId);
       },
       { once: true },
     );
@@ -316,6 +319,39 @@ function createSessionServer(state: TargetState, session: SessionContext): McpSe
 
   mcp.registerTool('fail', { description: 'Always fails (isError result).' }, () => errorText('failed on purpose'));
 
+  // Ignores the client's declared capabilities on purpose (extra.sendRequest skips the SDK's checks):
+  // it shows what a gateway does with a server request it did not declare to the target.
+  mcp.registerTool(
+    'request_anyway',
+    {
+      description: 'Sends a server-to-client request without checking capabilities (for gateway tests).',
+      inputSchema: { kind: z.enum(['form', 'url', 'sampling', 'roots']) },
+    },
+    async ({ kind }, extra) => {
+      try {
+        if (kind === 'sampling') {
+          const r = await extra.sendRequest(
+            { method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text: 'hi' } }], maxTokens: 5 } },
+            CreateMessageResultSchema,
+          );
+          return text(`answered: ${r.model}`);
+        }
+        if (kind === 'roots') {
+          const r = await extra.sendRequest({ method: 'roots/list' }, ListRootsResultSchema);
+          return text(`answered: ${r.roots.length} roots`);
+        }
+        const params =
+          kind === 'url'
+            ? { mode: 'url' as const, elicitationId: randomUUID(), url: 'https://auth.example/x', message: 'Open this' }
+            : { mode: 'form' as const, message: 'Fill this', requestedSchema: { type: 'object' as const, properties: {} } };
+        const r = await extra.sendRequest({ method: 'elicitation/create', params }, ElicitResultSchema);
+        return text(`answered: ${r.action}`);
+      } catch (err) {
+        return errorText(`refused: ${errorMessage(err)}`);
+      }
+    },
+  );
+
   mcp.registerPrompt('greeting', { description: 'Greets someone.', argsSchema: { name: z.string() } }, ({ name }) => ({
     messages: [{ role: 'user', content: { type: 'text', text: `Hello, ${name}!` } }],
   }));
@@ -438,6 +474,7 @@ export async function startDemoTarget(opts: DemoTargetOptions = {}): Promise<Dem
       if (m.method === 'notifications/cancelled' && (typeof rid === 'string' || typeof rid === 'number')) ids.push(rid);
     }
     if (ids.length === 0) return;
+    for (const id of ids) if (!state.cancelledRequestIds.includes(id)) state.cancelledRequestIds.push(id);
     setImmediate(() => {
       for (const id of ids) session.transport.closeSSEStream(id);
     });

@@ -84,3 +84,57 @@ export async function sessionItems(endpoint: string, sessionId: string, tableNam
   );
   return (out.Items ?? []) as Json[];
 }
+
+export interface RelayedCall {
+  /** Every message on the call's stream, in order. */
+  messages: Json[];
+  /** The final response. */
+  response: Json;
+  /** HTTP statuses of the answers POSTed. */
+  answerStatuses: number[];
+  comments: number;
+}
+
+/**
+ * Calls a tool over SSE and answers every server request on it with `answer(request)`, POSTed
+ * as a separate request (optionally to another gateway URL, as another Lambda instance would get it).
+ */
+export async function callAndAnswer(
+  url: string,
+  headers: Record<string, string>,
+  request: { id: string | number; method?: string; params: Json },
+  answer: (serverRequest: Json) => Json | Promise<Json>,
+  options: { answerUrl?: string; signal?: AbortSignal } = {},
+): Promise<RelayedCall> {
+  const res = await post(url, headers, { jsonrpc: '2.0', id: request.id, method: request.method ?? 'tools/call', params: request.params }, options.signal);
+  const result: RelayedCall = { messages: [], response: {}, answerStatuses: [], comments: 0 };
+  for await (const event of sseEvents(res)) {
+    if (event.comment !== undefined) result.comments++;
+    const message = event.message;
+    if (!message) continue;
+    result.messages.push(message);
+    if (message.method && message.id !== undefined) {
+      const answerRes = await post(options.answerUrl ?? url, headers, { jsonrpc: '2.0', id: message.id, ...(await answer(message)) });
+      result.answerStatuses.push(answerRes.status);
+      await answerRes.body?.cancel();
+    } else if (message.id === request.id) {
+      result.response = message;
+      break;
+    }
+  }
+  return result;
+}
+
+/** Waits until `check` passes (bounded), for effects that happen after a response was sent. */
+export async function eventually(check: () => Promise<void> | void, timeoutMs = 5000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await check();
+      return;
+    } catch (error) {
+      if (Date.now() > until) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}

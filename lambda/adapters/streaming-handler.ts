@@ -1,0 +1,69 @@
+import type { LambdaFunctionURLEvent, StreamifyHandler } from 'aws-lambda';
+import type { FetchHandler } from '../core/exchange';
+import { eventToRequest, principalFromEvent, writeResponse } from './function-url';
+
+/** Time kept back from the Lambda timeout so the response can still be finished cleanly. */
+export const DEADLINE_MARGIN_MS = 1000;
+
+export interface StreamingHandlerOptions {
+  /** Where unexpected errors are reported (never to the client). Defaults to console.error. */
+  onError?: (error: unknown) => void;
+}
+
+/** The generic answer to any unexpected failure: the error text never leaves the function. */
+export function internalErrorResponse(): Response {
+  const body = { jsonrpc: '2.0', id: null, error: { code: -32603, message: 'Internal error' } };
+  return new Response(JSON.stringify(body), { status: 500, headers: { 'content-type': 'application/json' } });
+}
+
+/**
+ * The body of the Lambda handler, to be wrapped in `awslambda.streamifyResponse` (by `lambda/handler.ts`,
+ * or by tests with any FetchHandler). The FetchHandler is created on first use and then reused for
+ * the life of the execution environment; a failed creation is retried on the next invocation.
+ */
+export function createStreamingHandler(
+  getFetchHandler: () => Promise<FetchHandler>,
+  options: StreamingHandlerOptions = {},
+): StreamifyHandler<LambdaFunctionURLEvent, void> {
+  const onError = options.onError ?? ((error: unknown) => console.error('[gateway] unhandled error', error));
+  let fetchHandler: Promise<FetchHandler> | undefined;
+  const load = (): Promise<FetchHandler> => {
+    fetchHandler ??= getFetchHandler().catch((error: unknown) => {
+      fetchHandler = undefined;
+      throw error;
+    });
+    return fetchHandler;
+  };
+
+  return async (event, responseStream, context) => {
+    // Client-disconnect detection: 'close'/'error' before the response finished. Real Lambda may never
+    // signal this (see building-blocks §3.3), so the deadline below is the backstop.
+    const controller = new AbortController();
+    const onGone = (): void => {
+      if (!responseStream.writableFinished) controller.abort();
+    };
+    responseStream.on('error', onGone); // stays attached: an unhandled 'error' would crash the process
+    responseStream.once('close', onGone);
+
+    let response: Response;
+    try {
+      const handle = await load();
+      response = await handle(eventToRequest(event, controller.signal), {
+        signal: controller.signal,
+        deadline: Date.now() + context.getRemainingTimeInMillis() - DEADLINE_MARGIN_MS,
+        platformPrincipal: principalFromEvent(event),
+      });
+    } catch (error) {
+      // A rejection caused by the client leaving is expected; anything else is worth a log line.
+      if (!controller.signal.aborted) onError(error);
+      response = internalErrorResponse();
+    }
+
+    try {
+      await writeResponse(response, responseStream, controller.signal);
+    } catch (error) {
+      // The body failed after the headers went out; writeResponse has already ended the stream.
+      onError(error);
+    }
+  };
+}

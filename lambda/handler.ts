@@ -1,0 +1,8 @@
+import { createStreamingHandler } from './adapters/streaming-handler';
+import { createGatewayFromEnvironment } from './core/bootstrap';
+
+/**
+ * Lambda entry point: function URL with InvokeMode RESPONSE_STREAM. `awslambda` is a global of the
+ * Node.js managed runtime. The gateway is built on the first invocation of each execution environment.
+ */
+export const handler = awslambda.streamifyResponse(createStreamingHandler(() => createGatewayFromEnvironment()));
