@@ -45,14 +45,18 @@ export async function startGateway(
 }
 
 /** A separate gateway process (`npm start` with flags), as a second Lambda instance would be. */
-export async function startGatewayProcess(config: GatewayConfigInput, dynamodbEndpoint: string): Promise<GatewayUnderTest> {
+export async function startGatewayProcess(
+  config: GatewayConfigInput,
+  dynamodbEndpoint: string,
+  options: { logLevel?: string } = {},
+): Promise<GatewayUnderTest & { output(): string }> {
   const dir = mkdtempSync(join(tmpdir(), 'gw-'));
   const file = join(dir, 'config.json');
   writeFileSync(file, JSON.stringify(config));
   const child = spawn(
     process.execPath,
     [require.resolve('tsx/cli'), 'lambda/local/cli.ts', '--port', '0', '--no-demo', '--config', file, '--dynamodb-endpoint', dynamodbEndpoint],
-    { cwd: join(__dirname, '../..'), env: { ...process.env, GATEWAY_LOG_LEVEL: 'SILENT' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    { cwd: join(__dirname, '../..'), env: { ...process.env, GATEWAY_LOG_LEVEL: options.logLevel ?? 'SILENT' }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let output = '';
   const url = await new Promise<string>((resolve, reject) => {
@@ -70,6 +74,7 @@ export async function startGatewayProcess(config: GatewayConfigInput, dynamodbEn
   });
   return {
     url,
+    output: () => output,
     close: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null) return resolve();
