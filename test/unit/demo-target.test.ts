@@ -182,7 +182,7 @@ describe('demo target', () => {
   it('lists all tools', async () => {
     const { tools } = await tc.client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual(
-      ['access_github_repo', 'confirm_action', 'echo', 'fail', 'list_roots', 'multi_elicit', 'progress', 'sample', 'slow', 'url_required', 'use_aws'].sort(),
+      ['access_github_repo', 'confirm_action', 'echo', 'fail', 'list_roots', 'multi_elicit', 'progress', 'request_anyway', 'sample', 'slow', 'url_required', 'use_aws'].sort(),
     );
   });
 
