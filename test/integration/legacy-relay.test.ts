@@ -253,6 +253,25 @@ describe.each(kinds)('relay through the %s', (kind) => {
     });
   });
 
+  describe('the function deadline', () => {
+    it('ends a call that would outlive the invocation with a retryable error, and cancels it at the target', async () => {
+      // Lambda: deadline = remaining time - 1 s; local server: its request timeout.
+      const short = await startGateway(kind, { targets: [{ name: 'demo', url: demo.url }], logLevel: 'SILENT' }, dynamo.endpoint, {
+        timeoutMs: kind === 'lambda handler' ? 2500 : 1500,
+      });
+      try {
+        const { headers } = await initSession(short.url, { capabilities: ALL });
+        const started = Date.now();
+        const call = await callAndAnswer(short.url, headers, { id: 'deadline', params: { name: 'demo___slow', arguments: { ms: 20000 } } }, () => accept);
+        expect(call.response.error).toMatchObject({ code: -32001, data: { retryable: true } });
+        expect(Date.now() - started).toBeLessThan(2400);
+        await eventually(() => expect(demo.stats().cancelledRequestIds).toContain('c.s.deadline'));
+      } finally {
+        await short.close();
+      }
+    });
+  });
+
   describe('DynamoDB requests', () => {
     it('counts the requests of a call with one elicitation round', async () => {
       const { headers } = await initSession(url, { capabilities: ALL });

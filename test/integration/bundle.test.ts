@@ -1,0 +1,62 @@
+import { spawn } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { startDemoTarget, type DemoTarget } from '../../lambda/local/demo-target';
+import { startCountedDynamo, type CountedDynamo } from '../support/dynamo';
+import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
+import { callAndAnswer, initSession } from '../support/mcp-http';
+
+/** The bundle `npm run build` produces (and CDK deploys) runs the whole relay on its own. */
+describe('the bundled Lambda handler', () => {
+  const bundle = join(__dirname, '../../dist/lambda/index.mjs');
+  let dynamo: CountedDynamo;
+  let demo: DemoTarget;
+
+  beforeAll(async () => {
+    dynamo = await startCountedDynamo();
+    demo = await startDemoTarget();
+    await ensureTable(createDocumentClient({ endpoint: dynamo.endpoint }), 'mcp-gateway');
+  });
+  afterAll(async () => {
+    await demo?.close();
+    await dynamo?.close();
+  });
+
+  it('exists after npm run build', () => {
+    expect(existsSync(bundle)).toBe(true);
+    expect(statSync(bundle).size).toBeLessThan(3 * 1024 * 1024);
+  });
+
+  it('serves an elicitation round trip through the function-URL invoker', async () => {
+    const child = spawn(process.execPath, [require.resolve('tsx/cli'), 'test/support/serve-bundle.ts'], {
+      cwd: join(__dirname, '../..'),
+      env: {
+        ...process.env,
+        GATEWAY_CONFIG: JSON.stringify({ targets: [{ name: 'demo', url: demo.url }], logLevel: 'SILENT' }),
+        DYNAMODB_ENDPOINT: dynamo.endpoint,
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        const timer = setTimeout(() => reject(new Error(`bundle did not start: ${out}`)), 20_000);
+        child.stdout.on('data', (c: Buffer) => {
+          out += c.toString();
+          const match = /ready (\S+)/.exec(out);
+          if (match) {
+            clearTimeout(timer);
+            resolve(match[1]);
+          }
+        });
+      });
+      const { headers } = await initSession(url, { capabilities: { elicitation: { form: {} } } });
+      const call = await callAndAnswer(url, headers, { id: 1, params: { name: 'use_aws', arguments: { command: 'bundled' } } }, () => ({
+        result: { action: 'accept', content: { confirm: true } },
+      }));
+      expect(call.response.result.content[0].text).toBe('executed: bundled');
+    } finally {
+      child.kill('SIGTERM');
+    }
+  }, 40_000);
+});
