@@ -1,0 +1,60 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** Child processes for the benchmark: each server gets its own event loop, as in a deployment. */
+export interface Child {
+  url: string;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+const root = join(__dirname, '..');
+
+export async function startChild(args: string[], readyPattern: RegExp, env: NodeJS.ProcessEnv = {}): Promise<Child> {
+  const child = spawn(process.execPath, [require.resolve('tsx/cli'), ...args], {
+    cwd: root,
+    env: { ...process.env, GATEWAY_LOG_LEVEL: 'SILENT', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`did not start: ${args.join(' ')}\n${output}`)), 60_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = readyPattern.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.on('exit', (code) => reject(new Error(`exited ${code}: ${output}`)));
+  });
+  return {
+    url,
+    process: child,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        const force = setTimeout(() => child.kill('SIGKILL'), 5000);
+        child.once('exit', () => {
+          clearTimeout(force);
+          resolve();
+        });
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+export function startTarget(script = 'bench/serve-target.ts'): Promise<Child> {
+  return startChild([script], /ready (\S+)/);
+}
+
+export function startGatewayChild(config: object, dynamodbEndpoint: string): Promise<Child> {
+  const file = join(mkdtempSync(join(tmpdir(), 'bench-')), 'config.json');
+  writeFileSync(file, JSON.stringify(config));
+  return startChild(['lambda/local/cli.ts', '--port', '0', '--no-demo', '--config', file, '--dynamodb-endpoint', dynamodbEndpoint], /MCP gateway ready: (\S+)/);
+}

@@ -1,0 +1,139 @@
+/**
+ * `npm run bench`: the gateway's overhead against a direct call, in one run, on loopback.
+ * Prints p50/p95 and gateway/direct ratios per protocol era, DynamoDB requests per operation,
+ * the Lambda bundle's size and import time, and a 200-session elicitation load over two gateway
+ * processes sharing one DynamoDB endpoint. Writes bench/results/latest.json.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { startCountedDynamo } from '../test/support/dynamo';
+import { callAndAnswer, initSession, post, readMessage, type Json } from '../test/support/mcp-http';
+import { startGatewayChild, startTarget, type Child } from './processes';
+import { distribution, ratio, type Distribution } from './stats';
+
+const N = Number(process.env.BENCH_CALLS ?? 400);
+const WARMUP = 40;
+const LOAD_SESSIONS = Number(process.env.BENCH_LOAD_SESSIONS ?? 200);
+const accept = { result: { action: 'accept', content: { confirm: true } } };
+
+async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
+  const started = performance.now();
+  const value = await fn();
+  return [performance.now() - started, value];
+}
+
+/** Direct and gateway calls alternate, so both see the same machine state. */
+async function interleaved(direct: () => Promise<void>, gateway: () => Promise<void>): Promise<{ direct: Distribution; gateway: Distribution }> {
+  for (let i = 0; i < WARMUP; i++) {
+    await direct();
+    await gateway();
+  }
+  const d: number[] = [];
+  const g: number[] = [];
+  for (let i = 0; i < N; i++) {
+    const first = i % 2 === 0;
+    if (first) d.push((await timed(direct))[0]);
+    g.push((await timed(gateway))[0]);
+    if (!first) d.push((await timed(direct))[0]);
+  }
+  return { direct: distribution(d), gateway: distribution(g) };
+}
+
+async function echoCall(url: string, headers: Record<string, string>, name: string, id: number): Promise<void> {
+  const res = await post(url, headers, { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: { text: 'bench' } } });
+  const message = await readMessage(res);
+  if (message.result?.content?.[0]?.text !== 'echo: bench') throw new Error(`unexpected answer: ${JSON.stringify(message)}`);
+}
+
+function bundleFigures(): { bytes: number; importMs: number } {
+  const bundle = join(__dirname, '../dist/lambda/index.mjs');
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: join(__dirname, '..'), stdio: 'ignore' });
+  const script = `globalThis.awslambda={streamifyResponse:f=>f,HttpResponseStream:{}};const t=performance.now();await import(${JSON.stringify(bundle)});console.log(performance.now()-t)`;
+  const runs = Array.from({ length: 5 }, () => Number(execFileSync(process.execPath, ['--input-type=module', '-e', script]).toString()));
+  return { bytes: statSync(bundle).size, importMs: Math.round(distribution(runs).p50) };
+}
+
+async function main(): Promise<void> {
+  const dynamo = await startCountedDynamo();
+  const children: Child[] = [];
+  const results: Json = {
+    machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
+    calls: N,
+  };
+  try {
+    const target = await startTarget();
+    children.push(target);
+    const config = { targets: [{ name: 'demo', url: target.url }] };
+    const [gatewayA, gatewayB] = await Promise.all([startGatewayChild(config, dynamo.endpoint), startGatewayChild(config, dynamo.endpoint)]);
+    children.push(gatewayA, gatewayB);
+
+    // 2025-11-25: a session on the target directly, and one through the gateway.
+    const direct = await initSession(target.url);
+    const viaGateway = await initSession(gatewayA.url, { capabilities: { elicitation: { form: {} } } });
+    let id = 0;
+    const legacy = await interleaved(
+      () => echoCall(target.url, direct.headers, 'echo', ++id),
+      () => echoCall(gatewayA.url, viaGateway.headers, 'demo___echo', ++id),
+    );
+    results.legacy = { ...legacy, p50Ratio: ratio(legacy.gateway.p50, legacy.direct.p50), p95Ratio: ratio(legacy.gateway.p95, legacy.direct.p95) };
+
+    // DynamoDB requests per operation.
+    dynamo.reset();
+    await echoCall(gatewayA.url, viaGateway.headers, 'demo___echo', ++id);
+    const perCall = Object.fromEntries(dynamo.counts);
+    dynamo.reset();
+    await callAndAnswer(gatewayA.url, viaGateway.headers, { id: ++id, params: { name: 'demo___use_aws', arguments: { command: 'x' } } }, () => accept);
+    await new Promise((resolve) => setTimeout(resolve, 200)); // the cleanup write follows the response
+    const perRound = Object.fromEntries(dynamo.counts);
+    results.dynamodb = { legacyCallWithoutInput: perCall, legacyCallWithOneElicitation: perRound };
+
+    // Load: sessions streamed by one process, answered through the other.
+    const load: number[] = [];
+    const [loadMs, outcomes] = await timed(() =>
+      Promise.all(
+        Array.from({ length: LOAD_SESSIONS }, async (_, i) => {
+          const [streamer, answerer] = i % 2 === 0 ? [gatewayA, gatewayB] : [gatewayB, gatewayA];
+          const { headers } = await initSession(streamer.url, { capabilities: { elicitation: { form: {} } } });
+          const [ms, call] = await timed(() =>
+            callAndAnswer(streamer.url, headers, { id: i, params: { name: 'demo___use_aws', arguments: { command: `cmd-${i}` } } }, () => accept, {
+              answerUrl: answerer.url,
+            }),
+          );
+          load.push(ms);
+          return call.response.result?.content?.[0]?.text === `executed: cmd-${i}`;
+        }),
+      ),
+    );
+    const completed = outcomes.filter(Boolean).length;
+    results.load = { sessions: LOAD_SESSIONS, completed, crossedOrLost: LOAD_SESSIONS - completed, wallMs: Math.round(loadMs), callMs: distribution(load) };
+
+    results.bundle = bundleFigures();
+  } finally {
+    await Promise.all(children.map((child) => child.stop()));
+    await dynamo.close();
+  }
+
+  mkdirSync(join(__dirname, 'results'), { recursive: true });
+  writeFileSync(join(__dirname, 'results/latest.json'), `${JSON.stringify(results, null, 2)}\n`);
+  print(results);
+}
+
+function print(results: Json): void {
+  const row = (label: string, r: Json) =>
+    `${label.padEnd(22)} direct p50 ${r.direct.p50.toFixed(2)} ms  p95 ${r.direct.p95.toFixed(2)} ms | gateway p50 ${r.gateway.p50.toFixed(2)} ms  p95 ${r.gateway.p95.toFixed(2)} ms | ratio p50 ${r.p50Ratio}  p95 ${r.p95Ratio}`;
+  console.log(`machine: ${results.machine.cpus} × ${results.machine.cpuModel}, ${results.machine.memoryGiB} GiB, Node ${results.machine.node}; ${results.calls} calls each`);
+  console.log(row('2025-11-25 tools/call', results.legacy));
+  if (results.stateless) console.log(row('2026-07-28 tools/call', results.stateless));
+  console.log(`DynamoDB requests: 2025 call without input ${JSON.stringify(results.dynamodb.legacyCallWithoutInput)}; with one elicitation ${JSON.stringify(results.dynamodb.legacyCallWithOneElicitation)}`);
+  const l = results.load;
+  console.log(`load: ${l.sessions} sessions × 1 elicitation over 2 processes: ${l.completed} completed, ${l.crossedOrLost} crossed or lost, ${l.wallMs} ms wall; per call p50 ${l.callMs.p50} ms, p95 ${l.callMs.p95} ms, p99 ${l.callMs.p99} ms, max ${l.callMs.max} ms`);
+  console.log(`bundle: ${(results.bundle.bytes / 1024).toFixed(0)} KiB, import ${results.bundle.importMs} ms (median of 5)`);
+  console.log('figures written to bench/results/latest.json');
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
