@@ -265,6 +265,26 @@ describe.each(kinds)('2025-era sessions through the %s', (kind) => {
       expect(res.status).toBe(413);
     });
 
+    // In AWS the function URL owns the Host header; the check is the local server's.
+    (kind === 'local server' ? it : it.skip)('checks Host and Origin on the local server (DNS rebinding)', async () => {
+      const { request } = await import('node:http');
+      const statusWith = (headers: Record<string, string>) =>
+        new Promise<number>((resolve, reject) => {
+          const target = new URL(url);
+          const req = request({ host: target.hostname, port: target.port, path: target.pathname, method: 'POST', headers: { 'content-type': 'application/json', ...headers } }, (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          });
+          req.on('error', reject);
+          req.end(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }));
+        });
+      const port = new URL(url).port;
+      expect(await statusWith({ host: 'attacker.example' })).toBe(403);
+      expect(await statusWith({ host: `attacker.example:${port}` })).toBe(403);
+      expect(await statusWith({ host: `localhost:${port}`, origin: 'http://attacker.example' })).toBe(403);
+      expect(await statusWith({ host: `localhost:${port}`, origin: `http://localhost:${port}` })).toBe(400); // allowed; 400 = no session
+    });
+
     it('refuses a non-JSON content type with 415', async () => {
       const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hi' });
       expect(res.status).toBe(415);
