@@ -165,7 +165,14 @@ class Relay {
       createdAt: now,
       expiresAt: now + deps.config.pendingRequestTimeoutSeconds,
     };
-    await deps.store.putPending(loaded.session, record);
+    try {
+      await deps.store.putPending(loaded.session, record);
+    } catch (error) {
+      // Unrecorded, the client's answer could not be matched: refuse it at the target, which can fall back.
+      this.log.warn('pending request not recorded; refused at the target', { error: describeError(error) });
+      await this.answerTarget(jsonRpcError(serverRequest.id, RpcCode.InternalError, 'Gateway could not relay the request; retry later'));
+      return;
+    }
     const timer = setTimeout(() => void this.onPendingTimeout(record.gatewayId), deps.config.pendingRequestTimeoutSeconds * 1000);
     timer.unref();
     this.pending.set(record.gatewayId, { record, timer });
