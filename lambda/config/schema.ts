@@ -21,7 +21,20 @@ export const TargetConfigSchema = z.strictObject({
   url: z.url({ protocol: /^https?$/, error: 'an http(s) URL' }),
   /** Static headers sent to this target (outbound credentials). Never the client's token. */
   headers: z.record(headerName, z.string()).optional(),
+  /**
+   * Which protocol era the target speaks: 'auto' (default) probes once with `server/discover` and
+   * falls back to `initialize`; 'legacy' (2025-11-25 and earlier) or 'modern' (2026-07-28) skip the probe.
+   */
+  era: z.enum(['auto', 'legacy', 'modern']).optional(),
 });
+
+/** A tool pattern for `confirmTools`: `target___tool`, or `target___*` for every tool of a target. */
+const confirmToolPattern = z
+  .string()
+  .regex(/^[A-Za-z0-9-]+___(?:\*|[A-Za-z0-9_.\-/]+)$/, 'a pattern "target___tool" or "target___*"');
+
+/** Secret material for sealing requestState; any string of at least 32 characters (a key is derived from it). */
+const stateSecret = z.string().min(32, 'at least 32 characters of secret material');
 
 export const AuthConfigSchema = z.discriminatedUnion('type', [z.strictObject({ type: z.literal('none') })]);
 
@@ -40,6 +53,21 @@ export const GatewayConfigSchema = z
     auth: AuthConfigSchema.default({ type: 'none' }),
     /** Largest accepted request body; a function URL refuses more than 6 MB anyway. */
     maxBodyBytes: z.number().int().min(1024).max(6 * 1024 * 1024).default(4 * 1024 * 1024),
+    /** Tools the gateway itself asks the user to confirm (form elicitation) before forwarding. */
+    confirmTools: z.array(confirmToolPattern).default([]),
+    /**
+     * Keys that seal 2026-07-28 `requestState`: `current` seals and opens, `previous` still opens
+     * during a rotation. In AWS prefer `requestStateSecretArn`; without either, a random key is
+     * generated at start (fine for one process, wrong for a fleet).
+     */
+    requestStateKeys: z.strictObject({ current: stateSecret, previous: stateSecret.optional() }).optional(),
+    /** A Secrets Manager secret holding the keys: JSON `{"current": "...", "previous": "..."}` or a plain string. */
+    requestStateSecretArn: z
+      .string()
+      .regex(/^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+$/, 'a Secrets Manager secret ARN')
+      .optional(),
+    /** How long a sealed requestState stays valid (the client must retry within it). */
+    requestStateTtlSeconds: z.number().int().min(30).max(3600).default(600),
   })
   .superRefine((config, ctx) => {
     const seen = new Set<string>();

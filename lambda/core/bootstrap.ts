@@ -5,6 +5,12 @@ import { DynamoSessionStore } from '../state/dynamo-store';
 import type { SessionStore } from '../state/store';
 import { CatalogCache } from '../targets/catalog-cache';
 import { TargetClient } from '../targets/upstream-client';
+import { keySecretsFromConfig, resolveKeySecrets } from '../crypto/keys';
+import { SealedBox, type KeySecrets } from '../crypto/sealed-box';
+import { LegacyUpstreamPool } from '../stateless/legacy-upstream';
+import { RequestStateSealer } from '../stateless/request-state';
+import { EraProbe } from '../targets/era-probe';
+import { ModernTargetClient } from '../targets/modern-client';
 import type { GatewayDeps } from './deps';
 import type { FetchHandler } from './exchange';
 import { createGateway } from './gateway';
@@ -17,17 +23,32 @@ export interface BuildOptions {
   store?: SessionStore;
   logger?: GatewayLogger;
   keepAliveMs?: number;
+  /** requestState keys resolved by the caller (the Lambda reads Secrets Manager); default: from the configuration. */
+  requestStateKeys?: KeySecrets;
 }
 
 /** Assembles the gateway from a validated configuration: the one place parts are wired together. */
 export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = {}): GatewayDeps {
   const logger = options.logger ?? createLogger(config.logLevel);
   const store = options.store ?? new DynamoSessionStore(options.documentClient ?? createDocumentClient(), config.tableName);
+  const modernClients = new Map(config.targets.map((target) => [target.name, new ModernTargetClient(target, GATEWAY_INFO)]));
+  const eras = new EraProbe(new Map(config.targets.map((target) => [target.name, target])), modernClients, logger);
+  const targets = new Map(
+    config.targets.map((target) => [target.name, new TargetClient(target, GATEWAY_INFO, { eras, client: modernClients.get(target.name)! })]),
+  );
+  const secrets = options.requestStateKeys ?? keySecretsFromConfig(config, logger);
+  const legacyVersion = config.supportedVersions.filter((v) => v < '2026-07-28').sort().pop() ?? '2025-11-25';
   return {
     config,
     store,
     logger,
-    targets: new Map(config.targets.map((target) => [target.name, new TargetClient(target, GATEWAY_INFO)])),
+    targets,
+    modern: {
+      requestState: new RequestStateSealer(SealedBox.fromSecrets(secrets), config.requestStateTtlSeconds),
+      eras,
+      clients: modernClients,
+      legacySessions: new LegacyUpstreamPool(targets, legacyVersion, logger),
+    },
     catalog: new CatalogCache(),
     serverInfo: GATEWAY_INFO,
     keepAliveMs: options.keepAliveMs ?? 15_000,
@@ -44,5 +65,8 @@ export async function createGatewayFromEnvironment(env: NodeJS.ProcessEnv = proc
   const config = parseConfig(raw, 'GATEWAY_CONFIG');
   const documentClient = createDocumentClient({ endpoint: env.DYNAMODB_ENDPOINT || undefined });
   const keepAliveMs = env.GATEWAY_KEEPALIVE_MS ? Number(env.GATEWAY_KEEPALIVE_MS) : undefined;
-  return createGateway(buildGatewayDeps(config, { documentClient, keepAliveMs }));
+  const logger = createLogger(config.logLevel);
+  // Once per cold start: configuration, else Secrets Manager (GATEWAY_REQUEST_STATE_SECRET_ARN), else random.
+  const requestStateKeys = await resolveKeySecrets(config, logger, env);
+  return createGateway(buildGatewayDeps(config, { documentClient, keepAliveMs, logger, requestStateKeys }));
 }

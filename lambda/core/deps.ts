@@ -3,6 +3,7 @@ import type { GatewayConfig } from '../config/schema';
 import type { SessionStore } from '../state/store';
 import type { CatalogCache } from '../targets/catalog-cache';
 import type { TargetClient } from '../targets/upstream-client';
+import type { ModernServices } from '../stateless/services';
 import type { GatewayLogger } from './logger';
 
 /** What the gateway is built from; tests assemble it with real or fake parts. */
@@ -16,4 +17,6 @@ export interface GatewayDeps {
   serverInfo: Implementation;
   /** SSE keep-alive comment interval while a relayed call waits. */
   keepAliveMs: number;
+  /** 2026-07-28 services: requestState sealing, target eras, modern target clients (per instance). */
+  modern: ModernServices;
 }

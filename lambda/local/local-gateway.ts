@@ -1,5 +1,6 @@
 import { parseConfig, type GatewayConfig, type GatewayConfigInput } from '../config/schema';
 import { buildGatewayDeps } from '../core/bootstrap';
+import { createLogger, describeError } from '../core/logger';
 import type { GatewayDeps } from '../core/deps';
 import { createGateway } from '../core/gateway';
 import type { GatewayLogger } from '../core/logger';
@@ -56,8 +57,14 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
     }
     const config = parseConfig(raw);
     const documentClient = createDocumentClient({ endpoint });
-    await ensureTable(documentClient, config.tableName);
-    const deps = buildGatewayDeps(config, { documentClient, logger: options.logger, keepAliveMs: options.keepAliveMs });
+    const logger = options.logger ?? createLogger(config.logLevel);
+    try {
+      await ensureTable(documentClient, config.tableName);
+    } catch (error) {
+      // Not fatal: 2026-07-28 requests never touch DynamoDB; 2025 sessions answer 503 until it is back.
+      logger.warn('DynamoDB not reachable at start-up; 2025-11-25 sessions will fail until it is', { endpoint, error: describeError(error) });
+    }
+    const deps = buildGatewayDeps(config, { documentClient, logger, keepAliveMs: options.keepAliveMs });
     if (options.startupReport ?? true) await reportTargetsAtStartup(deps);
     const running = await serveOnNode(createGateway(deps), {
       host: options.host ?? '127.0.0.1',

@@ -12,6 +12,8 @@ import type {
   RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { TargetConfig } from '../config/schema';
+import type { EraLookup } from './era-probe';
+import { META_KEYS, MODERN_PROTOCOL_VERSION, type ModernTargetClient } from './modern-client';
 
 /**
  * The gateway's HTTP client to one target (an upstream MCP server, Streamable HTTP, 2025 era).
@@ -59,10 +61,21 @@ export interface InitializeOutcome {
   result: InitializeResult;
 }
 
+/**
+ * For a 2026-07-28 target the 2025-era path still uses this client: `initialize` then yields a
+ * session without id whose version is 2026-07-28, and requests on it go out as modern requests
+ * (see ModernBridge below). Set by the bootstrap; absent in tests that build a bare client.
+ */
+export interface ModernUpstream {
+  eras: EraLookup;
+  client: ModernTargetClient;
+}
+
 export class TargetClient {
   constructor(
     readonly config: TargetConfig,
     private readonly clientInfo: Implementation,
+    private readonly modern?: ModernUpstream,
   ) {}
 
   get name(): string {
@@ -70,6 +83,8 @@ export class TargetClient {
   }
 
   async initialize(protocolVersion: string, capabilities: ClientCapabilities, signal?: AbortSignal): Promise<InitializeOutcome> {
+    // --- modern target (lambda/stateless owns the 2026-07-28 side; this keeps 2025 sessions working) ---
+    if (this.modern && (await this.modern.eras.eraOf(this.name, signal)).era === 'modern') return this.modernSession(signal);
     const request: JSONRPCRequest = {
       jsonrpc: '2.0',
       id: `gw-init-${randomUUID()}`,
@@ -95,11 +110,14 @@ export class TargetClient {
     request: JSONRPCRequest,
     options: { signal?: AbortSignal; handlers?: StreamHandlers } = {},
   ): Promise<JSONRPCResponse> {
+    if (isModernSession(session) && this.modern) return bridgeModernRequest(this.modern, request, options);
     return (await this.exchange(session, request, options, true)).response;
   }
 
   /** POSTs a notification or a response (the answer to a target's request); targets reply 202. */
   async send(session: UpstreamSession, message: JSONRPCMessage, signal?: AbortSignal): Promise<void> {
+    // 2026-07-28 over HTTP has no client notifications (closing a request cancels it) and no server requests to answer.
+    if (isModernSession(session)) return;
     let res: Response;
     try {
       res = await fetch(this.config.url, { method: 'POST', headers: this.headers(session), body: JSON.stringify(message), signal });
@@ -116,6 +134,18 @@ export class TargetClient {
     if (!session.targetSessionId) return;
     const res = await fetch(this.config.url, { method: 'DELETE', headers: this.headers(session), signal: AbortSignal.timeout(5000) });
     await res.body?.cancel().catch(() => undefined);
+  }
+
+  /** A 2026-07-28 target has no handshake: its DiscoverResult stands in for the InitializeResult. */
+  private async modernSession(signal?: AbortSignal): Promise<InitializeOutcome> {
+    const { discover } = await this.modern!.eras.eraOf(this.name, signal);
+    const serverInfo = (discover?._meta as Record<string, unknown> | undefined)?.[META_KEYS.serverInfo] as Implementation | undefined;
+    const result = {
+      protocolVersion: MODERN_PROTOCOL_VERSION,
+      capabilities: (discover?.capabilities ?? {}) as InitializeResult['capabilities'],
+      serverInfo: serverInfo ?? { name: this.name, version: 'unknown' },
+    } as InitializeResult;
+    return { session: { protocolVersion: MODERN_PROTOCOL_VERSION }, result };
   }
 
   private headers(session: UpstreamSession): Record<string, string> {
@@ -220,4 +250,51 @@ function isRequest(value: unknown): value is JSONRPCRequest {
 
 function isNotification(value: unknown): value is JSONRPCNotification {
   return isObject(value) && typeof value.method === 'string' && !('id' in value);
+}
+
+export function isModernSession(session: UpstreamSession): boolean {
+  return session.protocolVersion >= MODERN_PROTOCOL_VERSION;
+}
+
+/**
+ * A 2025-era session's request to a 2026-07-28 target: sent as a modern request declaring no input
+ * capabilities, because the 2025 relay cannot carry multi round-trip input (yet). A target that
+ * needs input answers -32021 or input_required; both become a clear error instead of a hang.
+ * `resultType` is dropped from results: 2025 clients do not know it.
+ */
+async function bridgeModernRequest(
+  modern: ModernUpstream,
+  request: JSONRPCRequest,
+  options: { signal?: AbortSignal; handlers?: StreamHandlers },
+): Promise<JSONRPCResponse> {
+  const params = { ...(request.params as Record<string, unknown> | undefined) };
+  const meta = params._meta as Record<string, unknown> | undefined;
+  if (meta) {
+    // Keep only what a 2026 request may carry from a 2025 one (the progress token).
+    params._meta = meta.progressToken !== undefined ? { progressToken: meta.progressToken } : undefined;
+  }
+  const { response } = await modern.client.request(request.method, params, { clientCapabilities: {} }, {
+    signal: options.signal,
+    onNotification: (notification) => options.handlers?.onNotification?.(notification),
+  });
+  const target = modern.client.name;
+  const crossEra = (what: string, data: Record<string, unknown>) => ({
+    jsonrpc: '2.0' as const,
+    id: request.id,
+    error: {
+      code: -32603,
+      message: `Target ${target} (protocol 2026-07-28) needs input from the user (${what}); relaying it to a 2025-11-25 session is not supported yet`,
+      data: { type: 'CrossEraInputUnsupported', target, ...data },
+    },
+  });
+  if ('error' in response) {
+    if (response.error.code === -32021) return crossEra('a client capability', { requiredCapabilities: (response.error.data as Record<string, unknown> | undefined)?.requiredCapabilities });
+    return { ...response, id: request.id };
+  }
+  const { resultType, ...result } = response.result as Record<string, unknown>;
+  if (resultType === 'input_required') {
+    const methods = Object.values((result.inputRequests as Record<string, { method?: string }> | undefined) ?? {}).map((r) => r.method);
+    return crossEra(methods.join(', ') || 'input_required', { inputRequests: methods });
+  }
+  return { jsonrpc: '2.0', id: request.id, result };
 }

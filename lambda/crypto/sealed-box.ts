@@ -1,0 +1,103 @@
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+
+/**
+ * Authenticated encryption (AES-256-GCM) of small JSON payloads that clients carry and must not
+ * read or alter, with key rotation: the current key seals, the current and the previous key open.
+ *
+ * Wire format (URL-safe, no padding): `gw1.<kid>.<iv>.<ciphertext+tag>`, where `kid` names the key
+ * (a digest of it, so opening never tries keys blindly) and the format prefix and kid are bound as
+ * additional authenticated data. Keys are derived with HKDF-SHA256 from secret material of any
+ * length ≥ 32 characters, so an operator can paste a random string into Secrets Manager.
+ *
+ * @example
+ * const box = SealedBox.fromSecrets({ current: process.env.SECRET! });
+ * const sealed = box.seal({ hello: 'world' });
+ * box.open(sealed); // → { hello: 'world' }
+ */
+
+const FORMAT = 'gw1';
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+const HKDF_SALT = 'mcp-gateway/requestState';
+const HKDF_INFO = 'aes-256-gcm v1';
+
+export interface SealingKey {
+  /** Short public key id (first 6 bytes of SHA-256 of the key, base64url). */
+  kid: string;
+  key: Buffer;
+}
+
+export interface KeySecrets {
+  current: string;
+  previous?: string;
+}
+
+export function deriveKey(secret: string | Buffer): SealingKey {
+  const key = Buffer.from(hkdfSync('sha256', secret, HKDF_SALT, HKDF_INFO, 32));
+  const kid = createHash('sha256').update(key).digest().subarray(0, 6).toString('base64url');
+  return { kid, key };
+}
+
+/** A fresh random key (local runs without configured keys). */
+export function randomSecret(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+export class SealedBox {
+  private readonly keys: SealingKey[];
+
+  constructor(current: SealingKey, previous?: SealingKey) {
+    this.keys = previous && previous.kid !== current.kid ? [current, previous] : [current];
+  }
+
+  static fromSecrets(secrets: KeySecrets): SealedBox {
+    return new SealedBox(deriveKey(secrets.current), secrets.previous ? deriveKey(secrets.previous) : undefined);
+  }
+
+  get currentKid(): string {
+    return this.keys[0].kid;
+  }
+
+  seal(payload: unknown): string {
+    const { kid, key } = this.keys[0];
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', key, iv);
+    cipher.setAAD(aad(kid));
+    const body = Buffer.concat([cipher.update(JSON.stringify(payload), 'utf8'), cipher.final(), cipher.getAuthTag()]);
+    return `${FORMAT}.${kid}.${iv.toString('base64url')}.${body.toString('base64url')}`;
+  }
+
+  /** The payload, or undefined for anything not sealed by one of our keys (malformed, tampered, unknown key). */
+  open(sealed: unknown): unknown {
+    if (typeof sealed !== 'string' || sealed.length > 1_000_000) return undefined;
+    const parts = sealed.split('.');
+    if (parts.length !== 4 || parts[0] !== FORMAT) return undefined;
+    const [, kid, ivText, bodyText] = parts;
+    const entry = this.keys.find((k) => safeEqual(k.kid, kid));
+    if (!entry) return undefined;
+    const iv = Buffer.from(ivText, 'base64url');
+    const body = Buffer.from(bodyText, 'base64url');
+    if (iv.length !== IV_BYTES || body.length < TAG_BYTES) return undefined;
+    // base64url decoding is lenient; insist on the canonical text so that two strings never open alike.
+    if (iv.toString('base64url') !== ivText || body.toString('base64url') !== bodyText) return undefined;
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', entry.key, iv);
+      decipher.setAAD(aad(kid));
+      decipher.setAuthTag(body.subarray(body.length - TAG_BYTES));
+      const plain = Buffer.concat([decipher.update(body.subarray(0, body.length - TAG_BYTES)), decipher.final()]);
+      return JSON.parse(plain.toString('utf8'));
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+function aad(kid: string): Buffer {
+  return Buffer.from(`${FORMAT}.${kid}`, 'utf8');
+}
+
+function safeEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}

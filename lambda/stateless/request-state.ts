@@ -1,0 +1,106 @@
+import { createHash } from 'node:crypto';
+import type { SealedBox } from '../crypto/sealed-box';
+
+/**
+ * The gateway's own `requestState` for 2026-07-28 multi round-trip requests. The client holds it
+ * between rounds; the gateway stores nothing. It is sealed (AES-256-GCM, see SealedBox), so the
+ * client can neither read the target's own state inside it nor change anything, and it is bound to:
+ * the caller (principal), the target, the method, the name (tool, prompt or resource URI, as the
+ * target knows it), a digest of the arguments, and an expiry. A retry whose state fails any check is
+ * refused before the target is called.
+ *
+ * Two kinds: `relay` wraps a target's input_required round (carrying the target's own requestState,
+ * if it sent one); `confirm` is the gateway's own confirmation round (confirmTools).
+ */
+
+export type StateKind = 'relay' | 'confirm';
+
+export interface StateBinding {
+  principal: string;
+  target: string;
+  method: string;
+  /** The target's own tool or prompt name, or the resource URI. */
+  name: string;
+  /** argumentsDigest() of the request's arguments. */
+  argsDigest: string;
+}
+
+export interface OpenedState {
+  kind: StateKind;
+  /** The target's own requestState, exactly as it sent it; absent when it sent none. */
+  targetState?: string;
+  /** The user already confirmed this call (confirmTools): later rounds do not ask again. */
+  confirmed: boolean;
+}
+
+export type StateRejection = 'malformed' | 'expired' | 'principal' | 'target' | 'method' | 'name' | 'arguments';
+
+interface Payload {
+  v: 1;
+  k: StateKind;
+  p: string;
+  t: string;
+  m: string;
+  n: string;
+  d: string;
+  /** Expiry, epoch seconds. */
+  e: number;
+  s?: string;
+  c?: 1;
+}
+
+export class RequestStateSealer {
+  constructor(
+    private readonly box: SealedBox,
+    private readonly ttlSeconds: number,
+  ) {}
+
+  seal(binding: StateBinding, state: OpenedState, now = Date.now()): string {
+    const payload: Payload = {
+      v: 1,
+      k: state.kind,
+      p: binding.principal,
+      t: binding.target,
+      m: binding.method,
+      n: binding.name,
+      d: binding.argsDigest,
+      e: Math.floor(now / 1000) + this.ttlSeconds,
+    };
+    if (state.targetState !== undefined) payload.s = state.targetState;
+    if (state.confirmed) payload.c = 1;
+    return this.box.seal(payload);
+  }
+
+  open(sealed: unknown, binding: StateBinding, now = Date.now()): { ok: true; state: OpenedState } | { ok: false; reason: StateRejection } {
+    const payload = this.box.open(sealed) as Partial<Payload> | undefined;
+    if (!payload || payload.v !== 1 || (payload.k !== 'relay' && payload.k !== 'confirm') || typeof payload.e !== 'number') {
+      return { ok: false, reason: 'malformed' };
+    }
+    if (payload.e * 1000 <= now) return { ok: false, reason: 'expired' };
+    if (payload.p !== binding.principal) return { ok: false, reason: 'principal' };
+    if (payload.t !== binding.target) return { ok: false, reason: 'target' };
+    if (payload.m !== binding.method) return { ok: false, reason: 'method' };
+    if (payload.n !== binding.name) return { ok: false, reason: 'name' };
+    if (payload.d !== binding.argsDigest) return { ok: false, reason: 'arguments' };
+    return {
+      ok: true,
+      state: { kind: payload.k, targetState: typeof payload.s === 'string' ? payload.s : undefined, confirmed: payload.c === 1 },
+    };
+  }
+}
+
+/** SHA-256 over the canonical JSON of the arguments (object keys sorted), base64url. */
+export function argumentsDigest(args: unknown): string {
+  return createHash('sha256')
+    .update(canonicalJson(args ?? {}))
+    .digest('base64url');
+}
+
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item === undefined ? null : item)).join(',')}]`;
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+}
