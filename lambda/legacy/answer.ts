@@ -1,4 +1,5 @@
 import type { JSONRPCErrorResponse, JSONRPCResultResponse } from '@modelcontextprotocol/sdk/types.js';
+import { GATEWAY_TARGET, deliverGatewayAnswer } from '../confirm/legacy-confirm';
 import type { GatewayDeps } from '../core/deps';
 import { accepted, errorResponse } from '../core/http';
 import { RpcCode } from '../core/jsonrpc';
@@ -27,6 +28,9 @@ export async function deliverAnswer(
     deps.logger.info('answer refused: no matching pending request', { sessionId });
     return errorResponse(400, answer.id ?? null, RpcCode.InvalidRequest, message, undefined, headers);
   }
+  // --- confirmTools hook (lambda/confirm): the gateway itself asked; the waiting invocation reads the stored answer ---
+  if (pending.target === GATEWAY_TARGET) return deliverGatewayAnswer(deps, loaded, answer, headers);
+  // --- end confirmTools hook ---
   if (pending.status !== 'pending' || !(await deps.store.claimPending(sessionId, gatewayId))) {
     deps.logger.info('answer refused: already answered or expired', { sessionId, gatewayRequestId: gatewayId });
     return errorResponse(400, answer.id ?? null, RpcCode.InvalidRequest, 'The pending request was already answered or has expired', undefined, headers);

@@ -6,6 +6,7 @@ import { accepted, jsonResponse, messageResponse, type AcceptPreference } from '
 import { RpcCode, type ClientMessage } from '../core/jsonrpc';
 import { describeError } from '../core/logger';
 import type { LoadedSession } from '../state/store';
+import { confirmThenRelay, legacyCallNeedsConfirmation } from '../confirm/legacy-confirm';
 import { deliverAnswer } from './answer';
 import { exposeByUri, exposeNamed, listFromTargets } from './aggregate';
 import { upstreamRequestId } from './ids';
@@ -99,6 +100,11 @@ async function handleRequest(ctx: SessionExchange, request: JSONRPCRequest): Pro
       case 'tools/call':
       case 'prompts/get': {
         const { target, name } = await router.named(params.name, request.method === 'tools/call' ? 'tool' : 'prompt');
+        // --- confirmTools hook (lambda/confirm): the gateway asks the user before relaying ---
+        if (legacyCallNeedsConfirmation(deps, request.method, target, name)) {
+          return await confirmThenRelay({ deps, loaded, accept, exchange, request, target, tool: name, headers }, () => relay(target, { ...params, name }));
+        }
+        // --- end confirmTools hook ---
         return await relay(target, { ...params, name });
       }
       case 'resources/read':

@@ -1,6 +1,7 @@
 import {
   BatchWriteCommand,
   DeleteCommand,
+  GetCommand,
   DynamoDBDocumentClient,
   PutCommand,
   QueryCommand,
@@ -163,6 +164,36 @@ export class DynamoSessionStore implements SessionStore {
       return;
     }
     await this.batchDelete(gatewayIds.map((id) => ({ pk: pk(sessionId), sk: pendingSk(id) })));
+  }
+
+  async getPending(sessionId: string, gatewayId: string, now = nowSeconds()): Promise<PendingRecord | undefined> {
+    const out = await guarded(() =>
+      this.client.send(new GetCommand({ TableName: this.tableName, Key: { pk: pk(sessionId), sk: pendingSk(gatewayId) }, ConsistentRead: true })),
+    );
+    if (!out.Item || (out.Item.expiresAt as number) <= now) return undefined;
+    const { pk: _pk, sk: _sk, ...record } = out.Item;
+    return record as PendingRecord;
+  }
+
+  async answerPending(sessionId: string, gatewayId: string, answer: string, now = nowSeconds()): Promise<boolean> {
+    try {
+      await guarded(() =>
+        this.client.send(
+          new UpdateCommand({
+            TableName: this.tableName,
+            Key: { pk: pk(sessionId), sk: pendingSk(gatewayId) },
+            UpdateExpression: 'SET #status = :answered, #answer = :answer',
+            ConditionExpression: '#status = :pending AND expiresAt > :now',
+            ExpressionAttributeNames: { '#status': 'status', '#answer': 'answer' },
+            ExpressionAttributeValues: { ':answered': 'answered', ':pending': 'pending', ':now': now, ':answer': answer },
+          }),
+        ),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
   }
 
   private async batchDelete(keys: Array<{ pk: string; sk: string }>): Promise<void> {

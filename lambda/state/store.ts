@@ -44,6 +44,8 @@ export interface PendingRecord {
   status: PendingStatus;
   createdAt: number;
   expiresAt: number;
+  /** Gateway-authored requests only (confirmTools): the client's answer as JSON, stored by answerPending. */
+  answer?: string;
 }
 
 export interface LoadedSession {
@@ -64,6 +66,10 @@ export interface SessionStore {
   /** Claims a pending request exactly once (pending → answered); false when absent, expired or already claimed. */
   claimPending(sessionId: string, gatewayId: string, now?: number): Promise<boolean>;
   deletePending(sessionId: string, gatewayIds: string[]): Promise<void>;
+  /** One pending request, read consistently (the invocation waiting for a gateway-authored request polls it). */
+  getPending(sessionId: string, gatewayId: string, now?: number): Promise<PendingRecord | undefined>;
+  /** Stores the answer to a gateway-authored request and marks it answered, exactly once; false when absent, expired or answered. */
+  answerPending(sessionId: string, gatewayId: string, answer: string, now?: number): Promise<boolean>;
 }
 
 export class StoreUnavailableError extends Error {

@@ -15,12 +15,16 @@ export const KEY_B = 'test-key-B-0123456789abcdefghijklmnopqrstuvwxyz';
 
 export const SILENT: GatewayLogger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
 
+/**
+ * A local gateway on a free loopback port, DynamoDB unreachable unless `dynamodbEndpoint` is given
+ * (`'embedded'`: an in-memory dynalite, for 2025-era sessions).
+ */
 export async function startGateway(config: GatewayConfigInput, extra: { logger?: GatewayLogger; dynamodbEndpoint?: string } = {}): Promise<LocalGateway> {
   return startLocalGateway({
     port: 0,
     demo: false,
     startupReport: false,
-    dynamodbEndpoint: extra.dynamodbEndpoint ?? UNREACHABLE_DYNAMODB,
+    dynamodbEndpoint: extra.dynamodbEndpoint === 'embedded' ? undefined : (extra.dynamodbEndpoint ?? UNREACHABLE_DYNAMODB),
     logger: extra.logger ?? SILENT,
     config: { requestStateKeys: { current: KEY_A }, ...config },
     requestTimeoutMs: 20_000,
