@@ -49,8 +49,8 @@ export async function startChild(args: string[], readyPattern: RegExp, env: Node
   };
 }
 
-export function startTarget(script = 'bench/serve-target.ts'): Promise<Child> {
-  return startChild([script], /ready (\S+)/);
+export function startTarget(kind: 'legacy' | 'modern' = 'legacy'): Promise<Child> {
+  return startChild(['bench/serve-target.ts', kind], /ready (\S+)/);
 }
 
 export function startGatewayChild(config: object, dynamodbEndpoint: string): Promise<Child> {

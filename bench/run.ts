@@ -10,6 +10,8 @@ import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { startCountedDynamo } from '../test/support/dynamo';
 import { callAndAnswer, initSession, post, readMessage, type Json } from '../test/support/mcp-http';
+import { SealedBox } from '../lambda/crypto/sealed-box';
+import { RequestStateSealer, argumentsDigest } from '../lambda/stateless/request-state';
 import { startGatewayChild, startTarget, type Child } from './processes';
 import { distribution, ratio, type Distribution } from './stats';
 
@@ -41,6 +43,39 @@ async function interleaved(direct: () => Promise<void>, gateway: () => Promise<v
   return { direct: distribution(d), gateway: distribution(g) };
 }
 
+const META = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' },
+  'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } },
+};
+
+/** A 2026-07-28 call: headers mirror the body, capabilities ride in `_meta`. */
+async function modernCall(url: string, name: string, params: Json): Promise<Json> {
+  const headers = { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': name };
+  const message = await readMessage(await post(url, headers, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, ...params, _meta: META } }));
+  if (!message.result) throw new Error(`unexpected answer: ${JSON.stringify(message)}`);
+  return message.result;
+}
+
+async function inputRequiredRoundTrip(url: string, name: string): Promise<void> {
+  const first = await modernCall(url, name, { arguments: { command: 'ls' } });
+  const done = await modernCall(url, name, {
+    arguments: { command: 'ls' },
+    inputResponses: { confirm: { action: 'accept', content: { confirm: true } } },
+    requestState: first.requestState,
+  });
+  if (done.resultType !== 'complete') throw new Error(`round trip did not complete: ${JSON.stringify(done)}`);
+}
+
+/** Microseconds to seal and open one requestState envelope (AES-256-GCM). */
+function sealOpenMicroseconds(): number {
+  const sealer = new RequestStateSealer(SealedBox.fromSecrets({ current: 'bench-key-0123456789abcdefghijklmnopqrstuvwxyz' }), 600);
+  const binding = { principal: 'p', target: 't', method: 'tools/call', name: 'n', argsDigest: argumentsDigest({ command: 'ls' }) };
+  const started = performance.now();
+  for (let i = 0; i < 10_000; i++) sealer.open(sealer.seal(binding, { kind: 'relay', targetState: `v1.${'x'.repeat(200)}`, confirmed: false }), binding);
+  return Math.round(((performance.now() - started) / 10_000) * 10_000) / 10;
+}
+
 async function echoCall(url: string, headers: Record<string, string>, name: string, id: number): Promise<void> {
   const res = await post(url, headers, { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: { text: 'bench' } } });
   const message = await readMessage(res);
@@ -63,9 +98,12 @@ async function main(): Promise<void> {
     calls: N,
   };
   try {
-    const target = await startTarget();
-    children.push(target);
-    const config = { targets: [{ name: 'demo', url: target.url }] };
+    const [target, modern] = await Promise.all([startTarget('legacy'), startTarget('modern')]);
+    children.push(target, modern);
+    const config = {
+      targets: [{ name: 'demo', url: target.url }, { name: 'modern', url: modern.url }],
+      requestStateKeys: { current: 'bench-key-0123456789abcdefghijklmnopqrstuvwxyz' },
+    };
     const [gatewayA, gatewayB] = await Promise.all([startGatewayChild(config, dynamo.endpoint), startGatewayChild(config, dynamo.endpoint)]);
     children.push(gatewayA, gatewayB);
 
@@ -79,6 +117,19 @@ async function main(): Promise<void> {
     );
     results.legacy = { ...legacy, p50Ratio: ratio(legacy.gateway.p50, legacy.direct.p50), p95Ratio: ratio(legacy.gateway.p95, legacy.direct.p95) };
 
+    // 2026-07-28: stateless, straight to a 2026 target and through the gateway.
+    const stateless = await interleaved(
+      async () => void (await modernCall(modern.url, 'echo', { arguments: { text: 'bench' } })),
+      async () => void (await modernCall(gatewayA.url, 'modern___echo', { arguments: { text: 'bench' } })),
+    );
+    results.stateless = { ...stateless, p50Ratio: ratio(stateless.gateway.p50, stateless.direct.p50), p95Ratio: ratio(stateless.gateway.p95, stateless.direct.p95) };
+    const rounds = await interleaved(
+      () => inputRequiredRoundTrip(modern.url, 'use_aws'),
+      () => inputRequiredRoundTrip(gatewayA.url, 'modern___use_aws'),
+    );
+    results.statelessInputRequired = { ...rounds, p50Ratio: ratio(rounds.gateway.p50, rounds.direct.p50), p95Ratio: ratio(rounds.gateway.p95, rounds.direct.p95) };
+    results.sealPlusOpenMicroseconds = sealOpenMicroseconds();
+
     // DynamoDB requests per operation.
     dynamo.reset();
     await echoCall(gatewayA.url, viaGateway.headers, 'demo___echo', ++id);
@@ -87,7 +138,11 @@ async function main(): Promise<void> {
     await callAndAnswer(gatewayA.url, viaGateway.headers, { id: ++id, params: { name: 'demo___use_aws', arguments: { command: 'x' } } }, () => accept);
     await new Promise((resolve) => setTimeout(resolve, 200)); // the cleanup write follows the response
     const perRound = Object.fromEntries(dynamo.counts);
-    results.dynamodb = { legacyCallWithoutInput: perCall, legacyCallWithOneElicitation: perRound };
+    dynamo.reset();
+    await modernCall(gatewayA.url, 'modern___echo', { arguments: { text: 'bench' } });
+    await inputRequiredRoundTrip(gatewayA.url, 'modern___use_aws');
+    const statelessCounts = Object.fromEntries(dynamo.counts);
+    results.dynamodb = { legacyCallWithoutInput: perCall, legacyCallWithOneElicitation: perRound, statelessCallAndRoundTrip: statelessCounts };
 
     // Load: sessions streamed by one process, answered through the other.
     const load: number[] = [];
@@ -125,8 +180,13 @@ function print(results: Json): void {
     `${label.padEnd(22)} direct p50 ${r.direct.p50.toFixed(2)} ms  p95 ${r.direct.p95.toFixed(2)} ms | gateway p50 ${r.gateway.p50.toFixed(2)} ms  p95 ${r.gateway.p95.toFixed(2)} ms | ratio p50 ${r.p50Ratio}  p95 ${r.p95Ratio}`;
   console.log(`machine: ${results.machine.cpus} × ${results.machine.cpuModel}, ${results.machine.memoryGiB} GiB, Node ${results.machine.node}; ${results.calls} calls each`);
   console.log(row('2025-11-25 tools/call', results.legacy));
-  if (results.stateless) console.log(row('2026-07-28 tools/call', results.stateless));
-  console.log(`DynamoDB requests: 2025 call without input ${JSON.stringify(results.dynamodb.legacyCallWithoutInput)}; with one elicitation ${JSON.stringify(results.dynamodb.legacyCallWithOneElicitation)}`);
+  console.log(row('2026-07-28 tools/call', results.stateless));
+  console.log(row('2026-07-28 input round', results.statelessInputRequired));
+  console.log(`requestState seal + open: ${results.sealPlusOpenMicroseconds} µs`);
+  const db = results.dynamodb;
+  console.log(
+    `DynamoDB requests: 2025 call without input ${JSON.stringify(db.legacyCallWithoutInput)}; with one elicitation ${JSON.stringify(db.legacyCallWithOneElicitation)}; stateless call + input round ${JSON.stringify(db.statelessCallAndRoundTrip)}`,
+  );
   const l = results.load;
   console.log(`load: ${l.sessions} sessions × 1 elicitation over 2 processes: ${l.completed} completed, ${l.crossedOrLost} crossed or lost, ${l.wallMs} ms wall; per call p50 ${l.callMs.p50} ms, p95 ${l.callMs.p95} ms, p99 ${l.callMs.p99} ms, max ${l.callMs.max} ms`);
   console.log(`bundle: ${(results.bundle.bytes / 1024).toFixed(0)} KiB, import ${results.bundle.importMs} ms (median of 5)`);
