@@ -1,0 +1,8 @@
+#!/usr/bin/env node
+import { App } from 'aws-cdk-lib';
+import { buildGatewayApp } from '../lib/mcp-gateway-stack';
+
+/** CDK app entry: `npx cdk synth|deploy -c key=value ...`; context keys are documented in docs/deploy.md. */
+const app = new App();
+buildGatewayApp(app);
+app.synth();

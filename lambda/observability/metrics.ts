@@ -1,0 +1,124 @@
+import { MetricUnit, Metrics } from '@aws-lambda-powertools/metrics';
+import type { MetricUnit as MetricUnitValue } from '@aws-lambda-powertools/metrics/types';
+
+/**
+ * Gateway metrics as CloudWatch Embedded Metric Format (EMF) lines, written with Powertools Metrics.
+ * In Lambda, CloudWatch Logs turns each line into metrics; no `PutMetricData` permission is needed.
+ *
+ * The helpers are safe to call anywhere: they do nothing unless metrics are enabled, which happens
+ * when `POWERTOOLS_METRICS_NAMESPACE` is set (the CDK stack sets it) or after `configureMetrics()`.
+ * Locally (`npm start`, tests) nothing is printed. Every metric is emitted at once as its own EMF
+ * line, because one Lambda invocation may stream for minutes and carries different dimensions
+ * (method, code, target) per metric.
+ *
+ * @example
+ * ```ts
+ * import { recordRelayedInput, recordTargetLatency } from '../observability/metrics';
+ * recordRelayedInput('elicitation/create');
+ * recordTargetLatency('github', 182);
+ * ```
+ *
+ * The names and dimensions below are a contract with the CloudWatch dashboard and alarms in
+ * `lib/mcp-gateway.ts`; change them together.
+ */
+
+/** Namespace used when metrics are enabled by flag and no namespace is configured. */
+export const DEFAULT_METRICS_NAMESPACE = 'McpGateway';
+/** Service dimension used when `POWERTOOLS_SERVICE_NAME` is not set. */
+export const DEFAULT_METRICS_SERVICE = 'mcp-gateway';
+
+export const MetricName = {
+  /** A server-to-client request (elicitation/create, sampling/createMessage, roots/list) forwarded to a client. */
+  RelayedInputRequests: 'RelayedInputRequests',
+  /** A client answer to a relayed request, accepted and delivered to the target. */
+  AnsweredInputRequests: 'AnsweredInputRequests',
+  /** A relayed request that was never answered before its pending record expired. */
+  ExpiredInputRequests: 'ExpiredInputRequests',
+  /** An error answered to a client, by JSON-RPC or HTTP code. */
+  GatewayErrors: 'GatewayErrors',
+  /** Time for one request to a target, in milliseconds. */
+  TargetLatency: 'TargetLatency',
+} as const;
+
+/** Dimension names (besides Powertools' own `service`). */
+export const MetricDimension = { method: 'method', code: 'code', target: 'target' } as const;
+
+export interface MetricsSettings {
+  /** Force metrics on (true) or off (false); by default on only when POWERTOOLS_METRICS_NAMESPACE is set. */
+  enabled?: boolean;
+  namespace?: string;
+  serviceName?: string;
+}
+
+let settings: MetricsSettings = {};
+let instance: Metrics | undefined;
+
+function isEnabled(): boolean {
+  if (settings.enabled !== undefined) return settings.enabled;
+  return Boolean(process.env.POWERTOOLS_METRICS_NAMESPACE);
+}
+
+function metrics(): Metrics {
+  instance ??= new Metrics({
+    namespace: settings.namespace ?? process.env.POWERTOOLS_METRICS_NAMESPACE ?? DEFAULT_METRICS_NAMESPACE,
+    serviceName: settings.serviceName ?? process.env.POWERTOOLS_SERVICE_NAME ?? DEFAULT_METRICS_SERVICE,
+  });
+  return instance;
+}
+
+/** Overrides the environment-derived settings (tests, or a local run that wants EMF output). */
+export function configureMetrics(next: MetricsSettings): void {
+  settings = { ...next };
+  instance = undefined;
+}
+
+function emit(name: string, unit: MetricUnitValue, value: number, dimension?: { name: string; value: string }): void {
+  if (!isEnabled()) return;
+  try {
+    const single = metrics().singleMetric();
+    if (dimension) single.addDimension(dimension.name, dimension.value || 'unknown');
+    // A single-metric instance writes its EMF line as soon as the metric is added.
+    single.addMetric(name, unit, value);
+  } catch {
+    // Metrics must never break a request.
+  }
+}
+
+/** A server-to-client request was forwarded to the client (`method`: elicitation/create, ...). */
+export function recordRelayedInput(method: string): void {
+  emit(MetricName.RelayedInputRequests, MetricUnit.Count, 1, { name: MetricDimension.method, value: method });
+}
+
+/** The client's answer to a relayed request was claimed and delivered. */
+export function recordAnsweredInput(method: string): void {
+  emit(MetricName.AnsweredInputRequests, MetricUnit.Count, 1, { name: MetricDimension.method, value: method });
+}
+
+/** A relayed request expired unanswered. */
+export function recordExpiredInput(method: string): void {
+  emit(MetricName.ExpiredInputRequests, MetricUnit.Count, 1, { name: MetricDimension.method, value: method });
+}
+
+/** An error answered to a client; `code` is the JSON-RPC error code (or an HTTP status). */
+export function recordError(code: number | string): void {
+  emit(MetricName.GatewayErrors, MetricUnit.Count, 1, { name: MetricDimension.code, value: String(code) });
+}
+
+/** Latency of one request to a target. */
+export function recordTargetLatency(target: string, ms: number): void {
+  if (!Number.isFinite(ms) || ms < 0) return;
+  emit(MetricName.TargetLatency, MetricUnit.Milliseconds, ms, { name: MetricDimension.target, value: target });
+}
+
+/**
+ * Publishes anything still buffered. The helpers above emit immediately, so this only matters if
+ * metrics were added to the shared instance directly; call it at the end of an invocation.
+ */
+export function flushMetrics(): void {
+  if (!isEnabled() || !instance) return;
+  try {
+    if (instance.hasStoredMetrics()) instance.publishStoredMetrics();
+  } catch {
+    // Never let metrics break a response.
+  }
+}

@@ -1,0 +1,218 @@
+import { z } from 'zod';
+import { GatewayConfigSchema, type GatewayConfig, type GatewayConfigInput } from '../lambda/config/schema';
+
+/**
+ * CDK context → validated settings. Every field of the gateway configuration schema is a context key
+ * of the same name (`-c sessionTimeoutSeconds=7200`, or `"context"` in cdk.json), plus the deployment
+ * keys below. Values given with `-c` arrive as strings; numbers, lists and objects are parsed as JSON
+ * (`-c targets='[{"name":"docs","url":"https://..."}]'`). Invalid context throws a `ContextError`
+ * that names the key, so `cdk synth` fails before anything is built.
+ */
+
+/** CloudWatch Logs retention values (days); 9999 = never expire. */
+export const LOG_RETENTION_DAYS = [
+  1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653, 9999,
+] as const;
+
+/** A Secrets Manager secret ARN including its 6-character suffix; wildcards are refused. */
+export const FULL_SECRET_ARN_PATTERN =
+  /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$/;
+
+/** A secret or environment reference inside the gateway configuration, with its path. */
+export interface ConfigReference {
+  path: string[];
+  kind: 'secretArn' | 'fromEnv';
+  value: string;
+}
+
+/**
+ * Every Secrets Manager ARN (`secretArn`, `…SecretArn` fields) and environment reference (`fromEnv`)
+ * in a configuration, at any depth: target headers, OAuth client credentials, the requestState key.
+ * Walking the value rather than naming fields keeps this right as the schema grows.
+ */
+export function configReferences(value: unknown, path: string[] = []): ConfigReference[] {
+  if (Array.isArray(value)) return value.flatMap((item, index) => configReferences(item, [...path, String(index)]));
+  if (value === null || typeof value !== 'object') return [];
+  return Object.entries(value).flatMap(([key, child]): ConfigReference[] => {
+    const at = [...path, key];
+    if (typeof child === 'string' && (key === 'secretArn' || key.endsWith('SecretArn'))) return [{ path: at, kind: 'secretArn', value: child }];
+    if (typeof child === 'string' && key === 'fromEnv') return [{ path: at, kind: 'fromEnv', value: child }];
+    return configReferences(child, at);
+  });
+}
+
+const retentionDays = z
+  .number()
+  .int()
+  .refine((days) => (LOG_RETENTION_DAYS as readonly number[]).includes(days), {
+    message: `one of ${LOG_RETENTION_DAYS.join(', ')}`,
+  });
+
+/** Deployment knobs (not part of the gateway's runtime configuration). Defaults live here. */
+export const DeploymentContextSchema = z.strictObject({
+  /** CloudFormation stack name. */
+  stackName: z
+    .string()
+    .regex(/^[A-Za-z][A-Za-z0-9-]{0,127}$/, 'a CloudFormation stack name (letters, digits, hyphens; starts with a letter)')
+    .default('McpGateway'),
+  /** Lambda memory (MB); CPU scales with it. */
+  memorySize: z.number().int().min(128).max(10240).default(1024),
+  architecture: z.enum(['arm64', 'x86_64']).default('arm64'),
+  /** Lambda timeout; elicitations wait on people, so the 15-minute maximum is the default. */
+  timeoutSeconds: z.number().int().min(30).max(900).default(900),
+  logRetentionDays: retentionDays.default(30),
+  /** Reserved concurrency (caps and guarantees concurrent executions); unset = shared account pool. */
+  reservedConcurrency: z.number().int().min(1).max(10000).optional(),
+  /** E-mail subscribed to the alarm topic; unset = alarms without notifications. */
+  alarmEmail: z.email('an e-mail address').optional(),
+  /** What happens to the table and log group when the stack is deleted. */
+  removalPolicy: z.enum(['retain', 'destroy']).default('retain'),
+  /** Secrets Manager secrets the function may read (full ARNs); later used for outbound credentials. */
+  secretArns: z
+    .array(z.string().regex(FULL_SECRET_ARN_PATTERN, 'a full Secrets Manager secret ARN (with its 6-character suffix), no wildcards'))
+    .default([]),
+});
+
+export type DeploymentSettings = z.output<typeof DeploymentContextSchema>;
+
+/** The context keys that are gateway configuration fields (all of them, taken from the schema). */
+export const CONFIG_CONTEXT_KEYS = Object.keys(GatewayConfigSchema.shape) as Array<keyof GatewayConfigInput>;
+/** The deployment context keys. */
+export const DEPLOYMENT_CONTEXT_KEYS = Object.keys(DeploymentContextSchema.shape) as Array<keyof DeploymentSettings>;
+export const ALL_CONTEXT_KEYS: readonly string[] = [...CONFIG_CONTEXT_KEYS, ...DEPLOYMENT_CONTEXT_KEYS];
+
+export interface GatewayContext {
+  /** The validated gateway configuration (written to the function as GATEWAY_CONFIG). */
+  config: GatewayConfig;
+  /** The configuration as given, before defaults (passed to the construct, which validates again). */
+  configInput: GatewayConfigInput;
+  /** True when `tableName` was given: it becomes the table's physical name; otherwise CloudFormation names it. */
+  tableNameGiven: boolean;
+  deployment: DeploymentSettings;
+}
+
+export class ContextError extends Error {
+  constructor(
+    readonly key: string,
+    message: string,
+  ) {
+    super(`Invalid CDK context "${key}": ${message}`);
+    this.name = 'ContextError';
+  }
+}
+
+/** Anything that answers context look-ups: a construct's `node`, or a plain record in tests. */
+export type ContextSource = { tryGetContext(key: string): unknown; getAllContext?(): Record<string, unknown> };
+
+type ZodDef = { type: string; innerType?: z.ZodType; element?: z.ZodType };
+
+/** The zod definition under any default/optional wrappers. */
+function baseDef(schema: z.ZodType): ZodDef {
+  let def = (schema as unknown as { _zod: { def: ZodDef } })._zod.def;
+  while ((def.type === 'default' || def.type === 'optional' || def.type === 'prefault') && def.innerType) {
+    def = (def.innerType as unknown as { _zod: { def: ZodDef } })._zod.def;
+  }
+  return def;
+}
+
+/**
+ * `-c key=value` gives strings: parse them as JSON unless the field is itself a string.
+ * An empty string (or null) means "not set", so the default applies.
+ */
+function coerce(key: string, value: unknown, schema: z.ZodType): unknown {
+  if (value === null || value === '') return undefined;
+  if (typeof value !== 'string') return value;
+  const def = baseDef(schema);
+  const type = def.type;
+  if (type === 'string' || type === 'enum' || type === 'literal') return value;
+  const text = value.trim();
+  // A list of words may also be given comma-separated: -c supportedVersions=2025-11-25,2026-07-28
+  const elementType = type === 'array' && def.element ? baseDef(def.element).type : undefined;
+  if ((elementType === 'string' || elementType === 'enum') && !text.startsWith('[')) {
+    return text.split(',').map((item) => item.trim()).filter(Boolean);
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new ContextError(key, `expected JSON (${type}), got ${JSON.stringify(value)}`);
+  }
+}
+
+function describeIssues(error: z.ZodError, received: Record<string, unknown>): never {
+  const issue = error.issues[0];
+  const key = issue.code === 'unrecognized_keys' && issue.path.length === 0 ? issue.keys[0] : String(issue.path[0] ?? '(root)');
+  const where = issue.path.length > 1 ? ` at ${issue.path.map(String).join('.')}` : '';
+  const more = error.issues.length > 1 ? ` (and ${error.issues.length - 1} more problem(s))` : '';
+  // Echo only plain values: structured ones may hold credentials (headers, requestStateKeys).
+  const value = received[key];
+  const got = value !== undefined && typeof value !== 'object' ? `; got ${JSON.stringify(value).slice(0, 200)}` : '';
+  throw new ContextError(key, `${issue.message}${where}${got}${more}`);
+}
+
+/** Catches a mistyped key (`memorysize`) that would otherwise be silently ignored. */
+function checkMistypedKeys(all: Record<string, unknown>): void {
+  const known = new Map(ALL_CONTEXT_KEYS.map((key) => [key.toLowerCase(), key]));
+  for (const key of Object.keys(all)) {
+    const match = known.get(key.toLowerCase());
+    if (match && match !== key) throw new ContextError(key, `unknown key; did you mean "${match}"?`);
+  }
+}
+
+/** Reads and validates every context key; throws a ContextError naming the first bad key. */
+export function readGatewayContext(source: ContextSource): GatewayContext {
+  if (source.getAllContext) checkMistypedKeys(source.getAllContext());
+
+  const configInput: Record<string, unknown> = {};
+  for (const key of CONFIG_CONTEXT_KEYS) {
+    const value = coerce(key, source.tryGetContext(key), GatewayConfigSchema.shape[key]);
+    if (value !== undefined) configInput[key] = value;
+  }
+  const deploymentInput: Record<string, unknown> = {};
+  for (const key of DEPLOYMENT_CONTEXT_KEYS) {
+    const value = coerce(key, source.tryGetContext(key), DeploymentContextSchema.shape[key]);
+    if (value !== undefined) deploymentInput[key] = value;
+  }
+
+  const config = GatewayConfigSchema.safeParse(configInput);
+  if (!config.success) describeIssues(config.error, configInput);
+  const deployment = DeploymentContextSchema.safeParse(deploymentInput);
+  if (!deployment.success) describeIssues(deployment.error, deploymentInput);
+
+  for (const reference of configReferences(config.data)) {
+    const where = reference.path.join('.');
+    if (reference.kind === 'secretArn' && !FULL_SECRET_ARN_PATTERN.test(reference.value)) {
+      throw new ContextError(
+        reference.path[0],
+        `${where} must be a full Secrets Manager secret ARN with its 6-character suffix (the function is granted exactly that secret); got ${JSON.stringify(reference.value)}`,
+      );
+    }
+    if (reference.kind === 'fromEnv') {
+      throw new ContextError(
+        reference.path[0],
+        `${where}: {"fromEnv": ${JSON.stringify(reference.value)}} cannot be resolved in the Lambda deployment (the stack sets no such variable); use {"secretArn": "..."}`,
+      );
+    }
+  }
+
+  // A pending request must be able to expire while its invocation still runs, or the relay is killed first.
+  if (config.data.pendingRequestTimeoutSeconds >= deployment.data.timeoutSeconds) {
+    throw new ContextError(
+      'pendingRequestTimeoutSeconds',
+      `must be less than timeoutSeconds (${deployment.data.timeoutSeconds}); got ${config.data.pendingRequestTimeoutSeconds}`,
+    );
+  }
+
+  return {
+    config: config.data,
+    configInput: configInput as GatewayConfigInput,
+    tableNameGiven: configInput.tableName !== undefined,
+    deployment: deployment.data,
+  };
+}
+
+/** The documented default of every context key (`undefined` = unset by default). */
+export function contextDefaults(): Record<string, unknown> {
+  const config = GatewayConfigSchema.parse({});
+  const deployment = DeploymentContextSchema.parse({});
+  return { ...config, tableName: undefined, ...deployment };
+}

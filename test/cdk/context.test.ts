@@ -1,0 +1,173 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  ALL_CONTEXT_KEYS,
+  CONFIG_CONTEXT_KEYS,
+  ContextError,
+  DEPLOYMENT_CONTEXT_KEYS,
+  contextDefaults,
+  readGatewayContext,
+  type ContextSource,
+} from '../../lib/context';
+import { GatewayConfigSchema } from '../../lambda/config/schema';
+
+const ROOT = join(__dirname, '..', '..');
+
+/** A context source like `app.node`, from a plain record (values as cdk.json or `-c` give them). */
+function source(context: Record<string, unknown>): ContextSource {
+  return { tryGetContext: (key) => context[key], getAllContext: () => context };
+}
+
+function read(context: Record<string, unknown>) {
+  return readGatewayContext(source(context));
+}
+
+function errorOf(context: Record<string, unknown>): ContextError {
+  try {
+    read(context);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ContextError);
+    return error as ContextError;
+  }
+  throw new Error('expected a ContextError');
+}
+
+describe('CDK context', () => {
+  test('every field of the gateway configuration schema is a context key', () => {
+    expect(CONFIG_CONTEXT_KEYS).toEqual(Object.keys(GatewayConfigSchema.shape));
+    for (const key of ['memorySize', 'architecture', 'logRetentionDays', 'reservedConcurrency', 'alarmEmail', 'removalPolicy']) {
+      expect(DEPLOYMENT_CONTEXT_KEYS).toContain(key);
+    }
+  });
+
+  test('defaults: arm64, 1024 MB, 900 s, 30 days, retain, no alarm e-mail, schema defaults', () => {
+    const settings = read({});
+    expect(settings.deployment).toEqual({
+      stackName: 'McpGateway',
+      memorySize: 1024,
+      architecture: 'arm64',
+      timeoutSeconds: 900,
+      logRetentionDays: 30,
+      removalPolicy: 'retain',
+      secretArns: [],
+    });
+    expect(settings.config).toEqual(GatewayConfigSchema.parse({}));
+    expect(settings.tableNameGiven).toBe(false);
+  });
+
+  test('values from -c arrive as strings and are parsed (JSON, numbers, comma lists)', () => {
+    const settings = read({
+      targets: '[{"name":"docs","url":"https://docs.example.com/mcp"}]',
+      memorySize: '2048',
+      sessionTimeoutSeconds: '7200',
+      supportedVersions: '2025-11-25,2026-07-28',
+      architecture: 'x86_64',
+      reservedConcurrency: '10',
+      alarmEmail: 'ops@example.com',
+      tableName: 'my-gateway',
+    });
+    expect(settings.config.targets).toEqual([{ name: 'docs', url: 'https://docs.example.com/mcp' }]);
+    expect(settings.config.sessionTimeoutSeconds).toBe(7200);
+    expect(settings.config.supportedVersions).toEqual(['2025-11-25', '2026-07-28']);
+    expect(settings.deployment).toMatchObject({ memorySize: 2048, architecture: 'x86_64', reservedConcurrency: 10, alarmEmail: 'ops@example.com' });
+    expect(settings.tableNameGiven).toBe(true);
+  });
+
+  test('an empty value means "use the default"', () => {
+    expect(read({ alarmEmail: '', memorySize: '' }).deployment).toMatchObject({ memorySize: 1024 });
+    expect(read({ alarmEmail: '' }).deployment.alarmEmail).toBeUndefined();
+  });
+
+  test.each([
+    ['sessionTimeoutSeconds', 60],
+    ['sessionTimeoutSeconds', '99999'],
+    ['pendingRequestTimeoutSeconds', 0],
+    ['targets', '[{"name":"bad name","url":"https://x.example"}]'],
+    ['targets', '[{"name":"a","url":"ftp://x.example"}]'],
+    ['targets', 'not json'],
+    ['toolNamePrefix', 'sometimes'],
+    ['supportedVersions', '1999-01-01'],
+    ['tableName', 'x'],
+    ['logLevel', 'LOUD'],
+    ['auth', '{"type":"magic"}'],
+    ['maxBodyBytes', 10],
+    ['stackName', '1-bad'],
+    ['memorySize', 64],
+    ['memorySize', 'lots'],
+    ['architecture', 'arm'],
+    ['timeoutSeconds', 901],
+    ['logRetentionDays', 2],
+    ['reservedConcurrency', 0],
+    ['alarmEmail', 'not-an-address'],
+    ['removalPolicy', 'snapshot'],
+    ['secretArns', '["arn:aws:secretsmanager:eu-west-1:123456789012:secret:*"]'],
+    ['secretArns', '["arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/upstream"]'],
+  ])('invalid %s (%p) fails naming the key', (key, value) => {
+    const error = errorOf({ [key]: value });
+    expect(error.key).toBe(key);
+    expect(error.message).toContain(`"${key}"`);
+  });
+
+  test('the message says where inside a structured value', () => {
+    const error = errorOf({ targets: [{ name: 'ok', url: 'https://a.example' }, { name: 'x', url: 'nope' }] });
+    expect(error.message).toMatch(/^Invalid CDK context "targets": .* at targets\.1\.url/);
+  });
+
+  test('duplicate target names are refused', () => {
+    const error = errorOf({ targets: [{ name: 'a', url: 'https://a.example' }, { name: 'a', url: 'https://b.example' }] });
+    expect(error.key).toBe('targets');
+    expect(error.message).toContain('duplicate target name');
+  });
+
+  test('a mistyped key is refused instead of silently ignored', () => {
+    const error = errorOf({ memorysize: 2048 });
+    expect(error.key).toBe('memorysize');
+    expect(error.message).toContain('did you mean "memorySize"');
+  });
+
+  const hasSecretReferences = GatewayConfigSchema.safeParse({
+    targets: [{ name: 'a', url: 'https://a.example', headers: { authorization: { secretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:x-AbC123' } } }],
+  }).success;
+  (hasSecretReferences ? test : test.skip)('secret references in targets must be full ARNs; environment references cannot work in Lambda', () => {
+    const partial = errorOf({
+      targets: [{ name: 'a', url: 'https://a.example', headers: { authorization: { secretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/a' } } }],
+    });
+    expect(partial.key).toBe('targets');
+    expect(partial.message).toContain('targets.0.headers.authorization.secretArn must be a full Secrets Manager secret ARN');
+    const fromEnv = errorOf({ targets: [{ name: 'a', url: 'https://a.example', headers: { 'x-api-key': { fromEnv: 'API_KEY' } } }] });
+    expect(fromEnv.key).toBe('targets');
+    expect(fromEnv.message).toContain('targets.0.headers.x-api-key.fromEnv');
+  });
+
+  test('pending requests must expire before the function times out', () => {
+    const error = errorOf({ timeoutSeconds: 300, pendingRequestTimeoutSeconds: 300 });
+    expect(error.key).toBe('pendingRequestTimeoutSeconds');
+    expect(read({ timeoutSeconds: 301, pendingRequestTimeoutSeconds: 300 }).deployment.timeoutSeconds).toBe(301);
+  });
+
+  test('cdk.json: the app runs offline with tsx, and every knob it lists holds its default value', () => {
+    const cdkJson = JSON.parse(readFileSync(join(ROOT, 'cdk.json'), 'utf8')) as { app: string; context: Record<string, unknown> };
+    expect(cdkJson.app).toBe('npx tsx bin/app.ts');
+    const defaults = contextDefaults();
+    const listed = Object.keys(cdkJson.context).filter((key) => ALL_CONTEXT_KEYS.includes(key));
+    expect(listed.length).toBeGreaterThanOrEqual(10);
+    for (const key of listed) {
+      // Unset-by-default keys (alarmEmail, reservedConcurrency, tableName) are documented, not listed.
+      expect({ key, value: cdkJson.context[key] }).toEqual({ key, value: defaults[key] });
+    }
+    expect(read(cdkJson.context).config).toEqual(GatewayConfigSchema.parse({}));
+  });
+
+  const hasStateSecret = 'requestStateSecretArn' in GatewayConfigSchema.shape;
+  (hasStateSecret ? test : test.skip)('requestStateSecretArn must be a full ARN, so exactly that secret is granted', () => {
+    const error = errorOf({ requestStateSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/state' });
+    expect(error.key).toBe('requestStateSecretArn');
+    const arn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/state-AbC123';
+    expect((read({ requestStateSecretArn: arn }).config as Record<string, unknown>).requestStateSecretArn).toBe(arn);
+  });
+
+  test('docs/deploy.md documents every context key', () => {
+    const doc = readFileSync(join(ROOT, 'docs', 'deploy.md'), 'utf8');
+    for (const key of ALL_CONTEXT_KEYS) expect({ key, documented: doc.includes(`| \`${key}\``) }).toEqual({ key, documented: true });
+  });
+});

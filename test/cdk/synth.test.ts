@@ -1,0 +1,60 @@
+import { execFile, execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { App } from 'aws-cdk-lib';
+import { buildGatewayApp } from '../../lib/mcp-gateway-stack';
+
+const ROOT = join(__dirname, '..', '..');
+const CDK = join(ROOT, 'node_modules', '.bin', 'cdk');
+
+/**
+ * Synthesis end to end, offline: real esbuild bundling (local, no Docker) and the cdk CLI.
+ * The other CDK tests skip bundling to stay fast.
+ */
+describe('cdk synth (offline)', () => {
+  const outdir = mkdtempSync(join(tmpdir(), 'mcp-gateway-synth-'));
+  afterAll(() => rmSync(outdir, { recursive: true, force: true }));
+
+  test('the app synthesizes with the handler bundled as an ESM file that loads', () => {
+    const app = new App({ outdir });
+    const stack = buildGatewayApp(app);
+    const assembly = app.synth(); // runs cdk-nag too: any unacknowledged finding throws
+    const template = assembly.getStackByName(stack.stackName).template as { Resources: Record<string, { Type: string }> };
+    expect(Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function')).toHaveLength(1);
+
+    const assets = readdirSync(outdir).filter((name) => name.startsWith('asset.') && existsSync(join(outdir, name, 'index.mjs')));
+    expect(assets).toHaveLength(1);
+    const bundle = join(outdir, assets[0], 'index.mjs');
+    const bytes = statSync(bundle).size;
+    expect(bytes).toBeGreaterThan(100_000);
+    expect(bytes).toBeLessThan(3_000_000); // minified, SDK included; a jump means an unintended dependency
+    expect(readFileSync(bundle, 'utf8').slice(0, 300)).toContain('createRequire');
+
+    // Load it the way the runtime does (ESM import, `awslambda` global): CommonJS inside the bundle
+    // that requires Node built-ins must work, and the streaming handler must be exported.
+    const probe = `
+      globalThis.awslambda = { streamifyResponse: (h) => h, HttpResponseStream: { from: (s) => s } };
+      import(${JSON.stringify(`file://${bundle}`)}).then((m) => process.stdout.write(typeof m.handler));`;
+    const loaded = execFileSync(process.execPath, ['--input-type=module', '-e', probe], {
+      encoding: 'utf8',
+      env: { ...process.env, NODE_NO_WARNINGS: '1' },
+    });
+    expect(loaded).toBe('function');
+  }, 90_000);
+
+  test('the cdk CLI fails on invalid context and names the key', async () => {
+    const run = promisify(execFile);
+    const failure = await run(CDK, ['synth', '-q', '-o', join(outdir, 'cli'), '-c', 'sessionTimeoutSeconds=60'], {
+      cwd: ROOT,
+      env: { ...process.env, CDK_DISABLE_CLI_TELEMETRY: 'true' },
+    }).then(
+      () => undefined,
+      (error: { code: number; stderr: string; stdout: string }) => error,
+    );
+    expect(failure).toBeDefined();
+    expect(failure!.code).not.toBe(0);
+    expect(`${failure!.stderr}${failure!.stdout}`).toContain('Invalid CDK context "sessionTimeoutSeconds"');
+  }, 90_000);
+});
