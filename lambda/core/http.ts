@@ -1,4 +1,5 @@
 import type { JSONRPCErrorResponse, JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { recordError } from '../observability/metrics';
 
 /** Small builders for the responses every path sends. Protocol decisions live in the callers. */
 
@@ -16,8 +17,9 @@ export function jsonResponse(status: number, body: unknown, headers: Record<stri
   });
 }
 
-/** A JSON-RPC error; `id` is null when the request's id could not be read (JSON-RPC 2.0 §5). */
+/** A JSON-RPC error the gateway authors (counted by code); `id` is null when the request's id could not be read (JSON-RPC 2.0 §5). */
 export function jsonRpcError(id: RequestId | null, code: number, message: string, data?: unknown): JSONRPCErrorResponse {
+  recordError(code);
   // The SDK type models an absent id, not JSON-RPC's null: the cast keeps the wire format exact.
   return { jsonrpc: '2.0', id: id as RequestId, error: data === undefined ? { code, message } : { code, message, data } };
 }

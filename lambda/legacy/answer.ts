@@ -4,6 +4,7 @@ import type { GatewayDeps } from '../core/deps';
 import { accepted, errorResponse } from '../core/http';
 import { RpcCode } from '../core/jsonrpc';
 import { describeError } from '../core/logger';
+import { recordAnsweredInput } from '../observability/metrics';
 import type { LoadedSession } from '../state/store';
 
 /**
@@ -48,6 +49,7 @@ export async function deliverAnswer(
     }, headers);
   }
   deps.logger.info('answer delivered', { sessionId, target: pending.target, method: pending.method, gatewayRequestId: gatewayId });
+  recordAnsweredInput(pending.method);
   return accepted(headers);
 }
 

@@ -6,6 +6,7 @@ import type { ExchangeContext } from '../core/exchange';
 import { SseStream, jsonResponse, jsonRpcError, type AcceptPreference } from '../core/http';
 import { RpcCode } from '../core/jsonrpc';
 import { describeError } from '../core/logger';
+import { recordExpiredInput, recordRelayedInput } from '../observability/metrics';
 import type { LoadedSession, PendingRecord } from '../state/store';
 import type { TargetClient, UpstreamSession } from '../targets/upstream-client';
 import { clientAccepts } from './capabilities';
@@ -177,6 +178,7 @@ class Relay {
     timer.unref();
     this.pending.set(record.gatewayId, { record, timer });
     this.stream.send({ ...serverRequest, id: record.gatewayId });
+    recordRelayedInput(serverRequest.method);
     this.log.info('relayed a server request', { serverMethod: serverRequest.method, gatewayRequestId: record.gatewayId });
   }
 
@@ -208,6 +210,7 @@ class Relay {
       .catch(() => false);
     if (!stillPending) return; // answered meanwhile: the target carries on
     this.log.info('pending request timed out', { gatewayRequestId: gatewayId });
+    recordExpiredInput(entry.record.method);
     this.stop('pending-timeout');
   }
 

@@ -9,6 +9,7 @@ import { elicitationModes, missingCapability } from './capabilities';
 import { resolveNamed, resolveResource, type ListContext } from './lists';
 import { argumentsDigest, type OpenedState, type StateBinding } from './request-state';
 import { callUpstream } from './upstream';
+import { recordAnsweredInput, recordRelayedInput } from '../observability/metrics';
 
 /**
  * tools/call, prompts/get and resources/read for 2026-07-28 clients: the multi round-trip relay.
@@ -113,7 +114,10 @@ export async function forwardCall(ctx: ForwardContext): Promise<CallOutcome> {
   const upstreamParams: Record<string, unknown> = { ...rest };
   if (method !== 'resources/read') upstreamParams.name = name;
   if (opened?.kind === 'relay') {
-    if (inputResponses !== undefined) upstreamParams.inputResponses = inputResponses;
+    if (inputResponses !== undefined) {
+      upstreamParams.inputResponses = inputResponses;
+      for (const _key of Object.keys(inputResponses)) recordAnsweredInput('mrtr-retry');
+    }
     if (opened.targetState !== undefined) upstreamParams.requestState = opened.targetState;
   }
 
@@ -193,6 +197,7 @@ function mapResponse(
         status: 400,
       };
     }
+    for (const entry of Object.values(requests)) recordRelayedInput(entry.method);
     return { result: { ...result, resultType: 'input_required', requestState: sealRelay(result.requestState) }, status: 200 };
   }
   if (resultType !== 'complete') throw new DependencyFailedError(target, `unrecognized resultType ${String(resultType)}`);
