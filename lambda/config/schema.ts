@@ -16,6 +16,19 @@ const targetName = z
 
 const headerName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'an HTTP header name');
 
+/** True for hosts that never leave the machine: 127.0.0.0/8, ::1, localhost. */
+export function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  return host === 'localhost' || host === '::1' || /^127(?:\.\d{1,3}){3}$/.test(host);
+}
+
+/** An https URL, or http on a loopback host only (local issuers and token endpoints in tests). */
+const secureUrl = z
+  .url({ protocol: /^https?$/, error: 'an http(s) URL' })
+  .refine((value) => value.startsWith('https:') || isLoopbackHost(new URL(value).hostname), {
+    error: 'must be https (http is accepted only for a loopback host: 127.0.0.1, ::1, localhost)',
+  });
+
 export const TargetConfigSchema = z.strictObject({
   name: targetName,
   url: z.url({ protocol: /^https?$/, error: 'an http(s) URL' }),
@@ -36,7 +49,28 @@ const confirmToolPattern = z
 /** Secret material for sealing requestState; any string of at least 32 characters (a key is derived from it). */
 const stateSecret = z.string().min(32, 'at least 32 characters of secret material');
 
-export const AuthConfigSchema = z.discriminatedUnion('type', [z.strictObject({ type: z.literal('none') })]);
+const claimValues = z.array(z.string().min(1));
+
+/**
+ * Inbound authentication. `none`: every caller is `anonymous` (or the function URL's IAM caller);
+ * `jwt`: an OAuth access token (JWT) checked against the issuer's keys; `iam`: the function URL's
+ * AWS_IAM (SigV4) auth, the caller's IAM principal ARN is the principal. Empty lists = no check.
+ */
+export const AuthConfigSchema = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('none') }),
+  z.strictObject({
+    type: z.literal('jwt'),
+    /** The issuer's OpenID discovery document (`…/.well-known/openid-configuration`). */
+    discoveryUrl: secureUrl,
+    /** Accept a token only when one of its `aud` values is listed. */
+    allowedAudiences: claimValues.optional(),
+    /** Accept a token only when its `client_id` (or `azp`) is listed. */
+    allowedClients: claimValues.optional(),
+    /** Accept a token only when it carries at least one of these scopes (`scope` or `scp`). */
+    allowedScopes: z.array(z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'a scope token')).optional(),
+  }),
+  z.strictObject({ type: z.literal('iam') }),
+]);
 
 export const GatewayConfigSchema = z
   .strictObject({
@@ -82,6 +116,7 @@ export const GatewayConfigSchema = z
 export type GatewayConfigInput = z.input<typeof GatewayConfigSchema>;
 export type GatewayConfig = z.output<typeof GatewayConfigSchema>;
 export type TargetConfig = z.output<typeof TargetConfigSchema>;
+export type AuthConfig = z.output<typeof AuthConfigSchema>;
 
 export class ConfigError extends Error {
   constructor(message: string) {

@@ -1,4 +1,5 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { createInboundAuth, type InboundAuthOptions } from '../auth/inbound';
 import { parseConfig, type GatewayConfig } from '../config/schema';
 import { createDocumentClient } from '../state/dynamo-client';
 import { DynamoSessionStore } from '../state/dynamo-store';
@@ -25,6 +26,8 @@ export interface BuildOptions {
   keepAliveMs?: number;
   /** requestState keys resolved by the caller (the Lambda reads Secrets Manager); default: from the configuration. */
   requestStateKeys?: KeySecrets;
+  /** Inbound auth settings (JWKS cooldown, timeouts); the mode itself is `config.auth`. */
+  inbound?: Omit<InboundAuthOptions, 'logger'>;
 }
 
 /** Assembles the gateway from a validated configuration: the one place parts are wired together. */
@@ -40,6 +43,7 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
   const legacyVersion = config.supportedVersions.filter((v) => v < '2026-07-28').sort().pop() ?? '2025-11-25';
   return {
     config,
+    auth: createInboundAuth(config.auth, { ...options.inbound, logger }),
     store,
     logger,
     targets,

@@ -1,4 +1,5 @@
 import type { Implementation } from '@modelcontextprotocol/sdk/types.js';
+import type { InboundAuth } from '../auth/inbound';
 import type { GatewayConfig } from '../config/schema';
 import type { SessionStore } from '../state/store';
 import type { CatalogCache } from '../targets/catalog-cache';
@@ -9,6 +10,8 @@ import type { GatewayLogger } from './logger';
 /** What the gateway is built from; tests assemble it with real or fake parts. */
 export interface GatewayDeps {
   config: GatewayConfig;
+  /** Inbound authentication: the principal of each request (lambda/auth/). */
+  auth: InboundAuth;
   /** Absent on purpose for the stateless path; the legacy path requires it. */
   store: SessionStore;
   targets: Map<string, TargetClient>;

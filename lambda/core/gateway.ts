@@ -7,7 +7,6 @@ import { handleLegacyDelete, handleLegacyPost } from '../legacy/legacy-path';
 import { handleStatelessPost, isModernRequest } from '../stateless/stateless-path';
 
 export const MCP_PATH = '/mcp';
-const ANONYMOUS = 'anonymous';
 
 /**
  * The gateway core: one fetch-style handler for every adapter. It checks the transport-level
@@ -27,8 +26,15 @@ export function createGateway(deps: GatewayDeps): FetchHandler {
 
 async function route(deps: GatewayDeps, request: Request, exchange: ExchangeContext): Promise<Response> {
   const url = new URL(request.url);
-  if (url.pathname !== MCP_PATH) return errorResponse(404, null, RpcCode.InvalidRequest, `Not found: the MCP endpoint is ${MCP_PATH}`);
-  const principal = exchange.platformPrincipal ?? ANONYMOUS;
+  if (url.pathname !== MCP_PATH) {
+    // Protected resource metadata (auth jwt) is the only other path, and needs no token.
+    const metadata = await deps.auth.wellKnown(request, url);
+    return metadata ?? errorResponse(404, null, RpcCode.InvalidRequest, `Not found: the MCP endpoint is ${MCP_PATH}`);
+  }
+  // Before anything else: every state the request may touch is bound to this principal.
+  const auth = await deps.auth.authenticate(request, exchange);
+  if (!auth.ok) return auth.response;
+  const principal = auth.principal;
 
   switch (request.method) {
     case 'POST':

@@ -1,5 +1,5 @@
 import { parseConfig, type GatewayConfig, type GatewayConfigInput } from '../config/schema';
-import { buildGatewayDeps } from '../core/bootstrap';
+import { buildGatewayDeps, type BuildOptions } from '../core/bootstrap';
 import { createLogger, describeError } from '../core/logger';
 import type { GatewayDeps } from '../core/deps';
 import { createGateway } from '../core/gateway';
@@ -24,6 +24,8 @@ export interface LocalGatewayOptions {
   requestTimeoutMs?: number;
   /** List targets at start-up and report problems (default true). */
   startupReport?: boolean;
+  /** Inbound auth settings (tests: JWKS cooldown). */
+  auth?: Pick<BuildOptions, 'inbound'>;
 }
 
 export interface LocalGateway {
@@ -64,7 +66,7 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
       // Not fatal: 2026-07-28 requests never touch DynamoDB; 2025 sessions answer 503 until it is back.
       logger.warn('DynamoDB not reachable at start-up; 2025-11-25 sessions will fail until it is', { endpoint, error: describeError(error) });
     }
-    const deps = buildGatewayDeps(config, { documentClient, logger, keepAliveMs: options.keepAliveMs });
+    const deps = buildGatewayDeps(config, { documentClient, logger, keepAliveMs: options.keepAliveMs, ...options.auth });
     if (options.startupReport ?? true) await reportTargetsAtStartup(deps);
     const running = await serveOnNode(createGateway(deps), {
       host: options.host ?? '127.0.0.1',

@@ -1,0 +1,249 @@
+import type { JWTPayload, JWTVerifyGetKey } from 'jose';
+import type { AuthConfig } from '../config/schema';
+import { isLoopbackHost } from '../config/schema';
+import { errorResponse, jsonResponse } from '../core/http';
+import type { GatewayLogger } from '../core/logger';
+import { describeError } from '../core/logger';
+import type { AuthOutcome, InboundAuth } from './inbound';
+
+/**
+ * `auth.type: "jwt"`: the gateway as an OAuth 2.1 resource server (MCP basic/authorization).
+ *
+ * - The issuer and its `jwks_uri` come from the configured OpenID discovery document, fetched once
+ *   and kept for the life of the process (a failed fetch is retried after a short pause).
+ * - Keys come from the JWKS through jose's remote key set: cached (re-read after `jwksMaxAgeMs`),
+ *   and a token whose `kid` is unknown triggers one refetch, at most once per `jwksCooldownMs`, so a
+ *   rotated-in key is found without letting random `kid`s hammer the issuer.
+ * - A token is accepted when its signature verifies with an asymmetric algorithm, `iss` is the
+ *   issuer, `exp` is in the future (`clockToleranceSeconds`), it has a `sub`, and the configured lists
+ *   match: `aud` (any listed audience), `client_id`/`azp` (a listed client), `scope`/`scp` (at least
+ *   one listed scope). Principal: `<iss>#<sub>`.
+ * - Refusals (RFC 6750 §3, MCP authorization "Error Handling"): no token → 401 with
+ *   `WWW-Authenticate: Bearer resource_metadata="…"`; a bad, expired, foreign-issuer or
+ *   foreign-audience token → 401 `error="invalid_token"`; a valid token of a client not allowed →
+ *   403; no allowed scope → 403 `error="insufficient_scope", scope="…"`. Issuer or JWKS unreachable →
+ *   503 with Retry-After (the token may be fine).
+ * - Tokens are never logged; refusals log a reason code only.
+ */
+
+export interface JwtOptions {
+  /** Minimum time between two JWKS fetches caused by unknown `kid`s (default 30 s). */
+  jwksCooldownMs?: number;
+  /** How long fetched keys are used before the JWKS is read again (default 10 min). */
+  jwksMaxAgeMs?: number;
+  /** Timeout of the discovery and JWKS requests (default 5 s). */
+  timeoutMs?: number;
+  /** Allowed clock skew for `exp`/`nbf`/`iat` (default 30 s). */
+  clockToleranceSeconds?: number;
+  /** Pause after a failed discovery fetch before trying again (default 5 s). */
+  discoveryRetryMs?: number;
+  logger?: GatewayLogger;
+}
+
+type JwtConfig = Extract<AuthConfig, { type: 'jwt' }>;
+
+/** Signature algorithms accepted: asymmetric only (an HMAC or `none` token can never verify). */
+const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+
+/** jose error codes that mean "this token is not acceptable" (401) rather than "we could not check" (503). */
+const TOKEN_FAULTS: Record<string, string> = {
+  ERR_JWT_EXPIRED: 'the token has expired',
+  ERR_JWT_CLAIM_VALIDATION_FAILED: 'a claim of the token is not acceptable',
+  ERR_JWS_SIGNATURE_VERIFICATION_FAILED: 'the token signature is invalid',
+  ERR_JWS_INVALID: 'the token is malformed',
+  ERR_JWT_INVALID: 'the token is malformed',
+  ERR_JWKS_NO_MATCHING_KEY: 'the token was not signed by a key of the issuer',
+  ERR_JWKS_MULTIPLE_MATCHING_KEYS: 'the token names no unique key of the issuer',
+  ERR_JOSE_ALG_NOT_ALLOWED: 'the token signature algorithm is not accepted',
+  ERR_JOSE_NOT_SUPPORTED: 'the token uses an unsupported algorithm',
+};
+
+interface Issuer {
+  issuer: string;
+  keys: JWTVerifyGetKey;
+}
+
+export const METADATA_PATH = '/.well-known/oauth-protected-resource';
+const MCP_PATH = '/mcp';
+
+export class JwtAuthenticator implements InboundAuth {
+  readonly type = 'jwt' as const;
+  private issuer?: Promise<Issuer>;
+  private issuerFailedAt = 0;
+  private readonly timeoutMs: number;
+
+  constructor(
+    private readonly config: JwtConfig,
+    private readonly options: JwtOptions = {},
+  ) {
+    this.timeoutMs = options.timeoutMs ?? 5_000;
+    if (!config.allowedAudiences?.length) {
+      options.logger?.warn('auth.allowedAudiences is empty: the audience of tokens is not checked, so tokens issued for other resources are accepted');
+    }
+  }
+
+  async authenticate(request: Request): Promise<AuthOutcome> {
+    const url = new URL(request.url);
+    const token = bearerToken(request.headers.get('authorization'));
+    if (token === undefined) return { ok: false, response: this.challenge(url, 401, 'missing') };
+
+    let issuer: Issuer;
+    try {
+      issuer = await this.loadIssuer();
+    } catch (error) {
+      return { ok: false, response: this.unavailable(error) };
+    }
+    const { jwtVerify } = await import('jose');
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, issuer.keys, {
+        issuer: issuer.issuer,
+        audience: this.config.allowedAudiences?.length ? this.config.allowedAudiences : undefined,
+        algorithms: ALGORITHMS,
+        clockTolerance: this.options.clockToleranceSeconds ?? 30,
+        requiredClaims: ['exp', 'sub'],
+      }));
+    } catch (error) {
+      const code = (error as { code?: string }).code ?? '';
+      const description = TOKEN_FAULTS[code];
+      if (!description) return { ok: false, response: this.unavailable(error) };
+      const claim = (error as { claim?: string }).claim;
+      // error_description is a quoted-string: no quotes or backslashes in it.
+      const detail = code === 'ERR_JWT_CLAIM_VALIDATION_FAILED' && claim && /^\w+$/.test(claim) ? `the ${claim} claim of the token is not acceptable` : description;
+      this.options.logger?.info('token refused', { reason: code, claim });
+      return { ok: false, response: this.challenge(url, 401, 'invalid_token', detail) };
+    }
+
+    if (this.config.allowedClients?.length) {
+      const client = typeof payload.client_id === 'string' ? payload.client_id : typeof payload.azp === 'string' ? payload.azp : undefined;
+      if (!client || !this.config.allowedClients.includes(client)) {
+        this.options.logger?.info('token refused', { reason: 'client not allowed' });
+        return { ok: false, response: this.challenge(url, 403, 'client') };
+      }
+    }
+    if (this.config.allowedScopes?.length) {
+      const granted = scopesOf(payload);
+      if (!this.config.allowedScopes.some((scope) => granted.has(scope))) {
+        this.options.logger?.info('token refused', { reason: 'insufficient scope' });
+        return { ok: false, response: this.challenge(url, 403, 'insufficient_scope') };
+      }
+    }
+    return { ok: true, principal: `${payload.iss}#${payload.sub}` };
+  }
+
+  /** RFC 9728 protected resource metadata, at the root and at the `/mcp`-suffixed path; no token needed. */
+  async wellKnown(request: Request, url: URL): Promise<Response | undefined> {
+    if (url.pathname !== METADATA_PATH && url.pathname !== `${METADATA_PATH}${MCP_PATH}`) return undefined;
+    if (request.method !== 'GET' && request.method !== 'HEAD') {
+      return errorResponse(405, null, -32000, 'Method not allowed', undefined, { allow: 'GET' });
+    }
+    let issuer: Issuer;
+    try {
+      issuer = await this.loadIssuer();
+    } catch (error) {
+      return this.unavailable(error);
+    }
+    const metadata: Record<string, unknown> = {
+      resource: `${url.origin}${MCP_PATH}`,
+      authorization_servers: [issuer.issuer],
+      bearer_methods_supported: ['header'],
+    };
+    if (this.config.allowedScopes?.length) metadata.scopes_supported = this.config.allowedScopes;
+    return jsonResponse(200, metadata, { 'cache-control': 'max-age=300' });
+  }
+
+  private challenge(url: URL, status: 401 | 403, kind: 'missing' | 'invalid_token' | 'client' | 'insufficient_scope', description?: string): Response {
+    const params = [`resource_metadata="${url.origin}${METADATA_PATH}"`];
+    const scopes = this.config.allowedScopes?.join(' ');
+    let message: string;
+    switch (kind) {
+      case 'missing':
+        message = 'Unauthorized: send an access token (Authorization: Bearer …)';
+        if (scopes) params.push(`scope="${scopes}"`);
+        break;
+      case 'invalid_token':
+        message = `Unauthorized: ${description}`;
+        params.unshift('error="invalid_token"');
+        params.push(`error_description="${description}"`);
+        break;
+      case 'client':
+        message = 'Forbidden: the client the token was issued to is not allowed';
+        params.push('error_description="the client the token was issued to is not allowed"');
+        break;
+      case 'insufficient_scope':
+        message = `Forbidden: the token carries none of the scopes ${scopes}`;
+        params.unshift('error="insufficient_scope"');
+        params.push(`scope="${scopes}"`, 'error_description="the token carries none of the required scopes"');
+        break;
+    }
+    return errorResponse(status, null, -32000, message, undefined, { 'www-authenticate': `Bearer ${params.join(', ')}` });
+  }
+
+  private unavailable(error: unknown): Response {
+    this.options.logger?.warn('token could not be checked: issuer or its keys unavailable', { error: describeError(error) });
+    return errorResponse(
+      503,
+      null,
+      -32603,
+      'Service unavailable: the authorization server could not be reached to check the token; retry shortly',
+      { type: 'ServiceUnavailable', retryable: true, retryAfterSeconds: 5 },
+      { 'retry-after': '5' },
+    );
+  }
+
+  /** The discovery document, once per process; a failure is retried only after `discoveryRetryMs`. */
+  private loadIssuer(): Promise<Issuer> {
+    if (!this.issuer && Date.now() - this.issuerFailedAt < (this.options.discoveryRetryMs ?? 5_000)) {
+      return Promise.reject(new Error('the discovery document was unavailable moments ago'));
+    }
+    this.issuer ??= this.discover().catch((error: unknown) => {
+      this.issuer = undefined;
+      this.issuerFailedAt = Date.now();
+      throw error;
+    });
+    return this.issuer;
+  }
+
+  private async discover(): Promise<Issuer> {
+    const res = await fetch(this.config.discoveryUrl, {
+      headers: { accept: 'application/json' },
+      signal: AbortSignal.timeout(this.timeoutMs),
+      redirect: 'error',
+    });
+    if (!res.ok) throw new Error(`discovery document: HTTP ${res.status}`);
+    const doc = (await res.json()) as { issuer?: unknown; jwks_uri?: unknown };
+    if (typeof doc.issuer !== 'string' || !doc.issuer) throw new Error('discovery document: no issuer');
+    if (typeof doc.jwks_uri !== 'string') throw new Error('discovery document: no jwks_uri');
+    const jwksUri = new URL(doc.jwks_uri);
+    if (jwksUri.protocol !== 'https:' && !(jwksUri.protocol === 'http:' && isLoopbackHost(jwksUri.hostname))) {
+      throw new Error('discovery document: jwks_uri must be https (http only on a loopback host)');
+    }
+    const { createRemoteJWKSet } = await import('jose');
+    const keys = createRemoteJWKSet(jwksUri, {
+      cooldownDuration: this.options.jwksCooldownMs ?? 30_000,
+      cacheMaxAge: this.options.jwksMaxAgeMs ?? 600_000,
+      timeoutDuration: this.timeoutMs,
+    });
+    this.options.logger?.info('token issuer discovered', { issuer: doc.issuer });
+    return { issuer: doc.issuer, keys };
+  }
+}
+
+/** The token of an `Authorization: Bearer …` header; undefined when there is none (or another scheme). */
+export function bearerToken(header: string | null): string | undefined {
+  if (!header) return undefined;
+  const match = /^Bearer[ \t]+([A-Za-z0-9\-._~+/]+=*)[ \t]*$/i.exec(header);
+  if (match) return match[1];
+  // A Bearer header with a malformed value is still a presented token: it fails verification (invalid_token).
+  return /^Bearer(?:[ \t]|$)/i.test(header) ? header.replace(/^Bearer[ \t]*/i, '').trim() || '-' : undefined;
+}
+
+/** Scopes of an access token: `scope` (RFC 8693/9068, space-separated) or `scp` (string or array). */
+function scopesOf(payload: JWTPayload): Set<string> {
+  const scopes = new Set<string>();
+  for (const claim of [payload.scope, payload.scp]) {
+    if (typeof claim === 'string') claim.split(' ').filter(Boolean).forEach((s) => scopes.add(s));
+    else if (Array.isArray(claim)) claim.filter((s): s is string => typeof s === 'string').forEach((s) => scopes.add(s));
+  }
+  return scopes;
+}
