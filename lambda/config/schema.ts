@@ -16,6 +16,10 @@ const targetName = z
 
 const headerName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'an HTTP header name');
 
+/** A Secrets Manager secret ARN (the CDK construct additionally requires the full ARN with its suffix). */
+export const SECRET_ARN_PATTERN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+$/;
+const secretArn = z.string().regex(SECRET_ARN_PATTERN, 'a Secrets Manager secret ARN');
+
 /** True for hosts that never leave the machine: 127.0.0.0/8, ::1, localhost. */
 export function isLoopbackHost(hostname: string): boolean {
   const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
@@ -29,11 +33,52 @@ const secureUrl = z
     error: 'must be https (http is accepted only for a loopback host: 127.0.0.1, ::1, localhost)',
   });
 
+/**
+ * Credential values are never written inline in deployed configuration: a value is a plain string
+ * (non-secret values, local runs), `{"fromEnv": "NAME"}` (an environment variable of the gateway
+ * process) or `{"secretArn": "arn:aws:secretsmanager:…"}` (the secret's string; with `"key"`, one
+ * field of a JSON secret). `"prefix"` is put in front of the resolved value (e.g. `"Bearer "`).
+ */
+export const EnvReferenceSchema = z.strictObject({
+  fromEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name'),
+  prefix: z.string().optional(),
+});
+export const SecretReferenceSchema = z.strictObject({
+  secretArn,
+  key: z.string().min(1).optional(),
+  prefix: z.string().optional(),
+});
+const REFERENCE_SHAPE = '{"fromEnv": "NAME"} or {"secretArn": "arn:aws:secretsmanager:…", "key"?: "field"}';
+export const CredentialReferenceSchema = z.union([EnvReferenceSchema, SecretReferenceSchema], { error: REFERENCE_SHAPE });
+export const CredentialValueSchema = z.union([z.string(), EnvReferenceSchema, SecretReferenceSchema], {
+  error: `a string, ${REFERENCE_SHAPE}`,
+});
+
+/** OAuth 2.0 client-credentials grant for one target; tokens are cached until shortly before they expire. */
+export const OAuthClientCredentialsSchema = z.strictObject({
+  tokenUrl: secureUrl,
+  clientId: CredentialValueSchema,
+  /** Never inline: an environment variable or a Secrets Manager secret. */
+  clientSecret: CredentialReferenceSchema,
+  scopes: z.array(z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'a scope token')).optional(),
+  /** RFC 8707 resource indicator sent with the token request (e.g. the target's URL). */
+  resource: z.url().optional(),
+  /** Some authorization servers (Auth0, …) want an `audience` parameter instead. */
+  audience: z.string().min(1).optional(),
+  /** How the client authenticates at the token endpoint (RFC 6749 §2.3.1). */
+  authMethod: z.enum(['client_secret_basic', 'client_secret_post']).default('client_secret_basic'),
+});
+
 export const TargetConfigSchema = z.strictObject({
   name: targetName,
   url: z.url({ protocol: /^https?$/, error: 'an http(s) URL' }),
-  /** Static headers sent to this target (outbound credentials). Never the client's token. */
-  headers: z.record(headerName, z.string()).optional(),
+  /**
+   * Headers sent to this target (outbound credentials): values are strings or references (see
+   * CredentialValueSchema), resolved once per process. Never the client's token.
+   */
+  headers: z.record(headerName, CredentialValueSchema).optional(),
+  /** OAuth 2.0 client credentials: the gateway's own access token for this target, as `Authorization: Bearer`. */
+  oauth: OAuthClientCredentialsSchema.optional(),
   /**
    * Which protocol era the target speaks: 'auto' (default) probes once with `server/discover` and
    * falls back to `initialize`; 'legacy' (2025-11-25 and earlier) or 'modern' (2026-07-28) skip the probe.
@@ -96,10 +141,7 @@ export const GatewayConfigSchema = z
      */
     requestStateKeys: z.strictObject({ current: stateSecret, previous: stateSecret.optional() }).optional(),
     /** A Secrets Manager secret holding the keys: JSON `{"current": "...", "previous": "..."}` or a plain string. */
-    requestStateSecretArn: z
-      .string()
-      .regex(/^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+$/, 'a Secrets Manager secret ARN')
-      .optional(),
+    requestStateSecretArn: secretArn.optional(),
     /** How long a sealed requestState stays valid (the client must retry within it). */
     requestStateTtlSeconds: z.number().int().min(30).max(3600).default(600),
   })
@@ -110,6 +152,10 @@ export const GatewayConfigSchema = z
         ctx.addIssue({ code: 'custom', path: ['targets', index, 'name'], message: `duplicate target name "${target.name}"` });
       }
       seen.add(target.name);
+      const headerNames = Object.keys(target.headers ?? {}).map((name) => name.toLowerCase());
+      if (target.oauth && headerNames.includes('authorization')) {
+        ctx.addIssue({ code: 'custom', path: ['targets', index, 'headers'], message: 'an "authorization" header and "oauth" both set the Authorization header; keep one' });
+      }
     });
   });
 
@@ -117,6 +163,23 @@ export type GatewayConfigInput = z.input<typeof GatewayConfigSchema>;
 export type GatewayConfig = z.output<typeof GatewayConfigSchema>;
 export type TargetConfig = z.output<typeof TargetConfigSchema>;
 export type AuthConfig = z.output<typeof AuthConfigSchema>;
+export type CredentialValue = z.output<typeof CredentialValueSchema>;
+export type CredentialReference = z.output<typeof CredentialReferenceSchema>;
+export type OAuthClientCredentials = z.output<typeof OAuthClientCredentialsSchema>;
+
+/** Every Secrets Manager ARN the configuration refers to (for least-privilege grants). */
+export function secretArnsIn(config: GatewayConfig): string[] {
+  const arns = new Set<string>();
+  const add = (value: unknown) => {
+    if (typeof value === 'object' && value !== null && 'secretArn' in value) arns.add((value as { secretArn: string }).secretArn);
+  };
+  for (const target of config.targets) {
+    Object.values(target.headers ?? {}).forEach(add);
+    if (target.oauth) [target.oauth.clientId, target.oauth.clientSecret].forEach(add);
+  }
+  if (config.requestStateSecretArn) arns.add(config.requestStateSecretArn);
+  return [...arns];
+}
 
 export class ConfigError extends Error {
   constructor(message: string) {

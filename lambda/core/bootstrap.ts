@@ -6,6 +6,7 @@ import { DynamoSessionStore } from '../state/dynamo-store';
 import type { SessionStore } from '../state/store';
 import { CatalogCache } from '../targets/catalog-cache';
 import { TargetClient } from '../targets/upstream-client';
+import { OutboundCredentials, type OutboundCredentialsOptions } from '../targets/credentials';
 import { keySecretsFromConfig, resolveKeySecrets } from '../crypto/keys';
 import { SealedBox, type KeySecrets } from '../crypto/sealed-box';
 import { LegacyUpstreamPool } from '../stateless/legacy-upstream';
@@ -28,16 +29,25 @@ export interface BuildOptions {
   requestStateKeys?: KeySecrets;
   /** Inbound auth settings (JWKS cooldown, timeouts); the mode itself is `config.auth`. */
   inbound?: Omit<InboundAuthOptions, 'logger'>;
+  /** Outbound credential sources (environment, Secrets Manager reader); default: process.env and Secrets Manager. */
+  outbound?: Omit<OutboundCredentialsOptions, 'logger'>;
 }
 
 /** Assembles the gateway from a validated configuration: the one place parts are wired together. */
 export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = {}): GatewayDeps {
   const logger = options.logger ?? createLogger(config.logLevel);
   const store = options.store ?? new DynamoSessionStore(options.documentClient ?? createDocumentClient(), config.tableName);
-  const modernClients = new Map(config.targets.map((target) => [target.name, new ModernTargetClient(target, GATEWAY_INFO)]));
+  const outbound = new OutboundCredentials({ ...options.outbound, logger });
+  const credentials = new Map(config.targets.map((target, index) => [target.name, outbound.forTarget(target, index)]));
+  const modernClients = new Map(
+    config.targets.map((target) => [target.name, new ModernTargetClient(target, GATEWAY_INFO, credentials.get(target.name))]),
+  );
   const eras = new EraProbe(new Map(config.targets.map((target) => [target.name, target])), modernClients, logger);
   const targets = new Map(
-    config.targets.map((target) => [target.name, new TargetClient(target, GATEWAY_INFO, { eras, client: modernClients.get(target.name)! })]),
+    config.targets.map((target) => [
+      target.name,
+      new TargetClient(target, GATEWAY_INFO, { eras, client: modernClients.get(target.name)! }, credentials.get(target.name)),
+    ]),
   );
   const secrets = options.requestStateKeys ?? keySecretsFromConfig(config, logger);
   const legacyVersion = config.supportedVersions.filter((v) => v < '2026-07-28').sort().pop() ?? '2025-11-25';

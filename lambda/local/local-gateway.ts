@@ -24,8 +24,8 @@ export interface LocalGatewayOptions {
   requestTimeoutMs?: number;
   /** List targets at start-up and report problems (default true). */
   startupReport?: boolean;
-  /** Inbound auth settings (tests: JWKS cooldown). */
-  auth?: Pick<BuildOptions, 'inbound'>;
+  /** Inbound auth and outbound credential settings (tests: JWKS cooldown, a fake secret reader). */
+  auth?: Pick<BuildOptions, 'inbound' | 'outbound'>;
 }
 
 export interface LocalGateway {

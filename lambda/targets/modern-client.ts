@@ -3,7 +3,8 @@ import { createParser } from 'eventsource-parser';
 import type { Implementation, JSONRPCNotification, JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { ClientCapabilities } from '@modelcontextprotocol/server';
 import type { TargetConfig } from '../config/schema';
-import { DependencyFailedError, type JSONRPCResponse } from './upstream-client';
+import { NO_CREDENTIALS, type TargetCredentials } from './credentials';
+import { DependencyFailedError, credentialHeaders, type JSONRPCResponse } from './upstream-client';
 
 /**
  * The gateway's HTTP client to a 2026-07-28 ("modern") target: no session, every request stamped
@@ -54,6 +55,8 @@ export class ModernTargetClient {
   constructor(
     readonly config: TargetConfig,
     private readonly clientInfo: Implementation,
+    /** The gateway's own credentials for this target (lambda/targets/credentials.ts); never the client's. */
+    private readonly credentials: TargetCredentials = NO_CREDENTIALS,
   ) {}
 
   get name(): string {
@@ -73,7 +76,7 @@ export class ModernTargetClient {
     const request: JSONRPCRequest = { jsonrpc: '2.0', id: `gw-${randomUUID()}`, method, params: { ...params, _meta } };
     const headers: Record<string, string> = {
       ...options.headers,
-      ...this.config.headers,
+      ...(await credentialHeaders(this.name, this.credentials)),
       'content-type': 'application/json',
       accept: 'application/json, text/event-stream',
       'mcp-protocol-version': version,
@@ -89,6 +92,7 @@ export class ModernTargetClient {
     } catch (error) {
       throw this.failure(error, 'unreachable');
     }
+    if (res.status === 401) this.credentials.rejected();
     const contentType = res.headers.get('content-type') ?? '';
     if (res.ok && contentType.includes('text/event-stream')) {
       return { response: await this.readStream(res, request.id, options), httpStatus: res.status };

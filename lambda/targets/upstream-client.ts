@@ -12,6 +12,7 @@ import type {
   RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { TargetConfig } from '../config/schema';
+import { NO_CREDENTIALS, type TargetCredentials } from './credentials';
 import type { EraLookup } from './era-probe';
 import { META_KEYS, MODERN_PROTOCOL_VERSION, type ModernTargetClient } from './modern-client';
 
@@ -76,6 +77,8 @@ export class TargetClient {
     readonly config: TargetConfig,
     private readonly clientInfo: Implementation,
     private readonly modern?: ModernUpstream,
+    /** The gateway's own credentials for this target (lambda/targets/credentials.ts); never the client's. */
+    private readonly credentials: TargetCredentials = NO_CREDENTIALS,
   ) {}
 
   get name(): string {
@@ -120,11 +123,12 @@ export class TargetClient {
     if (isModernSession(session)) return;
     let res: Response;
     try {
-      res = await fetch(this.config.url, { method: 'POST', headers: this.headers(session), body: JSON.stringify(message), signal });
+      res = await fetch(this.config.url, { method: 'POST', headers: await this.headers(session), body: JSON.stringify(message), signal });
     } catch (error) {
       throw this.failure(error, 'unreachable');
     }
     await res.body?.cancel().catch(() => undefined);
+    if (res.status === 401) this.credentials.rejected();
     if (res.status === 404 && session.targetSessionId) throw new TargetSessionExpiredError(this.name);
     if (!res.ok) throw new DependencyFailedError(this.name, `HTTP ${res.status}`);
   }
@@ -132,7 +136,7 @@ export class TargetClient {
   /** Ends the target session (best effort: targets MAY answer 405). */
   async terminate(session: UpstreamSession): Promise<void> {
     if (!session.targetSessionId) return;
-    const res = await fetch(this.config.url, { method: 'DELETE', headers: this.headers(session), signal: AbortSignal.timeout(5000) });
+    const res = await fetch(this.config.url, { method: 'DELETE', headers: await this.headers(session), signal: AbortSignal.timeout(5000) });
     await res.body?.cancel().catch(() => undefined);
   }
 
@@ -148,9 +152,9 @@ export class TargetClient {
     return { session: { protocolVersion: MODERN_PROTOCOL_VERSION }, result };
   }
 
-  private headers(session: UpstreamSession): Record<string, string> {
+  private async headers(session: UpstreamSession): Promise<Record<string, string>> {
     const headers: Record<string, string> = {
-      ...this.config.headers,
+      ...(await credentialHeaders(this.name, this.credentials)),
       'content-type': 'application/json',
       accept: 'application/json, text/event-stream',
       'mcp-protocol-version': session.protocolVersion,
@@ -161,6 +165,7 @@ export class TargetClient {
 
   private failure(error: unknown, reason: string): Error {
     if (error instanceof Error && error.name === 'AbortError') return error;
+    if (error instanceof DependencyFailedError) return error;
     return new DependencyFailedError(this.name, reason, { cause: error });
   }
 
@@ -171,12 +176,13 @@ export class TargetClient {
     withSession: boolean,
   ): Promise<{ response: JSONRPCResponse; headers: Headers }> {
     let res: Response;
-    const headers = this.headers(withSession ? session : { protocolVersion: session.protocolVersion });
+    const headers = await this.headers(withSession ? session : { protocolVersion: session.protocolVersion });
     try {
       res = await fetch(this.config.url, { method: 'POST', headers, body: JSON.stringify(request), signal: options.signal });
     } catch (error) {
       throw this.failure(error, 'unreachable');
     }
+    if (res.status === 401) this.credentials.rejected();
     if (res.status === 404 && withSession && session.targetSessionId) {
       await res.body?.cancel().catch(() => undefined);
       throw new TargetSessionExpiredError(this.name);
@@ -233,6 +239,15 @@ export class TargetClient {
     }
     if (!response) throw new DependencyFailedError(this.name, 'the stream ended before the response');
     return response;
+  }
+}
+
+/** The target's credential headers; a failure to obtain them is the target's failure (DependencyFailedException). */
+export async function credentialHeaders(target: string, credentials: TargetCredentials): Promise<Record<string, string>> {
+  try {
+    return await credentials.headers();
+  } catch (error) {
+    throw new DependencyFailedError(target, `outbound credentials unavailable: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   }
 }
 
