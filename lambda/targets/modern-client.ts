@@ -5,6 +5,7 @@ import type { ClientCapabilities } from '@modelcontextprotocol/server';
 import type { TargetConfig } from '../config/schema';
 import { NO_CREDENTIALS, type TargetCredentials } from './credentials';
 import { DependencyFailedError, credentialHeaders, type JSONRPCResponse } from './upstream-client';
+import { recordTargetLatency } from '../observability/metrics';
 
 /**
  * The gateway's HTTP client to a 2026-07-28 ("modern") target: no session, every request stamped
@@ -88,7 +89,10 @@ export class ModernTargetClient {
 
     let res: Response;
     try {
+      const started = performance.now();
       res = await fetch(this.config.url, { method: 'POST', headers, body: JSON.stringify(request), signal: options.signal });
+      // Time to the target's response headers: its responsiveness, not a person's time to answer.
+      recordTargetLatency(this.name, performance.now() - started);
     } catch (error) {
       throw this.failure(error, 'unreachable');
     }

@@ -15,6 +15,7 @@ import type { TargetConfig } from '../config/schema';
 import { NO_CREDENTIALS, type TargetCredentials } from './credentials';
 import type { EraLookup } from './era-probe';
 import { META_KEYS, MODERN_PROTOCOL_VERSION, type ModernTargetClient } from './modern-client';
+import { recordTargetLatency } from '../observability/metrics';
 
 /**
  * The gateway's HTTP client to one target (an upstream MCP server, Streamable HTTP, 2025 era).
@@ -178,7 +179,10 @@ export class TargetClient {
     let res: Response;
     const headers = await this.headers(withSession ? session : { protocolVersion: session.protocolVersion });
     try {
+      const started = performance.now();
       res = await fetch(this.config.url, { method: 'POST', headers, body: JSON.stringify(request), signal: options.signal });
+      // Time to the target's response headers: its responsiveness, not a person's time to answer.
+      recordTargetLatency(this.name, performance.now() - started);
     } catch (error) {
       throw this.failure(error, 'unreachable');
     }

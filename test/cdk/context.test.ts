@@ -166,8 +166,8 @@ describe('CDK context', () => {
     expect((read({ requestStateSecretArn: arn }).config as Record<string, unknown>).requestStateSecretArn).toBe(arn);
   });
 
-  test('docs/deploy.md documents every context key', () => {
-    const doc = readFileSync(join(ROOT, 'docs', 'deploy.md'), 'utf8');
+  test('the README documents every context key', () => {
+    const doc = readFileSync(join(ROOT, 'README.md'), 'utf8');
     for (const key of ALL_CONTEXT_KEYS) expect({ key, documented: doc.includes(`| \`${key}\``) }).toEqual({ key, documented: true });
   });
 });
