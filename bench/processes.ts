@@ -12,8 +12,10 @@ export interface Child {
 
 const root = join(__dirname, '..');
 
-export async function startChild(args: string[], readyPattern: RegExp, env: NodeJS.ProcessEnv = {}): Promise<Child> {
-  const child = spawn(process.execPath, [require.resolve('tsx/cli'), ...args], {
+export async function startChild(args: string[], readyPattern: RegExp, env: NodeJS.ProcessEnv = {}, nodeArgs: string[] = []): Promise<Child> {
+  // With node flags (e.g. --cpu-prof) tsx runs as a loader in the same process, so the flags apply to it.
+  const argv = nodeArgs.length ? [...nodeArgs, '--import', 'tsx', ...args] : [require.resolve('tsx/cli'), ...args];
+  const child = spawn(process.execPath, argv, {
     cwd: root,
     env: { ...process.env, GATEWAY_LOG_LEVEL: 'SILENT', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -12,7 +12,7 @@ import { startCountedDynamo } from '../test/support/dynamo';
 import { callAndAnswer, initSession, post, readMessage, type Json } from '../test/support/mcp-http';
 import { SealedBox } from '../lambda/crypto/sealed-box';
 import { RequestStateSealer, argumentsDigest } from '../lambda/stateless/request-state';
-import { startGatewayChild, startTarget, type Child } from './processes';
+import { startChild, startGatewayChild, startTarget, type Child } from './processes';
 import { distribution, ratio, type Distribution } from './stats';
 
 const N = Number(process.env.BENCH_CALLS ?? 400);
@@ -91,8 +91,12 @@ function bundleFigures(): { bytes: number; importMs: number } {
 }
 
 async function main(): Promise<void> {
-  const dynamo = await startCountedDynamo();
   const children: Child[] = [];
+  // dynalite in its own process; gateway A reaches it directly (latency), gateway B through a
+  // counting proxy (DynamoDB requests per operation). Both share its data, as two instances would.
+  const dynalite = await startChild(['bench/serve-dynamo.ts'], /ready (\S+)/);
+  children.push(dynalite);
+  const dynamo = await startCountedDynamo(dynalite.url);
   const results: Json = {
     machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
     calls: N,
@@ -104,7 +108,7 @@ async function main(): Promise<void> {
       targets: [{ name: 'demo', url: target.url }, { name: 'modern', url: modern.url }],
       requestStateKeys: { current: 'bench-key-0123456789abcdefghijklmnopqrstuvwxyz' },
     };
-    const [gatewayA, gatewayB] = await Promise.all([startGatewayChild(config, dynamo.endpoint), startGatewayChild(config, dynamo.endpoint)]);
+    const [gatewayA, gatewayB] = await Promise.all([startGatewayChild(config, dynalite.url), startGatewayChild(config, dynamo.endpoint)]);
     children.push(gatewayA, gatewayB);
 
     // 2025-11-25: a session on the target directly, and one through the gateway.
@@ -131,16 +135,18 @@ async function main(): Promise<void> {
     results.sealPlusOpenMicroseconds = sealOpenMicroseconds();
 
     // DynamoDB requests per operation.
+    const counted = await initSession(gatewayB.url, { capabilities: { elicitation: { form: {} } } });
+    await echoCall(gatewayB.url, counted.headers, 'demo___echo', ++id); // opens the target session
     dynamo.reset();
-    await echoCall(gatewayA.url, viaGateway.headers, 'demo___echo', ++id);
+    await echoCall(gatewayB.url, counted.headers, 'demo___echo', ++id);
     const perCall = Object.fromEntries(dynamo.counts);
     dynamo.reset();
-    await callAndAnswer(gatewayA.url, viaGateway.headers, { id: ++id, params: { name: 'demo___use_aws', arguments: { command: 'x' } } }, () => accept);
+    await callAndAnswer(gatewayB.url, counted.headers, { id: ++id, params: { name: 'demo___use_aws', arguments: { command: 'x' } } }, () => accept);
     await new Promise((resolve) => setTimeout(resolve, 200)); // the cleanup write follows the response
     const perRound = Object.fromEntries(dynamo.counts);
     dynamo.reset();
-    await modernCall(gatewayA.url, 'modern___echo', { arguments: { text: 'bench' } });
-    await inputRequiredRoundTrip(gatewayA.url, 'modern___use_aws');
+    await modernCall(gatewayB.url, 'modern___echo', { arguments: { text: 'bench' } });
+    await inputRequiredRoundTrip(gatewayB.url, 'modern___use_aws');
     const statelessCounts = Object.fromEntries(dynamo.counts);
     results.dynamodb = { legacyCallWithoutInput: perCall, legacyCallWithOneElicitation: perRound, statelessCallAndRoundTrip: statelessCounts };
 

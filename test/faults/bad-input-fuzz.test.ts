@@ -197,5 +197,13 @@ describe('bad input', () => {
     expect(JSON.parse(declared.body).error.code).toBe(-32600);
     const chunked = await send(gateway.url, 'POST', { 'content-type': 'application/json', 'transfer-encoding': 'chunked' }, big);
     expect(chunked.status).toBe(413);
+    // Over the 6 MB a function URL accepts, the local server stops reading and answers at once.
+    const huge = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', params: { pad: 'x'.repeat(7 * 1024 * 1024) } });
+    const refused = await send(gateway.url, 'POST', { 'content-type': 'application/json', 'transfer-encoding': 'chunked' }, huge).catch((error: Error) => error);
+    // The client may still be writing when the server closes; either way nothing was accepted.
+    if (!(refused instanceof Error)) expect(refused.status).toBe(413);
+    else expect(refused.message).toMatch(/EPIPE|ECONNRESET|socket hang up/);
+    const alive = await send(gateway.url, 'POST', { 'content-type': 'application/json' }, '{"jsonrpc":"2.0","id":1,"method":"ping"}');
+    expect(alive.status).toBe(400); // served (no session), not crashed
   });
 });

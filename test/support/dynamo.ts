@@ -15,8 +15,9 @@ export interface CountedDynamo {
   close(): Promise<void>;
 }
 
-export async function startCountedDynamo(): Promise<CountedDynamo> {
-  const backend = await startEmbeddedDynamo();
+/** `backendEndpoint`: count in front of an existing DynamoDB API instead of a new embedded one. */
+export async function startCountedDynamo(backendEndpoint?: string): Promise<CountedDynamo> {
+  const backend = backendEndpoint ? { endpoint: backendEndpoint, close: async () => undefined } : await startEmbeddedDynamo();
   const backendUrl = new URL(backend.endpoint);
   const counts = new Map<string, number>();
   const state: CountedDynamo = {
