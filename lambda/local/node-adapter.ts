@@ -125,19 +125,28 @@ async function send(res: ServerResponse, response: Response, abort: AbortControl
   response.headers.forEach((value, name) => {
     headers[name] = value;
   });
-  res.writeHead(response.status, headers);
   if (!response.body) {
-    res.end();
+    res.writeHead(response.status, headers).end();
     return;
   }
-  res.flushHeaders();
+  if (!(headers['content-type'] ?? '').startsWith('text/event-stream')) {
+    // A complete body: headers and body leave in one write.
+    const body = Buffer.from(await response.arrayBuffer());
+    res.writeHead(response.status, { ...headers, 'content-length': String(body.length) }).end(body);
+    return;
+  }
+  res.writeHead(response.status, headers);
+  res.flushHeaders(); // a stream's headers go out at once, before its first event
   const reader = response.body.getReader();
   abort.signal.addEventListener('abort', () => void reader.cancel().catch(() => undefined), { once: true });
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
+      // Corked until the next tick: an event and the end that follows it share one write.
+      res.cork();
       res.write(value);
+      process.nextTick(() => res.uncork());
     }
     res.end();
   } catch {
