@@ -13,8 +13,9 @@ export interface Child {
 const root = join(__dirname, '..');
 
 export async function startChild(args: string[], readyPattern: RegExp, env: NodeJS.ProcessEnv = {}, nodeArgs: string[] = []): Promise<Child> {
-  // With node flags (e.g. --cpu-prof) tsx runs as a loader in the same process, so the flags apply to it.
-  const argv = nodeArgs.length ? [...nodeArgs, '--import', 'tsx', ...args] : [require.resolve('tsx/cli'), ...args];
+  // tsx as a loader in the same process (not its CLI, which adds a parent process): node flags such
+  // as --cpu-prof apply to the server itself, and a kill reaches it.
+  const argv = [...nodeArgs, '--import', 'tsx', ...args];
   const child = spawn(process.execPath, argv, {
     cwd: root,
     env: { ...process.env, GATEWAY_LOG_LEVEL: 'SILENT', ...env },

@@ -28,7 +28,7 @@ describe('the bundled Lambda handler', () => {
   });
 
   it('serves an elicitation round trip through the function-URL invoker', async () => {
-    const child = spawn(process.execPath, [require.resolve('tsx/cli'), 'test/support/serve-bundle.ts'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/serve-bundle.ts'], {
       cwd: join(__dirname, '../..'),
       env: {
         ...process.env,

@@ -12,7 +12,7 @@ import { initSession, post, readMessage } from '../support/mcp-http';
 
 /** `npm start` as a newcomer runs it: flags, the embedded defaults, a bad config, signals. */
 function runCli(args: string[]) {
-  const child = spawn(process.execPath, [require.resolve('tsx/cli'), 'lambda/local/cli.ts', ...args], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'lambda/local/cli.ts', ...args], {
     cwd: join(__dirname, '../..'),
     env: { ...process.env, GATEWAY_LOG_LEVEL: 'SILENT' },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -55,7 +55,7 @@ export async function startGatewayProcess(
   writeFileSync(file, JSON.stringify(config));
   const child = spawn(
     process.execPath,
-    [require.resolve('tsx/cli'), 'lambda/local/cli.ts', '--port', '0', '--no-demo', '--config', file, '--dynamodb-endpoint', dynamodbEndpoint],
+    ['--import', 'tsx', 'lambda/local/cli.ts', '--port', '0', '--no-demo', '--config', file, '--dynamodb-endpoint', dynamodbEndpoint],
     { cwd: join(__dirname, '../..'), env: { ...process.env, GATEWAY_LOG_LEVEL: options.logLevel ?? 'SILENT' }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let output = '';
