@@ -27,14 +27,14 @@ async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
 }
 
 /** Direct and gateway calls alternate, so both see the same machine state. */
-async function interleaved(direct: () => Promise<void>, gateway: () => Promise<void>): Promise<{ direct: Distribution; gateway: Distribution }> {
-  for (let i = 0; i < WARMUP; i++) {
+async function interleaved(direct: () => Promise<void>, gateway: () => Promise<void>, n = N): Promise<{ direct: Distribution; gateway: Distribution }> {
+  for (let i = 0; i < Math.min(WARMUP, n); i++) {
     await direct();
     await gateway();
   }
   const d: number[] = [];
   const g: number[] = [];
-  for (let i = 0; i < N; i++) {
+  for (let i = 0; i < n; i++) {
     const first = i % 2 === 0;
     if (first) d.push((await timed(direct))[0]);
     g.push((await timed(gateway))[0]);
@@ -121,6 +121,18 @@ async function main(): Promise<void> {
     );
     results.legacy = { ...legacy, p50Ratio: ratio(legacy.gateway.p50, legacy.direct.p50), p95Ratio: ratio(legacy.gateway.p95, legacy.direct.p95) };
 
+    // The same with a tool that works for 50 ms, closer to what real tools take.
+    const slowCall = async (url: string, headers: Record<string, string>, name: string) => {
+      const message = await readMessage(await post(url, headers, { jsonrpc: '2.0', id: ++id, method: 'tools/call', params: { name, arguments: { ms: 50 } } }));
+      if (message.result?.content?.[0]?.text !== 'slept 50') throw new Error(`unexpected answer: ${JSON.stringify(message)}`);
+    };
+    const legacy50 = await interleaved(
+      () => slowCall(target.url, direct.headers, 'slow'),
+      () => slowCall(gatewayA.url, viaGateway.headers, 'demo___slow'),
+      Math.ceil(N / 4),
+    );
+    results.legacy50msTool = { ...legacy50, p50Ratio: ratio(legacy50.gateway.p50, legacy50.direct.p50), p95Ratio: ratio(legacy50.gateway.p95, legacy50.direct.p95) };
+
     // 2026-07-28: stateless, straight to a 2026 target and through the gateway.
     const stateless = await interleaved(
       async () => void (await modernCall(modern.url, 'echo', { arguments: { text: 'bench' } })),
@@ -186,6 +198,7 @@ function print(results: Json): void {
     `${label.padEnd(22)} direct p50 ${r.direct.p50.toFixed(2)} ms  p95 ${r.direct.p95.toFixed(2)} ms | gateway p50 ${r.gateway.p50.toFixed(2)} ms  p95 ${r.gateway.p95.toFixed(2)} ms | ratio p50 ${r.p50Ratio}  p95 ${r.p95Ratio}`;
   console.log(`machine: ${results.machine.cpus} × ${results.machine.cpuModel}, ${results.machine.memoryGiB} GiB, Node ${results.machine.node}; ${results.calls} calls each`);
   console.log(row('2025-11-25 tools/call', results.legacy));
+  console.log(row('2025-11-25, 50 ms tool', results.legacy50msTool));
   console.log(row('2026-07-28 tools/call', results.stateless));
   console.log(row('2026-07-28 input round', results.statelessInputRequired));
   console.log(`requestState seal + open: ${results.sealPlusOpenMicroseconds} µs`);
