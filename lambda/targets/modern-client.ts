@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { createParser } from 'eventsource-parser';
 import type { Implementation, JSONRPCNotification, JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { ClientCapabilities } from '@modelcontextprotocol/server';
 import type { TargetConfig } from '../config/schema';
 import { NO_CREDENTIALS, type TargetCredentials } from './credentials';
 import { DependencyFailedError, credentialHeaders, type JSONRPCResponse } from './upstream-client';
 import { recordTargetLatency } from '../observability/metrics';
+import { isResponse, readResponseStream } from './response-stream';
 
 /**
  * The gateway's HTTP client to a 2026-07-28 ("modern") target: no session, every request stamped
@@ -118,34 +118,11 @@ export class ModernTargetClient {
 
   private async readStream(res: Response, id: JSONRPCRequest['id'], options: ModernCallOptions): Promise<JSONRPCResponse> {
     let response: JSONRPCResponse | undefined;
-    const parser = createParser({
-      onEvent: (event) => {
-        if (response || !event.data) return;
-        let message: unknown;
-        try {
-          message = JSON.parse(event.data);
-        } catch {
-          return;
-        }
-        if (isResponse(message)) {
-          if (message.id === id) response = message;
-        } else if (isNotification(message)) {
-          options.onNotification?.(message);
-        }
-        // A server request on a 2026-07-28 stream is a protocol violation: ignored.
-      },
-    });
-    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
     try {
-      while (!response) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        parser.feed(value);
-      }
+      // A server request on a 2026-07-28 stream is a protocol violation: no listener, so ignored.
+      response = await readResponseStream(res, id, { onNotification: options.onNotification });
     } catch (error) {
       throw this.failure(error, 'the stream broke before the response');
-    } finally {
-      reader.cancel().catch(() => undefined);
     }
     if (!response) throw new DependencyFailedError(this.name, 'the stream ended before the response');
     return response;
@@ -158,14 +135,5 @@ export function encodeMirrored(value: string): string {
   return plain ? value : `=?base64?${Buffer.from(value, 'utf8').toString('base64')}?=`;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
-function isResponse(value: unknown): value is JSONRPCResponse {
-  return isObject(value) && value.jsonrpc === '2.0' && 'id' in value && ('result' in value || 'error' in value) && !('method' in value);
-}
 
-function isNotification(value: unknown): value is JSONRPCNotification {
-  return isObject(value) && typeof value.method === 'string' && !('id' in value);
-}

@@ -1,14 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { createParser } from 'eventsource-parser';
 import type {
   ClientCapabilities,
   Implementation,
   InitializeResult,
-  JSONRPCErrorResponse,
   JSONRPCMessage,
-  JSONRPCNotification,
   JSONRPCRequest,
-  JSONRPCResultResponse,
   RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { TargetConfig } from '../config/schema';
@@ -16,6 +12,7 @@ import { NO_CREDENTIALS, type TargetCredentials } from './credentials';
 import type { EraLookup } from './era-probe';
 import { META_KEYS, MODERN_PROTOCOL_VERSION, type ModernTargetClient } from './modern-client';
 import { recordTargetLatency } from '../observability/metrics';
+import { isResponse, readResponseStream, type JSONRPCResponse, type StreamListeners } from './response-stream';
 
 /**
  * The gateway's HTTP client to one target (an upstream MCP server, Streamable HTTP, 2025 era).
@@ -25,7 +22,7 @@ import { recordTargetLatency } from '../observability/metrics';
  * Node's fetch keeps connections to targets alive between calls.
  */
 
-export type JSONRPCResponse = JSONRPCResultResponse | JSONRPCErrorResponse;
+export type { JSONRPCResponse } from './response-stream';
 
 /** The target failed (unreachable, bad status, broken stream): surfaced as DependencyFailedException. */
 export class DependencyFailedError extends Error {
@@ -52,11 +49,8 @@ export interface UpstreamSession {
   protocolVersion: string;
 }
 
-export interface StreamHandlers {
-  /** A request the target sends while answering (elicitation/create, sampling/createMessage, roots/list, ping). */
-  onServerRequest?(request: JSONRPCRequest): void;
-  onNotification?(notification: JSONRPCNotification): void;
-}
+/** What a relay wants to hear while a target answers. */
+export type StreamHandlers = StreamListeners;
 
 export interface InitializeOutcome {
   session: UpstreamSession;
@@ -208,38 +202,12 @@ export class TargetClient {
     throw new DependencyFailedError(this.name, res.ok ? 'answered without a JSON-RPC response' : `HTTP ${res.status}`);
   }
 
-  private async readStream(
-    res: Response,
-    id: RequestId,
-    options: { signal?: AbortSignal; handlers?: StreamHandlers },
-  ): Promise<JSONRPCResponse> {
+  private async readStream(res: Response, id: RequestId, options: { signal?: AbortSignal; handlers?: StreamHandlers }): Promise<JSONRPCResponse> {
     let response: JSONRPCResponse | undefined;
-    const parser = createParser({
-      onEvent: (event) => {
-        if (response || !event.data) return; // priming events carry no data
-        let message: unknown;
-        try {
-          message = JSON.parse(event.data);
-        } catch {
-          return; // not ours to interpret; a well-formed response still ends the call
-        }
-        if (isResponse(message)) {
-          if (message.id === id) response = message;
-        } else if (isRequest(message)) options.handlers?.onServerRequest?.(message);
-        else if (isNotification(message)) options.handlers?.onNotification?.(message);
-      },
-    });
-    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
     try {
-      while (!response) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        parser.feed(value);
-      }
+      response = await readResponseStream(res, id, options.handlers);
     } catch (error) {
       throw this.failure(error, 'the stream broke before the response');
-    } finally {
-      reader.cancel().catch(() => undefined);
     }
     if (!response) throw new DependencyFailedError(this.name, 'the stream ended before the response');
     return response;
@@ -255,21 +223,9 @@ export async function credentialHeaders(target: string, credentials: TargetCrede
   }
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
-function isResponse(value: unknown): value is JSONRPCResponse {
-  return isObject(value) && value.jsonrpc === '2.0' && 'id' in value && ('result' in value || 'error' in value) && !('method' in value);
-}
 
-function isRequest(value: unknown): value is JSONRPCRequest {
-  return isObject(value) && typeof value.method === 'string' && 'id' in value;
-}
 
-function isNotification(value: unknown): value is JSONRPCNotification {
-  return isObject(value) && typeof value.method === 'string' && !('id' in value);
-}
 
 export function isModernSession(session: UpstreamSession): boolean {
   return session.protocolVersion >= MODERN_PROTOCOL_VERSION;
