@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { JSONRPCErrorResponse, JSONRPCMessage, JSONRPCRequest, JSONRPCResultResponse } from '@modelcontextprotocol/sdk/types.js';
 import type { GatewayDeps } from '../core/deps';
 import { statusFor, toRpcError } from '../core/errors';
@@ -9,6 +8,7 @@ import { describeError } from '../core/logger';
 import type { LoadedSession, PendingRecord } from '../state/store';
 import { elicitationModes } from '../stateless/capabilities';
 import { cannotConfirmResult, confirmationForm, confirmationOutcome, needsConfirmation, notConfirmedResult } from './confirm-tools';
+import { newGatewayRequestId } from '../legacy/ids';
 
 /**
  * confirmTools on a 2025-11-25 session: before the call is relayed, the gateway sends its own
@@ -57,7 +57,7 @@ export async function confirmThenRelay(input: LegacyConfirmInput, relay: () => P
     return reply({ jsonrpc: '2.0', id: request.id, result: cannotConfirmResult(exposed, 'the request does not accept text/event-stream') });
   }
   const now = Math.floor(Date.now() / 1000);
-  const gatewayId = `gw-${randomBytes(16).toString('base64url')}`;
+  const gatewayId = newGatewayRequestId();
   const record: PendingRecord = {
     gatewayId,
     method: 'elicitation/create',

@@ -136,24 +136,7 @@ export class DynamoSessionStore implements SessionStore {
   }
 
   async claimPending(sessionId: string, gatewayId: string, now = nowSeconds()): Promise<boolean> {
-    try {
-      await guarded(() =>
-        this.client.send(
-          new UpdateCommand({
-            TableName: this.tableName,
-            Key: { pk: pk(sessionId), sk: pendingSk(gatewayId) },
-            UpdateExpression: 'SET #status = :answered',
-            ConditionExpression: '#status = :pending AND expiresAt > :now',
-            ExpressionAttributeNames: { '#status': 'status' },
-            ExpressionAttributeValues: { ':answered': 'answered', ':pending': 'pending', ':now': now },
-          }),
-        ),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
+    return this.settlePending(sessionId, gatewayId, now);
   }
 
   async deletePending(sessionId: string, gatewayIds: string[]): Promise<void> {
@@ -176,16 +159,22 @@ export class DynamoSessionStore implements SessionStore {
   }
 
   async answerPending(sessionId: string, gatewayId: string, answer: string, now = nowSeconds()): Promise<boolean> {
+    return this.settlePending(sessionId, gatewayId, now, answer);
+  }
+
+  /** pending → answered, at most once and only before expiry; optionally keeping the answer. */
+  private async settlePending(sessionId: string, gatewayId: string, now: number, answer?: string): Promise<boolean> {
+    const keepAnswer = answer !== undefined;
     try {
       await guarded(() =>
         this.client.send(
           new UpdateCommand({
             TableName: this.tableName,
             Key: { pk: pk(sessionId), sk: pendingSk(gatewayId) },
-            UpdateExpression: 'SET #status = :answered, #answer = :answer',
+            UpdateExpression: keepAnswer ? 'SET #status = :answered, #answer = :answer' : 'SET #status = :answered',
             ConditionExpression: '#status = :pending AND expiresAt > :now',
-            ExpressionAttributeNames: { '#status': 'status', '#answer': 'answer' },
-            ExpressionAttributeValues: { ':answered': 'answered', ':pending': 'pending', ':now': now, ':answer': answer },
+            ExpressionAttributeNames: { '#status': 'status', ...(keepAnswer ? { '#answer': 'answer' } : {}) },
+            ExpressionAttributeValues: { ':answered': 'answered', ':pending': 'pending', ':now': now, ...(keepAnswer ? { ':answer': answer } : {}) },
           }),
         ),
       );
