@@ -17,7 +17,7 @@ import { newGatewayRequestId } from '../legacy/ids';
  * The answer is a separate POST that may reach any instance. It finds the pending record this
  * invocation wrote (target `__gateway__`), and answer.ts stores the answer in it with a conditional
  * update (lambda/confirm deliverGatewayAnswer). This invocation polls the record (a consistent
- * GetItem, backing off from 100 ms to 500 ms) until it is answered, the pending timeout passes, the
+ * GetItem, backing off from 100 ms to 1 s) until it is answered, the pending timeout passes, the
  * client goes away or the invocation's deadline comes. Confirmed → the call is relayed on the same
  * stream; declined or cancelled → an isError result and the target is never called.
  */
@@ -26,7 +26,8 @@ import { newGatewayRequestId } from '../legacy/ids';
 export const GATEWAY_TARGET = '__gateway__';
 
 const POLL_MIN_MS = 100;
-const POLL_MAX_MS = 500;
+// A person answers in seconds: one read a second at most keeps a 300 s wait to about 300 reads.
+const POLL_MAX_MS = 1000;
 
 export interface LegacyConfirmInput {
   deps: GatewayDeps;
