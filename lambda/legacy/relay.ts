@@ -35,16 +35,32 @@ export interface RelayInput {
  */
 export async function relayCall(input: RelayInput): Promise<Response> {
   const relay = new Relay(input);
-  if (input.accept.sse) {
-    const stream = new SseStream();
-    stream.startKeepAlive(input.deps.keepAliveMs);
-    void relay.run(stream);
-    return stream.response(input.responseHeaders);
+  if (!input.accept.sse) {
+    // A JSON-only client cannot receive server-to-client requests: the target is refused them.
+    return jsonResponse(200, await relay.run(), input.responseHeaders);
   }
-  // A JSON-only client cannot receive server-to-client requests: the target is refused them.
-  const message = await relay.run(undefined);
-  return jsonResponse(200, message, input.responseHeaders);
+  return new Promise<Response>((resolve) => {
+    relay.streamOpener = () => {
+      const stream = new SseStream();
+      stream.startKeepAlive(input.deps.keepAliveMs);
+      resolve(stream.response(input.responseHeaders));
+      return stream;
+    };
+    // A client that takes both gets plain JSON when the target just answers (SSE costs it ~2 ms
+    // here); the stream opens at the first message to relay, or once the call runs long enough
+    // to need keep-alives.
+    if (!input.accept.json) relay.openStream();
+    const streamSoon = input.accept.json ? setTimeout(() => relay.openStream(), Math.min(STREAM_AFTER_MS, input.deps.keepAliveMs)) : undefined;
+    streamSoon?.unref();
+    void relay.run().then((message) => {
+      clearTimeout(streamSoon);
+      if (!relay.streaming) resolve(jsonResponse(200, message, input.responseHeaders));
+    });
+  });
 }
+
+/** A relayed call still running after this long answers as a stream, so keep-alives can flow. */
+const STREAM_AFTER_MS = 1000;
 
 class Relay {
   private readonly upstreamId: string;
@@ -56,6 +72,8 @@ class Relay {
   /** Events reach the client in the order the target sent them, each after its pending record is stored. */
   private queue: Promise<void> = Promise.resolve();
   private stream?: SseStream;
+  /** Creates the client's SSE response, once; absent for a JSON-only client. */
+  streamOpener?: () => SseStream;
   private finished = false;
   private endReason?: 'client-gone' | 'deadline' | 'pending-timeout';
 
@@ -77,12 +95,23 @@ class Relay {
     };
   }
 
-  async run(stream: SseStream | undefined): Promise<JSONRPCMessage> {
-    this.stream = stream;
+  get streaming(): boolean {
+    return this.stream !== undefined;
+  }
+
+  /** The client's stream, opened on first use; undefined when the client cannot take one or the call is over. */
+  openStream(): SseStream | undefined {
+    if (!this.stream && this.streamOpener && !this.finished) {
+      this.stream = this.streamOpener();
+      this.stream.onCancel = () => this.stop('client-gone');
+    }
+    return this.stream;
+  }
+
+  async run(): Promise<JSONRPCMessage> {
     const { exchange, request } = this.input;
     const onClientGone = () => this.stop('client-gone');
     exchange.signal.addEventListener('abort', onClientGone, { once: true });
-    if (stream) stream.onCancel = onClientGone;
     const deadline = setTimeout(() => this.stop('deadline'), Math.max(0, exchange.deadline - Date.now()));
     deadline.unref();
 
@@ -107,8 +136,8 @@ class Relay {
     exchange.signal.removeEventListener('abort', onClientGone);
     await this.queue;
     await this.cleanup();
-    stream?.send(message);
-    stream?.close();
+    this.stream?.send(message);
+    this.stream?.close();
     return message;
   }
 
@@ -148,7 +177,9 @@ class Relay {
       await this.answerTarget({ jsonrpc: '2.0', id: serverRequest.id, result: {} });
       return;
     }
-    if (!this.stream || this.finished || !clientAccepts(loaded.session.clientCapabilities, serverRequest.method, params)) {
+    const acceptable = !this.finished && clientAccepts(loaded.session.clientCapabilities, serverRequest.method, params);
+    const stream = acceptable ? this.openStream() : undefined;
+    if (!stream) {
       // Only declared capabilities are relayed; the target gets Method not found and should fall back.
       this.log.info('refused a server request the client cannot take', { serverMethod: serverRequest.method });
       await this.answerTarget(jsonRpcError(serverRequest.id, RpcCode.MethodNotFound, `Method not found: ${serverRequest.method}`));
@@ -177,22 +208,22 @@ class Relay {
     const timer = setTimeout(() => void this.onPendingTimeout(record.gatewayId), deps.config.pendingRequestTimeoutSeconds * 1000);
     timer.unref();
     this.pending.set(record.gatewayId, { record, timer });
-    this.stream.send({ ...serverRequest, id: record.gatewayId });
+    stream.send({ ...serverRequest, id: record.gatewayId });
     recordRelayedInput(serverRequest.method);
     this.log.info('relayed a server request', { serverMethod: serverRequest.method, gatewayRequestId: record.gatewayId });
   }
 
   private onNotification(notification: JSONRPCNotification): void {
-    if (!this.stream) return;
+    let message = notification;
     if (notification.method === 'notifications/progress') {
       const params = notification.params as { progressToken?: ProgressToken } | undefined;
       // Progress belongs to this call only when it carries the token the gateway sent.
       if (this.upstreamProgressToken === undefined || params?.progressToken !== this.upstreamProgressToken) return;
-      this.stream.send({ ...notification, params: { ...params, progressToken: this.progressToken } });
-      return;
+      message = { ...notification, params: { ...params, progressToken: this.progressToken } };
     }
-    this.stream.send(notification);
+    this.openStream()?.send(message);
   }
+
 
   private async answerTarget(message: JSONRPCMessage): Promise<void> {
     if (!this.upstream) return;

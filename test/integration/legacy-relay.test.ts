@@ -241,6 +241,20 @@ describe.each(kinds)('relay through the %s', (kind) => {
       expect(call.response.result.content[0].text).toBe('executed: k');
     });
 
+    it('turns a long call without messages into a stream with keep-alives, for a client that takes both', async () => {
+      const { headers } = await initSession(url, { capabilities: ALL });
+      const res = await post(url, headers, { jsonrpc: '2.0', id: 'long', method: 'tools/call', params: { name: 'demo___slow', arguments: { ms: 500 } } });
+      expect(res.headers.get('content-type')).toContain('text/event-stream');
+      let comments = 0;
+      let last: Json | undefined;
+      for await (const event of sseEvents(res)) {
+        if (event.comment !== undefined) comments++;
+        if (event.message) last = event.message;
+      }
+      expect(comments).toBeGreaterThanOrEqual(2);
+      expect(last).toEqual({ jsonrpc: '2.0', id: 'long', result: { content: [{ type: 'text', text: 'slept 500' }] } });
+    });
+
     it("forwards the client's notifications/cancelled to the target under the target's id", async () => {
       const { headers } = await initSession(url, { capabilities: ALL });
       const callsBefore = demo.stats().requestsByMethod['tools/call'] ?? 0;

@@ -290,9 +290,12 @@ describe.each(kinds)('2025-era sessions through the %s', (kind) => {
       expect(res.status).toBe(415);
     });
 
-    it('streams the answer of a relayed call as SSE when the client accepts it', async () => {
+    it('answers a quick relayed call as JSON to a client that takes both, and as SSE to one that takes only SSE', async () => {
       const { headers } = await initSession(url);
-      const res = await post(url, headers, { jsonrpc: '2.0', id: 'call', method: 'tools/call', params: { name: 'demo___echo', arguments: { text: 's' } } });
+      const quick = await post(url, headers, { jsonrpc: '2.0', id: 'call', method: 'tools/call', params: { name: 'demo___echo', arguments: { text: 's' } } });
+      expect(quick.headers.get('content-type')).toContain('application/json');
+      expect(await quick.json()).toEqual({ jsonrpc: '2.0', id: 'call', result: { content: [{ type: 'text', text: 'echo: s' }] } });
+      const res = await post(url, { ...headers, accept: 'text/event-stream' }, { jsonrpc: '2.0', id: 'call', method: 'tools/call', params: { name: 'demo___echo', arguments: { text: 's' } } });
       expect(res.headers.get('content-type')).toContain('text/event-stream');
       const messages: Json[] = [];
       for await (const event of sseEvents(res)) if (event.message) messages.push(event.message);

@@ -51,8 +51,12 @@ export interface SseEvent {
   comment?: string;
 }
 
-/** SSE events as they arrive (messages parsed, comments reported). */
+/** SSE events as they arrive (messages parsed, comments reported); a JSON answer is one message. */
 export async function* sseEvents(res: Response): AsyncGenerator<SseEvent> {
+  if ((res.headers.get('content-type') ?? '').includes('application/json')) {
+    yield { message: (await res.json()) as Json };
+    return;
+  }
   const queue: SseEvent[] = [];
   const parser = createParser({
     onEvent: (event) => {
