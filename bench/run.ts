@@ -16,7 +16,7 @@ import { startChild, startGatewayChild, startTarget, type Child } from './proces
 import { distribution, ratio, type Distribution } from './stats';
 
 const N = Number(process.env.BENCH_CALLS ?? 400);
-const WARMUP = 40;
+const WARMUP = 100; // the first few hundred calls of a process run slower (JIT)
 const LOAD_SESSIONS = Number(process.env.BENCH_LOAD_SESSIONS ?? 200);
 const accept = { result: { action: 'accept', content: { confirm: true } } };
 
