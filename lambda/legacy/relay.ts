@@ -52,10 +52,13 @@ export async function relayCall(input: RelayInput): Promise<Response> {
     if (!input.accept.json) relay.openStream();
     const streamSoon = input.accept.json ? setTimeout(() => relay.openStream(), Math.min(STREAM_AFTER_MS, input.deps.keepAliveMs)) : undefined;
     streamSoon?.unref();
-    void relay.run().then((message) => {
-      clearTimeout(streamSoon);
-      if (!relay.streaming) resolve(jsonResponse(200, message, input.responseHeaders));
-    });
+    void relay
+      .run()
+      .catch((error: unknown) => toRpcError(input.request.id, error)) // never leave the client waiting
+      .then((message) => {
+        clearTimeout(streamSoon);
+        if (!relay.streaming) resolve(jsonResponse(200, message, input.responseHeaders));
+      });
   });
 }
 
