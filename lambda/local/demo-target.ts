@@ -43,6 +43,8 @@ export interface DemoTargetOptions {
 export interface DemoTargetStats {
   /** Successful initialize requests (= sessions ever created). */
   initializeCount: number;
+  /** TCP connections accepted (shows whether callers keep connections alive). */
+  connections: number;
   /** Live sessions. */
   sessions: number;
   /** Client-to-server JSON-RPC messages (requests and notifications) delivered to a session, by method. */
@@ -552,6 +554,8 @@ export async function startDemoTarget(opts: DemoTargetOptions = {}): Promise<Dem
   });
   // Long-lived SSE responses must not be cut by Node's default request timeout.
   httpServer.requestTimeout = 0;
+  let connections = 0;
+  httpServer.on('connection', () => connections++);
 
   await new Promise<void>((resolve, reject) => {
     const onError = (err: Error): void => reject(err);
@@ -580,6 +584,7 @@ export async function startDemoTarget(opts: DemoTargetOptions = {}): Promise<Dem
     stats(): DemoTargetStats {
       return {
         initializeCount: state.initializeCount,
+        connections,
         sessions: sessions.size,
         requestsByMethod: { ...state.requestsByMethod },
         cancelledRequestIds: [...state.cancelledRequestIds],

@@ -180,6 +180,15 @@ describe.each(kinds)('2025-era sessions through the %s', (kind) => {
       expect(Object.fromEntries(dynamo.counts)).toEqual({ Query: 1 });
     });
 
+    it('keeps connections to targets alive across calls', async () => {
+      const { headers } = await initSession(url);
+      await call(headers, 0, 'tools/call', { name: 'demo___echo', arguments: { text: 'warm' } });
+      const before = demo.stats().connections;
+      for (let i = 1; i <= 10; i++) await call(headers, i, 'tools/call', { name: 'demo___echo', arguments: { text: `${i}` } });
+      // Ten calls, sequential: a pooled connection serves them (a second one at most, if the pool rotated).
+      expect(demo.stats().connections - before).toBeLessThanOrEqual(1);
+    });
+
     it('re-initializes a target session transparently when the target answers 404', async () => {
       const { headers, sessionId } = await initSession(url);
       await call(headers, 1, 'tools/call', { name: 'demo___echo', arguments: { text: 'one' } });
