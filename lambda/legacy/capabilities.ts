@@ -2,15 +2,16 @@ import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 
 /**
  * What the gateway may declare to a target: only what the client declared, and only what the
- * negotiated protocol version allows. Form elicitation from 2025-03-26 on (as the reference page
- * states; the specification itself introduced elicitation in 2025-06-18), URL mode from 2025-11-25,
- * sampling tools from 2025-11-25. Tasks and experimental capabilities are not relayed.
+ * negotiated protocol version allows. Form elicitation from 2025-06-18 on, when the specification
+ * introduced it (the reference page says 2025-03-26, whose schema has no elicitation; the spec wins),
+ * URL mode and sampling tools from 2025-11-25. Tasks and experimental capabilities are not relayed.
+ * The same filter decides what the gateway relays to the client, so both sides agree.
  */
 export function capabilitiesForTarget(client: ClientCapabilities, protocolVersion: string): ClientCapabilities {
   const declared: ClientCapabilities = {};
   const modes = elicitationModes(client);
   const elicitation: NonNullable<ClientCapabilities['elicitation']> = {};
-  if (modes.form && protocolVersion >= '2025-03-26') elicitation.form = {};
+  if (modes.form && protocolVersion >= '2025-06-18') elicitation.form = {};
   if (modes.url && protocolVersion >= '2025-11-25') elicitation.url = {};
   if (Object.keys(elicitation).length) declared.elicitation = elicitation;
   if (client.sampling) {

@@ -9,7 +9,7 @@ import { describeError } from '../core/logger';
 import { recordExpiredInput, recordRelayedInput } from '../observability/metrics';
 import type { LoadedSession, PendingRecord } from '../state/store';
 import type { TargetClient, UpstreamSession } from '../targets/upstream-client';
-import { clientAccepts } from './capabilities';
+import { capabilitiesForTarget, clientAccepts } from './capabilities';
 import { newGatewayRequestId, upstreamRequestId } from './ids';
 import type { TargetSessions } from './target-sessions';
 
@@ -180,7 +180,9 @@ class Relay {
       await this.answerTarget({ jsonrpc: '2.0', id: serverRequest.id, result: {} });
       return;
     }
-    const acceptable = !this.finished && clientAccepts(loaded.session.clientCapabilities, serverRequest.method, params);
+    // What the session's version allows of what the client declared (as declared to the target).
+    const usable = capabilitiesForTarget(loaded.session.clientCapabilities, loaded.session.protocolVersion);
+    const acceptable = !this.finished && clientAccepts(usable, serverRequest.method, params);
     const stream = acceptable ? this.openStream() : undefined;
     if (!stream) {
       // Only declared capabilities are relayed; the target gets Method not found and should fall back.

@@ -168,6 +168,10 @@ describe.each(kinds)('relay through the %s', (kind) => {
         expect(call.messages).toHaveLength(1);
         expect(call.response.result.content[0].text).toMatch(/^refused: MCP error -32601: Method not found/);
       }
+      const old = await initSession(url, { protocolVersion: '2025-03-26', capabilities: { elicitation: { form: {} } } });
+      const tooOld = await callAndAnswer(url, old.headers, { id: 'old', params: { name: 'demo___request_anyway', arguments: { kind: 'form' } } }, () => accept);
+      expect(tooOld.messages).toHaveLength(1); // 2025-03-26 has no elicitation, whatever the client declared
+      expect(tooOld.response.result.content[0].text).toMatch(/^refused: MCP error -32601/);
       const none = await initSession(url);
       const call = await callAndAnswer(url, none.headers, { id: 'form', params: { name: 'demo___request_anyway', arguments: { kind: 'form' } } }, () => accept);
       expect(call.messages).toHaveLength(1);

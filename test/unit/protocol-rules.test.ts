@@ -79,6 +79,8 @@ describe('capabilities declared to a target', () => {
       roots: { listChanged: true },
     });
     expect(capabilitiesForTarget(everything, '2025-06-18')).toEqual({ elicitation: { form: {} }, sampling: { context: {} }, roots: { listChanged: true } });
+    // Elicitation arrived in 2025-06-18 (the reference page says 2025-03-26; the specification wins).
+    expect(capabilitiesForTarget(everything, '2025-03-26')).toEqual({ sampling: { context: {} }, roots: { listChanged: true } });
     expect(capabilitiesForTarget(everything, '2024-11-05')).toEqual({ sampling: { context: {} }, roots: { listChanged: true } });
     expect(capabilitiesForTarget({}, '2025-11-25')).toEqual({});
   });
