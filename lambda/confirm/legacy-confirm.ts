@@ -115,7 +115,8 @@ export async function confirmThenRelay(input: LegacyConfirmInput, relay: () => P
     try {
       send({ jsonrpc: '2.0', id: gatewayId, method: 'elicitation/create', params: confirmationForm(exposed, target, tool, params.arguments) });
       deps.logger.info('confirmation requested', { sessionId: loaded.session.id, target, tool, gatewayRequestId: gatewayId });
-      const answer = await waitForAnswer(input, gatewayId, stop);
+      const until = Math.min(exchange.deadline, Date.now() + deps.config.pendingRequestTimeoutSeconds * 1000);
+      const answer = await waitForGatewayAnswer(deps, loaded.session.id, gatewayId, until, stop);
       clearInterval(keepAlive);
       if (answer === 'client-gone') return;
       if (answer === 'timeout') {
@@ -145,20 +146,31 @@ export async function confirmThenRelay(input: LegacyConfirmInput, relay: () => P
   });
 }
 
-type Answer = JSONRPCResultResponse | JSONRPCErrorResponse | 'timeout' | 'client-gone';
+export type GatewayAnswer = JSONRPCResultResponse | JSONRPCErrorResponse | 'timeout' | 'client-gone';
 
-async function waitForAnswer(input: LegacyConfirmInput, gatewayId: string, stop: AbortSignal): Promise<Answer> {
-  const { deps, loaded, exchange } = input;
-  const until = Math.min(exchange.deadline, Date.now() + deps.config.pendingRequestTimeoutSeconds * 1000);
+/**
+ * Waits for the client's answer to a gateway-held request (pending record with target
+ * `__gateway__`): answer.ts stores it in the record from whichever instance the POST reaches; this
+ * polls the record (consistent GetItem, 100 ms backing off to 1 s) until it is answered, `until`
+ * (epoch ms) passes, or `stop` aborts (client gone). Shared by confirmTools and the 2025 relay's
+ * bridge of a 2026-07-28 target's input_required rounds (lambda/legacy/relay.ts).
+ */
+export async function waitForGatewayAnswer(
+  deps: GatewayDeps,
+  sessionId: string,
+  gatewayId: string,
+  until: number,
+  stop: AbortSignal,
+): Promise<GatewayAnswer> {
   let interval = POLL_MIN_MS;
   while (Date.now() < until) {
     if (stop.aborted) return 'client-gone';
     let record: PendingRecord | undefined;
     try {
-      record = await deps.store.getPending(loaded.session.id, gatewayId);
+      record = await deps.store.getPending(sessionId, gatewayId);
     } catch (error) {
       // A transient store failure: keep waiting (bounded by the deadline).
-      deps.logger.warn('polling the confirmation failed', { sessionId: loaded.session.id, error: describeError(error) });
+      deps.logger.warn('polling a gateway-held request failed', { sessionId, error: describeError(error) });
     }
     if (record?.status === 'answered' && record.answer) return JSON.parse(record.answer) as JSONRPCResultResponse | JSONRPCErrorResponse;
     await sleep(Math.min(interval, Math.max(0, until - Date.now())), stop);
@@ -201,8 +213,9 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 /**
- * answer.ts hands over answers to gateway-authored requests: the answer is stored in the pending
- * record (once: a conditional update), where the waiting invocation finds it.
+ * answer.ts hands over answers to gateway-held requests (confirmTools, and a 2026-07-28 target's
+ * input requests relayed to a 2025 session): the answer is stored in the pending record (once: a
+ * conditional update), where the waiting invocation finds it.
  */
 export async function deliverGatewayAnswer(
   deps: GatewayDeps,
@@ -221,6 +234,6 @@ export async function deliverGatewayAnswer(
   if (!stored) {
     return errorResponse(400, answer.id ?? null, RpcCode.InvalidRequest, 'The pending request was already answered or has expired', undefined, headers);
   }
-  deps.logger.info('confirmation answer stored', { sessionId: loaded.session.id, gatewayRequestId: gatewayId });
+  deps.logger.info('gateway-held request answered', { sessionId: loaded.session.id, gatewayRequestId: gatewayId });
   return accepted(headers);
 }

@@ -1,16 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest, ProgressToken } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCErrorResponse, JSONRPCMessage, JSONRPCNotification, JSONRPCRequest, ProgressToken } from '@modelcontextprotocol/sdk/types.js';
+import { GATEWAY_TARGET, waitForGatewayAnswer } from '../confirm/legacy-confirm';
 import type { GatewayDeps } from '../core/deps';
 import { toRpcError } from '../core/errors';
 import type { ExchangeContext } from '../core/exchange';
 import { SseStream, jsonResponse, jsonRpcError, type AcceptPreference } from '../core/http';
 import { RpcCode } from '../core/jsonrpc';
 import { describeError } from '../core/logger';
-import { recordExpiredInput, recordRelayedInput } from '../observability/metrics';
+import { recordAnsweredInput, recordExpiredInput, recordRelayedInput } from '../observability/metrics';
 import type { LoadedSession, PendingRecord } from '../state/store';
-import type { TargetClient, UpstreamSession } from '../targets/upstream-client';
+import { crossEraInputError, isModernSession, type JSONRPCResponse, type RequestOptions, type TargetClient, type UpstreamSession } from '../targets/upstream-client';
 import { capabilitiesForTarget, clientAccepts } from './capabilities';
 import { newGatewayRequestId, upstreamRequestId } from './ids';
+import { MAX_INPUT_ROUNDS, capabilitiesForModernTarget, inputRequiredOf, retryParams, toLegacyServerRequest, type InputRequired } from './modern-input';
 import type { TargetSessions } from './target-sessions';
 
 export interface RelayInput {
@@ -69,6 +71,8 @@ class Relay {
   private readonly upstreamId: string;
   private readonly upstreamAbort = new AbortController();
   private readonly pending = new Map<string, { record: PendingRecord; timer: NodeJS.Timeout }>();
+  /** Gateway-held pending records (a 2026-07-28 target's input requests), removed with the others. */
+  private readonly gatewayHeld: string[] = [];
   private readonly progressToken?: ProgressToken;
   private readonly upstreamProgressToken?: string;
   private upstream?: { session: UpstreamSession; client: TargetClient };
@@ -120,15 +124,34 @@ class Relay {
 
     let message: JSONRPCMessage;
     try {
-      const response = await this.input.sessions.with(this.input.target, this.upstreamAbort.signal, (session, client) => {
+      const response = await this.input.sessions.with(this.input.target, this.upstreamAbort.signal, async (session, client) => {
         this.upstream = { session, client };
-        return client.request(session, this.upstreamRequest(), {
+        const { clientCapabilities, protocolVersion } = this.input.loaded.session;
+        const options: RequestOptions = {
           signal: this.upstreamAbort.signal,
           handlers: {
             onServerRequest: (serverRequest) => this.enqueue(() => this.onServerRequest(serverRequest)),
             onNotification: (notification) => this.enqueue(async () => this.onNotification(notification)),
           },
-        });
+          // A 2026-07-28 target asks for input with input_required results: the rounds run below.
+          modernInput: isModernSession(session) ? capabilitiesForModernTarget(clientCapabilities, protocolVersion, this.input.accept.sse) : undefined,
+        };
+        let answer = await client.request(session, this.upstreamRequest(), options);
+        for (let round = 1; options.modernInput; round++) {
+          const inputRequired = inputRequiredOf(answer);
+          if (!inputRequired) break;
+          if (round > MAX_INPUT_ROUNDS) {
+            return jsonRpcError(request.id, RpcCode.InternalError, `Target ${this.input.target} still asked for input after ${MAX_INPUT_ROUNDS} rounds; the gateway stopped the call`, {
+              type: 'TooManyInputRounds',
+              target: this.input.target,
+            });
+          }
+          const collected = await this.collectInput(inputRequired);
+          if (!('responses' in collected)) return collected;
+          if (Object.keys(collected.responses).length) recordAnsweredInput('mrtr-retry');
+          answer = await client.request(session, this.upstreamRequest(round, retryParams(this.input.params, collected.responses, inputRequired.requestState)), options);
+        }
+        return answer;
       });
       message = { ...response, id: request.id };
     } catch (error) {
@@ -144,10 +167,91 @@ class Relay {
     return message;
   }
 
-  private upstreamRequest(): JSONRPCRequest {
-    const params = { ...this.input.params };
+  /** The relayed request; a retry after input round `round` gets a new id. */
+  private upstreamRequest(round = 0, base: Record<string, unknown> = this.input.params): JSONRPCRequest {
+    const params = { ...base };
     if (this.upstreamProgressToken) params._meta = { ...(params._meta as object), progressToken: this.upstreamProgressToken };
-    return { jsonrpc: '2.0', id: this.upstreamId, method: this.input.request.method, params };
+    return { jsonrpc: '2.0', id: round === 0 ? this.upstreamId : `${this.upstreamId}.r${round}`, method: this.input.request.method, params };
+  }
+
+  /**
+   * One input_required round of a 2026-07-28 target (spec notes §10.17–18): every input request goes
+   * to the client on the call's stream as a 2025 server request with a gateway id, recorded as a
+   * gateway-held pending record (answer.ts stores the client's answer from any instance, this
+   * invocation polls it, as confirmTools does). All answers → the responses under the target's keys.
+   * A kind the session did not declare, or a client that cannot take a stream → CrossEraInputUnsupported,
+   * nothing is sent; a JSON-RPC error from the client ends the call with a clear error.
+   */
+  private async collectInput(inputRequired: InputRequired): Promise<{ responses: Record<string, unknown> } | JSONRPCResponse> {
+    const { deps, loaded, request, target } = this.input;
+    const entries = Object.entries(inputRequired.inputRequests);
+    if (entries.length === 0) return { responses: {} }; // requestState only: retry at once
+    await this.queue; // the target's notifications so far go first
+    // What the session's version allows of what the client declared (as declared to the target).
+    const usable = capabilitiesForTarget(loaded.session.clientCapabilities, loaded.session.protocolVersion);
+    const refused = entries.filter(([, r]) => typeof r?.method !== 'string' || !clientAccepts(usable, r.method, r.params));
+    const stream = refused.length === 0 ? this.openStream() : undefined;
+    if (!stream) {
+      const methods = (refused.length ? refused : entries).map(([, r]) => String(r?.method));
+      this.log.info('refused input requests the client cannot take', { inputMethods: methods });
+      return crossEraInputError(target, request.id, methods.join(', '), { inputRequests: methods });
+    }
+    const now = Math.floor(Date.now() / 1000);
+    const sent: Array<{ key: string; gatewayId: string; method: string }> = [];
+    for (const [key, inputRequest] of entries) {
+      const gatewayId = newGatewayRequestId();
+      await deps.store.putPending(loaded.session, {
+        gatewayId,
+        method: inputRequest.method,
+        target: GATEWAY_TARGET,
+        targetRequestId: gatewayId,
+        clientRequestId: request.id,
+        status: 'pending',
+        createdAt: now,
+        expiresAt: now + deps.config.pendingRequestTimeoutSeconds,
+      });
+      this.gatewayHeld.push(gatewayId);
+      sent.push({ key, gatewayId, method: inputRequest.method });
+    }
+    entries.forEach(([, inputRequest], index) => {
+      stream.send(toLegacyServerRequest(sent[index].gatewayId, inputRequest, loaded.session.protocolVersion));
+      recordRelayedInput(inputRequest.method);
+    });
+    this.log.info('relayed input requests of a 2026-07-28 target', { gatewayRequestIds: sent.map((s) => s.gatewayId) });
+
+    const until = Math.min(this.input.exchange.deadline, Date.now() + deps.config.pendingRequestTimeoutSeconds * 1000);
+    const failed = new AbortController(); // one error answer ends the round: stop waiting for the rest
+    const stop = AbortSignal.any([this.upstreamAbort.signal, failed.signal]);
+    const answers = await Promise.all(
+      sent.map(async ({ gatewayId }) => {
+        const answer = await waitForGatewayAnswer(deps, loaded.session.id, gatewayId, until, stop);
+        if (typeof answer === 'object' && 'error' in answer) failed.abort();
+        return answer;
+      }),
+    );
+    const errorIndex = answers.findIndex((a) => typeof a === 'object' && 'error' in a);
+    if (errorIndex >= 0) {
+      const { error } = answers[errorIndex] as JSONRPCErrorResponse;
+      const method = sent[errorIndex].method;
+      this.log.info('the client answered an input request with an error', { inputMethod: method, code: error.code });
+      return jsonRpcError(request.id, RpcCode.InternalError, `The client answered ${method} of target ${target} with an error (${error.code}: ${error.message}); the call was stopped`, {
+        type: 'InputRequestFailed',
+        target,
+        inputMethod: method,
+        clientError: { code: error.code, message: error.message },
+      });
+    }
+    if (answers.some((a) => a === 'timeout') && !this.endReason) {
+      if (Date.now() >= this.input.exchange.deadline) this.stop('deadline');
+      else {
+        for (const { method } of sent) recordExpiredInput(method);
+        this.stop('pending-timeout');
+      }
+    }
+    if (this.endReason) throw new Error(`input round ended: ${this.endReason}`);
+    const responses: Record<string, unknown> = {};
+    sent.forEach(({ key }, index) => (responses[key] = (answers[index] as { result: unknown }).result));
+    return { responses };
   }
 
   private failure(error: unknown): JSONRPCMessage {
@@ -270,11 +374,12 @@ class Relay {
 
   private async cleanup(): Promise<void> {
     for (const { timer } of this.pending.values()) clearTimeout(timer);
-    if (this.pending.size === 0) return;
+    const ids = [...this.pending.keys(), ...this.gatewayHeld];
+    if (ids.length === 0) return;
     // One request removes every pending record of this call, answered or not: a late answer then
     // finds nothing and gets -32600 instead of reaching a target that no longer waits.
     await this.input.deps.store
-      .deletePending(this.input.loaded.session.id, [...this.pending.keys()])
+      .deletePending(this.input.loaded.session.id, ids)
       .catch((error) => this.log.warn('removing pending records failed', { error: describeError(error) }));
   }
 }

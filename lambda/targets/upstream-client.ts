@@ -7,6 +7,7 @@ import type {
   JSONRPCRequest,
   RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
+import type { ClientCapabilities as ModernClientCapabilities } from '@modelcontextprotocol/server';
 import type { TargetConfig } from '../config/schema';
 import { NO_CREDENTIALS, type TargetCredentials } from './credentials';
 import type { EraLookup } from './era-probe';
@@ -51,6 +52,17 @@ export interface UpstreamSession {
 
 /** What a relay wants to hear while a target answers. */
 export type StreamHandlers = StreamListeners;
+
+export interface RequestOptions {
+  signal?: AbortSignal;
+  handlers?: StreamHandlers;
+  /**
+   * 2026-07-28 targets only (ignored for 2025 sessions): the input capabilities to declare upstream
+   * for this request. When set, an `input_required` result is returned as is (with `resultType`),
+   * for the caller to run the rounds (lambda/legacy/relay.ts); unset, it is a clear error.
+   */
+  modernInput?: ModernClientCapabilities;
+}
 
 export interface InitializeOutcome {
   session: UpstreamSession;
@@ -103,11 +115,7 @@ export class TargetClient {
   }
 
   /** Sends a request and relays everything the target streams before its response. */
-  async request(
-    session: UpstreamSession,
-    request: JSONRPCRequest,
-    options: { signal?: AbortSignal; handlers?: StreamHandlers } = {},
-  ): Promise<JSONRPCResponse> {
+  async request(session: UpstreamSession, request: JSONRPCRequest, options: RequestOptions = {}): Promise<JSONRPCResponse> {
     if (isModernSession(session) && this.modern) return bridgeModernRequest(this.modern, request, options);
     return (await this.exchange(session, request, options, true)).response;
   }
@@ -232,44 +240,52 @@ export function isModernSession(session: UpstreamSession): boolean {
 }
 
 /**
- * A 2025-era session's request to a 2026-07-28 target: sent as a modern request declaring no input
- * capabilities, because the 2025 relay cannot carry multi round-trip input (yet). A target that
- * needs input answers -32021 or input_required; both become a clear error instead of a hang.
- * `resultType` is dropped from results: 2025 clients do not know it.
+ * A 2025-era session's request to a 2026-07-28 target, sent as a modern request. Without
+ * `modernInput` it declares no input capabilities and a target that needs input (-32021 or
+ * input_required) gets a clear error instead of a hang. With it (the 2025 relay, which relays the
+ * rounds to the client), those capabilities are declared and an input_required result is handed
+ * back untouched; -32021 (something the session did not declare) stays the clear error.
+ * `resultType` is dropped from complete results: 2025 clients do not know it.
  */
-async function bridgeModernRequest(
-  modern: ModernUpstream,
-  request: JSONRPCRequest,
-  options: { signal?: AbortSignal; handlers?: StreamHandlers },
-): Promise<JSONRPCResponse> {
+async function bridgeModernRequest(modern: ModernUpstream, request: JSONRPCRequest, options: RequestOptions): Promise<JSONRPCResponse> {
   const params = { ...(request.params as Record<string, unknown> | undefined) };
   const meta = params._meta as Record<string, unknown> | undefined;
   if (meta) {
     // Keep only what a 2026 request may carry from a 2025 one (the progress token).
     params._meta = meta.progressToken !== undefined ? { progressToken: meta.progressToken } : undefined;
   }
-  const { response } = await modern.client.request(request.method, params, { clientCapabilities: {} }, {
+  const { response } = await modern.client.request(request.method, params, { clientCapabilities: options.modernInput ?? {} }, {
     signal: options.signal,
     onNotification: (notification) => options.handlers?.onNotification?.(notification),
   });
   const target = modern.client.name;
-  const crossEra = (what: string, data: Record<string, unknown>) => ({
-    jsonrpc: '2.0' as const,
-    id: request.id,
-    error: {
-      code: -32603,
-      message: `Target ${target} (protocol 2026-07-28) needs input from the user (${what}); relaying it to a 2025-11-25 session is not supported yet`,
-      data: { type: 'CrossEraInputUnsupported', target, ...data },
-    },
-  });
   if ('error' in response) {
-    if (response.error.code === -32021) return crossEra('a client capability', { requiredCapabilities: (response.error.data as Record<string, unknown> | undefined)?.requiredCapabilities });
+    if (response.error.code === -32021) {
+      const requiredCapabilities = (response.error.data as Record<string, unknown> | undefined)?.requiredCapabilities;
+      return crossEraInputError(target, request.id, 'a client capability', { requiredCapabilities });
+    }
     return { ...response, id: request.id };
   }
   const { resultType, ...result } = response.result as Record<string, unknown>;
   if (resultType === 'input_required') {
+    if (options.modernInput) return { jsonrpc: '2.0', id: request.id, result: response.result };
     const methods = Object.values((result.inputRequests as Record<string, { method?: string }> | undefined) ?? {}).map((r) => r.method);
-    return crossEra(methods.join(', ') || 'input_required', { inputRequests: methods });
+    return crossEraInputError(target, request.id, methods.join(', ') || 'input_required', { inputRequests: methods });
   }
   return { jsonrpc: '2.0', id: request.id, result };
+}
+
+/** A 2026-07-28 target needs input the 2025 session cannot take: a clear error, never a hang. */
+export function crossEraInputError(target: string, id: RequestId, what: string, data: Record<string, unknown>): JSONRPCResponse {
+  return {
+    jsonrpc: '2.0',
+    id,
+    error: {
+      code: -32603,
+      message:
+        `Target ${target} (protocol 2026-07-28) needs input from the user (${what}) that this session cannot take: ` +
+        'it is relayed only when declared at initialize (elicitation, its url mode, sampling, roots) and the request accepts text/event-stream',
+      data: { type: 'CrossEraInputUnsupported', target, ...data },
+    },
+  };
 }
