@@ -8,7 +8,7 @@ import { describeError } from '../core/logger';
 import type { LoadedSession, PendingRecord } from '../state/store';
 import { elicitationModes } from '../stateless/capabilities';
 import { cannotConfirmResult, confirmationForm, confirmationOutcome, needsConfirmation, notConfirmedResult } from './confirm-tools';
-import { newGatewayRequestId } from '../legacy/ids';
+import { newPendingRecord } from '../legacy/ids';
 
 /**
  * confirmTools on a 2025-11-25 session: before the call is relayed, the gateway sends its own
@@ -57,18 +57,12 @@ export async function confirmThenRelay(input: LegacyConfirmInput, relay: () => P
   if (!accept.sse) {
     return reply({ jsonrpc: '2.0', id: request.id, result: cannotConfirmResult(exposed, 'the request does not accept text/event-stream') });
   }
-  const now = Math.floor(Date.now() / 1000);
-  const gatewayId = newGatewayRequestId();
-  const record: PendingRecord = {
-    gatewayId,
+  const record = newPendingRecord(deps.config.pendingRequestTimeoutSeconds, {
     method: 'elicitation/create',
     target: GATEWAY_TARGET,
-    targetRequestId: gatewayId,
     clientRequestId: request.id,
-    status: 'pending',
-    createdAt: now,
-    expiresAt: now + deps.config.pendingRequestTimeoutSeconds,
-  };
+  });
+  const gatewayId = record.gatewayId;
   try {
     await deps.store.putPending(loaded.session, record);
   } catch (error) {

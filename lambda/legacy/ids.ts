@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { PendingRecord } from '../state/store';
 
 /** 256 random bits, base64url: visible ASCII as the transport requires, unguessable. */
 export function newSessionId(): string {
@@ -18,4 +19,24 @@ export function newGatewayRequestId(): string {
  */
 export function upstreamRequestId(clientId: RequestId): string {
   return typeof clientId === 'number' ? `c.n.${clientId}` : `c.s.${clientId}`;
+}
+
+/**
+ * A new pending record with a fresh gateway id, expiring after `timeoutSeconds`. A request the
+ * gateway holds itself (no target request behind it) uses its gateway id as the target's id.
+ */
+export function newPendingRecord(
+  timeoutSeconds: number,
+  fields: { method: string; target: string; clientRequestId: RequestId; targetSessionId?: string; targetRequestId?: RequestId },
+): PendingRecord {
+  const now = Math.floor(Date.now() / 1000);
+  const gatewayId = newGatewayRequestId();
+  return {
+    gatewayId,
+    targetRequestId: gatewayId,
+    ...fields,
+    status: 'pending',
+    createdAt: now,
+    expiresAt: now + timeoutSeconds,
+  };
 }

@@ -11,7 +11,7 @@ import { recordAnsweredInput, recordExpiredInput, recordRelayedInput } from '../
 import type { LoadedSession, PendingRecord } from '../state/store';
 import { crossEraInputError, isModernSession, type JSONRPCResponse, type RequestOptions, type TargetClient, type UpstreamSession } from '../targets/upstream-client';
 import { capabilitiesForTarget, clientAccepts } from './capabilities';
-import { newGatewayRequestId, upstreamRequestId } from './ids';
+import { newPendingRecord, upstreamRequestId } from './ids';
 import { MAX_INPUT_ROUNDS, capabilitiesForModernTarget, inputRequiredOf, retryParams, toLegacyServerRequest, type InputRequired } from './modern-input';
 import type { TargetSessions } from './target-sessions';
 
@@ -196,20 +196,15 @@ class Relay {
       this.log.info('refused input requests the client cannot take', { inputMethods: methods });
       return crossEraInputError(target, request.id, methods.join(', '), { inputRequests: methods });
     }
-    const now = Math.floor(Date.now() / 1000);
     const sent: Array<{ key: string; gatewayId: string; method: string }> = [];
     for (const [key, inputRequest] of entries) {
-      const gatewayId = newGatewayRequestId();
-      await deps.store.putPending(loaded.session, {
-        gatewayId,
+      const record = newPendingRecord(deps.config.pendingRequestTimeoutSeconds, {
         method: inputRequest.method,
         target: GATEWAY_TARGET,
-        targetRequestId: gatewayId,
         clientRequestId: request.id,
-        status: 'pending',
-        createdAt: now,
-        expiresAt: now + deps.config.pendingRequestTimeoutSeconds,
       });
+      await deps.store.putPending(loaded.session, record);
+      const { gatewayId } = record;
       this.gatewayHeld.push(gatewayId);
       sent.push({ key, gatewayId, method: inputRequest.method });
     }
@@ -294,18 +289,13 @@ class Relay {
       await this.answerTarget(jsonRpcError(serverRequest.id, RpcCode.MethodNotFound, `Method not found: ${serverRequest.method}`));
       return;
     }
-    const now = Math.floor(Date.now() / 1000);
-    const record: PendingRecord = {
-      gatewayId: newGatewayRequestId(),
+    const record = newPendingRecord(deps.config.pendingRequestTimeoutSeconds, {
       method: serverRequest.method,
       target,
       targetSessionId: this.upstream?.session.targetSessionId,
       targetRequestId: serverRequest.id,
       clientRequestId: this.input.request.id,
-      status: 'pending',
-      createdAt: now,
-      expiresAt: now + deps.config.pendingRequestTimeoutSeconds,
-    };
+    });
     try {
       await deps.store.putPending(loaded.session, record);
     } catch (error) {
