@@ -1,3 +1,6 @@
+// Tests run on the developer's Node 20; the AWS SDK's notice about its Node 22 requirement is noise here.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
 /** @type {import('jest').Config} */
 module.exports = {
   testEnvironment: 'node',
