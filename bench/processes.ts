@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +12,12 @@ export interface Child {
 
 const root = join(__dirname, '..');
 
-export async function startChild(args: string[], readyPattern: RegExp, env: NodeJS.ProcessEnv = {}, nodeArgs: string[] = []): Promise<Child> {
+export async function startChild(
+  args: string[],
+  readyPattern: RegExp,
+  env: NodeJS.ProcessEnv = {},
+  nodeArgs: string[] = [],
+): Promise<Child> {
   // tsx as a loader in the same process (not its CLI, which adds a parent process): node flags such
   // as --cpu-prof apply to the server itself, and a kill reaches it.
   const argv = [...nodeArgs, '--import', 'tsx', ...args];
@@ -59,5 +64,8 @@ export function startTarget(kind: 'legacy' | 'modern' = 'legacy'): Promise<Child
 export function startGatewayChild(config: object, dynamodbEndpoint: string): Promise<Child> {
   const file = join(mkdtempSync(join(tmpdir(), 'bench-')), 'config.json');
   writeFileSync(file, JSON.stringify(config));
-  return startChild(['lambda/local/cli.ts', '--port', '0', '--no-demo', '--config', file, '--dynamodb-endpoint', dynamodbEndpoint], /MCP gateway ready: (\S+)/);
+  return startChild(
+    ['lambda/local/cli.ts', '--port', '0', '--no-demo', '--config', file, '--dynamodb-endpoint', dynamodbEndpoint],
+    /MCP gateway ready: (\S+)/,
+  );
 }

@@ -3,13 +3,12 @@
  * with --cpu-prof and prints where its CPU time went (self time by function, top 25). For finding
  * what to optimize; the figures to publish come from `npm run bench`.
  */
-import { readdirSync, readFileSync, mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startCountedDynamo } from '../test/support/dynamo';
 import { initSession, post, readMessage } from '../test/support/mcp-http';
 import { startChild, startTarget } from './processes';
-import { mkdirSync, writeFileSync } from 'node:fs';
 
 interface ProfileNode {
   id: number;
@@ -25,9 +24,21 @@ async function main(): Promise<void> {
   const target = await startTarget(mode === 'legacy' ? 'legacy' : 'modern');
   const configDir = mkdtempSync(join(tmpdir(), 'profcfg-'));
   mkdirSync(configDir, { recursive: true });
-  writeFileSync(join(configDir, 'c.json'), JSON.stringify({ targets: [{ name: 't', url: target.url }], requestStateKeys: { current: 'p'.repeat(40) } }));
+  writeFileSync(
+    join(configDir, 'c.json'),
+    JSON.stringify({ targets: [{ name: 't', url: target.url }], requestStateKeys: { current: 'p'.repeat(40) } }),
+  );
   const gateway = await startChild(
-    ['lambda/local/cli.ts', '--port', '0', '--no-demo', '--config', join(configDir, 'c.json'), '--dynamodb-endpoint', dynamo.endpoint],
+    [
+      'lambda/local/cli.ts',
+      '--port',
+      '0',
+      '--no-demo',
+      '--config',
+      join(configDir, 'c.json'),
+      '--dynamodb-endpoint',
+      dynamo.endpoint,
+    ],
     /MCP gateway ready: (\S+)/,
     {},
     ['--cpu-prof', `--cpu-prof-dir=${dir}`],
@@ -38,7 +49,11 @@ async function main(): Promise<void> {
   };
   const session = mode === 'legacy' ? await initSession(gateway.url) : undefined;
   for (let i = 0; i < calls; i++) {
-    const headers = session?.headers ?? { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 't___echo' };
+    const headers = session?.headers ?? {
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': 'tools/call',
+      'mcp-name': 't___echo',
+    };
     const params = { name: 't___echo', arguments: { text: 'x' }, ...(session ? {} : { _meta: META }) };
     await readMessage(await post(gateway.url, headers, { jsonrpc: '2.0', id: i, method: 'tools/call', params }));
   }
@@ -48,7 +63,14 @@ async function main(): Promise<void> {
   // One profile per thread (tsx's loader runs on its own): take the busiest.
   const profiles = readdirSync(dir)
     .filter((f) => f.endsWith('.cpuprofile'))
-    .map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] });
+    .map(
+      (f) =>
+        JSON.parse(readFileSync(join(dir, f), 'utf8')) as {
+          nodes: ProfileNode[];
+          samples: number[];
+          timeDeltas: number[];
+        },
+    );
   const busy = (p: (typeof profiles)[number]) => {
     const idle = new Set(p.nodes.filter((n) => n.callFrame.functionName === '(idle)').map((n) => n.id));
     return p.samples.filter((id) => !idle.has(id)).length;
@@ -68,7 +90,18 @@ async function main(): Promise<void> {
   const parentOf = new Map<number, number>();
   for (const n of profile.nodes) for (const c of n.children ?? []) parentOf.set(c, n.id);
   const area = (url: string) =>
-    url.includes('/lambda/') ? url.replace(/^.*\/main\//, '') : url.includes('node_modules/') ? `nm:${url.split('node_modules/').pop()!.split('/').slice(0, url.includes('node_modules/@') ? 2 : 1).join('/')}` : url.startsWith('node:') ? 'node internals' : '';
+    url.includes('/lambda/')
+      ? url.replace(/^.*\/main\//, '')
+      : url.includes('node_modules/')
+        ? `nm:${url
+            .split('node_modules/')
+            .pop()!
+            .split('/')
+            .slice(0, url.includes('node_modules/@') ? 2 : 1)
+            .join('/')}`
+        : url.startsWith('node:')
+          ? 'node internals'
+          : '';
   const inclusive = new Map<string, number>();
   profile.samples.forEach((id, i) => {
     const seen = new Set<string>();

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { GatewayConfigSchema, type GatewayConfig, type GatewayConfigInput } from '../lambda/config/schema';
+import { type GatewayConfig, type GatewayConfigInput, GatewayConfigSchema } from '../lambda/config/schema';
 
 /**
  * CDK context → validated settings. Every field of the gateway configuration schema is a context key
@@ -35,7 +35,8 @@ export function configReferences(value: unknown, path: string[] = []): ConfigRef
   if (value === null || typeof value !== 'object') return [];
   return Object.entries(value).flatMap(([key, child]): ConfigReference[] => {
     const at = [...path, key];
-    if (typeof child === 'string' && (key === 'secretArn' || key.endsWith('SecretArn'))) return [{ path: at, kind: 'secretArn', value: child }];
+    if (typeof child === 'string' && (key === 'secretArn' || key.endsWith('SecretArn')))
+      return [{ path: at, kind: 'secretArn', value: child }];
     if (typeof child === 'string' && key === 'fromEnv') return [{ path: at, kind: 'fromEnv', value: child }];
     return configReferences(child, at);
   });
@@ -53,7 +54,10 @@ export const DeploymentContextSchema = z.strictObject({
   /** CloudFormation stack name. */
   stackName: z
     .string()
-    .regex(/^[A-Za-z][A-Za-z0-9-]{0,127}$/, 'a CloudFormation stack name (letters, digits, hyphens; starts with a letter)')
+    .regex(
+      /^[A-Za-z][A-Za-z0-9-]{0,127}$/,
+      'a CloudFormation stack name (letters, digits, hyphens; starts with a letter)',
+    )
     .default('McpGateway'),
   /** Lambda memory (MB); CPU scales with it. */
   memorySize: z.number().int().min(128).max(10240).default(1024),
@@ -69,7 +73,14 @@ export const DeploymentContextSchema = z.strictObject({
   removalPolicy: z.enum(['retain', 'destroy']).default('retain'),
   /** Secrets Manager secrets the function may read (full ARNs); later used for outbound credentials. */
   secretArns: z
-    .array(z.string().regex(FULL_SECRET_ARN_PATTERN, 'a full Secrets Manager secret ARN (with its 6-character suffix), no wildcards'))
+    .array(
+      z
+        .string()
+        .regex(
+          FULL_SECRET_ARN_PATTERN,
+          'a full Secrets Manager secret ARN (with its 6-character suffix), no wildcards',
+        ),
+    )
     .default([]),
 });
 
@@ -129,7 +140,10 @@ function coerce(key: string, value: unknown, schema: z.ZodType): unknown {
   // A list of words may also be given comma-separated: -c supportedVersions=2025-11-25,2026-07-28
   const elementType = type === 'array' && def.element ? baseDef(def.element).type : undefined;
   if ((elementType === 'string' || elementType === 'enum') && !text.startsWith('[')) {
-    return text.split(',').map((item) => item.trim()).filter(Boolean);
+    return text
+      .split(',')
+      .map((item) => item.trim())
+      .filter(Boolean);
   }
   try {
     return JSON.parse(text);
@@ -140,7 +154,8 @@ function coerce(key: string, value: unknown, schema: z.ZodType): unknown {
 
 function describeIssues(error: z.ZodError, received: Record<string, unknown>): never {
   const issue = error.issues[0];
-  const key = issue.code === 'unrecognized_keys' && issue.path.length === 0 ? issue.keys[0] : String(issue.path[0] ?? '(root)');
+  const key =
+    issue.code === 'unrecognized_keys' && issue.path.length === 0 ? issue.keys[0] : String(issue.path[0] ?? '(root)');
   const where = issue.path.length > 1 ? ` at ${issue.path.map(String).join('.')}` : '';
   const more = error.issues.length > 1 ? ` (and ${error.issues.length - 1} more problem(s))` : '';
   // Echo only plain values: structured ones may hold credentials (headers, requestStateKeys).

@@ -1,9 +1,9 @@
-import { App, CfnOutput, Duration, RemovalPolicy, Stack, Validations, type StackProps } from 'aws-cdk-lib';
+import { type App, CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 import type { Construct } from 'constructs';
-import { readGatewayContext, type GatewayContext } from './context';
+import { type GatewayContext, readGatewayContext } from './context';
 import { McpGateway } from './mcp-gateway';
 
 export interface McpGatewayStackProps extends StackProps {
@@ -30,8 +30,14 @@ export class McpGatewayStack extends Stack {
       removalPolicy: d.removalPolicy === 'destroy' ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
       secretArns: d.secretArns,
     });
-    new CfnOutput(this, 'GatewayUrl', { value: this.gateway.url, description: 'MCP endpoint (POST); use it as the server URL' });
-    new CfnOutput(this, 'UrlAuthType', { value: this.gateway.urlAuthType, description: 'AWS_IAM: sign requests with SigV4 (service lambda)' });
+    new CfnOutput(this, 'GatewayUrl', {
+      value: this.gateway.url,
+      description: 'MCP endpoint (POST); use it as the server URL',
+    });
+    new CfnOutput(this, 'UrlAuthType', {
+      value: this.gateway.urlAuthType,
+      description: 'AWS_IAM: sign requests with SigV4 (service lambda)',
+    });
     new CfnOutput(this, 'TableName', { value: this.gateway.table.tableName });
     new CfnOutput(this, 'FunctionName', { value: this.gateway.function.functionName });
   }

@@ -11,9 +11,9 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
-import { parseConfig, type GatewayConfig, type GatewayConfigInput } from '../lambda/config/schema';
+import { type GatewayConfig, type GatewayConfigInput, parseConfig } from '../lambda/config/schema';
 import { DEFAULT_METRICS_NAMESPACE, MetricDimension, MetricName } from '../lambda/observability/metrics';
-import { FULL_SECRET_ARN_PATTERN, configReferences } from './context';
+import { configReferences, FULL_SECRET_ARN_PATTERN } from './context';
 
 /**
  * The DynamoDB actions the runtime performs (lambda/state/dynamo-store.ts), and nothing else.
@@ -144,7 +144,8 @@ export class McpGateway extends Construct {
     const extraEnvironment = props.environment ?? {};
     const secretArns = secretsToGrant(props.secretArns ?? [], parsed, extraEnvironment);
     const stateKeyConfigured =
-      configField(parsed, 'requestStateSecretArn') !== undefined || configField(parsed, 'requestStateKeys') !== undefined;
+      configField(parsed, 'requestStateSecretArn') !== undefined ||
+      configField(parsed, 'requestStateKeys') !== undefined;
     if (parsed.pendingRequestTimeoutSeconds >= timeout.toSeconds()) {
       throw new Error(
         `pendingRequestTimeoutSeconds (${parsed.pendingRequestTimeoutSeconds}) must be less than the function timeout (${timeout.toSeconds()} s)`,
@@ -185,12 +186,15 @@ export class McpGateway extends Construct {
       this.requestStateSecret =
         props.requestStateSecret ??
         new secretsmanager.Secret(this, 'RequestStateKey', {
-          description: 'MCP gateway: key material that seals 2026-07-28 requestState (rotate by putting a new value; AWSPREVIOUS still opens)',
+          description:
+            'MCP gateway: key material that seals 2026-07-28 requestState (rotate by putting a new value; AWSPREVIOUS still opens)',
           generateSecretString: { passwordLength: 64, excludePunctuation: true },
           removalPolicy,
         });
       if (!this.requestStateSecret.secretFullArn) {
-        throw new Error('requestStateSecret: import the secret by its full ARN (Secret.fromSecretCompleteArn), so exactly that secret is granted');
+        throw new Error(
+          'requestStateSecret: import the secret by its full ARN (Secret.fromSecretCompleteArn), so exactly that secret is granted',
+        );
       }
       secretArns.push(this.requestStateSecret.secretFullArn);
       if (!props.requestStateSecret) {
@@ -202,11 +206,19 @@ export class McpGateway extends Construct {
       }
     }
     if (secretArns.length > 0) {
-      this.role.addToPolicy(new iam.PolicyStatement({ sid: 'GatewaySecrets', actions: [...SECRET_ACTIONS], resources: secretArns }));
+      this.role.addToPolicy(
+        new iam.PolicyStatement({ sid: 'GatewaySecrets', actions: [...SECRET_ACTIONS], resources: secretArns }),
+      );
     }
 
     // --- The function.
-    const reserved = ['GATEWAY_CONFIG', 'POWERTOOLS_METRICS_NAMESPACE', 'POWERTOOLS_SERVICE_NAME', 'NODE_OPTIONS', REQUEST_STATE_SECRET_ENV];
+    const reserved = [
+      'GATEWAY_CONFIG',
+      'POWERTOOLS_METRICS_NAMESPACE',
+      'POWERTOOLS_SERVICE_NAME',
+      'NODE_OPTIONS',
+      REQUEST_STATE_SECRET_ENV,
+    ];
     for (const key of Object.keys(extraEnvironment)) {
       if (reserved.includes(key)) throw new Error(`environment: ${key} is set by the construct`);
     }
@@ -245,7 +257,8 @@ export class McpGateway extends Construct {
         sourcesContent: false,
         mainFields: ['module', 'main'],
         // Some bundled CommonJS still calls require() for Node built-ins; ESM has no require.
-        banner: "import { createRequire as __gatewayCreateRequire } from 'node:module'; const require = __gatewayCreateRequire(import.meta.url);",
+        banner:
+          "import { createRequire as __gatewayCreateRequire } from 'node:module'; const require = __gatewayCreateRequire(import.meta.url);",
         forceDockerBundling: false,
       },
     });
@@ -262,19 +275,25 @@ export class McpGateway extends Construct {
       this.alarmTopic = new sns.Topic(this, 'AlarmTopic', { displayName: 'MCP gateway alarms', enforceSSL: true });
       const subscription = new subscriptions.EmailSubscription(props.alarmEmail);
       this.alarmTopic.addSubscription(subscription);
-      Validations.of(this.alarmTopic).acknowledge(
-        {
-          id: 'Serverless-SNSRedrivePolicy',
-          reason:
-            'The only subscription is an e-mail address; a redrive queue for undeliverable alarm e-mails would itself need monitoring and adds nothing an operator would act on.',
-        },
-      );
+      Validations.of(this.alarmTopic).acknowledge({
+        id: 'Serverless-SNSRedrivePolicy',
+        reason:
+          'The only subscription is an e-mail address; a redrive queue for undeliverable alarm e-mails would itself need monitoring and adds nothing an operator would act on.',
+      });
     }
     const five = Duration.minutes(5);
-    this.errorsAlarm = this.alarm('ErrorsAlarm', this.function.metricErrors({ period: five, statistic: 'Sum' }), 1,
-      'The gateway function failed (unhandled errors or crashes) at least once in 5 minutes.');
-    this.throttlesAlarm = this.alarm('ThrottlesAlarm', this.function.metricThrottles({ period: five, statistic: 'Sum' }), 1,
-      'Invocations of the gateway function were throttled (concurrency limit reached).');
+    this.errorsAlarm = this.alarm(
+      'ErrorsAlarm',
+      this.function.metricErrors({ period: five, statistic: 'Sum' }),
+      1,
+      'The gateway function failed (unhandled errors or crashes) at least once in 5 minutes.',
+    );
+    this.throttlesAlarm = this.alarm(
+      'ThrottlesAlarm',
+      this.function.metricThrottles({ period: five, statistic: 'Sum' }),
+      1,
+      'Invocations of the gateway function were throttled (concurrency limit reached).',
+    );
     const ratio = props.durationAlarmRatio ?? 0.9;
     this.durationAlarm = this.alarm(
       'DurationAlarm',
@@ -289,7 +308,8 @@ export class McpGateway extends Construct {
     Validations.of(this.function).acknowledge(
       {
         id: 'Serverless-LambdaDLQ',
-        reason: 'Invoked only synchronously through its function URL; a dead-letter queue applies to asynchronous invocations, which never happen.',
+        reason:
+          'Invoked only synchronously through its function URL; a dead-letter queue applies to asynchronous invocations, which never happen.',
       },
       {
         id: 'Serverless-LambdaTracing',
@@ -305,7 +325,11 @@ export class McpGateway extends Construct {
   }
 
   /** A metric the gateway publishes through Powertools Metrics (EMF). */
-  gatewayMetric(name: string, dimensions: Record<string, string> = {}, options: cloudwatch.MetricOptions = {}): cloudwatch.Metric {
+  gatewayMetric(
+    name: string,
+    dimensions: Record<string, string> = {},
+    options: cloudwatch.MetricOptions = {},
+  ): cloudwatch.Metric {
     return new cloudwatch.Metric({
       namespace: this.metricsNamespace,
       metricName: name,
@@ -349,7 +373,11 @@ export class McpGateway extends Construct {
     dashboard.addWidgets(
       new cloudwatch.GraphWidget({
         title: 'Invocations, errors, throttles',
-        left: [fn.metricInvocations({ period: five }), fn.metricErrors({ period: five }), fn.metricThrottles({ period: five })],
+        left: [
+          fn.metricInvocations({ period: five }),
+          fn.metricErrors({ period: five }),
+          fn.metricThrottles({ period: five }),
+        ],
         width: 8,
       }),
       new cloudwatch.GraphWidget({
@@ -388,7 +416,11 @@ export class McpGateway extends Construct {
         left:
           config.targets.length > 0
             ? config.targets.map((target) =>
-                this.gatewayMetric(MetricName.TargetLatency, { [MetricDimension.target]: target.name }, { statistic: 'p99', label: target.name }),
+                this.gatewayMetric(
+                  MetricName.TargetLatency,
+                  { [MetricDimension.target]: target.name },
+                  { statistic: 'p99', label: target.name },
+                ),
               )
             : [this.search(MetricName.TargetLatency, MetricDimension.target, 'p99', 'latency')],
         width: 8,
@@ -397,7 +429,10 @@ export class McpGateway extends Construct {
     dashboard.addWidgets(
       new cloudwatch.GraphWidget({
         title: 'DynamoDB consumed capacity',
-        left: [this.table.metricConsumedReadCapacityUnits({ period: five }), this.table.metricConsumedWriteCapacityUnits({ period: five })],
+        left: [
+          this.table.metricConsumedReadCapacityUnits({ period: five }),
+          this.table.metricConsumedWriteCapacityUnits({ period: five }),
+        ],
         width: 12,
       }),
       new cloudwatch.AlarmStatusWidget({
@@ -414,7 +449,11 @@ export class McpGateway extends Construct {
  * Lambda refuses a function whose environment exceeds 4 KB, but only at deploy time; fail at synth
  * instead. A generated table name is counted at its maximum length (255).
  */
-function checkEnvironmentSize(environment: Record<string, string>, config: GatewayConfig, tableName: string | undefined): void {
+function checkEnvironmentSize(
+  environment: Record<string, string>,
+  config: GatewayConfig,
+  tableName: string | undefined,
+): void {
   const configBytes = Buffer.byteLength(JSON.stringify({ ...config, tableName: tableName ?? 'x'.repeat(255) }));
   let total = configBytes + 'GATEWAY_CONFIG'.length;
   for (const [key, value] of Object.entries(environment)) {
@@ -441,7 +480,9 @@ function configField(config: GatewayConfig, key: string): unknown {
 function secretsToGrant(named: string[], config: GatewayConfig, environment: Record<string, string>): string[] {
   named.forEach((arn, index) => {
     if (!FULL_SECRET_ARN_PATTERN.test(arn)) {
-      throw new Error(`secretArns[${index}]: "${arn}" is not a full Secrets Manager secret ARN (with its 6-character suffix, no wildcards)`);
+      throw new Error(
+        `secretArns[${index}]: "${arn}" is not a full Secrets Manager secret ARN (with its 6-character suffix, no wildcards)`,
+      );
     }
   });
   const all = [...named];
@@ -449,12 +490,16 @@ function secretsToGrant(named: string[], config: GatewayConfig, environment: Rec
     const where = reference.path.join('.');
     if (reference.kind === 'fromEnv') {
       if (!(reference.value in environment)) {
-        throw new Error(`${where}: the function has no environment variable ${reference.value} (pass it in \`environment\`, or use {"secretArn": ...})`);
+        throw new Error(
+          `${where}: the function has no environment variable ${reference.value} (pass it in \`environment\`, or use {"secretArn": ...})`,
+        );
       }
       continue;
     }
     if (!FULL_SECRET_ARN_PATTERN.test(reference.value)) {
-      throw new Error(`${where}: "${reference.value}" must be a full Secrets Manager secret ARN (with its 6-character suffix), so the function is granted exactly that secret`);
+      throw new Error(
+        `${where}: "${reference.value}" must be a full Secrets Manager secret ARN (with its 6-character suffix), so the function is granted exactly that secret`,
+      );
     }
     all.push(reference.value);
   }

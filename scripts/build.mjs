@@ -1,7 +1,8 @@
 // Bundles the Lambda handler with esbuild into dist/lambda/index.mjs (ESM: import.meta works, and
 // cold-start import is faster than CJS). The CDK stack bundles the same entry the same way.
-import { build } from 'esbuild';
+
 import { statSync } from 'node:fs';
+import { build } from 'esbuild';
 
 const started = Date.now();
 await build({

@@ -11,7 +11,7 @@
  * answered 405). Prints medians. Local numbers on a dev machine, not Lambda's.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 
@@ -69,7 +69,11 @@ const env = {
 };
 const results = [];
 for (let i = 0; i < runs; i++) {
-  const output = execFileSync(process.execPath, ['-e', CHILD, file], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  const output = execFileSync(process.execPath, ['-e', CHILD, file], {
+    env,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
   results.push(JSON.parse(output));
 }
 const bytes = statSync(file).size;

@@ -55,9 +55,16 @@ export function createInboundAuth(config: AuthConfig, options: InboundAuthOption
             ? { ok: true, principal: exchange.platformPrincipal }
             : {
                 ok: false,
-                response: errorResponse(401, null, AUTH_ERROR_CODE, 'Unauthorized: sign the request with SigV4 (the function URL uses AWS_IAM auth)', undefined, {
-                  'www-authenticate': 'AWS4-HMAC-SHA256',
-                }),
+                response: errorResponse(
+                  401,
+                  null,
+                  AUTH_ERROR_CODE,
+                  'Unauthorized: sign the request with SigV4 (the function URL uses AWS_IAM auth)',
+                  undefined,
+                  {
+                    'www-authenticate': 'AWS4-HMAC-SHA256',
+                  },
+                ),
               },
         wellKnown: async () => undefined,
       };

@@ -43,7 +43,19 @@ export interface JwtOptions {
 type JwtConfig = Extract<AuthConfig, { type: 'jwt' }>;
 
 /** Signature algorithms accepted: asymmetric only (an HMAC or `none` token can never verify). */
-const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+const ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+];
 
 /** jose error codes that mean "this token is not acceptable" (401) rather than "we could not check" (503). */
 const TOKEN_FAULTS: Record<string, string> = {
@@ -78,7 +90,9 @@ export class JwtAuthenticator implements InboundAuth {
   ) {
     this.timeoutMs = options.timeoutMs ?? 5_000;
     if (!config.allowedAudiences?.length) {
-      options.logger?.warn('auth.allowedAudiences is empty: the audience of tokens is not checked, so tokens issued for other resources are accepted');
+      options.logger?.warn(
+        'auth.allowedAudiences is empty: the audience of tokens is not checked, so tokens issued for other resources are accepted',
+      );
     }
   }
 
@@ -109,13 +123,21 @@ export class JwtAuthenticator implements InboundAuth {
       if (!description) return { ok: false, response: this.unavailable(error) };
       const claim = (error as { claim?: string }).claim;
       // error_description is a quoted-string: no quotes or backslashes in it.
-      const detail = code === 'ERR_JWT_CLAIM_VALIDATION_FAILED' && claim && /^\w+$/.test(claim) ? `the ${claim} claim of the token is not acceptable` : description;
+      const detail =
+        code === 'ERR_JWT_CLAIM_VALIDATION_FAILED' && claim && /^\w+$/.test(claim)
+          ? `the ${claim} claim of the token is not acceptable`
+          : description;
       this.options.logger?.info('token refused', { reason: code, claim });
       return { ok: false, response: this.challenge(url, 401, 'invalid_token', detail) };
     }
 
     if (this.config.allowedClients?.length) {
-      const client = typeof payload.client_id === 'string' ? payload.client_id : typeof payload.azp === 'string' ? payload.azp : undefined;
+      const client =
+        typeof payload.client_id === 'string'
+          ? payload.client_id
+          : typeof payload.azp === 'string'
+            ? payload.azp
+            : undefined;
       if (!client || !this.config.allowedClients.includes(client)) {
         this.options.logger?.info('token refused', { reason: 'client not allowed' });
         return { ok: false, response: this.challenge(url, 403, 'client') };
@@ -152,7 +174,12 @@ export class JwtAuthenticator implements InboundAuth {
     return jsonResponse(200, metadata, { 'cache-control': 'max-age=300' });
   }
 
-  private challenge(url: URL, status: 401 | 403, kind: 'missing' | 'invalid_token' | 'client' | 'insufficient_scope', description?: string): Response {
+  private challenge(
+    url: URL,
+    status: 401 | 403,
+    kind: 'missing' | 'invalid_token' | 'client' | 'insufficient_scope',
+    description?: string,
+  ): Response {
     const params = [`resource_metadata="${url.origin}${METADATA_PATH}"`];
     const scopes = this.config.allowedScopes?.join(' ');
     let message: string;
@@ -176,11 +203,15 @@ export class JwtAuthenticator implements InboundAuth {
         params.push(`scope="${scopes}"`, 'error_description="the token carries none of the required scopes"');
         break;
     }
-    return errorResponse(status, null, -32000, message, undefined, { 'www-authenticate': `Bearer ${params.join(', ')}` });
+    return errorResponse(status, null, -32000, message, undefined, {
+      'www-authenticate': `Bearer ${params.join(', ')}`,
+    });
   }
 
   private unavailable(error: unknown): Response {
-    this.options.logger?.warn('token could not be checked: issuer or its keys unavailable', { error: describeError(error) });
+    this.options.logger?.warn('token could not be checked: issuer or its keys unavailable', {
+      error: describeError(error),
+    });
     return errorResponse(
       503,
       null,
@@ -242,8 +273,8 @@ export function bearerToken(header: string | null): string | undefined {
 function scopesOf(payload: JWTPayload): Set<string> {
   const scopes = new Set<string>();
   for (const claim of [payload.scope, payload.scp]) {
-    if (typeof claim === 'string') claim.split(' ').filter(Boolean).forEach((s) => scopes.add(s));
-    else if (Array.isArray(claim)) claim.filter((s): s is string => typeof s === 'string').forEach((s) => scopes.add(s));
+    const values = typeof claim === 'string' ? claim.split(' ') : Array.isArray(claim) ? claim : [];
+    for (const value of values) if (typeof value === 'string' && value) scopes.add(value);
   }
   return scopes;
 }

@@ -49,7 +49,9 @@ export const SecretReferenceSchema = z.strictObject({
   prefix: z.string().optional(),
 });
 const REFERENCE_SHAPE = '{"fromEnv": "NAME"} or {"secretArn": "arn:aws:secretsmanager:…", "key"?: "field"}';
-export const CredentialReferenceSchema = z.union([EnvReferenceSchema, SecretReferenceSchema], { error: REFERENCE_SHAPE });
+export const CredentialReferenceSchema = z.union([EnvReferenceSchema, SecretReferenceSchema], {
+  error: REFERENCE_SHAPE,
+});
 export const CredentialValueSchema = z.union([z.string(), EnvReferenceSchema, SecretReferenceSchema], {
   error: `a string, ${REFERENCE_SHAPE}`,
 });
@@ -127,11 +129,19 @@ export const GatewayConfigSchema = z
       .array(z.enum(ALL_PROTOCOL_VERSIONS))
       .min(1)
       .default(DEFAULT_SUPPORTED_VERSIONS as Array<(typeof ALL_PROTOCOL_VERSIONS)[number]>),
-    tableName: z.string().regex(/^[A-Za-z0-9_.-]{3,255}$/, 'a DynamoDB table name').default('mcp-gateway'),
+    tableName: z
+      .string()
+      .regex(/^[A-Za-z0-9_.-]{3,255}$/, 'a DynamoDB table name')
+      .default('mcp-gateway'),
     logLevel: z.enum(['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT']).default('INFO'),
     auth: AuthConfigSchema.default({ type: 'none' }),
     /** Largest accepted request body; a function URL refuses more than 6 MB anyway. */
-    maxBodyBytes: z.number().int().min(1024).max(6 * 1024 * 1024).default(4 * 1024 * 1024),
+    maxBodyBytes: z
+      .number()
+      .int()
+      .min(1024)
+      .max(6 * 1024 * 1024)
+      .default(4 * 1024 * 1024),
     /** Tools the gateway itself asks the user to confirm (form elicitation) before forwarding. */
     confirmTools: z.array(confirmToolPattern).default([]),
     /**
@@ -149,12 +159,20 @@ export const GatewayConfigSchema = z
     const seen = new Set<string>();
     config.targets.forEach((target, index) => {
       if (seen.has(target.name)) {
-        ctx.addIssue({ code: 'custom', path: ['targets', index, 'name'], message: `duplicate target name "${target.name}"` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['targets', index, 'name'],
+          message: `duplicate target name "${target.name}"`,
+        });
       }
       seen.add(target.name);
       const headerNames = Object.keys(target.headers ?? {}).map((name) => name.toLowerCase());
       if (target.oauth && headerNames.includes('authorization')) {
-        ctx.addIssue({ code: 'custom', path: ['targets', index, 'headers'], message: 'an "authorization" header and "oauth" both set the Authorization header; keep one' });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['targets', index, 'headers'],
+          message: 'an "authorization" header and "oauth" both set the Authorization header; keep one',
+        });
       }
     });
   });
@@ -171,7 +189,8 @@ export type OAuthClientCredentials = z.output<typeof OAuthClientCredentialsSchem
 export function secretArnsIn(config: GatewayConfig): string[] {
   const arns = new Set<string>();
   const add = (value: unknown) => {
-    if (typeof value === 'object' && value !== null && 'secretArn' in value) arns.add((value as { secretArn: string }).secretArn);
+    if (typeof value === 'object' && value !== null && 'secretArn' in value)
+      arns.add((value as { secretArn: string }).secretArn);
   };
   for (const target of config.targets) {
     Object.values(target.headers ?? {}).forEach(add);
@@ -195,9 +214,7 @@ export function parseConfig(raw: unknown, source = 'configuration'): GatewayConf
   const problems = result.error.issues.map((issue) => {
     const base = issue.path.map(String);
     const keys = issue.code === 'unrecognized_keys' ? issue.keys : [undefined];
-    return keys
-      .map((key) => `${[...base, ...(key ? [key] : [])].join('.') || '(root)'}: ${issue.message}`)
-      .join('; ');
+    return keys.map((key) => `${[...base, ...(key ? [key] : [])].join('.') || '(root)'}: ${issue.message}`).join('; ');
   });
   throw new ConfigError(`invalid ${source}: ${problems.join('; ')}`);
 }

@@ -29,9 +29,15 @@ export function needsConfirmation(patterns: readonly string[], target: string, t
 }
 
 /** The form that asks the user; `exposedName` is the name the client called. */
-export function confirmationForm(exposedName: string, target: string, tool: string, args: unknown): ElicitRequestFormParams {
+export function confirmationForm(
+  exposedName: string,
+  target: string,
+  tool: string,
+  args: unknown,
+): ElicitRequestFormParams {
   let shown = JSON.stringify(args ?? {}, null, 2);
-  if (shown.length > MAX_ARGUMENTS_SHOWN) shown = `${shown.slice(0, MAX_ARGUMENTS_SHOWN)}\n… (${shown.length - MAX_ARGUMENTS_SHOWN} more characters)`;
+  if (shown.length > MAX_ARGUMENTS_SHOWN)
+    shown = `${shown.slice(0, MAX_ARGUMENTS_SHOWN)}\n… (${shown.length - MAX_ARGUMENTS_SHOWN} more characters)`;
   return {
     mode: 'form',
     message:
@@ -41,7 +47,11 @@ export function confirmationForm(exposedName: string, target: string, tool: stri
     requestedSchema: {
       type: 'object',
       properties: {
-        confirm: { type: 'boolean', title: `Run ${exposedName}?`, description: 'Allow the gateway to forward this call to the target.' },
+        confirm: {
+          type: 'boolean',
+          title: `Run ${exposedName}?`,
+          description: 'Allow the gateway to forward this call to the target.',
+        },
       },
       required: ['confirm'],
     },
@@ -63,7 +73,12 @@ export function confirmationOutcome(answer: unknown): ConfirmationOutcome {
 /** The result a client gets when the user did not confirm: the tool was not called. */
 export function notConfirmedResult(exposedName: string, outcome: 'declined' | 'cancelled'): CallToolResult {
   return {
-    content: [{ type: 'text', text: `The tool ${exposedName} was not called: the user ${outcome === 'declined' ? 'declined' : 'cancelled'} the confirmation.` }],
+    content: [
+      {
+        type: 'text',
+        text: `The tool ${exposedName} was not called: the user ${outcome === 'declined' ? 'declined' : 'cancelled'} the confirmation.`,
+      },
+    ],
     isError: true,
   };
 }
@@ -71,7 +86,12 @@ export function notConfirmedResult(exposedName: string, outcome: 'declined' | 'c
 /** The result for a client that cannot be asked (a 2025 session without form elicitation, or a JSON-only request). */
 export function cannotConfirmResult(exposedName: string, reason: string): CallToolResult {
   return {
-    content: [{ type: 'text', text: `The tool ${exposedName} requires a confirmation by the user, which this client cannot give (${reason}); it was not called.` }],
+    content: [
+      {
+        type: 'text',
+        text: `The tool ${exposedName} requires a confirmation by the user, which this client cannot give (${reason}); it was not called.`,
+      },
+    ],
     isError: true,
   };
 }

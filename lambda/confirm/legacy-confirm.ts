@@ -1,14 +1,32 @@
-import type { JSONRPCErrorResponse, JSONRPCMessage, JSONRPCRequest, JSONRPCResultResponse } from '@modelcontextprotocol/sdk/types.js';
+import type {
+  JSONRPCErrorResponse,
+  JSONRPCMessage,
+  JSONRPCRequest,
+  JSONRPCResultResponse,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { GatewayDeps } from '../core/deps';
 import { statusFor, toRpcError } from '../core/errors';
 import type { ExchangeContext } from '../core/exchange';
-import { accepted, errorResponse, jsonResponse, jsonRpcError, messageResponse, type AcceptPreference } from '../core/http';
+import {
+  type AcceptPreference,
+  accepted,
+  errorResponse,
+  jsonResponse,
+  jsonRpcError,
+  messageResponse,
+} from '../core/http';
 import { RpcCode } from '../core/jsonrpc';
 import { describeError } from '../core/logger';
+import { newPendingRecord } from '../legacy/ids';
 import type { LoadedSession, PendingRecord } from '../state/store';
 import { elicitationModes } from '../stateless/capabilities';
-import { cannotConfirmResult, confirmationForm, confirmationOutcome, needsConfirmation, notConfirmedResult } from './confirm-tools';
-import { newPendingRecord } from '../legacy/ids';
+import {
+  cannotConfirmResult,
+  confirmationForm,
+  confirmationOutcome,
+  needsConfirmation,
+  notConfirmedResult,
+} from './confirm-tools';
 
 /**
  * confirmTools on a 2025-11-25 session: before the call is relayed, the gateway sends its own
@@ -52,10 +70,18 @@ export async function confirmThenRelay(input: LegacyConfirmInput, relay: () => P
   const exposed = typeof params.name === 'string' ? params.name : tool;
   const reply = (message: JSONRPCMessage) => messageResponse(message, accept, headers);
   if (!elicitationModes(loaded.session.clientCapabilities).form) {
-    return reply({ jsonrpc: '2.0', id: request.id, result: cannotConfirmResult(exposed, 'the session did not declare form elicitation') });
+    return reply({
+      jsonrpc: '2.0',
+      id: request.id,
+      result: cannotConfirmResult(exposed, 'the session did not declare form elicitation'),
+    });
   }
   if (!accept.sse) {
-    return reply({ jsonrpc: '2.0', id: request.id, result: cannotConfirmResult(exposed, 'the request does not accept text/event-stream') });
+    return reply({
+      jsonrpc: '2.0',
+      id: request.id,
+      result: cannotConfirmResult(exposed, 'the request does not accept text/event-stream'),
+    });
   }
   const record = newPendingRecord(deps.config.pendingRequestTimeoutSeconds, {
     method: 'elicitation/create',
@@ -66,7 +92,10 @@ export async function confirmThenRelay(input: LegacyConfirmInput, relay: () => P
   try {
     await deps.store.putPending(loaded.session, record);
   } catch (error) {
-    deps.logger.error('storing the confirmation request failed', { sessionId: loaded.session.id, error: describeError(error) });
+    deps.logger.error('storing the confirmation request failed', {
+      sessionId: loaded.session.id,
+      error: describeError(error),
+    });
     return jsonResponse(statusFor(error), toRpcError(request.id, error), { ...headers, 'retry-after': '1' });
   }
 
@@ -107,20 +136,41 @@ export async function confirmThenRelay(input: LegacyConfirmInput, relay: () => P
     keepAlive.unref();
     const stop = AbortSignal.any([gone.signal, exchange.signal]);
     try {
-      send({ jsonrpc: '2.0', id: gatewayId, method: 'elicitation/create', params: confirmationForm(exposed, target, tool, params.arguments) });
-      deps.logger.info('confirmation requested', { sessionId: loaded.session.id, target, tool, gatewayRequestId: gatewayId });
+      send({
+        jsonrpc: '2.0',
+        id: gatewayId,
+        method: 'elicitation/create',
+        params: confirmationForm(exposed, target, tool, params.arguments),
+      });
+      deps.logger.info('confirmation requested', {
+        sessionId: loaded.session.id,
+        target,
+        tool,
+        gatewayRequestId: gatewayId,
+      });
       const until = Math.min(exchange.deadline, Date.now() + deps.config.pendingRequestTimeoutSeconds * 1000);
       const answer = await waitForGatewayAnswer(deps, loaded.session.id, gatewayId, until, stop);
       clearInterval(keepAlive);
       if (answer === 'client-gone') return;
       if (answer === 'timeout') {
-        send(jsonRpcError(request.id, RpcCode.RequestTimeout, 'Timed out waiting for the user to confirm the tool call; the tool was not called', { retryable: true }));
+        send(
+          jsonRpcError(
+            request.id,
+            RpcCode.RequestTimeout,
+            'Timed out waiting for the user to confirm the tool call; the tool was not called',
+            { retryable: true },
+          ),
+        );
         return;
       }
       const outcome = 'result' in answer ? confirmationOutcome(answer.result) : 'cancelled';
       deps.logger.info('confirmation answered', { sessionId: loaded.session.id, target, tool, outcome });
       if (outcome !== 'confirmed') {
-        send({ jsonrpc: '2.0', id: request.id, result: notConfirmedResult(exposed, outcome === 'declined' ? 'declined' : 'cancelled') });
+        send({
+          jsonrpc: '2.0',
+          id: request.id,
+          result: notConfirmedResult(exposed, outcome === 'declined' ? 'declined' : 'cancelled'),
+        });
         return;
       }
       await pipeInto(await relay(), send, write, stop);
@@ -136,7 +186,12 @@ export async function confirmThenRelay(input: LegacyConfirmInput, relay: () => P
   void run();
   return new Response(body, {
     status: 200,
-    headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no', ...headers },
+    headers: {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache, no-transform',
+      'x-accel-buffering': 'no',
+      ...headers,
+    },
   });
 }
 
@@ -166,7 +221,8 @@ export async function waitForGatewayAnswer(
       // A transient store failure: keep waiting (bounded by the deadline).
       deps.logger.warn('polling a gateway-held request failed', { sessionId, error: describeError(error) });
     }
-    if (record?.status === 'answered' && record.answer) return JSON.parse(record.answer) as JSONRPCResultResponse | JSONRPCErrorResponse;
+    if (record?.status === 'answered' && record.answer)
+      return JSON.parse(record.answer) as JSONRPCResultResponse | JSONRPCErrorResponse;
     await sleep(Math.min(interval, Math.max(0, until - Date.now())), stop);
     interval = Math.min(POLL_MAX_MS, interval * 2);
   }
@@ -174,7 +230,12 @@ export async function waitForGatewayAnswer(
 }
 
 /** Forwards the relay's response into the confirmation stream (raw SSE bytes, or one event for a JSON body). */
-async function pipeInto(response: Response, send: (m: JSONRPCMessage) => void, write: (t: string) => void, stop: AbortSignal): Promise<void> {
+async function pipeInto(
+  response: Response,
+  send: (m: JSONRPCMessage) => void,
+  write: (t: string) => void,
+  stop: AbortSignal,
+): Promise<void> {
   if (!response.body) return;
   if (!(response.headers.get('content-type') ?? '').includes('text/event-stream')) {
     send(JSON.parse(await response.text()) as JSONRPCMessage);
@@ -218,7 +279,11 @@ export async function deliverGatewayAnswer(
   headers: Record<string, string>,
 ): Promise<Response> {
   const gatewayId = answer.id as string;
-  const payload = JSON.stringify('error' in answer ? { jsonrpc: '2.0', id: gatewayId, error: answer.error } : { jsonrpc: '2.0', id: gatewayId, result: answer.result });
+  const payload = JSON.stringify(
+    'error' in answer
+      ? { jsonrpc: '2.0', id: gatewayId, error: answer.error }
+      : { jsonrpc: '2.0', id: gatewayId, result: answer.result },
+  );
   let stored: boolean;
   try {
     stored = await deps.store.answerPending(loaded.session.id, gatewayId, payload);
@@ -226,7 +291,14 @@ export async function deliverGatewayAnswer(
     return jsonResponse(statusFor(error), toRpcError(answer.id ?? null, error), { ...headers, 'retry-after': '1' });
   }
   if (!stored) {
-    return errorResponse(400, answer.id ?? null, RpcCode.InvalidRequest, 'The pending request was already answered or has expired', undefined, headers);
+    return errorResponse(
+      400,
+      answer.id ?? null,
+      RpcCode.InvalidRequest,
+      'The pending request was already answered or has expired',
+      undefined,
+      headers,
+    );
   }
   deps.logger.info('gateway-held request answered', { sessionId: loaded.session.id, gatewayRequestId: gatewayId });
   return accepted(headers);

@@ -1,18 +1,18 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createInboundAuth, type InboundAuthOptions } from '../auth/inbound';
-import { parseConfig, type GatewayConfig } from '../config/schema';
+import { type GatewayConfig, parseConfig } from '../config/schema';
+import { keySecretsFromConfig, resolveKeySecrets } from '../crypto/keys';
+import { type KeySecrets, SealedBox } from '../crypto/sealed-box';
 import { createDocumentClient } from '../state/dynamo-client';
 import { DynamoSessionStore } from '../state/dynamo-store';
 import type { SessionStore } from '../state/store';
-import { CatalogCache } from '../targets/catalog-cache';
-import { TargetClient } from '../targets/upstream-client';
-import { OutboundCredentials, type OutboundCredentialsOptions } from '../targets/credentials';
-import { keySecretsFromConfig, resolveKeySecrets } from '../crypto/keys';
-import { SealedBox, type KeySecrets } from '../crypto/sealed-box';
 import { LegacyUpstreamPool } from '../stateless/legacy-upstream';
 import { RequestStateSealer } from '../stateless/request-state';
+import { CatalogCache } from '../targets/catalog-cache';
+import { OutboundCredentials, type OutboundCredentialsOptions } from '../targets/credentials';
 import { EraProbe } from '../targets/era-probe';
 import { ModernTargetClient } from '../targets/modern-client';
+import { TargetClient } from '../targets/upstream-client';
 import type { GatewayDeps } from './deps';
 import type { FetchHandler } from './exchange';
 import { createGateway } from './gateway';
@@ -36,21 +36,34 @@ export interface BuildOptions {
 /** Assembles the gateway from a validated configuration: the one place parts are wired together. */
 export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = {}): GatewayDeps {
   const logger = options.logger ?? createLogger(config.logLevel);
-  const store = options.store ?? new DynamoSessionStore(options.documentClient ?? createDocumentClient(), config.tableName);
+  const store =
+    options.store ?? new DynamoSessionStore(options.documentClient ?? createDocumentClient(), config.tableName);
   const outbound = new OutboundCredentials({ ...options.outbound, logger });
   const credentials = new Map(config.targets.map((target, index) => [target.name, outbound.forTarget(target, index)]));
   const modernClients = new Map(
-    config.targets.map((target) => [target.name, new ModernTargetClient(target, GATEWAY_INFO, credentials.get(target.name))]),
+    config.targets.map((target) => [
+      target.name,
+      new ModernTargetClient(target, GATEWAY_INFO, credentials.get(target.name)),
+    ]),
   );
   const eras = new EraProbe(new Map(config.targets.map((target) => [target.name, target])), modernClients, logger);
   const targets = new Map(
     config.targets.map((target) => [
       target.name,
-      new TargetClient(target, GATEWAY_INFO, { eras, client: modernClients.get(target.name)! }, credentials.get(target.name)),
+      new TargetClient(
+        target,
+        GATEWAY_INFO,
+        { eras, client: modernClients.get(target.name)! },
+        credentials.get(target.name),
+      ),
     ]),
   );
   const secrets = options.requestStateKeys ?? keySecretsFromConfig(config, logger);
-  const legacyVersion = config.supportedVersions.filter((v) => v < '2026-07-28').sort().pop() ?? '2025-11-25';
+  const legacyVersion =
+    config.supportedVersions
+      .filter((v) => v < '2026-07-28')
+      .sort()
+      .pop() ?? '2025-11-25';
   return {
     config,
     auth: createInboundAuth(config.auth, { ...options.inbound, logger }),

@@ -2,9 +2,9 @@ import type { Implementation } from '@modelcontextprotocol/sdk/types.js';
 import type { InboundAuth } from '../auth/inbound';
 import type { GatewayConfig } from '../config/schema';
 import type { SessionStore } from '../state/store';
+import type { ModernServices } from '../stateless/services';
 import type { CatalogCache } from '../targets/catalog-cache';
 import type { TargetClient } from '../targets/upstream-client';
-import type { ModernServices } from '../stateless/services';
 import type { GatewayLogger } from './logger';
 
 /** What the gateway is built from; tests assemble it with real or fake parts. */

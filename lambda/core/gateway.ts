@@ -1,10 +1,10 @@
-import type { GatewayDeps } from './deps';
-import { type ExchangeContext, type FetchHandler } from './exchange';
-import { MCP_HEADERS, errorResponse, methodNotAllowed, parseAccept, readBodyLimited } from './http';
-import { RpcCode, parseClientMessage, type ClientMessage } from './jsonrpc';
-import { describeError } from './logger';
 import { handleLegacyDelete, handleLegacyPost } from '../legacy/legacy-path';
 import { handleStatelessPost, isModernRequest } from '../stateless/stateless-path';
+import type { GatewayDeps } from './deps';
+import type { ExchangeContext, FetchHandler } from './exchange';
+import { errorResponse, MCP_HEADERS, methodNotAllowed, parseAccept, readBodyLimited } from './http';
+import { type ClientMessage, parseClientMessage, RpcCode } from './jsonrpc';
+import { describeError } from './logger';
 
 export const MCP_PATH = '/mcp';
 
@@ -55,7 +55,12 @@ async function route(deps: GatewayDeps, request: Request, exchange: ExchangeCont
   }
   const body = await readBodyLimited(request, deps.config.maxBodyBytes);
   if (body === undefined) {
-    return errorResponse(413, null, RpcCode.InvalidRequest, `Payload Too Large: the limit is ${deps.config.maxBodyBytes} bytes`);
+    return errorResponse(
+      413,
+      null,
+      RpcCode.InvalidRequest,
+      `Payload Too Large: the limit is ${deps.config.maxBodyBytes} bytes`,
+    );
   }
   const parsed = parseClientMessage(body);
   if (!parsed.ok) return errorResponse(400, parsed.id, parsed.code, parsed.message);
@@ -63,7 +68,14 @@ async function route(deps: GatewayDeps, request: Request, exchange: ExchangeCont
   const accept = parseAccept(request.headers.get('accept'));
 
   if (isModernRequest(request.headers, message)) {
-    return handleStatelessPost({ deps: statelessDeps(deps), message, accept, exchange, principal, headers: request.headers });
+    return handleStatelessPost({
+      deps: statelessDeps(deps),
+      message,
+      accept,
+      exchange,
+      principal,
+      headers: request.headers,
+    });
   }
   return handleLegacyPost({ deps, message, accept, exchange, principal, headers: request.headers });
 }

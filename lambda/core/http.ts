@@ -18,10 +18,19 @@ export function jsonResponse(status: number, body: unknown, headers: Record<stri
 }
 
 /** A JSON-RPC error the gateway authors (counted by code); `id` is null when the request's id could not be read (JSON-RPC 2.0 §5). */
-export function jsonRpcError(id: RequestId | null, code: number, message: string, data?: unknown): JSONRPCErrorResponse {
+export function jsonRpcError(
+  id: RequestId | null,
+  code: number,
+  message: string,
+  data?: unknown,
+): JSONRPCErrorResponse {
   recordError(code);
   // The SDK type models an absent id, not JSON-RPC's null: the cast keeps the wire format exact.
-  return { jsonrpc: '2.0', id: id as RequestId, error: data === undefined ? { code, message } : { code, message, data } };
+  return {
+    jsonrpc: '2.0',
+    id: id as RequestId,
+    error: data === undefined ? { code, message } : { code, message, data },
+  };
 }
 
 export function errorResponse(

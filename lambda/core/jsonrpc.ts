@@ -1,12 +1,12 @@
 import {
-  JSONRPCErrorResponseSchema,
-  JSONRPCNotificationSchema,
-  JSONRPCRequestSchema,
-  JSONRPCResultResponseSchema,
   type JSONRPCErrorResponse,
+  JSONRPCErrorResponseSchema,
   type JSONRPCNotification,
+  JSONRPCNotificationSchema,
   type JSONRPCRequest,
+  JSONRPCRequestSchema,
   type JSONRPCResultResponse,
+  JSONRPCResultResponseSchema,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
 
@@ -29,7 +29,9 @@ export type ClientMessage =
   | { kind: 'notification'; message: JSONRPCNotification }
   | { kind: 'response'; message: JSONRPCResultResponse | JSONRPCErrorResponse };
 
-export type ParseOutcome = { ok: true; value: ClientMessage } | { ok: false; code: number; message: string; id: RequestId | null };
+export type ParseOutcome =
+  | { ok: true; value: ClientMessage }
+  | { ok: false; code: number; message: string; id: RequestId | null };
 
 /** Parses one POSTed JSON-RPC message. Batches were removed from MCP in 2025-06-18 and are refused. */
 export function parseClientMessage(text: string): ParseOutcome {
@@ -41,9 +43,15 @@ export function parseClientMessage(text: string): ParseOutcome {
   }
   const id = idOf(raw);
   if (Array.isArray(raw)) {
-    return { ok: false, code: RpcCode.InvalidRequest, message: 'Invalid Request: JSON-RPC batches are not supported', id: null };
+    return {
+      ok: false,
+      code: RpcCode.InvalidRequest,
+      message: 'Invalid Request: JSON-RPC batches are not supported',
+      id: null,
+    };
   }
-  if (JSONRPCRequestSchema.safeParse(raw).success) return { ok: true, value: { kind: 'request', message: raw as JSONRPCRequest } };
+  if (JSONRPCRequestSchema.safeParse(raw).success)
+    return { ok: true, value: { kind: 'request', message: raw as JSONRPCRequest } };
   if (JSONRPCNotificationSchema.safeParse(raw).success && !hasKey(raw, 'id')) {
     return { ok: true, value: { kind: 'notification', message: raw as JSONRPCNotification } };
   }
@@ -53,7 +61,12 @@ export function parseClientMessage(text: string): ParseOutcome {
   if (JSONRPCErrorResponseSchema.safeParse(raw).success && hasKey(raw, 'id')) {
     return { ok: true, value: { kind: 'response', message: raw as JSONRPCErrorResponse } };
   }
-  return { ok: false, code: RpcCode.InvalidRequest, message: 'Invalid Request: not a JSON-RPC 2.0 request, notification or response', id };
+  return {
+    ok: false,
+    code: RpcCode.InvalidRequest,
+    message: 'Invalid Request: not a JSON-RPC 2.0 request, notification or response',
+    id,
+  };
 }
 
 function hasKey(value: unknown, key: string): boolean {

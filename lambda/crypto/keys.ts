@@ -1,6 +1,6 @@
 import type { GatewayConfig } from '../config/schema';
 import type { GatewayLogger } from '../core/logger';
-import { randomSecret, type KeySecrets } from './sealed-box';
+import { type KeySecrets, randomSecret } from './sealed-box';
 
 /**
  * Where the requestState keys come from, resolved once per process (Lambda: once per cold start):
@@ -15,7 +15,10 @@ import { randomSecret, type KeySecrets } from './sealed-box';
 export const SECRET_ARN_ENV = 'GATEWAY_REQUEST_STATE_SECRET_ARN';
 
 /** Reads one version stage of a secret; undefined when that stage does not exist. */
-export type SecretReader = (secretId: string, versionStage: 'AWSCURRENT' | 'AWSPREVIOUS') => Promise<string | undefined>;
+export type SecretReader = (
+  secretId: string,
+  versionStage: 'AWSCURRENT' | 'AWSPREVIOUS',
+) => Promise<string | undefined>;
 
 /** Keys available without I/O: configured ones, or a random key (with a log line saying so). */
 export function keySecretsFromConfig(config: GatewayConfig, logger: GatewayLogger): KeySecrets {
@@ -55,7 +58,8 @@ function parseExplicit(value: string): KeySecrets | undefined {
     return undefined;
   }
   const { current, previous } = (parsed ?? {}) as { current?: unknown; previous?: unknown };
-  if (typeof current !== 'string' || current.length < 32) throw new Error('requestState secret JSON needs "current" (≥ 32 characters)');
+  if (typeof current !== 'string' || current.length < 32)
+    throw new Error('requestState secret JSON needs "current" (≥ 32 characters)');
   if (previous !== undefined && (typeof previous !== 'string' || previous.length < 32)) {
     throw new Error('requestState secret JSON: "previous" must be ≥ 32 characters');
   }
@@ -65,7 +69,9 @@ function parseExplicit(value: string): KeySecrets | undefined {
 /** GetSecretValue through the AWS SDK, loaded only when a secret is configured. */
 export function secretsManagerReader(): SecretReader {
   return async (secretId, versionStage) => {
-    const { SecretsManagerClient, GetSecretValueCommand, ResourceNotFoundException } = await import('@aws-sdk/client-secrets-manager');
+    const { SecretsManagerClient, GetSecretValueCommand, ResourceNotFoundException } = await import(
+      '@aws-sdk/client-secrets-manager'
+    );
     const client = new SecretsManagerClient({});
     try {
       const out = await client.send(new GetSecretValueCommand({ SecretId: secretId, VersionStage: versionStage }));

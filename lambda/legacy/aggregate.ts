@@ -2,7 +2,7 @@ import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprot
 import type { GatewayDeps } from '../core/deps';
 import { describeError } from '../core/logger';
 import type { ListingKind, TargetListing } from '../targets/catalog-cache';
-import { exposedName, overlongNames, shouldPrefix, type NamedEntry } from '../targets/naming';
+import { exposedName, type NamedEntry, overlongNames, shouldPrefix } from '../targets/naming';
 import type { TargetSessions } from './target-sessions';
 
 const LIST_METHODS: Record<ListingKind, { method: string; field: string }> = {
@@ -61,7 +61,12 @@ export async function listFromTargets<K extends ListingKind>(
         return { target, items };
       } catch (error) {
         if (signal.aborted) throw error;
-        deps.logger.warn('target skipped in an aggregated list', { sessionId, target, method, error: describeError(error) });
+        deps.logger.warn('target skipped in an aggregated list', {
+          sessionId,
+          target,
+          method,
+          error: describeError(error),
+        });
         return undefined;
       }
     }),
@@ -72,13 +77,19 @@ export async function listFromTargets<K extends ListingKind>(
 let reportedLongNames = false;
 
 /** Tools or prompts under their exposed names; with prefixes off, a name two targets share is withheld. */
-export function exposeNamed<T extends Tool | Prompt>(deps: GatewayDeps, lists: Array<{ target: string; items: T[] }>): T[] {
+export function exposeNamed<T extends Tool | Prompt>(
+  deps: GatewayDeps,
+  lists: Array<{ target: string; items: T[] }>,
+): T[] {
   const prefixed = shouldPrefix(deps.config.toolNamePrefix, deps.config.targets.length);
-  const entries: NamedEntry[] = lists.flatMap(({ target, items }) => items.map((item) => ({ target, name: item.name })));
+  const entries: NamedEntry[] = lists.flatMap(({ target, items }) =>
+    items.map((item) => ({ target, name: item.name })),
+  );
   if (!reportedLongNames) {
     reportedLongNames = true;
     const long = overlongNames(entries, prefixed);
-    if (long.length) deps.logger.warn('exposed names longer than 64 characters; some clients refuse them', { names: long });
+    if (long.length)
+      deps.logger.warn('exposed names longer than 64 characters; some clients refuse them', { names: long });
   }
   const counts = new Map<string, number>();
   for (const entry of entries) counts.set(entry.name, (counts.get(entry.name) ?? 0) + 1);
@@ -86,7 +97,10 @@ export function exposeNamed<T extends Tool | Prompt>(deps: GatewayDeps, lists: A
   for (const { target, items } of lists) {
     for (const item of items) {
       if (!prefixed && (counts.get(item.name) ?? 0) > 1) {
-        deps.logger.error('duplicate name withheld: prefixes are off and several targets offer it', { target, name: item.name });
+        deps.logger.error('duplicate name withheld: prefixes are off and several targets offer it', {
+          target,
+          name: item.name,
+        });
         continue;
       }
       exposed.push({ ...item, name: exposedName(target, item.name, prefixed) });

@@ -1,5 +1,5 @@
 import type { JSONRPCErrorResponse, JSONRPCResultResponse } from '@modelcontextprotocol/sdk/types.js';
-import { GATEWAY_TARGET, deliverGatewayAnswer } from '../confirm/legacy-confirm';
+import { deliverGatewayAnswer, GATEWAY_TARGET } from '../confirm/legacy-confirm';
 import type { GatewayDeps } from '../core/deps';
 import { accepted, errorResponse } from '../core/http';
 import { RpcCode } from '../core/jsonrpc';
@@ -23,9 +23,10 @@ export async function deliverAnswer(
   const gatewayId = typeof answer.id === 'string' ? answer.id : undefined;
   const pending = gatewayId ? loaded.pending.get(gatewayId) : undefined;
   if (!gatewayId || !pending) {
-    const message = loaded.pending.size === 0
-      ? 'No matching pending request found for this session: nothing is pending'
-      : 'No matching pending request found for this session: the id must be the one the gateway sent';
+    const message =
+      loaded.pending.size === 0
+        ? 'No matching pending request found for this session: nothing is pending'
+        : 'No matching pending request found for this session: the id must be the one the gateway sent';
     deps.logger.info('answer refused: no matching pending request', { sessionId });
     return errorResponse(400, answer.id ?? null, RpcCode.InvalidRequest, message, undefined, headers);
   }
@@ -34,21 +35,47 @@ export async function deliverAnswer(
   // --- end confirmTools hook ---
   if (pending.status !== 'pending' || !(await deps.store.claimPending(sessionId, gatewayId))) {
     deps.logger.info('answer refused: already answered or expired', { sessionId, gatewayRequestId: gatewayId });
-    return errorResponse(400, answer.id ?? null, RpcCode.InvalidRequest, 'The pending request was already answered or has expired', undefined, headers);
+    return errorResponse(
+      400,
+      answer.id ?? null,
+      RpcCode.InvalidRequest,
+      'The pending request was already answered or has expired',
+      undefined,
+      headers,
+    );
   }
   const client = deps.targets.get(pending.target);
   const toTarget = { ...answer, id: pending.targetRequestId };
   try {
     if (!client) throw new Error('target no longer configured');
-    await client.send({ targetSessionId: pending.targetSessionId, protocolVersion: targetVersion(loaded, pending.target) }, toTarget);
+    await client.send(
+      { targetSessionId: pending.targetSessionId, protocolVersion: targetVersion(loaded, pending.target) },
+      toTarget,
+    );
   } catch (error) {
-    deps.logger.warn('delivering an answer to the target failed', { sessionId, target: pending.target, error: describeError(error) });
-    return errorResponse(502, answer.id ?? null, RpcCode.InternalError, `DependencyFailedException: target ${pending.target} did not take the answer; retry the call`, {
-      type: 'DependencyFailedException',
+    deps.logger.warn('delivering an answer to the target failed', {
+      sessionId,
       target: pending.target,
-    }, headers);
+      error: describeError(error),
+    });
+    return errorResponse(
+      502,
+      answer.id ?? null,
+      RpcCode.InternalError,
+      `DependencyFailedException: target ${pending.target} did not take the answer; retry the call`,
+      {
+        type: 'DependencyFailedException',
+        target: pending.target,
+      },
+      headers,
+    );
   }
-  deps.logger.info('answer delivered', { sessionId, target: pending.target, method: pending.method, gatewayRequestId: gatewayId });
+  deps.logger.info('answer delivered', {
+    sessionId,
+    target: pending.target,
+    method: pending.method,
+    gatewayRequestId: gatewayId,
+  });
   recordAnsweredInput(pending.method);
   return accepted(headers);
 }

@@ -33,7 +33,11 @@ export function elicitationModes(capabilities: ClientCapabilities): { form: bool
 }
 
 /** Whether a server-to-client request may be relayed to a client that declared `capabilities`. */
-export function clientAccepts(capabilities: ClientCapabilities, method: string, params: Record<string, unknown> | undefined): boolean {
+export function clientAccepts(
+  capabilities: ClientCapabilities,
+  method: string,
+  params: Record<string, unknown> | undefined,
+): boolean {
   switch (method) {
     case 'elicitation/create': {
       const modes = elicitationModes(capabilities);

@@ -27,7 +27,13 @@ export function upstreamRequestId(clientId: RequestId): string {
  */
 export function newPendingRecord(
   timeoutSeconds: number,
-  fields: { method: string; target: string; clientRequestId: RequestId; targetSessionId?: string; targetRequestId?: RequestId },
+  fields: {
+    method: string;
+    target: string;
+    clientRequestId: RequestId;
+    targetSessionId?: string;
+    targetRequestId?: RequestId;
+  },
 ): PendingRecord {
   const now = Math.floor(Date.now() / 1000);
   const gatewayId = newGatewayRequestId();

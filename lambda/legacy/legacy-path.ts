@@ -2,8 +2,8 @@ import type { InitializeRequestParams, InitializeResult, JSONRPCRequest } from '
 import type { GatewayDeps } from '../core/deps';
 import { statusFor, toRpcError } from '../core/errors';
 import type { ExchangeContext } from '../core/exchange';
-import { MCP_HEADERS, errorResponse, jsonResponse, messageResponse, type AcceptPreference } from '../core/http';
-import { RpcCode, type ClientMessage } from '../core/jsonrpc';
+import { type AcceptPreference, errorResponse, jsonResponse, MCP_HEADERS, messageResponse } from '../core/http';
+import { type ClientMessage, RpcCode } from '../core/jsonrpc';
 import { describeError } from '../core/logger';
 import type { LoadedSession, SessionRecord } from '../state/store';
 import { newSessionId } from './ids';
@@ -11,7 +11,10 @@ import { handleSessionMessage } from './session-router';
 
 /** Protocol versions of the legacy (initialize handshake) era that this gateway is configured for. */
 export function legacyVersions(deps: GatewayDeps): string[] {
-  return deps.config.supportedVersions.filter((v) => v < '2026-01-01').sort().reverse();
+  return deps.config.supportedVersions
+    .filter((v) => v < '2026-01-01')
+    .sort()
+    .reverse();
 }
 
 const SERVER_CAPABILITIES = {
@@ -38,15 +41,27 @@ export async function handleLegacyPost(input: LegacyInput): Promise<Response> {
 
   const versionHeader = headers.get(MCP_HEADERS.protocolVersion);
   if (versionHeader !== null && !legacyVersions(deps).includes(versionHeader)) {
-    return errorResponse(400, idOf(message), RpcCode.InvalidRequest, `Bad Request: unsupported MCP-Protocol-Version "${versionHeader}"`, {
-      supported: deps.config.supportedVersions,
-      requested: versionHeader,
-    });
+    return errorResponse(
+      400,
+      idOf(message),
+      RpcCode.InvalidRequest,
+      `Bad Request: unsupported MCP-Protocol-Version "${versionHeader}"`,
+      {
+        supported: deps.config.supportedVersions,
+        requested: versionHeader,
+      },
+    );
   }
   const loaded = await loadOwnSession(input);
   if (loaded instanceof Response) return loaded;
   return handleSessionMessage(
-    { deps, loaded, accept: input.accept, exchange: input.exchange, headers: { [MCP_HEADERS.sessionId]: loaded.session.id } },
+    {
+      deps,
+      loaded,
+      accept: input.accept,
+      exchange: input.exchange,
+      headers: { [MCP_HEADERS.sessionId]: loaded.session.id },
+    },
     message,
   );
 }
@@ -73,12 +88,19 @@ export async function handleLegacyDelete(input: Omit<LegacyInput, 'message' | 'a
 }
 
 /** 400 without a session id; 404 for unknown, expired, deleted, or another principal's session. */
-async function loadOwnSession(input: Omit<LegacyInput, 'message' | 'accept'> & { message?: ClientMessage }): Promise<LoadedSession | Response> {
+async function loadOwnSession(
+  input: Omit<LegacyInput, 'message' | 'accept'> & { message?: ClientMessage },
+): Promise<LoadedSession | Response> {
   const { deps, headers, principal } = input;
   const id = input.message ? idOf(input.message) : null;
   const sessionId = headers.get(MCP_HEADERS.sessionId);
   if (!sessionId) {
-    return errorResponse(400, id, RpcCode.InvalidRequest, 'Bad Request: Mcp-Session-Id header is required (send initialize first)');
+    return errorResponse(
+      400,
+      id,
+      RpcCode.InvalidRequest,
+      'Bad Request: Mcp-Session-Id header is required (send initialize first)',
+    );
   }
   let loaded: LoadedSession | undefined;
   try {
@@ -89,7 +111,12 @@ async function loadOwnSession(input: Omit<LegacyInput, 'message' | 'accept'> & {
   }
   if (!loaded || loaded.session.principal !== principal) {
     // Another principal's session is indistinguishable from a missing one.
-    return errorResponse(404, id, RpcCode.InvalidRequest, 'Session not found: it expired or was deleted; initialize a new one');
+    return errorResponse(
+      404,
+      id,
+      RpcCode.InvalidRequest,
+      'Session not found: it expired or was deleted; initialize a new one',
+    );
   }
   return loaded;
 }
@@ -97,15 +124,30 @@ async function loadOwnSession(input: Omit<LegacyInput, 'message' | 'accept'> & {
 async function initialize(input: LegacyInput, request: JSONRPCRequest): Promise<Response> {
   const { deps, accept, principal } = input;
   const params = (request.params ?? {}) as Partial<InitializeRequestParams>;
-  if (typeof params.protocolVersion !== 'string' || typeof params.capabilities !== 'object' || params.capabilities === null) {
-    return errorResponse(400, request.id, RpcCode.InvalidParams, 'Invalid params: initialize needs protocolVersion and capabilities');
+  if (
+    typeof params.protocolVersion !== 'string' ||
+    typeof params.capabilities !== 'object' ||
+    params.capabilities === null
+  ) {
+    return errorResponse(
+      400,
+      request.id,
+      RpcCode.InvalidParams,
+      'Invalid params: initialize needs protocolVersion and capabilities',
+    );
   }
   const versions = legacyVersions(deps);
   if (versions.length === 0) {
-    return errorResponse(400, request.id, RpcCode.InvalidRequest, 'This gateway serves only the stateless protocol; initialize is not supported', {
-      supported: deps.config.supportedVersions,
-      requested: params.protocolVersion,
-    });
+    return errorResponse(
+      400,
+      request.id,
+      RpcCode.InvalidRequest,
+      'This gateway serves only the stateless protocol; initialize is not supported',
+      {
+        supported: deps.config.supportedVersions,
+        requested: params.protocolVersion,
+      },
+    );
   }
   // The requested version when supported, else our latest: the client decides whether it can go on.
   const protocolVersion = versions.includes(params.protocolVersion) ? params.protocolVersion : versions[0];
@@ -133,4 +175,3 @@ async function initialize(input: LegacyInput, request: JSONRPCRequest): Promise<
 function idOf(message: ClientMessage): string | number | null {
   return message.kind === 'notification' ? null : (message.message.id ?? null);
 }
-

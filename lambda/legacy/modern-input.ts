@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { ClientCapabilities as LegacyClientCapabilities, JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
+import type {
+  JSONRPCRequest,
+  ClientCapabilities as LegacyClientCapabilities,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { ClientCapabilities } from '@modelcontextprotocol/server';
 import { relayableCapabilities } from '../stateless/capabilities';
 import type { JSONRPCResponse } from '../targets/upstream-client';
@@ -38,7 +41,11 @@ export function inputRequiredOf(response: JSONRPCResponse): InputRequired | unde
  * input capabilities as its version allows them, in the 2026 shape (`roots.listChanged` → `roots: {}`).
  * Nothing when the client cannot take server requests (JSON-only request).
  */
-export function capabilitiesForModernTarget(client: LegacyClientCapabilities, protocolVersion: string, sse: boolean): ClientCapabilities {
+export function capabilitiesForModernTarget(
+  client: LegacyClientCapabilities,
+  protocolVersion: string,
+  sse: boolean,
+): ClientCapabilities {
   if (!sse) return {};
   return relayableCapabilities(capabilitiesForTarget(client, protocolVersion) as ClientCapabilities);
 }
@@ -47,16 +54,29 @@ export function capabilitiesForModernTarget(client: LegacyClientCapabilities, pr
  * One input request as a 2025 server request with the gateway's id. URL-mode elicitation on a
  * 2025-11-25 session requires an `elicitationId`, which 2026-07-28 removed: the gateway mints one.
  */
-export function toLegacyServerRequest(gatewayId: string, request: InputRequest, sessionVersion: string): JSONRPCRequest {
+export function toLegacyServerRequest(
+  gatewayId: string,
+  request: InputRequest,
+  sessionVersion: string,
+): JSONRPCRequest {
   const params = { ...request.params };
-  if (request.method === 'elicitation/create' && params.mode === 'url' && sessionVersion >= '2025-11-25' && typeof params.elicitationId !== 'string') {
+  if (
+    request.method === 'elicitation/create' &&
+    params.mode === 'url' &&
+    sessionVersion >= '2025-11-25' &&
+    typeof params.elicitationId !== 'string'
+  ) {
     params.elicitationId = `gw-elicitation-${randomUUID()}`;
   }
   return { jsonrpc: '2.0', id: gatewayId, method: request.method, params };
 }
 
 /** The retry's params: the original ones, the answers under the target's keys, its requestState byte-exact (none if it sent none). */
-export function retryParams(params: Record<string, unknown>, inputResponses: Record<string, unknown>, requestState: string | undefined): Record<string, unknown> {
+export function retryParams(
+  params: Record<string, unknown>,
+  inputResponses: Record<string, unknown>,
+  requestState: string | undefined,
+): Record<string, unknown> {
   const { inputResponses: _responses, requestState: _state, ...original } = params;
   return { ...original, inputResponses, ...(requestState !== undefined ? { requestState } : {}) };
 }

@@ -1,18 +1,38 @@
 import { randomUUID } from 'node:crypto';
-import type { JSONRPCErrorResponse, JSONRPCMessage, JSONRPCNotification, JSONRPCRequest, ProgressToken } from '@modelcontextprotocol/sdk/types.js';
+import type {
+  JSONRPCErrorResponse,
+  JSONRPCMessage,
+  JSONRPCNotification,
+  JSONRPCRequest,
+  ProgressToken,
+} from '@modelcontextprotocol/sdk/types.js';
 import { GATEWAY_TARGET, waitForGatewayAnswer } from '../confirm/legacy-confirm';
 import type { GatewayDeps } from '../core/deps';
 import { toRpcError } from '../core/errors';
 import type { ExchangeContext } from '../core/exchange';
-import { SseStream, jsonResponse, jsonRpcError, type AcceptPreference } from '../core/http';
+import { type AcceptPreference, jsonResponse, jsonRpcError, SseStream } from '../core/http';
 import { RpcCode } from '../core/jsonrpc';
 import { describeError } from '../core/logger';
 import { recordAnsweredInput, recordExpiredInput, recordRelayedInput } from '../observability/metrics';
 import type { LoadedSession, PendingRecord } from '../state/store';
-import { crossEraInputError, isModernSession, type JSONRPCResponse, type RequestOptions, type TargetClient, type UpstreamSession } from '../targets/upstream-client';
+import {
+  crossEraInputError,
+  isModernSession,
+  type JSONRPCResponse,
+  type RequestOptions,
+  type TargetClient,
+  type UpstreamSession,
+} from '../targets/upstream-client';
 import { capabilitiesForTarget, clientAccepts } from './capabilities';
 import { newPendingRecord, upstreamRequestId } from './ids';
-import { MAX_INPUT_ROUNDS, capabilitiesForModernTarget, inputRequiredOf, retryParams, toLegacyServerRequest, type InputRequired } from './modern-input';
+import {
+  capabilitiesForModernTarget,
+  type InputRequired,
+  inputRequiredOf,
+  MAX_INPUT_ROUNDS,
+  retryParams,
+  toLegacyServerRequest,
+} from './modern-input';
 import type { TargetSessions } from './target-sessions';
 
 export interface RelayInput {
@@ -52,7 +72,9 @@ export async function relayCall(input: RelayInput): Promise<Response> {
     // here); the stream opens at the first message to relay, or once the call runs long enough
     // to need keep-alives.
     if (!input.accept.json) relay.openStream();
-    const streamSoon = input.accept.json ? setTimeout(() => relay.openStream(), Math.min(STREAM_AFTER_MS, input.deps.keepAliveMs)) : undefined;
+    const streamSoon = input.accept.json
+      ? setTimeout(() => relay.openStream(), Math.min(STREAM_AFTER_MS, input.deps.keepAliveMs))
+      : undefined;
     streamSoon?.unref();
     void relay
       .run()
@@ -124,35 +146,53 @@ class Relay {
 
     let message: JSONRPCMessage;
     try {
-      const response = await this.input.sessions.with(this.input.target, this.upstreamAbort.signal, async (session, client) => {
-        this.upstream = { session, client };
-        const { clientCapabilities, protocolVersion } = this.input.loaded.session;
-        const options: RequestOptions = {
-          signal: this.upstreamAbort.signal,
-          handlers: {
-            onServerRequest: (serverRequest) => this.enqueue(() => this.onServerRequest(serverRequest)),
-            onNotification: (notification) => this.enqueue(async () => this.onNotification(notification)),
-          },
-          // A 2026-07-28 target asks for input with input_required results: the rounds run below.
-          modernInput: isModernSession(session) ? capabilitiesForModernTarget(clientCapabilities, protocolVersion, this.input.accept.sse) : undefined,
-        };
-        let answer = await client.request(session, this.upstreamRequest(), options);
-        for (let round = 1; options.modernInput; round++) {
-          const inputRequired = inputRequiredOf(answer);
-          if (!inputRequired) break;
-          if (round > MAX_INPUT_ROUNDS) {
-            return jsonRpcError(request.id, RpcCode.InternalError, `Target ${this.input.target} still asked for input after ${MAX_INPUT_ROUNDS} rounds; the gateway stopped the call`, {
-              type: 'TooManyInputRounds',
-              target: this.input.target,
-            });
+      const response = await this.input.sessions.with(
+        this.input.target,
+        this.upstreamAbort.signal,
+        async (session, client) => {
+          this.upstream = { session, client };
+          const { clientCapabilities, protocolVersion } = this.input.loaded.session;
+          const options: RequestOptions = {
+            signal: this.upstreamAbort.signal,
+            handlers: {
+              onServerRequest: (serverRequest) => this.enqueue(() => this.onServerRequest(serverRequest)),
+              onNotification: (notification) => this.enqueue(async () => this.onNotification(notification)),
+            },
+            // A 2026-07-28 target asks for input with input_required results: the rounds run below.
+            modernInput: isModernSession(session)
+              ? capabilitiesForModernTarget(clientCapabilities, protocolVersion, this.input.accept.sse)
+              : undefined,
+          };
+          let answer = await client.request(session, this.upstreamRequest(), options);
+          for (let round = 1; options.modernInput; round++) {
+            const inputRequired = inputRequiredOf(answer);
+            if (!inputRequired) break;
+            if (round > MAX_INPUT_ROUNDS) {
+              return jsonRpcError(
+                request.id,
+                RpcCode.InternalError,
+                `Target ${this.input.target} still asked for input after ${MAX_INPUT_ROUNDS} rounds; the gateway stopped the call`,
+                {
+                  type: 'TooManyInputRounds',
+                  target: this.input.target,
+                },
+              );
+            }
+            const collected = await this.collectInput(inputRequired);
+            if (!('responses' in collected)) return collected;
+            if (Object.keys(collected.responses).length) recordAnsweredInput('mrtr-retry');
+            answer = await client.request(
+              session,
+              this.upstreamRequest(
+                round,
+                retryParams(this.input.params, collected.responses, inputRequired.requestState),
+              ),
+              options,
+            );
           }
-          const collected = await this.collectInput(inputRequired);
-          if (!('responses' in collected)) return collected;
-          if (Object.keys(collected.responses).length) recordAnsweredInput('mrtr-retry');
-          answer = await client.request(session, this.upstreamRequest(round, retryParams(this.input.params, collected.responses, inputRequired.requestState)), options);
-        }
-        return answer;
-      });
+          return answer;
+        },
+      );
       message = { ...response, id: request.id };
     } catch (error) {
       message = this.failure(error);
@@ -170,8 +210,14 @@ class Relay {
   /** The relayed request; a retry after input round `round` gets a new id. */
   private upstreamRequest(round = 0, base: Record<string, unknown> = this.input.params): JSONRPCRequest {
     const params = { ...base };
-    if (this.upstreamProgressToken) params._meta = { ...(params._meta as object), progressToken: this.upstreamProgressToken };
-    return { jsonrpc: '2.0', id: round === 0 ? this.upstreamId : `${this.upstreamId}.r${round}`, method: this.input.request.method, params };
+    if (this.upstreamProgressToken)
+      params._meta = { ...(params._meta as object), progressToken: this.upstreamProgressToken };
+    return {
+      jsonrpc: '2.0',
+      id: round === 0 ? this.upstreamId : `${this.upstreamId}.r${round}`,
+      method: this.input.request.method,
+      params,
+    };
   }
 
   /**
@@ -182,14 +228,18 @@ class Relay {
    * A kind the session did not declare, or a client that cannot take a stream → CrossEraInputUnsupported,
    * nothing is sent; a JSON-RPC error from the client ends the call with a clear error.
    */
-  private async collectInput(inputRequired: InputRequired): Promise<{ responses: Record<string, unknown> } | JSONRPCResponse> {
+  private async collectInput(
+    inputRequired: InputRequired,
+  ): Promise<{ responses: Record<string, unknown> } | JSONRPCResponse> {
     const { deps, loaded, request, target } = this.input;
     const entries = Object.entries(inputRequired.inputRequests);
     if (entries.length === 0) return { responses: {} }; // requestState only: retry at once
     await this.queue; // the target's notifications so far go first
     // What the session's version allows of what the client declared (as declared to the target).
     const usable = capabilitiesForTarget(loaded.session.clientCapabilities, loaded.session.protocolVersion);
-    const refused = entries.filter(([, r]) => typeof r?.method !== 'string' || !clientAccepts(usable, r.method, r.params));
+    const refused = entries.filter(
+      ([, r]) => typeof r?.method !== 'string' || !clientAccepts(usable, r.method, r.params),
+    );
     const stream = refused.length === 0 ? this.openStream() : undefined;
     if (!stream) {
       const methods = (refused.length ? refused : entries).map(([, r]) => String(r?.method));
@@ -229,12 +279,17 @@ class Relay {
       const { error } = answers[errorIndex] as JSONRPCErrorResponse;
       const method = sent[errorIndex].method;
       this.log.info('the client answered an input request with an error', { inputMethod: method, code: error.code });
-      return jsonRpcError(request.id, RpcCode.InternalError, `The client answered ${method} of target ${target} with an error (${error.code}: ${error.message}); the call was stopped`, {
-        type: 'InputRequestFailed',
-        target,
-        inputMethod: method,
-        clientError: { code: error.code, message: error.message },
-      });
+      return jsonRpcError(
+        request.id,
+        RpcCode.InternalError,
+        `The client answered ${method} of target ${target} with an error (${error.code}: ${error.message}); the call was stopped`,
+        {
+          type: 'InputRequestFailed',
+          target,
+          inputMethod: method,
+          clientError: { code: error.code, message: error.message },
+        },
+      );
     }
     if (answers.some((a) => a === 'timeout') && !this.endReason) {
       if (Date.now() >= this.input.exchange.deadline) this.stop('deadline');
@@ -245,7 +300,9 @@ class Relay {
     }
     if (this.endReason) throw new Error(`input round ended: ${this.endReason}`);
     const responses: Record<string, unknown> = {};
-    sent.forEach(({ key }, index) => (responses[key] = (answers[index] as { result: unknown }).result));
+    sent.forEach(({ key }, index) => {
+      responses[key] = (answers[index] as { result: unknown }).result;
+    });
     return { responses };
   }
 
@@ -253,13 +310,23 @@ class Relay {
     const id = this.input.request.id;
     switch (this.endReason) {
       case 'deadline':
-        return jsonRpcError(id, RpcCode.RequestTimeout, 'Request timed out at the gateway before the target answered; retry the call', {
-          retryable: true,
-        });
+        return jsonRpcError(
+          id,
+          RpcCode.RequestTimeout,
+          'Request timed out at the gateway before the target answered; retry the call',
+          {
+            retryable: true,
+          },
+        );
       case 'pending-timeout':
-        return jsonRpcError(id, RpcCode.RequestTimeout, 'Timed out waiting for the client to answer a request of the target; retry the call', {
-          retryable: true,
-        });
+        return jsonRpcError(
+          id,
+          RpcCode.RequestTimeout,
+          'Timed out waiting for the client to answer a request of the target; retry the call',
+          {
+            retryable: true,
+          },
+        );
       case 'client-gone':
         return jsonRpcError(id, RpcCode.RequestTimeout, 'Client went away');
       default:
@@ -269,7 +336,9 @@ class Relay {
   }
 
   private enqueue(task: () => Promise<void>): void {
-    this.queue = this.queue.then(task).catch((error) => this.log.warn('relaying a target message failed', { error: describeError(error) }));
+    this.queue = this.queue
+      .then(task)
+      .catch((error) => this.log.warn('relaying a target message failed', { error: describeError(error) }));
   }
 
   private async onServerRequest(serverRequest: JSONRPCRequest): Promise<void> {
@@ -286,7 +355,9 @@ class Relay {
     if (!stream) {
       // Only declared capabilities are relayed; the target gets Method not found and should fall back.
       this.log.info('refused a server request the client cannot take', { serverMethod: serverRequest.method });
-      await this.answerTarget(jsonRpcError(serverRequest.id, RpcCode.MethodNotFound, `Method not found: ${serverRequest.method}`));
+      await this.answerTarget(
+        jsonRpcError(serverRequest.id, RpcCode.MethodNotFound, `Method not found: ${serverRequest.method}`),
+      );
       return;
     }
     const record = newPendingRecord(deps.config.pendingRequestTimeoutSeconds, {
@@ -301,15 +372,23 @@ class Relay {
     } catch (error) {
       // Unrecorded, the client's answer could not be matched: refuse it at the target, which can fall back.
       this.log.warn('pending request not recorded; refused at the target', { error: describeError(error) });
-      await this.answerTarget(jsonRpcError(serverRequest.id, RpcCode.InternalError, 'Gateway could not relay the request; retry later'));
+      await this.answerTarget(
+        jsonRpcError(serverRequest.id, RpcCode.InternalError, 'Gateway could not relay the request; retry later'),
+      );
       return;
     }
-    const timer = setTimeout(() => void this.onPendingTimeout(record.gatewayId), deps.config.pendingRequestTimeoutSeconds * 1000);
+    const timer = setTimeout(
+      () => void this.onPendingTimeout(record.gatewayId),
+      deps.config.pendingRequestTimeoutSeconds * 1000,
+    );
     timer.unref();
     this.pending.set(record.gatewayId, { record, timer });
     stream.send({ ...serverRequest, id: record.gatewayId });
     recordRelayedInput(serverRequest.method);
-    this.log.info('relayed a server request', { serverMethod: serverRequest.method, gatewayRequestId: record.gatewayId });
+    this.log.info('relayed a server request', {
+      serverMethod: serverRequest.method,
+      gatewayRequestId: record.gatewayId,
+    });
   }
 
   private onNotification(notification: JSONRPCNotification): void {
@@ -323,12 +402,11 @@ class Relay {
     this.openStream()?.send(message);
   }
 
-
   private async answerTarget(message: JSONRPCMessage): Promise<void> {
     if (!this.upstream) return;
-    await this.upstream.client.send(this.upstream.session, message).catch((error) =>
-      this.log.warn('answering the target failed', { error: describeError(error) }),
-    );
+    await this.upstream.client
+      .send(this.upstream.session, message)
+      .catch((error) => this.log.warn('answering the target failed', { error: describeError(error) }));
   }
 
   /** A pending request nobody answered in time: cancel the call unless another instance claimed it. */

@@ -51,20 +51,26 @@ export class Router {
       }
     }
     const lists = await this.listing(listKind);
-    const entries = lists.flatMap(({ target, items }) => (items as Array<Tool | Prompt>).map((item) => ({ target, name: item.name })));
+    const entries = lists.flatMap(({ target, items }) =>
+      (items as Array<Tool | Prompt>).map((item) => ({ target, name: item.name })),
+    );
     const resolution = resolveName(called, entries, this.targetNames, kind);
-    if (!resolution.ok) throw new GatewayError(RpcCode.InvalidParams, resolution.message, { candidates: resolution.candidates });
+    if (!resolution.ok)
+      throw new GatewayError(RpcCode.InvalidParams, resolution.message, { candidates: resolution.candidates });
     return { target: resolution.target, name: resolution.name };
   }
 
   /** The target of a resource URI: an exact listed resource first, then a matching template. */
   async resource(uri: unknown): Promise<string> {
-    if (typeof uri !== 'string' || uri.length === 0) throw new GatewayError(RpcCode.InvalidParams, 'Invalid params: uri must be a non-empty string');
+    if (typeof uri !== 'string' || uri.length === 0)
+      throw new GatewayError(RpcCode.InvalidParams, 'Invalid params: uri must be a non-empty string');
     const resources = await this.listing('resources');
     const exact = resources.find(({ items }) => (items as Resource[]).some((r) => r.uri === uri));
     if (exact) return exact.target;
     const templates = await this.listing('resourceTemplates');
-    const templated = templates.find(({ items }) => (items as ResourceTemplate[]).some((t) => matchesTemplate(t.uriTemplate, uri)));
+    const templated = templates.find(({ items }) =>
+      (items as ResourceTemplate[]).some((t) => matchesTemplate(t.uriTemplate, uri)),
+    );
     if (templated) return templated.target;
     if (this.targetNames.length === 1) return this.targetNames[0];
     throw new GatewayError(-32002, `Resource not found: ${uri}`, { uri });
@@ -73,7 +79,9 @@ export class Router {
   /** The target that owns a resource template, for completion/complete. */
   async template(uriTemplate: unknown): Promise<string> {
     const templates = await this.listing('resourceTemplates');
-    const owner = templates.find(({ items }) => (items as ResourceTemplate[]).some((t) => t.uriTemplate === uriTemplate));
+    const owner = templates.find(({ items }) =>
+      (items as ResourceTemplate[]).some((t) => t.uriTemplate === uriTemplate),
+    );
     if (owner) return owner.target;
     return this.resource(uriTemplate);
   }

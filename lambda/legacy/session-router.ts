@@ -1,14 +1,21 @@
-import type { JSONRPCNotification, JSONRPCRequest, Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type {
+  JSONRPCNotification,
+  JSONRPCRequest,
+  Prompt,
+  Resource,
+  ResourceTemplate,
+  Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import { confirmThenRelay, legacyCallNeedsConfirmation } from '../confirm/legacy-confirm';
 import type { GatewayDeps } from '../core/deps';
 import { GatewayError, statusFor, toRpcError } from '../core/errors';
 import type { ExchangeContext } from '../core/exchange';
-import { accepted, jsonResponse, messageResponse, type AcceptPreference } from '../core/http';
-import { RpcCode, type ClientMessage } from '../core/jsonrpc';
+import { type AcceptPreference, accepted, jsonResponse, messageResponse } from '../core/http';
+import { type ClientMessage, RpcCode } from '../core/jsonrpc';
 import { describeError } from '../core/logger';
 import type { LoadedSession } from '../state/store';
-import { confirmThenRelay, legacyCallNeedsConfirmation } from '../confirm/legacy-confirm';
-import { deliverAnswer } from './answer';
 import { exposeByUri, exposeNamed, listFromTargets } from './aggregate';
+import { deliverAnswer } from './answer';
 import { upstreamRequestId } from './ids';
 import { relayCall } from './relay';
 import { Router } from './routing';
@@ -66,7 +73,9 @@ async function forEachTargetSession(ctx: SessionExchange, notification: JSONRPCN
       const client = ctx.deps.targets.get(record.target);
       await client
         ?.send({ targetSessionId: record.targetSessionId, protocolVersion: record.protocolVersion }, notification)
-        .catch((error) => ctx.deps.logger.warn('notification to target failed', { target: record.target, error: describeError(error) }));
+        .catch((error) =>
+          ctx.deps.logger.warn('notification to target failed', { target: record.target, error: describeError(error) }),
+        );
     }),
   );
 }
@@ -76,9 +85,20 @@ async function handleRequest(ctx: SessionExchange, request: JSONRPCRequest): Pro
   const sessions = new TargetSessions(deps, loaded);
   const router = new Router(deps, sessions, loaded.session.id, exchange.signal);
   const params = (request.params ?? {}) as Record<string, unknown>;
-  const reply = (result: unknown) => messageResponse({ jsonrpc: '2.0', id: request.id, result: result as Record<string, unknown> }, accept, headers);
+  const reply = (result: unknown) =>
+    messageResponse({ jsonrpc: '2.0', id: request.id, result: result as Record<string, unknown> }, accept, headers);
   const relay = (target: string, upstreamParams: Record<string, unknown>) =>
-    relayCall({ deps, loaded, sessions, accept, exchange, request, target, params: upstreamParams, responseHeaders: headers });
+    relayCall({
+      deps,
+      loaded,
+      sessions,
+      accept,
+      exchange,
+      request,
+      target,
+      params: upstreamParams,
+      responseHeaders: headers,
+    });
   deps.logger.debug('request', { sessionId: loaded.session.id, method: request.method });
 
   try {
@@ -86,7 +106,12 @@ async function handleRequest(ctx: SessionExchange, request: JSONRPCRequest): Pro
       case 'ping':
         return reply({});
       case 'initialize':
-        throw new GatewayError(RpcCode.InvalidRequest, 'Invalid Request: the session is already initialized', undefined, 400);
+        throw new GatewayError(
+          RpcCode.InvalidRequest,
+          'Invalid Request: the session is already initialized',
+          undefined,
+          400,
+        );
       case 'tools/list':
       case 'prompts/list':
       case 'resources/list':
@@ -102,7 +127,9 @@ async function handleRequest(ctx: SessionExchange, request: JSONRPCRequest): Pro
         const { target, name } = await router.named(params.name, request.method === 'tools/call' ? 'tool' : 'prompt');
         // --- confirmTools hook (lambda/confirm): the gateway asks the user before relaying ---
         if (legacyCallNeedsConfirmation(deps, request.method, target, name)) {
-          return await confirmThenRelay({ deps, loaded, accept, exchange, request, target, tool: name, headers }, () => relay(target, { ...params, name }));
+          return await confirmThenRelay({ deps, loaded, accept, exchange, request, target, tool: name, headers }, () =>
+            relay(target, { ...params, name }),
+          );
         }
         // --- end confirmTools hook ---
         return await relay(target, { ...params, name });
@@ -121,7 +148,10 @@ async function handleRequest(ctx: SessionExchange, request: JSONRPCRequest): Pro
       case 'logging/setLevel': {
         const level = params.level;
         if (typeof level !== 'string' || !LOG_LEVELS.includes(level)) {
-          throw new GatewayError(RpcCode.InvalidParams, `Invalid params: level must be one of ${LOG_LEVELS.join(', ')}`);
+          throw new GatewayError(
+            RpcCode.InvalidParams,
+            `Invalid params: level must be one of ${LOG_LEVELS.join(', ')}`,
+          );
         }
         await deps.store.setLogLevel(loaded.session, level);
         loaded.session.logLevel = level;
@@ -129,9 +159,16 @@ async function handleRequest(ctx: SessionExchange, request: JSONRPCRequest): Pro
           deps.config.targets.map(({ name: target }) =>
             sessions
               .with(target, exchange.signal, (session, client) =>
-                client.request(session, { jsonrpc: '2.0', id: `gw-log-${request.id}`, method: 'logging/setLevel', params: { level } }),
+                client.request(session, {
+                  jsonrpc: '2.0',
+                  id: `gw-log-${request.id}`,
+                  method: 'logging/setLevel',
+                  params: { level },
+                }),
               )
-              .catch((error) => deps.logger.warn('logging/setLevel not relayed', { target, error: describeError(error) })),
+              .catch((error) =>
+                deps.logger.warn('logging/setLevel not relayed', { target, error: describeError(error) }),
+              ),
           ),
         );
         return reply({});
@@ -141,24 +178,49 @@ async function handleRequest(ctx: SessionExchange, request: JSONRPCRequest): Pro
     }
   } catch (error) {
     if (!(error instanceof GatewayError)) {
-      deps.logger.warn('request failed', { sessionId: loaded.session.id, method: request.method, error: describeError(error) });
+      deps.logger.warn('request failed', {
+        sessionId: loaded.session.id,
+        method: request.method,
+        error: describeError(error),
+      });
     }
     const status = statusFor(error);
-    if (status !== 200) return jsonResponse(status, toRpcError(request.id, error), { ...headers, ...(status === 503 ? { 'retry-after': '1' } : {}) });
+    if (status !== 200)
+      return jsonResponse(status, toRpcError(request.id, error), {
+        ...headers,
+        ...(status === 503 ? { 'retry-after': '1' } : {}),
+      });
     return messageResponse(toRpcError(request.id, error), accept, headers);
   }
 }
 
-async function aggregate(ctx: SessionExchange, sessions: TargetSessions, method: string): Promise<Record<string, unknown>> {
+async function aggregate(
+  ctx: SessionExchange,
+  sessions: TargetSessions,
+  method: string,
+): Promise<Record<string, unknown>> {
   const { deps, exchange, loaded } = ctx;
   const sessionId = loaded.session.id;
   switch (method) {
     case 'tools/list':
-      return { tools: exposeNamed<Tool>(deps, await listFromTargets(deps, sessions, 'tools', exchange.signal, sessionId)) };
+      return {
+        tools: exposeNamed<Tool>(deps, await listFromTargets(deps, sessions, 'tools', exchange.signal, sessionId)),
+      };
     case 'prompts/list':
-      return { prompts: exposeNamed<Prompt>(deps, await listFromTargets(deps, sessions, 'prompts', exchange.signal, sessionId)) };
+      return {
+        prompts: exposeNamed<Prompt>(
+          deps,
+          await listFromTargets(deps, sessions, 'prompts', exchange.signal, sessionId),
+        ),
+      };
     case 'resources/list':
-      return { resources: exposeByUri<Resource>(deps, await listFromTargets(deps, sessions, 'resources', exchange.signal, sessionId), (r) => r.uri) };
+      return {
+        resources: exposeByUri<Resource>(
+          deps,
+          await listFromTargets(deps, sessions, 'resources', exchange.signal, sessionId),
+          (r) => r.uri,
+        ),
+      };
     default:
       return {
         resourceTemplates: exposeByUri<ResourceTemplate>(
@@ -169,4 +231,3 @@ async function aggregate(ctx: SessionExchange, sessions: TargetSessions, method:
       };
   }
 }
-

@@ -1,7 +1,12 @@
 import type { GatewayDeps } from '../core/deps';
 import { describeError } from '../core/logger';
 import type { LoadedSession, TargetSessionRecord } from '../state/store';
-import { DependencyFailedError, TargetSessionExpiredError, type TargetClient, type UpstreamSession } from '../targets/upstream-client';
+import {
+  DependencyFailedError,
+  type TargetClient,
+  TargetSessionExpiredError,
+  type UpstreamSession,
+} from '../targets/upstream-client';
 import { capabilitiesForTarget } from './capabilities';
 
 /**
@@ -32,7 +37,11 @@ export class TargetSessions {
   }
 
   /** Runs `fn` with the target session, re-initializing once if the target answers 404. */
-  async with<T>(target: string, signal: AbortSignal | undefined, fn: (session: UpstreamSession, client: TargetClient) => Promise<T>): Promise<T> {
+  async with<T>(
+    target: string,
+    signal: AbortSignal | undefined,
+    fn: (session: UpstreamSession, client: TargetClient) => Promise<T>,
+  ): Promise<T> {
     const client = this.client(target);
     const session = await this.session(target, signal);
     try {
@@ -68,12 +77,30 @@ export class TargetSessions {
     };
     if (session.logLevel) {
       await client
-        .request(upstream, { jsonrpc: '2.0', id: `gw-log-${Date.now()}`, method: 'logging/setLevel', params: { level: session.logLevel } }, { signal })
-        .catch((error) => this.deps.logger.warn('logging/setLevel on a new target session failed', { target, error: describeError(error) }));
+        .request(
+          upstream,
+          {
+            jsonrpc: '2.0',
+            id: `gw-log-${Date.now()}`,
+            method: 'logging/setLevel',
+            params: { level: session.logLevel },
+          },
+          { signal },
+        )
+        .catch((error) =>
+          this.deps.logger.warn('logging/setLevel on a new target session failed', {
+            target,
+            error: describeError(error),
+          }),
+        );
     }
     await this.deps.store.putTargetSession(session, record);
     this.loaded.targets.set(target, record);
-    this.deps.logger.debug('target session opened', { sessionId: session.id, target, protocolVersion: upstream.protocolVersion });
+    this.deps.logger.debug('target session opened', {
+      sessionId: session.id,
+      target,
+      protocolVersion: upstream.protocolVersion,
+    });
     return upstream;
   }
 }

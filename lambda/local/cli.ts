@@ -26,7 +26,8 @@ async function main(): Promise<void> {
     return;
   }
   const port = values.port === undefined ? 8080 : Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`--port: not a port number: ${values.port}`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new ConfigError(`--port: not a port number: ${values.port}`);
   let config: GatewayConfigInput | undefined;
   if (values.config) {
     try {
@@ -45,7 +46,9 @@ async function main(): Promise<void> {
   const targets = gateway.config.targets.map((t) => `${t.name} → ${t.url}`).join(', ') || 'none';
   console.log(`MCP gateway ready: ${gateway.url}`);
   console.log(`  targets: ${targets}`);
-  console.log(`  DynamoDB: ${values['dynamodb-endpoint'] ?? `embedded (${gateway.dynamodbEndpoint})`}, table ${gateway.config.tableName}`);
+  console.log(
+    `  DynamoDB: ${values['dynamodb-endpoint'] ?? `embedded (${gateway.dynamodbEndpoint})`}, table ${gateway.config.tableName}`,
+  );
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -60,9 +63,10 @@ async function main(): Promise<void> {
 }
 
 main().catch((error) => {
-  const message = error instanceof ConfigError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')
-    ? `${(error as Error).message}\n${USAGE}`
-    : `failed to start: ${(error as Error).message}`;
+  const message =
+    error instanceof ConfigError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')
+      ? `${(error as Error).message}\n${USAGE}`
+      : `failed to start: ${(error as Error).message}`;
   console.error(message);
   process.exit(1);
 });

@@ -1,25 +1,25 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import { createServer, type Server as HttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { z } from 'zod';
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
-  CreateMessageResultSchema,
-  ElicitResultSchema,
-  ListRootsResultSchema,
-  UrlElicitationRequiredError,
-  isInitializeRequest,
   type CallToolResult,
+  CreateMessageResultSchema,
   type ElicitRequestFormParams,
   type ElicitRequestURLParams,
   type ElicitResult,
+  ElicitResultSchema,
+  isInitializeRequest,
+  ListRootsResultSchema,
   type LoggingLevel,
   type RequestId,
   type ServerNotification,
   type ServerRequest,
+  UrlElicitationRequiredError,
 } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
 
 /**
  * A real MCP server ("target") built with the official v1 SDK, served over Streamable HTTP on loopback.
@@ -67,7 +67,16 @@ const MCP_PATH = '/mcp';
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
 /** Server-to-client requests may wait for a human (elicitation), so allow longer than the SDK's 60 s default. */
 const CLIENT_REQUEST_TIMEOUT_MS = 10 * 60 * 1000;
-const LOG_LEVELS: readonly LoggingLevel[] = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
+const LOG_LEVELS: readonly LoggingLevel[] = [
+  'debug',
+  'info',
+  'notice',
+  'warning',
+  'error',
+  'critical',
+  'alert',
+  'emergency',
+];
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -131,20 +140,26 @@ function createSessionServer(state: TargetState, session: SessionContext): McpSe
     { name: state.name, version: '1.0.0' },
     {
       capabilities: { tools: {}, prompts: {}, resources: {}, logging: {}, completions: {} },
-      instructions: 'Demo MCP target for the gateway: deterministic tools exercising elicitation, sampling, roots, progress and cancellation.',
+      instructions:
+        'Demo MCP target for the gateway: deterministic tools exercising elicitation, sampling, roots, progress and cancellation.',
     },
   );
   const server = mcp.server;
 
   /** Options that make the SDK send a server-to-client request on the current tools/call POST stream. */
-  const related = (extra: Extra) => ({ relatedRequestId: extra.requestId, signal: extra.signal, timeout: CLIENT_REQUEST_TIMEOUT_MS });
+  const related = (extra: Extra) => ({
+    relatedRequestId: extra.requestId,
+    signal: extra.signal,
+    timeout: CLIENT_REQUEST_TIMEOUT_MS,
+  });
 
   /** Records the request id if the client cancels it (not if the session merely closes). */
   const watchCancel = (extra: Extra): void => {
     extra.signal.addEventListener(
       'abort',
       () => {
-        if (!session.closed && !state.cancelledRequestIds.includes(extra.requestId)) state.cancelledRequestIds.push(extra.requestId);
+        if (!session.closed && !state.cancelledRequestIds.includes(extra.requestId))
+          state.cancelledRequestIds.push(extra.requestId);
       },
       { once: true },
     );
@@ -177,15 +192,16 @@ function createSessionServer(state: TargetState, session: SessionContext): McpSe
     return text(`not executed (${result.action === 'accept' ? 'confirm false' : result.action})`);
   };
 
-  mcp.registerTool(
-    'echo',
-    { description: 'Echoes the text back.', inputSchema: { text: z.string() } },
-    ({ text: t }) => text(`echo: ${t}`),
+  mcp.registerTool('echo', { description: 'Echoes the text back.', inputSchema: { text: z.string() } }, ({ text: t }) =>
+    text(`echo: ${t}`),
   );
 
   mcp.registerTool(
     'use_aws',
-    { description: 'Asks the user (form elicitation) before running an AWS CLI command.', inputSchema: { command: z.string() } },
+    {
+      description: 'Asks the user (form elicitation) before running an AWS CLI command.',
+      inputSchema: { command: z.string() },
+    },
     ({ command }, extra) => confirmTool(`Run \`${command}\`?`, `executed: ${command}`, extra),
   );
 
@@ -197,7 +213,10 @@ function createSessionServer(state: TargetState, session: SessionContext): McpSe
 
   mcp.registerTool(
     'access_github_repo',
-    { description: 'URL-mode elicitation (request based): asks the user to authorize repository access out of band.', inputSchema: { repo: z.string() } },
+    {
+      description: 'URL-mode elicitation (request based): asks the user to authorize repository access out of band.',
+      inputSchema: { repo: z.string() },
+    },
     async ({ repo }, extra) => {
       const elicitationId = randomUUID();
       const params: ElicitRequestURLParams = {
@@ -221,7 +240,10 @@ function createSessionServer(state: TargetState, session: SessionContext): McpSe
 
   mcp.registerTool(
     'url_required',
-    { description: 'URL-mode elicitation (exception based): the first call per resource fails with -32042.', inputSchema: { resource: z.string() } },
+    {
+      description: 'URL-mode elicitation (exception based): the first call per resource fails with -32042.',
+      inputSchema: { resource: z.string() },
+    },
     ({ resource }) => {
       if (state.authorizedResources.has(resource)) return text(`authorized ${resource}`);
       // Remember first: the user is expected to complete the URL flow, then retry.
@@ -266,15 +288,22 @@ function createSessionServer(state: TargetState, session: SessionContext): McpSe
     async ({ steps, delayMs }, extra) => {
       watchCancel(extra);
       const progressToken = extra._meta?.progressToken;
-      const sendLog = session.logLevel === undefined || LOG_LEVELS.indexOf('info') >= LOG_LEVELS.indexOf(session.logLevel);
+      const sendLog =
+        session.logLevel === undefined || LOG_LEVELS.indexOf('info') >= LOG_LEVELS.indexOf(session.logLevel);
       for (let i = 1; i <= steps; i++) {
         if (!(await sleep(delayMs ?? 10, extra.signal))) return text(`cancelled at step ${i}`);
         // extra.sendNotification relates to this request: the notifications ride the tools/call POST stream.
         if (progressToken !== undefined) {
-          await extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: i, total: steps } });
+          await extra.sendNotification({
+            method: 'notifications/progress',
+            params: { progressToken, progress: i, total: steps },
+          });
         }
         if (sendLog) {
-          await extra.sendNotification({ method: 'notifications/message', params: { level: 'info', logger: state.name, data: `step ${i}` } });
+          await extra.sendNotification({
+            method: 'notifications/message',
+            params: { level: 'info', logger: state.name, data: `step ${i}` },
+          });
         }
       }
       return text(`done ${steps}`);
@@ -283,7 +312,10 @@ function createSessionServer(state: TargetState, session: SessionContext): McpSe
 
   mcp.registerTool(
     'slow',
-    { description: 'Waits ms milliseconds (abortable by notifications/cancelled).', inputSchema: { ms: z.number().int().min(0).max(60_000) } },
+    {
+      description: 'Waits ms milliseconds (abortable by notifications/cancelled).',
+      inputSchema: { ms: z.number().int().min(0).max(60_000) },
+    },
     async ({ ms }, extra) => {
       watchCancel(extra);
       const completed = await sleep(ms, extra.signal);
@@ -291,33 +323,45 @@ function createSessionServer(state: TargetState, session: SessionContext): McpSe
     },
   );
 
-  mcp.registerTool('multi_elicit', { description: 'Two sequential form elicitations (name, then age).' }, async (extra) => {
-    let name: string;
-    try {
-      const first = await elicitForm(
-        {
-          mode: 'form',
-          message: 'What is your name?',
-          requestedSchema: { type: 'object', properties: { name: { type: 'string', title: 'Name' } }, required: ['name'] },
-        },
-        extra,
-      );
-      if (first.action !== 'accept') return text(`not completed (${first.action})`);
-      name = String(first.content?.name);
-      const second = await elicitForm(
-        {
-          mode: 'form',
-          message: `How old are you, ${name}?`,
-          requestedSchema: { type: 'object', properties: { age: { type: 'integer', title: 'Age', minimum: 0 } }, required: ['age'] },
-        },
-        extra,
-      );
-      if (second.action !== 'accept') return text(`not completed (${second.action})`);
-      return text(`hello ${name}, ${String(second.content?.age)}`);
-    } catch (err) {
-      return errorText(`elicitation unavailable: ${errorMessage(err)}`);
-    }
-  });
+  mcp.registerTool(
+    'multi_elicit',
+    { description: 'Two sequential form elicitations (name, then age).' },
+    async (extra) => {
+      let name: string;
+      try {
+        const first = await elicitForm(
+          {
+            mode: 'form',
+            message: 'What is your name?',
+            requestedSchema: {
+              type: 'object',
+              properties: { name: { type: 'string', title: 'Name' } },
+              required: ['name'],
+            },
+          },
+          extra,
+        );
+        if (first.action !== 'accept') return text(`not completed (${first.action})`);
+        name = String(first.content?.name);
+        const second = await elicitForm(
+          {
+            mode: 'form',
+            message: `How old are you, ${name}?`,
+            requestedSchema: {
+              type: 'object',
+              properties: { age: { type: 'integer', title: 'Age', minimum: 0 } },
+              required: ['age'],
+            },
+          },
+          extra,
+        );
+        if (second.action !== 'accept') return text(`not completed (${second.action})`);
+        return text(`hello ${name}, ${String(second.content?.age)}`);
+      } catch (err) {
+        return errorText(`elicitation unavailable: ${errorMessage(err)}`);
+      }
+    },
+  );
 
   mcp.registerTool('fail', { description: 'Always fails (isError result).' }, () => errorText('failed on purpose'));
 
@@ -333,7 +377,10 @@ function createSessionServer(state: TargetState, session: SessionContext): McpSe
       try {
         if (kind === 'sampling') {
           const r = await extra.sendRequest(
-            { method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text: 'hi' } }], maxTokens: 5 } },
+            {
+              method: 'sampling/createMessage',
+              params: { messages: [{ role: 'user', content: { type: 'text', text: 'hi' } }], maxTokens: 5 },
+            },
             CreateMessageResultSchema,
           );
           return text(`answered: ${r.model}`);
@@ -345,7 +392,11 @@ function createSessionServer(state: TargetState, session: SessionContext): McpSe
         const params =
           kind === 'url'
             ? { mode: 'url' as const, elicitationId: randomUUID(), url: 'https://auth.example/x', message: 'Open this' }
-            : { mode: 'form' as const, message: 'Fill this', requestedSchema: { type: 'object' as const, properties: {} } };
+            : {
+                mode: 'form' as const,
+                message: 'Fill this',
+                requestedSchema: { type: 'object' as const, properties: {} },
+              };
         const r = await extra.sendRequest({ method: 'elicitation/create', params }, ElicitResultSchema);
         return text(`answered: ${r.action}`);
       } catch (err) {
@@ -358,9 +409,14 @@ function createSessionServer(state: TargetState, session: SessionContext): McpSe
     messages: [{ role: 'user', content: { type: 'text', text: `Hello, ${name}!` } }],
   }));
 
-  mcp.registerResource('readme', 'demo://readme', { mimeType: 'text/plain', description: 'About this target.' }, (uri) => ({
-    contents: [{ uri: uri.href, mimeType: 'text/plain', text: 'demo target readme' }],
-  }));
+  mcp.registerResource(
+    'readme',
+    'demo://readme',
+    { mimeType: 'text/plain', description: 'About this target.' },
+    (uri) => ({
+      contents: [{ uri: uri.href, mimeType: 'text/plain', text: 'demo target readme' }],
+    }),
+  );
 
   mcp.registerResource(
     'item',
@@ -378,13 +434,23 @@ function createSessionServer(state: TargetState, session: SessionContext): McpSe
   return mcp;
 }
 
-function sendJsonRpcError(res: ServerResponse, status: number, code: number, message: string, extraHeaders: Record<string, string> = {}): void {
+function sendJsonRpcError(
+  res: ServerResponse,
+  status: number,
+  code: number,
+  message: string,
+  extraHeaders: Record<string, string> = {},
+): void {
   if (res.headersSent) {
     res.end();
     return;
   }
   const body = JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null });
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...extraHeaders });
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+    ...extraHeaders,
+  });
   res.end(body);
 }
 
@@ -410,7 +476,8 @@ interface MethodMessage {
 function methodMessages(body: unknown): MethodMessage[] {
   const list: unknown[] = Array.isArray(body) ? body : [body];
   return list.filter(
-    (m): m is MethodMessage => typeof m === 'object' && m !== null && typeof (m as { method?: unknown }).method === 'string',
+    (m): m is MethodMessage =>
+      typeof m === 'object' && m !== null && typeof (m as { method?: unknown }).method === 'string',
   );
 }
 
@@ -535,7 +602,8 @@ export async function startDemoTarget(opts: DemoTargetOptions = {}): Promise<Dem
     }
 
     // No session id: only an initialize POST may open a new session.
-    const isInit = method === 'POST' && (Array.isArray(body) ? body.some((m) => isInitializeRequest(m)) : isInitializeRequest(body));
+    const isInit =
+      method === 'POST' && (Array.isArray(body) ? body.some((m) => isInitializeRequest(m)) : isInitializeRequest(body));
     if (!isInit) {
       sendJsonRpcError(res, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
       return;
@@ -567,7 +635,9 @@ export async function startDemoTarget(opts: DemoTargetOptions = {}): Promise<Dem
   });
   const port = (httpServer.address() as AddressInfo).port;
   const hostInUrl = host.includes(':') ? `[${host}]` : host;
-  allowedHosts = new Set([`${hostInUrl}:${port}`, `127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`].map((h) => h.toLowerCase()));
+  allowedHosts = new Set(
+    [`${hostInUrl}:${port}`, `127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`].map((h) => h.toLowerCase()),
+  );
 
   return {
     url: `http://${hostInUrl}:${port}${MCP_PATH}`,

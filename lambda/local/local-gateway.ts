@@ -1,12 +1,12 @@
-import { parseConfig, type GatewayConfig, type GatewayConfigInput } from '../config/schema';
-import { buildGatewayDeps, type BuildOptions } from '../core/bootstrap';
-import { createLogger, describeError } from '../core/logger';
+import { type GatewayConfig, type GatewayConfigInput, parseConfig } from '../config/schema';
+import { type BuildOptions, buildGatewayDeps } from '../core/bootstrap';
 import type { GatewayDeps } from '../core/deps';
 import { createGateway } from '../core/gateway';
 import type { GatewayLogger } from '../core/logger';
+import { createLogger, describeError } from '../core/logger';
 import { createDocumentClient, ensureTable } from '../state/dynamo-client';
 import { reportTargetsAtStartup } from '../targets/startup-report';
-import { startDemoTarget, type DemoTarget } from './demo-target';
+import { type DemoTarget, startDemoTarget } from './demo-target';
 import { startEmbeddedDynamo } from './embedded-dynamodb';
 import { serveOnNode } from './node-adapter';
 
@@ -64,9 +64,17 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
       await ensureTable(documentClient, config.tableName);
     } catch (error) {
       // Not fatal: 2026-07-28 requests never touch DynamoDB; 2025 sessions answer 503 until it is back.
-      logger.warn('DynamoDB not reachable at start-up; 2025-11-25 sessions will fail until it is', { endpoint, error: describeError(error) });
+      logger.warn('DynamoDB not reachable at start-up; 2025-11-25 sessions will fail until it is', {
+        endpoint,
+        error: describeError(error),
+      });
     }
-    const deps = buildGatewayDeps(config, { documentClient, logger, keepAliveMs: options.keepAliveMs, ...options.auth });
+    const deps = buildGatewayDeps(config, {
+      documentClient,
+      logger,
+      keepAliveMs: options.keepAliveMs,
+      ...options.auth,
+    });
     if (options.startupReport ?? true) await reportTargetsAtStartup(deps);
     const running = await serveOnNode(createGateway(deps), {
       host: options.host ?? '127.0.0.1',

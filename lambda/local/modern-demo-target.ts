@@ -1,17 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import { createServer, type Server as HttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { z } from 'zod';
 import {
-  McpServer,
   acceptedContent,
+  type CallToolResult,
   createMcpHandler,
   createRequestStateCodec,
   inputRequired,
   inputResponse,
-  type CallToolResult,
   type McpHttpHandler,
+  McpServer,
 } from '@modelcontextprotocol/server';
+import { z } from 'zod';
 
 /**
  * A 2026-07-28 ("modern") MCP target built with the official v2 SDK (`createMcpHandler`), served on
@@ -70,7 +70,10 @@ interface StatePayload {
 }
 
 export async function startModernDemoTarget(options: ModernDemoTargetOptions = {}): Promise<ModernDemoTarget> {
-  const codec = createRequestStateCodec<StatePayload>({ key: options.stateKey ?? randomBytes(32).toString('base64'), ttlSeconds: 600 });
+  const codec = createRequestStateCodec<StatePayload>({
+    key: options.stateKey ?? randomBytes(32).toString('base64'),
+    ttlSeconds: 600,
+  });
   const stats: ModernDemoStats = { requestsByMethod: {}, calls: [], minted: [] };
   const mint = async (payload: StatePayload) => {
     const state = await codec.mint(payload);
@@ -84,11 +87,18 @@ export async function startModernDemoTarget(options: ModernDemoTargetOptions = {
       { capabilities: { tools: {}, prompts: {}, resources: {} }, requestState: { verify: codec.verify } },
     );
 
-    server.registerTool('echo', { description: 'Echoes the text back.', inputSchema: z.object({ text: z.string() }) }, ({ text: t }) => text(`echo: ${t}`));
+    server.registerTool(
+      'echo',
+      { description: 'Echoes the text back.', inputSchema: z.object({ text: z.string() }) },
+      ({ text: t }) => text(`echo: ${t}`),
+    );
 
     server.registerTool(
       'use_aws',
-      { description: 'Asks the user (form elicitation) before running an AWS CLI command.', inputSchema: z.object({ command: z.string() }) },
+      {
+        description: 'Asks the user (form elicitation) before running an AWS CLI command.',
+        inputSchema: z.object({ command: z.string() }),
+      },
       async ({ command }, ctx) => {
         const answer = inputResponse(ctx.mcpReq.inputResponses, 'confirm');
         const state = ctx.mcpReq.requestState<StatePayload>();
@@ -101,7 +111,11 @@ export async function startModernDemoTarget(options: ModernDemoTargetOptions = {
           inputRequests: {
             confirm: inputRequired.elicit({
               message: `Run \`${command}\`?`,
-              requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean', title: 'Confirm' } }, required: ['confirm'] },
+              requestedSchema: {
+                type: 'object',
+                properties: { confirm: { type: 'boolean', title: 'Confirm' } },
+                required: ['confirm'],
+              },
             }),
           },
           requestState: await mint({ tool: 'use_aws', step: 'confirm' }),
@@ -111,11 +125,16 @@ export async function startModernDemoTarget(options: ModernDemoTargetOptions = {
 
     server.registerTool(
       'access_github_repo',
-      { description: 'URL-mode elicitation: asks the user to authorize repository access out of band.', inputSchema: z.object({ repo: z.string() }) },
+      {
+        description: 'URL-mode elicitation: asks the user to authorize repository access out of band.',
+        inputSchema: z.object({ repo: z.string() }),
+      },
       async ({ repo }, ctx) => {
         const answer = inputResponse(ctx.mcpReq.inputResponses, 'authorize');
         if (answer.kind === 'elicit' && ctx.mcpReq.requestState<StatePayload>()?.step === 'authorize') {
-          return answer.action === 'accept' ? text(`accessed ${repo}`) : text(`access to ${repo} not granted (${answer.action})`);
+          return answer.action === 'accept'
+            ? text(`accessed ${repo}`)
+            : text(`access to ${repo} not granted (${answer.action})`);
         }
         return inputRequired({
           inputRequests: {
@@ -138,43 +157,67 @@ export async function startModernDemoTarget(options: ModernDemoTargetOptions = {
         if (content) return text(content.ok ? `done: ${action}` : `skipped: ${action}`);
         return inputRequired({
           inputRequests: {
-            ok: inputRequired.elicit({ message: `Do ${action}?`, requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] } }),
+            ok: inputRequired.elicit({
+              message: `Do ${action}?`,
+              requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] },
+            }),
           },
         });
       },
     );
 
-    server.registerTool('multi_elicit', { description: 'Two rounds: name, then age (state carries the name).' }, async (ctx) => {
-      const state = ctx.mcpReq.requestState<StatePayload>();
-      const name = acceptedContent(ctx.mcpReq.inputResponses, 'name', z.object({ name: z.string() }));
-      const age = acceptedContent(ctx.mcpReq.inputResponses, 'age', z.object({ age: z.number() }));
-      if (state?.step === 'age' && age) return text(`hello ${state.name}, ${age.age}`);
-      if (state?.step === 'name' && name) {
+    server.registerTool(
+      'multi_elicit',
+      { description: 'Two rounds: name, then age (state carries the name).' },
+      async (ctx) => {
+        const state = ctx.mcpReq.requestState<StatePayload>();
+        const name = acceptedContent(ctx.mcpReq.inputResponses, 'name', z.object({ name: z.string() }));
+        const age = acceptedContent(ctx.mcpReq.inputResponses, 'age', z.object({ age: z.number() }));
+        if (state?.step === 'age' && age) return text(`hello ${state.name}, ${age.age}`);
+        if (state?.step === 'name' && name) {
+          return inputRequired({
+            inputRequests: {
+              age: inputRequired.elicit({
+                message: `How old are you, ${name.name}?`,
+                requestedSchema: { type: 'object', properties: { age: { type: 'integer' } }, required: ['age'] },
+              }),
+            },
+            requestState: await mint({ tool: 'multi_elicit', step: 'age', name: name.name }),
+          });
+        }
         return inputRequired({
           inputRequests: {
-            age: inputRequired.elicit({ message: `How old are you, ${name.name}?`, requestedSchema: { type: 'object', properties: { age: { type: 'integer' } }, required: ['age'] } }),
+            name: inputRequired.elicit({
+              message: 'What is your name?',
+              requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+            }),
           },
-          requestState: await mint({ tool: 'multi_elicit', step: 'age', name: name.name }),
+          requestState: await mint({ tool: 'multi_elicit', step: 'name' }),
         });
-      }
-      return inputRequired({
-        inputRequests: {
-          name: inputRequired.elicit({ message: 'What is your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } }),
-        },
-        requestState: await mint({ tool: 'multi_elicit', step: 'name' }),
-      });
-    });
+      },
+    );
 
-    server.registerTool('sample', { description: 'Asks the client to sample an LLM.', inputSchema: z.object({ prompt: z.string() }) }, async ({ prompt }, ctx) => {
-      const answer = inputResponse(ctx.mcpReq.inputResponses, 'llm');
-      if (answer.kind === 'sampling') {
-        const blocks = Array.isArray(answer.result.content) ? answer.result.content : [answer.result.content];
-        return text(`sampled: ${answer.result.model}: ${blocks.map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join('')}`);
-      }
-      return inputRequired({
-        inputRequests: { llm: inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: prompt } }], maxTokens: 100 }) },
-      });
-    });
+    server.registerTool(
+      'sample',
+      { description: 'Asks the client to sample an LLM.', inputSchema: z.object({ prompt: z.string() }) },
+      async ({ prompt }, ctx) => {
+        const answer = inputResponse(ctx.mcpReq.inputResponses, 'llm');
+        if (answer.kind === 'sampling') {
+          const blocks = Array.isArray(answer.result.content) ? answer.result.content : [answer.result.content];
+          return text(
+            `sampled: ${answer.result.model}: ${blocks.map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join('')}`,
+          );
+        }
+        return inputRequired({
+          inputRequests: {
+            llm: inputRequired.createMessage({
+              messages: [{ role: 'user', content: { type: 'text', text: prompt } }],
+              maxTokens: 100,
+            }),
+          },
+        });
+      },
+    );
 
     server.registerTool('list_roots', { description: 'Lists the client roots.' }, async (ctx) => {
       const answer = inputResponse(ctx.mcpReq.inputResponses, 'roots');
@@ -182,20 +225,35 @@ export async function startModernDemoTarget(options: ModernDemoTargetOptions = {
       return inputRequired({ inputRequests: { roots: inputRequired.listRoots() } });
     });
 
-    server.registerTool('fail', { description: 'Always fails (isError result).' }, () => ({ content: [{ type: 'text', text: 'failed on purpose' }], isError: true }));
-
-    server.registerPrompt('greeting', { description: 'Greets someone.', argsSchema: z.object({ name: z.string() }) }, ({ name }) => ({
-      messages: [{ role: 'user', content: { type: 'text', text: `Hello, ${name}!` } }],
+    server.registerTool('fail', { description: 'Always fails (isError result).' }, () => ({
+      content: [{ type: 'text', text: 'failed on purpose' }],
+      isError: true,
     }));
 
-    server.registerResource('readme', 'modern://readme', { mimeType: 'text/plain', description: 'About this target.' }, (uri) => ({
-      contents: [{ uri: uri.href, mimeType: 'text/plain', text: 'modern demo target readme' }],
-    }));
+    server.registerPrompt(
+      'greeting',
+      { description: 'Greets someone.', argsSchema: z.object({ name: z.string() }) },
+      ({ name }) => ({
+        messages: [{ role: 'user', content: { type: 'text', text: `Hello, ${name}!` } }],
+      }),
+    );
+
+    server.registerResource(
+      'readme',
+      'modern://readme',
+      { mimeType: 'text/plain', description: 'About this target.' },
+      (uri) => ({
+        contents: [{ uri: uri.href, mimeType: 'text/plain', text: 'modern demo target readme' }],
+      }),
+    );
 
     return server;
   };
 
-  const handler: McpHttpHandler = createMcpHandler(factory, { legacy: options.legacy ?? 'reject', onerror: () => undefined });
+  const handler: McpHttpHandler = createMcpHandler(factory, {
+    legacy: options.legacy ?? 'reject',
+    onerror: () => undefined,
+  });
 
   const httpServer: HttpServer = createServer((req, res) => {
     void serve(req, res).catch(() => {
@@ -214,7 +272,8 @@ export async function startModernDemoTarget(options: ModernDemoTargetOptions = {
       if (!res.writableFinished) abort.abort();
     });
     const headers = new Headers();
-    for (const [name, value] of Object.entries(req.headers)) if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+    for (const [name, value] of Object.entries(req.headers))
+      if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
     const request = new Request(`http://${req.headers.host}${req.url}`, {
       method: req.method,
       headers,
@@ -223,7 +282,9 @@ export async function startModernDemoTarget(options: ModernDemoTargetOptions = {
     });
     const response = await handler.fetch(request);
     const out: Record<string, string> = {};
-    response.headers.forEach((value, name) => (out[name] = value));
+    response.headers.forEach((value, name) => {
+      out[name] = value;
+    });
     res.writeHead(response.status, out);
     if (!response.body) return void res.end();
     const reader = response.body.getReader();
@@ -265,7 +326,11 @@ export async function startModernDemoTarget(options: ModernDemoTargetOptions = {
   const { port } = httpServer.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}/mcp`,
-    stats: () => ({ requestsByMethod: { ...stats.requestsByMethod }, calls: stats.calls.map((c) => ({ ...c })), minted: [...stats.minted] }),
+    stats: () => ({
+      requestsByMethod: { ...stats.requestsByMethod },
+      calls: stats.calls.map((c) => ({ ...c })),
+      minted: [...stats.minted],
+    }),
     close: async () => {
       await handler.close().catch(() => undefined);
       await new Promise<void>((resolve) => {

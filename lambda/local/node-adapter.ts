@@ -51,9 +51,17 @@ export async function serveOnNode(handler: FetchHandler, options: NodeServerOpti
     const body = hasBody ? await readBody(req, MAX_REQUEST_BYTES) : undefined;
     if (body === null) {
       // The rest of the body is not read: close the connection after answering.
-      return send(res, errorResponse(413, null, RpcCode.InvalidRequest, 'Payload Too Large', undefined, { connection: 'close' }), abort);
+      return send(
+        res,
+        errorResponse(413, null, RpcCode.InvalidRequest, 'Payload Too Large', undefined, { connection: 'close' }),
+        abort,
+      );
     }
-    const request = new Request(`http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`, { method, headers: toHeaders(req), body });
+    const request = new Request(`http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`, {
+      method,
+      headers: toHeaders(req),
+      body,
+    });
     const response = await handler(request, { signal: abort.signal, deadline: Date.now() + requestTimeoutMs });
     await send(res, response, abort);
   }

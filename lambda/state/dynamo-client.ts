@@ -1,6 +1,11 @@
-import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceNotFoundException } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Agent } from 'node:http';
+import {
+  CreateTableCommand,
+  DescribeTableCommand,
+  DynamoDBClient,
+  ResourceNotFoundException,
+} from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 
 export interface DynamoClientOptions {
   /** A local DynamoDB API (dynalite); absent in AWS, where the SDK's defaults apply. */
@@ -21,7 +26,9 @@ export function createDocumentClient(options: DynamoClientOptions = {}): DynamoD
       ? { httpAgent: new Agent({ keepAlive: true }), connectionTimeout: 2000, requestTimeout: 5000 }
       : undefined,
   });
-  return DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: true } });
+  return DynamoDBDocumentClient.from(client, {
+    marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: true },
+  });
 }
 
 /** Creates the gateway table if it is missing (local use; in AWS the CDK stack owns the table). */

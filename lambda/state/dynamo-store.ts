@@ -1,19 +1,19 @@
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
   BatchWriteCommand,
   DeleteCommand,
+  type DynamoDBDocumentClient,
   GetCommand,
-  DynamoDBDocumentClient,
   PutCommand,
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
-  StoreUnavailableError,
   type LoadedSession,
   type PendingRecord,
   type SessionRecord,
   type SessionStore,
+  StoreUnavailableError,
   type TargetSessionRecord,
 } from './store';
 
@@ -77,7 +77,11 @@ export class DynamoSessionStore implements SessionStore {
     // DynamoDB deletes expired items lazily (and dynalite never): expiry is checked on every read.
     if (!sessionItem || (sessionItem.expiresAt as number) <= now) return undefined;
     const { pk: _pk, sk: _sk, ...session } = sessionItem;
-    const loaded: LoadedSession = { session: session as unknown as SessionRecord, targets: new Map(), pending: new Map() };
+    const loaded: LoadedSession = {
+      session: session as unknown as SessionRecord,
+      targets: new Map(),
+      pending: new Map(),
+    };
     for (const item of items) {
       const sk = item.sk as string;
       const { pk: _p, sk: _s, ...rest } = item;
@@ -142,7 +146,9 @@ export class DynamoSessionStore implements SessionStore {
   async deletePending(sessionId: string, gatewayIds: string[]): Promise<void> {
     if (gatewayIds.length === 1) {
       await guarded(() =>
-        this.client.send(new DeleteCommand({ TableName: this.tableName, Key: { pk: pk(sessionId), sk: pendingSk(gatewayIds[0]) } })),
+        this.client.send(
+          new DeleteCommand({ TableName: this.tableName, Key: { pk: pk(sessionId), sk: pendingSk(gatewayIds[0]) } }),
+        ),
       );
       return;
     }
@@ -151,7 +157,13 @@ export class DynamoSessionStore implements SessionStore {
 
   async getPending(sessionId: string, gatewayId: string, now = nowSeconds()): Promise<PendingRecord | undefined> {
     const out = await guarded(() =>
-      this.client.send(new GetCommand({ TableName: this.tableName, Key: { pk: pk(sessionId), sk: pendingSk(gatewayId) }, ConsistentRead: true })),
+      this.client.send(
+        new GetCommand({
+          TableName: this.tableName,
+          Key: { pk: pk(sessionId), sk: pendingSk(gatewayId) },
+          ConsistentRead: true,
+        }),
+      ),
     );
     if (!out.Item || (out.Item.expiresAt as number) <= now) return undefined;
     const { pk: _pk, sk: _sk, ...record } = out.Item;
@@ -174,7 +186,12 @@ export class DynamoSessionStore implements SessionStore {
             UpdateExpression: keepAnswer ? 'SET #status = :answered, #answer = :answer' : 'SET #status = :answered',
             ConditionExpression: '#status = :pending AND expiresAt > :now',
             ExpressionAttributeNames: { '#status': 'status', ...(keepAnswer ? { '#answer': 'answer' } : {}) },
-            ExpressionAttributeValues: { ':answered': 'answered', ':pending': 'pending', ':now': now, ...(keepAnswer ? { ':answer': answer } : {}) },
+            ExpressionAttributeValues: {
+              ':answered': 'answered',
+              ':pending': 'pending',
+              ':now': now,
+              ...(keepAnswer ? { ':answer': answer } : {}),
+            },
           }),
         ),
       );

@@ -7,7 +7,10 @@ import type { ClientCapabilities, InputRequest } from '@modelcontextprotocol/ser
  * roots) and never more than the client declared; extensions, experimental and tasks stay behind.
  */
 
-export function elicitationModes(capabilities: ClientCapabilities | LegacyClientCapabilities): { form: boolean; url: boolean } {
+export function elicitationModes(capabilities: ClientCapabilities | LegacyClientCapabilities): {
+  form: boolean;
+  url: boolean;
+} {
   const elicitation = capabilities.elicitation as { form?: object; url?: object } | undefined;
   if (!elicitation) return { form: false, url: false };
   const explicit = elicitation.form !== undefined || elicitation.url !== undefined;
@@ -19,9 +22,11 @@ export function elicitationModes(capabilities: ClientCapabilities | LegacyClient
 export function relayableCapabilities(client: ClientCapabilities): ClientCapabilities {
   const declared: ClientCapabilities = {};
   const modes = elicitationModes(client);
-  if (modes.form || modes.url) declared.elicitation = { ...(modes.form ? { form: {} } : {}), ...(modes.url ? { url: {} } : {}) };
+  if (modes.form || modes.url)
+    declared.elicitation = { ...(modes.form ? { form: {} } : {}), ...(modes.url ? { url: {} } : {}) };
   const sampling = client.sampling as { context?: object; tools?: object } | undefined;
-  if (sampling) declared.sampling = { ...(sampling.context ? { context: {} } : {}), ...(sampling.tools ? { tools: {} } : {}) };
+  if (sampling)
+    declared.sampling = { ...(sampling.context ? { context: {} } : {}), ...(sampling.tools ? { tools: {} } : {}) };
   if (client.roots) declared.roots = {};
   return declared;
 }
@@ -32,7 +37,10 @@ export function legacyCapabilities(client: ClientCapabilities): LegacyClientCapa
 }
 
 /** The capability an input request needs, or undefined when the client declared it. */
-export function missingCapability(client: ClientCapabilities, request: Pick<InputRequest, 'method' | 'params'>): ClientCapabilities | undefined {
+export function missingCapability(
+  client: ClientCapabilities,
+  request: Pick<InputRequest, 'method' | 'params'>,
+): ClientCapabilities | undefined {
   const params = (request.params ?? {}) as Record<string, unknown>;
   switch (request.method) {
     case 'elicitation/create': {

@@ -18,8 +18,14 @@ export async function discover(ctx: ListContext): Promise<Record<string, unknown
     deps.config.targets.map(async ({ name }): Promise<ServerCapabilities | undefined> => {
       try {
         const verdict = await deps.modern.eras.eraOf(name, signal);
-        if (verdict.era === 'modern') return verdict.discover?.capabilities ?? { tools: {}, prompts: {}, resources: {} };
-        return (await deps.modern.legacySessions.capabilities(name, principal, legacyCapabilities(request.clientCapabilities), signal)) as ServerCapabilities;
+        if (verdict.era === 'modern')
+          return verdict.discover?.capabilities ?? { tools: {}, prompts: {}, resources: {} };
+        return (await deps.modern.legacySessions.capabilities(
+          name,
+          principal,
+          legacyCapabilities(request.clientCapabilities),
+          signal,
+        )) as ServerCapabilities;
       } catch (error) {
         if (signal.aborted) throw error;
         deps.logger.warn('target left out of server/discover', { target: name, error: describeError(error) });

@@ -1,15 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import type { JSONRPCNotification, ProgressToken } from '@modelcontextprotocol/sdk/types.js';
 import type { ClientCapabilities, InputRequest, InputRequiredResult } from '@modelcontextprotocol/server';
-import { CONFIRM_KEY, confirmationForm, confirmationOutcome, needsConfirmation, notConfirmedResult } from '../confirm/confirm-tools';
+import {
+  CONFIRM_KEY,
+  confirmationForm,
+  confirmationOutcome,
+  needsConfirmation,
+  notConfirmedResult,
+} from '../confirm/confirm-tools';
 import { GatewayError } from '../core/errors';
 import { RpcCode } from '../core/jsonrpc';
+import { recordAnsweredInput, recordRelayedInput } from '../observability/metrics';
 import { DependencyFailedError, type JSONRPCResponse } from '../targets/upstream-client';
 import { elicitationModes, missingCapability } from './capabilities';
-import { resolveNamed, resolveResource, type ListContext } from './lists';
+import { type ListContext, resolveNamed, resolveResource } from './lists';
 import { argumentsDigest, type OpenedState, type StateBinding } from './request-state';
 import { callUpstream } from './upstream';
-import { recordAnsweredInput, recordRelayedInput } from '../observability/metrics';
 
 /**
  * tools/call, prompts/get and resources/read for 2026-07-28 clients: the multi round-trip relay.
@@ -102,7 +108,12 @@ export async function forwardCall(ctx: ForwardContext): Promise<CallOutcome> {
       }
       const result: InputRequiredResult = {
         resultType: 'input_required',
-        inputRequests: { [CONFIRM_KEY]: { method: 'elicitation/create', params: confirmationForm(exposed, target, name, args) } as InputRequest },
+        inputRequests: {
+          [CONFIRM_KEY]: {
+            method: 'elicitation/create',
+            params: confirmationForm(exposed, target, name, args),
+          } as InputRequest,
+        },
         requestState: sealer.seal(binding, { kind: 'confirm', confirmed: false }),
       };
       return { result: result as unknown as Record<string, unknown>, status: 200 };
@@ -149,7 +160,11 @@ export async function forwardCall(ctx: ForwardContext): Promise<CallOutcome> {
   });
 
   const sealRelay = (targetState: unknown) =>
-    sealer.seal(binding, { kind: 'relay', targetState: typeof targetState === 'string' ? targetState : undefined, confirmed });
+    sealer.seal(binding, {
+      kind: 'relay',
+      targetState: typeof targetState === 'string' ? targetState : undefined,
+      confirmed,
+    });
   return mapResponse(ctx, response, era, method, target, sealRelay, opened !== undefined);
 }
 
@@ -170,7 +185,14 @@ function mapResponse(
     if (code === -32002) return { error: { code: RpcCode.InvalidParams, message, data }, status: 200 };
     if (code === RpcCode.MissingRequiredClientCapability) return { error: { code, message, data }, status: 400 };
     if (code === RpcCode.UrlElicitationRequired) {
-      return { error: { code: RpcCode.InternalError, message: `Target ${target} answered with -32042, which 2026-07-28 does not allow`, data: { target } }, status: 200 };
+      return {
+        error: {
+          code: RpcCode.InternalError,
+          message: `Target ${target} answered with -32042, which 2026-07-28 does not allow`,
+          data: { target },
+        },
+        status: 200,
+      };
     }
     // Other errors are the target's answer to a valid request: in-band (HTTP 200).
     return { error: { code, message, data }, status: 200 };
@@ -182,7 +204,10 @@ function mapResponse(
     const required: ClientCapabilities = {};
     for (const entry of Object.values(requests)) {
       if (!entry || typeof entry !== 'object' || !INPUT_METHODS.has(entry.method)) {
-        throw new DependencyFailedError(target, `input_required carried an unknown input request ${String(entry?.method)}`);
+        throw new DependencyFailedError(
+          target,
+          `input_required carried an unknown input request ${String(entry?.method)}`,
+        );
       }
       const missing = missingCapability(caps, entry);
       if (missing) Object.assign(required, mergeCaps(required, missing));
@@ -198,9 +223,13 @@ function mapResponse(
       };
     }
     for (const entry of Object.values(requests)) recordRelayedInput(entry.method);
-    return { result: { ...result, resultType: 'input_required', requestState: sealRelay(result.requestState) }, status: 200 };
+    return {
+      result: { ...result, resultType: 'input_required', requestState: sealRelay(result.requestState) },
+      status: 200,
+    };
   }
-  if (resultType !== 'complete') throw new DependencyFailedError(target, `unrecognized resultType ${String(resultType)}`);
+  if (resultType !== 'complete')
+    throw new DependencyFailedError(target, `unrecognized resultType ${String(resultType)}`);
   result.resultType = 'complete';
   if (method === 'resources/read') {
     // A cacheable result; a retry's result (it carried input) must not be cached.
@@ -211,9 +240,14 @@ function mapResponse(
 }
 
 /** A 2025 target's URLElicitationRequiredError as an input_required round; the retry re-issues the call. */
-function urlElicitationRound(caps: ClientCapabilities, data: unknown, sealRelay: (targetState: unknown) => string): CallOutcome {
+function urlElicitationRound(
+  caps: ClientCapabilities,
+  data: unknown,
+  sealRelay: (targetState: unknown) => string,
+): CallOutcome {
   const elicitations = ((data as { elicitations?: unknown[] } | undefined)?.elicitations ?? []).filter(
-    (e): e is { url: string; message?: string } => typeof e === 'object' && e !== null && typeof (e as { url?: unknown }).url === 'string',
+    (e): e is { url: string; message?: string } =>
+      typeof e === 'object' && e !== null && typeof (e as { url?: unknown }).url === 'string',
   );
   if (!elicitationModes(caps).url) {
     return {
@@ -228,9 +262,16 @@ function urlElicitationRound(caps: ClientCapabilities, data: unknown, sealRelay:
   const inputRequests: Record<string, InputRequest> = {};
   elicitations.forEach((e, index) => {
     // elicitationId is 2025-only: dropped.
-    inputRequests[`url_${index}`] = { method: 'elicitation/create', params: { mode: 'url', message: e.message ?? 'Open this URL to continue', url: e.url } } as InputRequest;
+    inputRequests[`url_${index}`] = {
+      method: 'elicitation/create',
+      params: { mode: 'url', message: e.message ?? 'Open this URL to continue', url: e.url },
+    } as InputRequest;
   });
-  const result: InputRequiredResult = { resultType: 'input_required', inputRequests, requestState: sealRelay(undefined) };
+  const result: InputRequiredResult = {
+    resultType: 'input_required',
+    inputRequests,
+    requestState: sealRelay(undefined),
+  };
   return { result: result as unknown as Record<string, unknown>, status: 200 };
 }
 

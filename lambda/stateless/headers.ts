@@ -18,7 +18,8 @@ const CANONICAL_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9
 
 /** Decodes a mirrored header value; undefined when a sentinel's payload is not canonical Base64 of UTF-8. */
 export function decodeHeaderValue(value: string): string | undefined {
-  if (!(value.startsWith(PREFIX) && value.endsWith(SUFFIX) && value.length >= PREFIX.length + SUFFIX.length)) return value;
+  if (!(value.startsWith(PREFIX) && value.endsWith(SUFFIX) && value.length >= PREFIX.length + SUFFIX.length))
+    return value;
   const payload = value.slice(PREFIX.length, value.length - SUFFIX.length);
   if (!CANONICAL_BASE64.test(payload)) return undefined;
   try {

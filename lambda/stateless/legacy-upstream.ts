@@ -2,10 +2,10 @@ import type { ClientCapabilities, InitializeResult, JSONRPCRequest } from '@mode
 import type { GatewayLogger } from '../core/logger';
 import { describeError } from '../core/logger';
 import {
-  TargetSessionExpiredError,
   type JSONRPCResponse,
   type StreamHandlers,
   type TargetClient,
+  TargetSessionExpiredError,
   type UpstreamSession,
 } from '../targets/upstream-client';
 import { canonicalJson } from './request-state';
@@ -48,7 +48,12 @@ export class LegacyUpstreamPool {
   ) {}
 
   /** The target's capabilities, opening a session for this caller if none was seen yet. */
-  async capabilities(target: string, principal: string, capabilities: ClientCapabilities, signal?: AbortSignal): Promise<ServerCapabilitiesOf> {
+  async capabilities(
+    target: string,
+    principal: string,
+    capabilities: ClientCapabilities,
+    signal?: AbortSignal,
+  ): Promise<ServerCapabilitiesOf> {
     const known = this.serverCapabilities.get(target);
     if (known) return known;
     const client = this.clients.get(target)!;
@@ -82,7 +87,12 @@ export class LegacyUpstreamPool {
     }
   }
 
-  private async session(key: string, client: TargetClient, capabilities: ClientCapabilities, signal?: AbortSignal): Promise<UpstreamSession> {
+  private async session(
+    key: string,
+    client: TargetClient,
+    capabilities: ClientCapabilities,
+    signal?: AbortSignal,
+  ): Promise<UpstreamSession> {
     const now = Date.now();
     const idleMs = this.options.idleMs ?? 5 * 60_000;
     const existing = this.entries.get(key);

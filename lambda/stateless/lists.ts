@@ -2,11 +2,11 @@ import type { Prompt, Resource, ResourceTemplate, Tool } from '@modelcontextprot
 import { GatewayError } from '../core/errors';
 import { RpcCode } from '../core/jsonrpc';
 import { describeError } from '../core/logger';
-import type { ListingKind, TargetListing } from '../targets/catalog-cache';
-import { NAME_SEPARATOR, exposedName, resolveName, shouldPrefix, type NamedEntry } from '../targets/naming';
 import { matchesTemplate } from '../legacy/routing';
-import type { ModernRequest } from './validate';
+import type { ListingKind, TargetListing } from '../targets/catalog-cache';
+import { exposedName, NAME_SEPARATOR, type NamedEntry, resolveName, shouldPrefix } from '../targets/naming';
 import { callUpstream, type StatelessDeps } from './upstream';
+import type { ModernRequest } from './validate';
 
 /**
  * Aggregated lists for 2026-07-28 clients, and the routing that needs them. Every target is listed
@@ -47,7 +47,11 @@ interface TargetList<K extends ListingKind> {
 }
 
 /** One kind from the given targets (default: all), in parallel; a failing target is left out (logged). */
-export async function listFromTargets<K extends ListingKind>(ctx: ListContext, kind: K, only?: string[]): Promise<Array<TargetList<K>>> {
+export async function listFromTargets<K extends ListingKind>(
+  ctx: ListContext,
+  kind: K,
+  only?: string[],
+): Promise<Array<TargetList<K>>> {
   const { deps, request } = ctx;
   const { method, field } = LIST_METHODS[kind];
   const names = deps.config.targets.map((t) => t.name).filter((name) => !only || only.includes(name));
@@ -81,7 +85,12 @@ export async function listFromTargets<K extends ListingKind>(ctx: ListContext, k
           if (!cursor) break;
         }
         deps.catalog.put(target, kind, items as NonNullable<TargetListing[K]>);
-        return { target, items: items as NonNullable<TargetListing[K]>, ttlMs: Number.isFinite(ttlMs) ? ttlMs : 0, cacheScope };
+        return {
+          target,
+          items: items as NonNullable<TargetListing[K]>,
+          ttlMs: Number.isFinite(ttlMs) ? ttlMs : 0,
+          cacheScope,
+        };
       } catch (error) {
         if (ctx.signal.aborted) throw error;
         deps.logger.warn('target skipped in an aggregated list', { target, method, error: describeError(error) });
@@ -103,7 +112,8 @@ export async function aggregateList(ctx: ListContext, kind: ListingKind): Promis
   if (kind === 'tools' || kind === 'prompts') {
     const prefixed = shouldPrefix(deps.config.toolNamePrefix, deps.config.targets.length);
     const counts = new Map<string, number>();
-    for (const { items: list } of lists) for (const item of list as Array<Tool | Prompt>) counts.set(item.name, (counts.get(item.name) ?? 0) + 1);
+    for (const { items: list } of lists)
+      for (const item of list as Array<Tool | Prompt>) counts.set(item.name, (counts.get(item.name) ?? 0) + 1);
     items = lists.flatMap(({ target, items: list }) =>
       (list as Array<Tool | Prompt>)
         .filter((item) => prefixed || (counts.get(item.name) ?? 0) === 1)
@@ -134,7 +144,11 @@ async function listing<K extends ListingKind>(ctx: ListContext, kind: K, targets
 }
 
 /** The target of a called tool or prompt name, and the target's own name for it. */
-export async function resolveNamed(ctx: ListContext, called: unknown, kind: 'tool' | 'prompt'): Promise<{ target: string; name: string }> {
+export async function resolveNamed(
+  ctx: ListContext,
+  called: unknown,
+  kind: 'tool' | 'prompt',
+): Promise<{ target: string; name: string }> {
   if (typeof called !== 'string' || called.length === 0) {
     throw new GatewayError(RpcCode.InvalidParams, `Invalid params: ${kind} name must be a non-empty string`);
   }
@@ -155,20 +169,26 @@ export async function resolveNamed(ctx: ListContext, called: unknown, kind: 'too
     }
   }
   const lists = await listing(ctx, listKind);
-  const entries: NamedEntry[] = lists.flatMap(({ target, items }) => (items as Array<Tool | Prompt>).map((item) => ({ target, name: item.name })));
+  const entries: NamedEntry[] = lists.flatMap(({ target, items }) =>
+    (items as Array<Tool | Prompt>).map((item) => ({ target, name: item.name })),
+  );
   const resolution = resolveName(called, entries, targetNames, kind);
-  if (!resolution.ok) throw new GatewayError(RpcCode.InvalidParams, resolution.message, { candidates: resolution.candidates });
+  if (!resolution.ok)
+    throw new GatewayError(RpcCode.InvalidParams, resolution.message, { candidates: resolution.candidates });
   return { target: resolution.target, name: resolution.name };
 }
 
 /** The target of a resource URI: an exact listed resource, then a matching template. */
 export async function resolveResource(ctx: ListContext, uri: unknown): Promise<string> {
-  if (typeof uri !== 'string' || uri.length === 0) throw new GatewayError(RpcCode.InvalidParams, 'Invalid params: uri must be a non-empty string');
+  if (typeof uri !== 'string' || uri.length === 0)
+    throw new GatewayError(RpcCode.InvalidParams, 'Invalid params: uri must be a non-empty string');
   const resources = await listing(ctx, 'resources');
   const exact = resources.find(({ items }) => (items as Resource[]).some((r) => r.uri === uri));
   if (exact) return exact.target;
   const templates = await listing(ctx, 'resourceTemplates');
-  const templated = templates.find(({ items }) => (items as ResourceTemplate[]).some((t) => matchesTemplate(t.uriTemplate, uri)));
+  const templated = templates.find(({ items }) =>
+    (items as ResourceTemplate[]).some((t) => matchesTemplate(t.uriTemplate, uri)),
+  );
   if (templated) return templated.target;
   if (ctx.deps.config.targets.length === 1) return ctx.deps.config.targets[0].name;
   // 2026-07-28: resource not found is -32602 (the 2025 code -32002 is not used).

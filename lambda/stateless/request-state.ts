@@ -71,9 +71,13 @@ export class RequestStateSealer {
     return this.box.seal(payload);
   }
 
-  open(sealed: unknown, binding: StateBinding, now = Date.now()): { ok: true; state: OpenedState } | { ok: false; reason: StateRejection } {
+  open(
+    sealed: unknown,
+    binding: StateBinding,
+    now = Date.now(),
+  ): { ok: true; state: OpenedState } | { ok: false; reason: StateRejection } {
     const payload = this.box.open(sealed) as Partial<Payload> | undefined;
-    if (!payload || payload.v !== 1 || (payload.k !== 'relay' && payload.k !== 'confirm') || typeof payload.e !== 'number') {
+    if (payload?.v !== 1 || (payload.k !== 'relay' && payload.k !== 'confirm') || typeof payload.e !== 'number') {
       return { ok: false, reason: 'malformed' };
     }
     if (payload.e * 1000 <= now) return { ok: false, reason: 'expired' };
@@ -84,7 +88,11 @@ export class RequestStateSealer {
     if (payload.d !== binding.argsDigest) return { ok: false, reason: 'arguments' };
     return {
       ok: true,
-      state: { kind: payload.k, targetState: typeof payload.s === 'string' ? payload.s : undefined, confirmed: payload.c === 1 },
+      state: {
+        kind: payload.k,
+        targetState: typeof payload.s === 'string' ? payload.s : undefined,
+        confirmed: payload.c === 1,
+      },
     };
   }
 }
@@ -98,7 +106,8 @@ export function argumentsDigest(args: unknown): string {
 
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item === undefined ? null : item)).join(',')}]`;
+  if (Array.isArray(value))
+    return `[${value.map((item) => canonicalJson(item === undefined ? null : item)).join(',')}]`;
   const entries = Object.entries(value as Record<string, unknown>)
     .filter(([, v]) => v !== undefined)
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));

@@ -1,16 +1,24 @@
 import type { JSONRPCMessage, JSONRPCNotification, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { GatewayError, statusFor, toRpcError } from '../core/errors';
 import type { ExchangeContext } from '../core/exchange';
-import { MCP_HEADERS, SseStream, accepted, errorResponse, jsonResponse, jsonRpcError, type AcceptPreference } from '../core/http';
-import { RpcCode, type ClientMessage } from '../core/jsonrpc';
+import {
+  type AcceptPreference,
+  accepted,
+  errorResponse,
+  jsonResponse,
+  jsonRpcError,
+  MCP_HEADERS,
+  SseStream,
+} from '../core/http';
+import { type ClientMessage, RpcCode } from '../core/jsonrpc';
 import { describeError } from '../core/logger';
 import { META_KEYS } from '../targets/modern-client';
 import { discover } from './discover';
-import { forwardCall, type CallOutcome } from './forward';
+import { type CallOutcome, forwardCall } from './forward';
 import { MODERN_HEADERS } from './headers';
-import { LIST_KIND_BY_METHOD, aggregateList, resolveNamed, resolveTemplate } from './lists';
+import { aggregateList, LIST_KIND_BY_METHOD, resolveNamed, resolveTemplate } from './lists';
 import { CrossEraInputError, callUpstream, type StatelessDeps } from './upstream';
-import { isModernVersion, validateModernRequest, type ModernRequest } from './validate';
+import { isModernVersion, type ModernRequest, validateModernRequest } from './validate';
 
 export const META_PROTOCOL_VERSION = META_KEYS.protocolVersion;
 
@@ -49,7 +57,12 @@ export function isModernRequest(headers: Headers, message: ClientMessage): boole
 export async function handleStatelessPost(input: StatelessInput): Promise<Response> {
   const { deps, message } = input;
   if (message.kind === 'response') {
-    return errorResponse(400, message.message.id ?? null, RpcCode.InvalidRequest, 'Invalid Request: clients do not send responses in protocol 2026-07-28');
+    return errorResponse(
+      400,
+      message.message.id ?? null,
+      RpcCode.InvalidRequest,
+      'Invalid Request: clients do not send responses in protocol 2026-07-28',
+    );
   }
   if (message.kind === 'notification') {
     // The core protocol defines no client notifications over HTTP for 2026-07-28: accepted, nothing to do.
@@ -119,14 +132,22 @@ async function relayCall(input: StatelessInput, request: ModernRequest, signal: 
     stream.send(notification);
   };
 
-  const work = forwardCall({ deps, request, principal: input.principal, signal: callSignal, paramHeaders: paramHeaders(input.headers), onNotification })
+  const work = forwardCall({
+    deps,
+    request,
+    principal: input.principal,
+    signal: callSignal,
+    paramHeaders: paramHeaders(input.headers),
+    onNotification,
+  })
     .then((outcome) => ({ outcome }))
     .catch((error: unknown) => ({ error }));
 
   const finish = async (): Promise<Response> => {
     const done = await work;
     if (stream) {
-      const message: JSONRPCMessage = 'outcome' in done ? toMessage(deps, request.id, done.outcome) : toRpcErrorLogged(deps, request, done.error);
+      const message: JSONRPCMessage =
+        'outcome' in done ? toMessage(deps, request.id, done.outcome) : toRpcErrorLogged(deps, request, done.error);
       stream.send(message);
       stream.close();
       return early;
@@ -139,7 +160,12 @@ async function relayCall(input: StatelessInput, request: ModernRequest, signal: 
   return Promise.race([early, final]);
 }
 
-async function completion(ctx: { deps: StatelessDeps; request: ModernRequest; principal: string; signal: AbortSignal }): Promise<Record<string, unknown>> {
+async function completion(ctx: {
+  deps: StatelessDeps;
+  request: ModernRequest;
+  principal: string;
+  signal: AbortSignal;
+}): Promise<Record<string, unknown>> {
   const { deps, request } = ctx;
   const ref = request.params.ref as { type?: string; name?: unknown; uri?: unknown } | undefined;
   let target: string;
@@ -184,9 +210,14 @@ function toMessage(deps: StatelessDeps, id: RequestId, outcome: CallOutcome): JS
 
 function toRpcErrorLogged(deps: StatelessDeps, request: ModernRequest, error: unknown): JSONRPCMessage {
   if (error instanceof CrossEraInputError) {
-    return jsonRpcError(request.id, RpcCode.InternalError, error.message, { type: 'CrossEraInputUnsupported', target: error.target, inputMethod: error.inputMethod });
+    return jsonRpcError(request.id, RpcCode.InternalError, error.message, {
+      type: 'CrossEraInputUnsupported',
+      target: error.target,
+      inputMethod: error.inputMethod,
+    });
   }
-  if (!(error instanceof GatewayError)) deps.logger.warn('stateless request failed', { method: request.method, error: describeError(error) });
+  if (!(error instanceof GatewayError))
+    deps.logger.warn('stateless request failed', { method: request.method, error: describeError(error) });
   return toRpcError(request.id, error);
 }
 

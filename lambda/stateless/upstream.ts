@@ -3,9 +3,9 @@ import type { JSONRPCNotification, JSONRPCRequest } from '@modelcontextprotocol/
 import type { ClientCapabilities } from '@modelcontextprotocol/server';
 import type { GatewayDeps } from '../core/deps';
 import { describeError } from '../core/logger';
+import type { Era } from '../targets/era-probe';
 import { DependencyFailedError, type JSONRPCResponse, type UpstreamSession } from '../targets/upstream-client';
 import { legacyCapabilities, relayableCapabilities } from './capabilities';
-import type { Era } from '../targets/era-probe';
 
 /**
  * One request from the 2026-07-28 path to a target, in the target's era: a modern request with
@@ -53,7 +53,7 @@ export class CrossEraInputError extends Error {
 
 export async function callUpstream(deps: StatelessDeps, call: UpstreamCall): Promise<UpstreamOutcome> {
   const { eras } = deps.modern;
-  let verdict;
+  let verdict: Awaited<ReturnType<typeof eras.eraOf>>;
   try {
     verdict = await eras.eraOf(call.target, call.signal);
   } catch (error) {
@@ -98,38 +98,57 @@ async function callLegacy(deps: StatelessDeps, call: UpstreamCall): Promise<Upst
   let crossEra: string | undefined;
   // 2025 has no multi round-trip fields; a retry re-issues the call (see the -32042 translation).
   const { inputResponses: _responses, requestState: _state, ...params } = call.params;
-  if (call.progressToken !== undefined) params._meta = { ...(params._meta as object | undefined), progressToken: call.progressToken };
+  if (call.progressToken !== undefined)
+    params._meta = { ...(params._meta as object | undefined), progressToken: call.progressToken };
   const request: JSONRPCRequest = { jsonrpc: '2.0', id: upstreamId, method: call.method, params };
   try {
-    const response = await deps.modern.legacySessions.request(call.target, call.principal, legacyCapabilities(call.clientCapabilities), request, {
-      signal: abort.signal,
-      onSession: (s) => (session = s),
-      handlers: {
-        onNotification: (notification) => call.onNotification?.(notification),
-        onServerRequest: (serverRequest) => {
-          if (!session) return;
-          if (serverRequest.method === 'ping') {
-            void client.send(session, { jsonrpc: '2.0', id: serverRequest.id, result: {} }).catch(() => undefined);
-            return;
-          }
-          if (crossEra) return;
-          crossEra = serverRequest.method;
-          abort.abort();
-          const upstream = session;
-          // Tell the target: its request cannot be answered, and the call is cancelled.
-          void client
-            .send(upstream, {
-              jsonrpc: '2.0',
-              id: serverRequest.id,
-              error: { code: -32601, message: `Method not found: ${serverRequest.method} (not relayable across protocol eras)` },
-            })
-            .then(() =>
-              client.send(upstream, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: upstreamId, reason: 'gateway: cross-era input' } }),
-            )
-            .catch((error) => deps.logger.warn('cancelling at the target failed', { target: call.target, error: describeError(error) }));
+    const response = await deps.modern.legacySessions.request(
+      call.target,
+      call.principal,
+      legacyCapabilities(call.clientCapabilities),
+      request,
+      {
+        signal: abort.signal,
+        onSession: (s) => (session = s),
+        handlers: {
+          onNotification: (notification) => call.onNotification?.(notification),
+          onServerRequest: (serverRequest) => {
+            if (!session) return;
+            if (serverRequest.method === 'ping') {
+              void client.send(session, { jsonrpc: '2.0', id: serverRequest.id, result: {} }).catch(() => undefined);
+              return;
+            }
+            if (crossEra) return;
+            crossEra = serverRequest.method;
+            abort.abort();
+            const upstream = session;
+            // Tell the target: its request cannot be answered, and the call is cancelled.
+            void client
+              .send(upstream, {
+                jsonrpc: '2.0',
+                id: serverRequest.id,
+                error: {
+                  code: -32601,
+                  message: `Method not found: ${serverRequest.method} (not relayable across protocol eras)`,
+                },
+              })
+              .then(() =>
+                client.send(upstream, {
+                  jsonrpc: '2.0',
+                  method: 'notifications/cancelled',
+                  params: { requestId: upstreamId, reason: 'gateway: cross-era input' },
+                }),
+              )
+              .catch((error) =>
+                deps.logger.warn('cancelling at the target failed', {
+                  target: call.target,
+                  error: describeError(error),
+                }),
+              );
+          },
         },
       },
-    });
+    );
     if (crossEra) throw new CrossEraInputError(call.target, crossEra);
     return { era: 'legacy', response, httpStatus: 200 };
   } catch (error) {
@@ -137,7 +156,11 @@ async function callLegacy(deps: StatelessDeps, call: UpstreamCall): Promise<Upst
     if (call.signal.aborted && session) {
       // The client went away (closing a 2026-07-28 request is its cancellation): cancel at the target.
       void client
-        .send(session, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: upstreamId, reason: 'gateway: client closed the request' } })
+        .send(session, {
+          jsonrpc: '2.0',
+          method: 'notifications/cancelled',
+          params: { requestId: upstreamId, reason: 'gateway: client closed the request' },
+        })
         .catch(() => undefined);
     }
     throw error;

@@ -2,7 +2,7 @@ import type { Implementation, JSONRPCRequest, ProgressToken, RequestId } from '@
 import type { ClientCapabilities } from '@modelcontextprotocol/server';
 import { RpcCode } from '../core/jsonrpc';
 import { META_KEYS, MODERN_PROTOCOL_VERSION, NAME_SOURCE } from '../targets/modern-client';
-import { MODERN_HEADERS, decodeHeaderValue, hasValidHeaderCharacters, trimHeader } from './headers';
+import { decodeHeaderValue, hasValidHeaderCharacters, MODERN_HEADERS, trimHeader } from './headers';
 
 /**
  * Validation of a 2026-07-28 request, in the order the spec's rules and the official SDK's
@@ -60,9 +60,14 @@ export function validateModernRequest(
   headers: Headers,
   supportedVersions: readonly string[],
 ): { ok: true; request: ModernRequest } | { ok: false; failure: ValidationFailure } {
-  const fail = (status: number, code: number, message: string, data?: unknown) => ({ ok: false as const, failure: { status, code, message, data } });
+  const fail = (status: number, code: number, message: string, data?: unknown) => ({
+    ok: false as const,
+    failure: { status, code, message, data },
+  });
   const mismatch = (message: string, header: string, body: string) =>
-    fail(400, RpcCode.HeaderMismatch, `Bad Request: headers and body disagree: ${message}`, { mismatch: { header, body } });
+    fail(400, RpcCode.HeaderMismatch, `Bad Request: headers and body disagree: ${message}`, {
+      mismatch: { header, body },
+    });
   const params = (isObject(request.params) ? request.params : {}) as Record<string, unknown>;
   const meta = isObject(params._meta) ? params._meta : undefined;
   const versionHeader = trimHeader(headers.get(MODERN_HEADERS.protocolVersion));
@@ -70,7 +75,11 @@ export function validateModernRequest(
   const nameHeader = trimHeader(headers.get(MODERN_HEADERS.name));
 
   if (request.method === 'initialize' && !(meta && META_KEYS.protocolVersion in meta)) {
-    return mismatch('an initialize request (the 2025 handshake) carries a 2026-07-28 MCP-Protocol-Version header', versionHeader ?? '', 'initialize');
+    return mismatch(
+      'an initialize request (the 2025 handshake) carries a 2026-07-28 MCP-Protocol-Version header',
+      versionHeader ?? '',
+      'initialize',
+    );
   }
 
   // 1. The envelope.
@@ -78,16 +87,23 @@ export function validateModernRequest(
     ? ['_meta']
     : [META_KEYS.protocolVersion, META_KEYS.clientCapabilities].filter((key) => !(key in meta));
   if (missing.length) {
-    return fail(400, RpcCode.InvalidParams, `Invalid params: missing required _meta key(s): ${missing.join(', ')}`, { missing });
+    return fail(400, RpcCode.InvalidParams, `Invalid params: missing required _meta key(s): ${missing.join(', ')}`, {
+      missing,
+    });
   }
   const version = meta![META_KEYS.protocolVersion];
   const capabilities = meta![META_KEYS.clientCapabilities];
   const clientInfo = meta![META_KEYS.clientInfo];
   const logLevel = meta![META_KEYS.logLevel];
-  const invalid = (key: string, problem: string) => fail(400, RpcCode.InvalidParams, `Invalid params: _meta ${key}: ${problem}`, { invalid: key });
-  if (typeof version !== 'string' || version.length === 0) return invalid(META_KEYS.protocolVersion, 'expected a protocol version string');
+  const invalid = (key: string, problem: string) =>
+    fail(400, RpcCode.InvalidParams, `Invalid params: _meta ${key}: ${problem}`, { invalid: key });
+  if (typeof version !== 'string' || version.length === 0)
+    return invalid(META_KEYS.protocolVersion, 'expected a protocol version string');
   if (!isObject(capabilities)) return invalid(META_KEYS.clientCapabilities, 'expected an object');
-  if (clientInfo !== undefined && !(isObject(clientInfo) && typeof clientInfo.name === 'string' && typeof clientInfo.version === 'string')) {
+  if (
+    clientInfo !== undefined &&
+    !(isObject(clientInfo) && typeof clientInfo.name === 'string' && typeof clientInfo.version === 'string')
+  ) {
     return invalid(META_KEYS.clientInfo, 'expected {name, version}');
   }
   if (logLevel !== undefined && !(typeof logLevel === 'string' && LOG_LEVELS.includes(logLevel))) {
@@ -96,7 +112,11 @@ export function validateModernRequest(
 
   // 2. Header and body name the same version.
   if (versionHeader !== undefined && versionHeader !== version) {
-    return mismatch(`_meta names protocol version ${version} but MCP-Protocol-Version is ${versionHeader}`, versionHeader, version);
+    return mismatch(
+      `_meta names protocol version ${version} but MCP-Protocol-Version is ${versionHeader}`,
+      versionHeader,
+      version,
+    );
   }
 
   // 3. A version served here (2025 versions need initialize, so they are not served this way).
@@ -109,20 +129,40 @@ export function validateModernRequest(
   }
 
   // 4. The mirrored headers.
-  if (versionHeader === undefined) return mismatch('the required MCP-Protocol-Version header is absent', '(missing)', version);
-  if (methodHeader === undefined) return mismatch(`the body names method ${request.method} but the required Mcp-Method header is absent`, '(missing)', request.method);
+  if (versionHeader === undefined)
+    return mismatch('the required MCP-Protocol-Version header is absent', '(missing)', version);
+  if (methodHeader === undefined)
+    return mismatch(
+      `the body names method ${request.method} but the required Mcp-Method header is absent`,
+      '(missing)',
+      request.method,
+    );
   if (!hasValidHeaderCharacters(methodHeader) || methodHeader !== request.method) {
-    return mismatch(`the body names method ${request.method} but Mcp-Method is ${methodHeader}`, methodHeader, request.method);
+    return mismatch(
+      `the body names method ${request.method} but Mcp-Method is ${methodHeader}`,
+      methodHeader,
+      request.method,
+    );
   }
   const source = Object.hasOwn(NAME_SOURCE, request.method) ? NAME_SOURCE[request.method] : undefined;
   const bodyName = source ? params[source] : undefined;
   if (source && typeof bodyName === 'string') {
     if (nameHeader === undefined) {
-      return mismatch(`the body carries params.${source}="${bodyName}" but the required Mcp-Name header is absent`, '(missing)', bodyName);
+      return mismatch(
+        `the body carries params.${source}="${bodyName}" but the required Mcp-Name header is absent`,
+        '(missing)',
+        bodyName,
+      );
     }
     const decoded = hasValidHeaderCharacters(nameHeader) ? decodeHeaderValue(nameHeader) : undefined;
-    if (decoded === undefined) return mismatch('Mcp-Name carries invalid characters or an invalid =?base64?…?= value', nameHeader, bodyName);
-    if (decoded !== bodyName) return mismatch(`the body carries params.${source}="${bodyName}" but Mcp-Name names "${decoded}"`, nameHeader, bodyName);
+    if (decoded === undefined)
+      return mismatch('Mcp-Name carries invalid characters or an invalid =?base64?…?= value', nameHeader, bodyName);
+    if (decoded !== bodyName)
+      return mismatch(
+        `the body carries params.${source}="${bodyName}" but Mcp-Name names "${decoded}"`,
+        nameHeader,
+        bodyName,
+      );
   }
 
   // 5. The method exists in this protocol version.

@@ -1,9 +1,4 @@
-import {
-  ConfigError,
-  type CredentialValue,
-  type OAuthClientCredentials,
-  type TargetConfig,
-} from '../config/schema';
+import { ConfigError, type CredentialValue, type OAuthClientCredentials, type TargetConfig } from '../config/schema';
 import type { GatewayLogger } from '../core/logger';
 import { describeError } from '../core/logger';
 
@@ -59,7 +54,9 @@ export class CredentialError extends Error {
 /** A target without outbound credentials. */
 export const NO_CREDENTIALS: TargetCredentials = { headers: async () => ({}), rejected: () => undefined };
 
-type Resolvable = { kind: 'value'; value: string } | { kind: 'secret'; secretArn: string; key?: string; prefix: string };
+type Resolvable =
+  | { kind: 'value'; value: string }
+  | { kind: 'secret'; secretArn: string; key?: string; prefix: string };
 
 export class OutboundCredentials {
   private readonly env: NodeJS.ProcessEnv;
@@ -91,7 +88,9 @@ export class OutboundCredentials {
       ? Promise.resolve(Object.fromEntries(headers.map(([name, value]) => [name, (value as { value: string }).value])))
       : undefined;
     const staticHeaders = (): Promise<Record<string, string>> => {
-      resolved ??= Promise.all(headers.map(async ([name, value]) => [name, await this.resolve(value, target.name)] as const))
+      resolved ??= Promise.all(
+        headers.map(async ([name, value]) => [name, await this.resolve(value, target.name)] as const),
+      )
         .then((entries) => Object.fromEntries(entries))
         .catch((error: unknown) => {
           resolved = undefined; // not remembered: the next request tries again
@@ -113,7 +112,8 @@ export class OutboundCredentials {
     if (typeof value === 'string') return { kind: 'value', value };
     if ('fromEnv' in value) {
       const raw = this.env[value.fromEnv];
-      if (raw === undefined || raw === '') throw new ConfigError(`${field}: environment variable ${value.fromEnv} is not set`);
+      if (raw === undefined || raw === '')
+        throw new ConfigError(`${field}: environment variable ${value.fromEnv} is not set`);
       return { kind: 'value', value: `${value.prefix ?? ''}${raw}` };
     }
     return { kind: 'secret', secretArn: value.secretArn, key: value.key, prefix: value.prefix ?? '' };
@@ -125,7 +125,11 @@ export class OutboundCredentials {
     if (!pending) {
       pending = this.readSecret(value.secretArn).catch((error: unknown) => {
         this.secretCache.delete(value.secretArn);
-        this.logger?.warn('reading an outbound credential secret failed', { target, secretArn: value.secretArn, error: describeError(error) });
+        this.logger?.warn('reading an outbound credential secret failed', {
+          target,
+          secretArn: value.secretArn,
+          error: describeError(error),
+        });
         throw new CredentialError(`secret ${value.secretArn} could not be read`, { cause: error });
       });
       this.secretCache.set(value.secretArn, pending);
@@ -138,7 +142,8 @@ export class OutboundCredentials {
     } catch {
       field = undefined;
     }
-    if (typeof field !== 'string') throw new CredentialError(`secret ${value.secretArn} has no string field "${value.key}"`);
+    if (typeof field !== 'string')
+      throw new CredentialError(`secret ${value.secretArn} has no string field "${value.key}"`);
     return `${value.prefix}${field}`;
   }
 
@@ -148,7 +153,10 @@ export class OutboundCredentials {
     return new ClientCredentialsToken(
       target.name,
       oauth,
-      async () => ({ id: await this.resolve(clientId, target.name), secret: await this.resolve(clientSecret, target.name) }),
+      async () => ({
+        id: await this.resolve(clientId, target.name),
+        secret: await this.resolve(clientSecret, target.name),
+      }),
       { now: this.now, timeoutMs: this.tokenTimeoutMs, logger: this.logger },
     );
   }
@@ -195,7 +203,10 @@ export class ClientCredentialsToken {
     if (this.oauth.scopes?.length) body.set('scope', this.oauth.scopes.join(' '));
     if (this.oauth.resource) body.set('resource', this.oauth.resource);
     if (this.oauth.audience) body.set('audience', this.oauth.audience);
-    const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
+    const headers: Record<string, string> = {
+      'content-type': 'application/x-www-form-urlencoded',
+      accept: 'application/json',
+    };
     if (this.oauth.authMethod === 'client_secret_post') {
       body.set('client_id', id);
       body.set('client_secret', secret);
@@ -206,15 +217,26 @@ export class ClientCredentialsToken {
     this.requests++;
     let res: Response;
     try {
-      res = await fetch(this.oauth.tokenUrl, { method: 'POST', headers, body, signal: AbortSignal.timeout(this.options.timeoutMs), redirect: 'error' });
+      res = await fetch(this.oauth.tokenUrl, {
+        method: 'POST',
+        headers,
+        body,
+        signal: AbortSignal.timeout(this.options.timeoutMs),
+        redirect: 'error',
+      });
     } catch (error) {
       throw new CredentialError('the token endpoint is unreachable', { cause: error });
     }
     const answer = (await res.json().catch(() => undefined)) as Record<string, unknown> | undefined;
     if (!res.ok || !answer || typeof answer.access_token !== 'string' || answer.access_token === '') {
       // Only the OAuth error code is kept: descriptions may echo request data.
-      const code = typeof answer?.error === 'string' && /^[\x20-\x7e]{1,64}$/.test(answer.error) ? ` (${answer.error})` : '';
-      this.options.logger?.warn('client-credentials token request refused', { target: this.target, status: res.status, oauthError: code.slice(2, -1) || undefined });
+      const code =
+        typeof answer?.error === 'string' && /^[\x20-\x7e]{1,64}$/.test(answer.error) ? ` (${answer.error})` : '';
+      this.options.logger?.warn('client-credentials token request refused', {
+        target: this.target,
+        status: res.status,
+        oauthError: code.slice(2, -1) || undefined,
+      });
       throw new CredentialError(`the token endpoint answered HTTP ${res.status}${code}`);
     }
     if (typeof answer.token_type === 'string' && answer.token_type.toLowerCase() !== 'bearer') {
@@ -224,7 +246,10 @@ export class ClientCredentialsToken {
     const lifetime = Number.isFinite(expiresIn) && expiresIn > 0 ? expiresIn : DEFAULT_TOKEN_LIFETIME_S;
     const margin = Math.min(REFRESH_MARGIN_S, lifetime / 4);
     this.cached = { token: answer.access_token, refreshAt: startedAt + (lifetime - margin) * 1000 };
-    this.options.logger?.debug('client-credentials token obtained', { target: this.target, expiresInSeconds: lifetime });
+    this.options.logger?.debug('client-credentials token obtained', {
+      target: this.target,
+      expiresInSeconds: lifetime,
+    });
     return answer.access_token;
   }
 }

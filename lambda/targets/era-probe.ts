@@ -89,7 +89,12 @@ export class EraProbe implements EraLookup {
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
     let verdict: EraVerdict;
     try {
-      const { response } = await client.request('server/discover', {}, { clientCapabilities: {} }, { signal: combined });
+      const { response } = await client.request(
+        'server/discover',
+        {},
+        { clientCapabilities: {} },
+        { signal: combined },
+      );
       verdict = classify(response);
     } catch (error) {
       if (signal?.aborted) throw error;
@@ -115,7 +120,8 @@ function classify(response: { result?: unknown; error?: { code: number; data?: u
   if (error && MODERN_ERROR_CODES.has(error.code)) {
     const supported = (error.data as { supported?: unknown } | undefined)?.supported;
     // -32022 naming only legacy versions: a dual-era server that does not serve 2026-07-28 to us.
-    if (error.code === -32022 && Array.isArray(supported) && !supported.includes(MODERN_PROTOCOL_VERSION)) return { era: 'legacy' };
+    if (error.code === -32022 && Array.isArray(supported) && !supported.includes(MODERN_PROTOCOL_VERSION))
+      return { era: 'legacy' };
     return { era: 'modern' };
   }
   return { era: 'legacy' };

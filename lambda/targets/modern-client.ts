@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { Implementation, JSONRPCNotification, JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { ClientCapabilities } from '@modelcontextprotocol/server';
 import type { TargetConfig } from '../config/schema';
-import { NO_CREDENTIALS, type TargetCredentials } from './credentials';
-import { DependencyFailedError, credentialHeaders, type JSONRPCResponse } from './upstream-client';
 import { recordTargetLatency } from '../observability/metrics';
+import { NO_CREDENTIALS, type TargetCredentials } from './credentials';
 import { isResponse, readResponseStream } from './response-stream';
+import { credentialHeaders, DependencyFailedError, type JSONRPCResponse } from './upstream-client';
 
 /**
  * The gateway's HTTP client to a 2026-07-28 ("modern") target: no session, every request stamped
@@ -64,7 +64,12 @@ export class ModernTargetClient {
     return this.config.name;
   }
 
-  async request(method: string, params: Record<string, unknown>, meta: ModernRequestMeta, options: ModernCallOptions = {}): Promise<ModernResponse> {
+  async request(
+    method: string,
+    params: Record<string, unknown>,
+    meta: ModernRequestMeta,
+    options: ModernCallOptions = {},
+  ): Promise<ModernResponse> {
     const version = meta.protocolVersion ?? MODERN_PROTOCOL_VERSION;
     const _meta: Record<string, unknown> = {
       ...(params._meta as Record<string, unknown> | undefined),
@@ -90,7 +95,12 @@ export class ModernTargetClient {
     let res: Response;
     try {
       const started = performance.now();
-      res = await fetch(this.config.url, { method: 'POST', headers, body: JSON.stringify(request), signal: options.signal });
+      res = await fetch(this.config.url, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(request),
+        signal: options.signal,
+      });
       // Time to the target's response headers: its responsiveness, not a person's time to answer.
       recordTargetLatency(this.name, performance.now() - started);
     } catch (error) {
@@ -103,11 +113,13 @@ export class ModernTargetClient {
     }
     let body: unknown;
     try {
-      body = contentType.includes('json') ? await res.json() : (await res.body?.cancel(), undefined);
+      if (contentType.includes('json')) body = await res.json();
+      else await res.body?.cancel();
     } catch (error) {
       throw this.failure(error, `HTTP ${res.status} with an unreadable body`);
     }
-    if (isResponse(body) && (res.ok || 'error' in body)) return { response: { ...body, id: request.id }, httpStatus: res.status };
+    if (isResponse(body) && (res.ok || 'error' in body))
+      return { response: { ...body, id: request.id }, httpStatus: res.status };
     throw new DependencyFailedError(this.name, res.ok ? 'answered without a JSON-RPC response' : `HTTP ${res.status}`);
   }
 
@@ -116,7 +128,11 @@ export class ModernTargetClient {
     return new DependencyFailedError(this.name, reason, { cause: error });
   }
 
-  private async readStream(res: Response, id: JSONRPCRequest['id'], options: ModernCallOptions): Promise<JSONRPCResponse> {
+  private async readStream(
+    res: Response,
+    id: JSONRPCRequest['id'],
+    options: ModernCallOptions,
+  ): Promise<JSONRPCResponse> {
     let response: JSONRPCResponse | undefined;
     try {
       // A server request on a 2026-07-28 stream is a protocol violation: no listener, so ignored.
@@ -131,9 +147,7 @@ export class ModernTargetClient {
 
 /** `Mcp-Name` value: plain when header-safe, else the `=?base64?…?=` form the spec defines. */
 export function encodeMirrored(value: string): string {
-  const plain = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(value) && !(value.startsWith('=?base64?') && value.endsWith('?='));
+  const plain =
+    /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(value) && !(value.startsWith('=?base64?') && value.endsWith('?='));
   return plain ? value : `=?base64?${Buffer.from(value, 'utf8').toString('base64')}?=`;
 }
-
-
-

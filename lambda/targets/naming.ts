@@ -20,18 +20,26 @@ export interface NamedEntry {
   name: string;
 }
 
-export type Resolution = { ok: true; target: string; name: string } | { ok: false; message: string; candidates: string[] };
+export type Resolution =
+  | { ok: true; target: string; name: string }
+  | { ok: false; message: string; candidates: string[] };
 
 /**
  * Finds the target of a called name. A prefixed name (`target___tool`) is always accepted; a bare
  * name when exactly one target has it. `entries` are the upstream names per target.
  */
-export function resolveName(called: string, entries: NamedEntry[], targets: string[], kind: 'tool' | 'prompt'): Resolution {
+export function resolveName(
+  called: string,
+  entries: NamedEntry[],
+  targets: string[],
+  kind: 'tool' | 'prompt',
+): Resolution {
   const separator = called.indexOf(NAME_SEPARATOR);
   if (separator > 0) {
     const target = called.slice(0, separator);
     const name = called.slice(separator + NAME_SEPARATOR.length);
-    if (targets.includes(target) && entries.some((e) => e.target === target && e.name === name)) return { ok: true, target, name };
+    if (targets.includes(target) && entries.some((e) => e.target === target && e.name === name))
+      return { ok: true, target, name };
   }
   const owners = entries.filter((entry) => entry.name === called);
   if (owners.length === 1) return { ok: true, target: owners[0].target, name: called };
@@ -44,7 +52,11 @@ export function resolveName(called: string, entries: NamedEntry[], targets: stri
   }
   if (owners.length > 1) {
     const candidates = owners.map((o) => exposedName(o.target, o.name, true));
-    return { ok: false, message: `Ambiguous ${kind} name "${called}": use one of ${candidates.join(', ')}`, candidates };
+    return {
+      ok: false,
+      message: `Ambiguous ${kind} name "${called}": use one of ${candidates.join(', ')}`,
+      candidates,
+    };
   }
   const lower = called.toLowerCase();
   const candidates = entries

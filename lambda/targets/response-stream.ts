@@ -1,6 +1,11 @@
+import type {
+  JSONRPCErrorResponse,
+  JSONRPCNotification,
+  JSONRPCRequest,
+  JSONRPCResultResponse,
+  RequestId,
+} from '@modelcontextprotocol/sdk/types.js';
 import { createParser } from 'eventsource-parser';
-import type { JSONRPCNotification, JSONRPCRequest, RequestId } from '@modelcontextprotocol/sdk/types.js';
-import type { JSONRPCErrorResponse, JSONRPCResultResponse } from '@modelcontextprotocol/sdk/types.js';
 
 /** What a target streams back for one request, read the same way in both protocol eras. */
 
@@ -17,7 +22,11 @@ export interface StreamListeners {
  * notification before it to the listeners. Returns undefined when the stream ends without it;
  * throws what the reader throws when the stream breaks.
  */
-export async function readResponseStream(res: Response, id: RequestId, listeners: StreamListeners = {}): Promise<JSONRPCResponse | undefined> {
+export async function readResponseStream(
+  res: Response,
+  id: RequestId,
+  listeners: StreamListeners = {},
+): Promise<JSONRPCResponse | undefined> {
   let response: JSONRPCResponse | undefined;
   const parser = createParser({
     onEvent: (event) => {
@@ -52,7 +61,13 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 export function isResponse(value: unknown): value is JSONRPCResponse {
-  return isObject(value) && value.jsonrpc === '2.0' && 'id' in value && ('result' in value || 'error' in value) && !('method' in value);
+  return (
+    isObject(value) &&
+    value.jsonrpc === '2.0' &&
+    'id' in value &&
+    ('result' in value || 'error' in value) &&
+    !('method' in value)
+  );
 }
 
 export function isRequest(value: unknown): value is JSONRPCRequest {

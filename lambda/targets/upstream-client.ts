@@ -9,11 +9,11 @@ import type {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { ClientCapabilities as ModernClientCapabilities } from '@modelcontextprotocol/server';
 import type { TargetConfig } from '../config/schema';
+import { recordTargetLatency } from '../observability/metrics';
 import { NO_CREDENTIALS, type TargetCredentials } from './credentials';
 import type { EraLookup } from './era-probe';
 import { META_KEYS, MODERN_PROTOCOL_VERSION, type ModernTargetClient } from './modern-client';
-import { recordTargetLatency } from '../observability/metrics';
-import { isResponse, readResponseStream, type JSONRPCResponse, type StreamListeners } from './response-stream';
+import { isResponse, type JSONRPCResponse, readResponseStream, type StreamListeners } from './response-stream';
 
 /**
  * The gateway's HTTP client to one target (an upstream MCP server, Streamable HTTP, 2025 era).
@@ -92,9 +92,14 @@ export class TargetClient {
     return this.config.name;
   }
 
-  async initialize(protocolVersion: string, capabilities: ClientCapabilities, signal?: AbortSignal): Promise<InitializeOutcome> {
+  async initialize(
+    protocolVersion: string,
+    capabilities: ClientCapabilities,
+    signal?: AbortSignal,
+  ): Promise<InitializeOutcome> {
     // --- modern target (lambda/stateless owns the 2026-07-28 side; this keeps 2025 sessions working) ---
-    if (this.modern && (await this.modern.eras.eraOf(this.name, signal)).era === 'modern') return this.modernSession(signal);
+    if (this.modern && (await this.modern.eras.eraOf(this.name, signal)).era === 'modern')
+      return this.modernSession(signal);
     const request: JSONRPCRequest = {
       jsonrpc: '2.0',
       id: `gw-init-${randomUUID()}`,
@@ -115,7 +120,11 @@ export class TargetClient {
   }
 
   /** Sends a request and relays everything the target streams before its response. */
-  async request(session: UpstreamSession, request: JSONRPCRequest, options: RequestOptions = {}): Promise<JSONRPCResponse> {
+  async request(
+    session: UpstreamSession,
+    request: JSONRPCRequest,
+    options: RequestOptions = {},
+  ): Promise<JSONRPCResponse> {
     if (isModernSession(session) && this.modern) return bridgeModernRequest(this.modern, request, options);
     return (await this.exchange(session, request, options, true)).response;
   }
@@ -126,7 +135,12 @@ export class TargetClient {
     if (isModernSession(session)) return;
     let res: Response;
     try {
-      res = await fetch(this.config.url, { method: 'POST', headers: await this.headers(session), body: JSON.stringify(message), signal });
+      res = await fetch(this.config.url, {
+        method: 'POST',
+        headers: await this.headers(session),
+        body: JSON.stringify(message),
+        signal,
+      });
     } catch (error) {
       throw this.failure(error, 'unreachable');
     }
@@ -139,14 +153,20 @@ export class TargetClient {
   /** Ends the target session (best effort: targets MAY answer 405). */
   async terminate(session: UpstreamSession): Promise<void> {
     if (!session.targetSessionId) return;
-    const res = await fetch(this.config.url, { method: 'DELETE', headers: await this.headers(session), signal: AbortSignal.timeout(5000) });
+    const res = await fetch(this.config.url, {
+      method: 'DELETE',
+      headers: await this.headers(session),
+      signal: AbortSignal.timeout(5000),
+    });
     await res.body?.cancel().catch(() => undefined);
   }
 
   /** A 2026-07-28 target has no handshake: its DiscoverResult stands in for the InitializeResult. */
   private async modernSession(signal?: AbortSignal): Promise<InitializeOutcome> {
     const { discover } = await this.modern!.eras.eraOf(this.name, signal);
-    const serverInfo = (discover?._meta as Record<string, unknown> | undefined)?.[META_KEYS.serverInfo] as Implementation | undefined;
+    const serverInfo = (discover?._meta as Record<string, unknown> | undefined)?.[META_KEYS.serverInfo] as
+      | Implementation
+      | undefined;
     const result = {
       protocolVersion: MODERN_PROTOCOL_VERSION,
       capabilities: (discover?.capabilities ?? {}) as InitializeResult['capabilities'],
@@ -182,7 +202,12 @@ export class TargetClient {
     const headers = await this.headers(withSession ? session : { protocolVersion: session.protocolVersion });
     try {
       const started = performance.now();
-      res = await fetch(this.config.url, { method: 'POST', headers, body: JSON.stringify(request), signal: options.signal });
+      res = await fetch(this.config.url, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(request),
+        signal: options.signal,
+      });
       // Time to the target's response headers: its responsiveness, not a person's time to answer.
       recordTargetLatency(this.name, performance.now() - started);
     } catch (error) {
@@ -199,7 +224,8 @@ export class TargetClient {
     }
     let body: unknown;
     try {
-      body = contentType.includes('json') ? await res.json() : (await res.body?.cancel(), undefined);
+      if (contentType.includes('json')) body = await res.json();
+      else await res.body?.cancel();
     } catch (error) {
       throw this.failure(error, `HTTP ${res.status} with an unreadable body`);
     }
@@ -210,7 +236,11 @@ export class TargetClient {
     throw new DependencyFailedError(this.name, res.ok ? 'answered without a JSON-RPC response' : `HTTP ${res.status}`);
   }
 
-  private async readStream(res: Response, id: RequestId, options: { signal?: AbortSignal; handlers?: StreamHandlers }): Promise<JSONRPCResponse> {
+  private async readStream(
+    res: Response,
+    id: RequestId,
+    options: { signal?: AbortSignal; handlers?: StreamHandlers },
+  ): Promise<JSONRPCResponse> {
     let response: JSONRPCResponse | undefined;
     try {
       response = await readResponseStream(res, id, options.handlers);
@@ -223,17 +253,20 @@ export class TargetClient {
 }
 
 /** The target's credential headers; a failure to obtain them is the target's failure (DependencyFailedException). */
-export async function credentialHeaders(target: string, credentials: TargetCredentials): Promise<Record<string, string>> {
+export async function credentialHeaders(
+  target: string,
+  credentials: TargetCredentials,
+): Promise<Record<string, string>> {
   try {
     return await credentials.headers();
   } catch (error) {
-    throw new DependencyFailedError(target, `outbound credentials unavailable: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw new DependencyFailedError(
+      target,
+      `outbound credentials unavailable: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    );
   }
 }
-
-
-
-
 
 export function isModernSession(session: UpstreamSession): boolean {
   return session.protocolVersion >= MODERN_PROTOCOL_VERSION;
@@ -247,17 +280,26 @@ export function isModernSession(session: UpstreamSession): boolean {
  * back untouched; -32021 (something the session did not declare) stays the clear error.
  * `resultType` is dropped from complete results: 2025 clients do not know it.
  */
-async function bridgeModernRequest(modern: ModernUpstream, request: JSONRPCRequest, options: RequestOptions): Promise<JSONRPCResponse> {
+async function bridgeModernRequest(
+  modern: ModernUpstream,
+  request: JSONRPCRequest,
+  options: RequestOptions,
+): Promise<JSONRPCResponse> {
   const params = { ...(request.params as Record<string, unknown> | undefined) };
   const meta = params._meta as Record<string, unknown> | undefined;
   if (meta) {
     // Keep only what a 2026 request may carry from a 2025 one (the progress token).
     params._meta = meta.progressToken !== undefined ? { progressToken: meta.progressToken } : undefined;
   }
-  const { response } = await modern.client.request(request.method, params, { clientCapabilities: options.modernInput ?? {} }, {
-    signal: options.signal,
-    onNotification: (notification) => options.handlers?.onNotification?.(notification),
-  });
+  const { response } = await modern.client.request(
+    request.method,
+    params,
+    { clientCapabilities: options.modernInput ?? {} },
+    {
+      signal: options.signal,
+      onNotification: (notification) => options.handlers?.onNotification?.(notification),
+    },
+  );
   const target = modern.client.name;
   if ('error' in response) {
     if (response.error.code === -32021) {
@@ -269,14 +311,21 @@ async function bridgeModernRequest(modern: ModernUpstream, request: JSONRPCReque
   const { resultType, ...result } = response.result as Record<string, unknown>;
   if (resultType === 'input_required') {
     if (options.modernInput) return { jsonrpc: '2.0', id: request.id, result: response.result };
-    const methods = Object.values((result.inputRequests as Record<string, { method?: string }> | undefined) ?? {}).map((r) => r.method);
+    const methods = Object.values((result.inputRequests as Record<string, { method?: string }> | undefined) ?? {}).map(
+      (r) => r.method,
+    );
     return crossEraInputError(target, request.id, methods.join(', ') || 'input_required', { inputRequests: methods });
   }
   return { jsonrpc: '2.0', id: request.id, result };
 }
 
 /** A 2026-07-28 target needs input the 2025 session cannot take: a clear error, never a hang. */
-export function crossEraInputError(target: string, id: RequestId, what: string, data: Record<string, unknown>): JSONRPCResponse {
+export function crossEraInputError(
+  target: string,
+  id: RequestId,
+  what: string,
+  data: Record<string, unknown>,
+): JSONRPCResponse {
   return {
     jsonrpc: '2.0',
     id,

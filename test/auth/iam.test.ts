@@ -1,8 +1,8 @@
-import { startDemoTarget, type DemoTarget } from '../../lambda/local/demo-target';
+import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
 import { startLocalGateway } from '../../lambda/local/local-gateway';
 import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
-import { startCountedDynamo, type CountedDynamo } from '../support/dynamo';
-import { installLambdaGlobals, startLambdaInvoker, type LambdaInvoker } from '../support/lambda-invoker';
+import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
+import { installLambdaGlobals, type LambdaInvoker, startLambdaInvoker } from '../support/lambda-invoker';
 import { initSession, post, readMessage, sessionItems } from '../support/mcp-http';
 
 /**
@@ -25,14 +25,19 @@ beforeAll(async () => {
   demo = await startDemoTarget();
   await ensureTable(createDocumentClient({ endpoint: dynamo.endpoint }), 'mcp-gateway');
   installLambdaGlobals();
-  process.env.GATEWAY_CONFIG = JSON.stringify({ targets: [{ name: 'demo', url: demo.url }], auth: { type: 'iam' }, logLevel: 'SILENT' });
+  process.env.GATEWAY_CONFIG = JSON.stringify({
+    targets: [{ name: 'demo', url: demo.url }],
+    auth: { type: 'iam' },
+    logLevel: 'SILENT',
+  });
   process.env.DYNAMODB_ENDPOINT = dynamo.endpoint;
   let handlerModule!: typeof import('../../lambda/handler');
   jest.isolateModules(() => {
     handlerModule = require('../../lambda/handler');
   });
   // One execution environment, three callers: two signed (as the function URL reports them), one not.
-  for (const iamUserArn of [ALICE, BOB, undefined]) invokers.push(await startLambdaInvoker(handlerModule, { iamUserArn }));
+  for (const iamUserArn of [ALICE, BOB, undefined])
+    invokers.push(await startLambdaInvoker(handlerModule, { iamUserArn }));
 });
 afterAll(async () => {
   for (const invoker of invokers) await invoker.close();
@@ -55,14 +60,29 @@ test('the IAM caller owns its session; another IAM caller presenting it gets 404
 });
 
 test('a request without the IAM context → 401', async () => {
-  const res = await post(mcpUrl(invokers[2]), {}, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+  const res = await post(
+    mcpUrl(invokers[2]),
+    {},
+    {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    },
+  );
   expect(res.status).toBe(401);
   expect(res.headers.get('www-authenticate')).toBe('AWS4-HMAC-SHA256');
   expect((await readMessage(res)).error.message).toMatch(/SigV4/);
 });
 
 test('the local server has no IAM context: every request → 401, no protected resource metadata', async () => {
-  const gateway = await startLocalGateway({ port: 0, demo: false, startupReport: false, dynamodbEndpoint: dynamo.endpoint, config: { auth: { type: 'iam' }, logLevel: 'SILENT' } });
+  const gateway = await startLocalGateway({
+    port: 0,
+    demo: false,
+    startupReport: false,
+    dynamodbEndpoint: dynamo.endpoint,
+    config: { auth: { type: 'iam' }, logLevel: 'SILENT' },
+  });
   try {
     const res = await post(gateway.url, {}, { jsonrpc: '2.0', id: 1, method: 'tools/list' });
     expect(res.status).toBe(401);

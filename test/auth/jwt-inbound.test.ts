@@ -1,10 +1,15 @@
-import { discoverOAuthServerInfo, extractResourceMetadataUrl, selectResourceURL, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
-import { ConfigError, parseConfig, type GatewayConfigInput } from '../../lambda/config/schema';
-import { startDemoTarget, type DemoTarget } from '../../lambda/local/demo-target';
+import {
+  discoverOAuthServerInfo,
+  extractResourceMetadataUrl,
+  type OAuthClientProvider,
+  selectResourceURL,
+} from '@modelcontextprotocol/sdk/client/auth.js';
+import { ConfigError, type GatewayConfigInput, parseConfig } from '../../lambda/config/schema';
+import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
 import { startLocalGateway } from '../../lambda/local/local-gateway';
-import { startCountedDynamo, type CountedDynamo } from '../support/dynamo';
-import { startGateway, type GatewayKind, type GatewayUnderTest } from '../support/gateways';
-import { post, readMessage, sessionItems, type Json } from '../support/mcp-http';
+import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
+import { type GatewayKind, type GatewayUnderTest, startGateway } from '../support/gateways';
+import { type Json, post, readMessage, sessionItems } from '../support/mcp-http';
 import { AUDIENCE, CLIENT, capturingLogger, startIssuer, type TestIssuer } from './support';
 
 /**
@@ -25,7 +30,13 @@ const INIT = {
 function jwtConfig(issuer: TestIssuer, demo: DemoTarget, extra: Partial<GatewayConfigInput> = {}): GatewayConfigInput {
   return {
     targets: [{ name: 'demo', url: demo.url }],
-    auth: { type: 'jwt', discoveryUrl: issuer.discoveryUrl, allowedAudiences: [AUDIENCE], allowedClients: [CLIENT], allowedScopes: ['mcp:tools'] },
+    auth: {
+      type: 'jwt',
+      discoveryUrl: issuer.discoveryUrl,
+      allowedAudiences: [AUDIENCE],
+      allowedClients: [CLIENT],
+      allowedScopes: ['mcp:tools'],
+    },
     logLevel: 'SILENT',
     ...extra,
   };
@@ -77,7 +88,14 @@ describe.each(kinds)('JWT auth through the %s', (kind) => {
   beforeAll(async () => {
     gateway =
       kind === 'local server'
-        ? await startLocalGateway({ port: 0, demo: false, startupReport: false, dynamodbEndpoint: dynamo.endpoint, logger, config: jwtConfig(issuer, demo) })
+        ? await startLocalGateway({
+            port: 0,
+            demo: false,
+            startupReport: false,
+            dynamodbEndpoint: dynamo.endpoint,
+            logger,
+            config: jwtConfig(issuer, demo),
+          })
         : await startGateway(kind, jwtConfig(issuer, demo), dynamo.endpoint);
     url = gateway.url;
   });
@@ -95,7 +113,11 @@ describe.each(kinds)('JWT auth through the %s', (kind) => {
     // Every method and every protocol era is behind the same check.
     const del = await fetch(url, { method: 'DELETE', headers: { 'mcp-session-id': 'x' } });
     expect(del.status).toBe(401);
-    const modern = await post(url, { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' }, { jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    const modern = await post(
+      url,
+      { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' },
+      { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+    );
     expect(modern.status).toBe(401);
     await modern.body?.cancel();
   });
@@ -127,7 +149,11 @@ describe.each(kinds)('JWT auth through the %s', (kind) => {
   test('a tampered payload → 401 invalid_token', async () => {
     const [header, payload, signature] = (await sign()).split('.');
     const claims = JSON.parse(Buffer.from(payload, 'base64url').toString());
-    const forged = [header, Buffer.from(JSON.stringify({ ...claims, sub: 'mallory' })).toString('base64url'), signature].join('.');
+    const forged = [
+      header,
+      Buffer.from(JSON.stringify({ ...claims, sub: 'mallory' })).toString('base64url'),
+      signature,
+    ].join('.');
     tokens.push(forged);
     const { res } = await initialize(url, forged);
     expect(res.status).toBe(401);
@@ -137,7 +163,10 @@ describe.each(kinds)('JWT auth through the %s', (kind) => {
   test('a wrong audience → 401 invalid_token (the token was issued for another resource)', async () => {
     const { res } = await initialize(url, await sign({ aud: 'https://other.example/api' }));
     expect(res.status).toBe(401);
-    expect(challenge(res)).toMatchObject({ error: 'invalid_token', error_description: 'the aud claim of the token is not acceptable' });
+    expect(challenge(res)).toMatchObject({
+      error: 'invalid_token',
+      error_description: 'the aud claim of the token is not acceptable',
+    });
   });
 
   test('an expired token → 401 invalid_token', async () => {
@@ -147,7 +176,11 @@ describe.each(kinds)('JWT auth through the %s', (kind) => {
   });
 
   test('another issuer, no sub, no exp → 401 invalid_token', async () => {
-    for (const token of [await sign({ iss: 'https://evil.example' }), await sign({}, { omit: ['sub'] }), await sign({}, { omit: ['exp'] })]) {
+    for (const token of [
+      await sign({ iss: 'https://evil.example' }),
+      await sign({}, { omit: ['sub'] }),
+      await sign({}, { omit: ['exp'] }),
+    ]) {
       const { res } = await initialize(url, token);
       expect(res.status).toBe(401);
       expect(challenge(res).error).toBe('invalid_token');
@@ -169,7 +202,11 @@ describe.each(kinds)('JWT auth through the %s', (kind) => {
   test('no allowed scope → 403 insufficient_scope naming the scope', async () => {
     const { res } = await initialize(url, await sign({ scope: 'openid profile' }));
     expect(res.status).toBe(403);
-    expect(challenge(res)).toMatchObject({ error: 'insufficient_scope', scope: 'mcp:tools', resource_metadata: `${origin(url)}/.well-known/oauth-protected-resource` });
+    expect(challenge(res)).toMatchObject({
+      error: 'insufficient_scope',
+      scope: 'mcp:tools',
+      resource_metadata: `${origin(url)}/.well-known/oauth-protected-resource`,
+    });
     // `scp` as an array (Okta, Entra) is read too.
     const scp = await initialize(url, await sign({ scp: ['mcp:tools'] }, { omit: ['scope'] }));
     expect(scp.res.status).toBe(200);
@@ -227,7 +264,12 @@ describe('JWT keys and issuer (local server)', () => {
       // Old keys stay valid while published.
       expect((await initialize(gateway.url, await sign({}, { kid: 'key-1' }))).res.status).toBe(200);
       // A burst of made-up kids: refused, and at most one more JWKS request.
-      const burst = await Promise.all(Array.from({ length: 8 }, async (_, i) => (await initialize(gateway.url, await sign({}, { kid: `made-up-${i}` }))).res.status));
+      const burst = await Promise.all(
+        Array.from(
+          { length: 8 },
+          async (_, i) => (await initialize(gateway.url, await sign({}, { kid: `made-up-${i}` }))).res.status,
+        ),
+      );
       expect(burst.every((status) => status === 401)).toBe(true);
       expect(issuer.jwksRequests()).toBeLessThanOrEqual(fetched + 2);
     } finally {
@@ -279,17 +321,24 @@ describe('JWT configuration', () => {
   const base = { discoveryUrl: 'https://idp.example.com/.well-known/openid-configuration' };
 
   test('http discovery URLs only on loopback hosts', () => {
-    for (const discoveryUrl of ['http://127.0.0.1:9000/.well-known/openid-configuration', 'http://localhost/x', 'http://[::1]:8/x', base.discoveryUrl]) {
+    for (const discoveryUrl of [
+      'http://127.0.0.1:9000/.well-known/openid-configuration',
+      'http://localhost/x',
+      'http://[::1]:8/x',
+      base.discoveryUrl,
+    ]) {
       expect(parseConfig({ auth: { type: 'jwt', discoveryUrl } }).auth).toEqual({ type: 'jwt', discoveryUrl });
     }
-    expect(() => parseConfig({ auth: { type: 'jwt', discoveryUrl: 'http://idp.example.com/.well-known/openid-configuration' } })).toThrow(
-      /auth\.discoveryUrl: must be https \(http is accepted only for a loopback host/,
-    );
+    expect(() =>
+      parseConfig({ auth: { type: 'jwt', discoveryUrl: 'http://idp.example.com/.well-known/openid-configuration' } }),
+    ).toThrow(/auth\.discoveryUrl: must be https \(http is accepted only for a loopback host/);
     expect(() => parseConfig({ auth: { type: 'jwt', discoveryUrl: 'ftp://127.0.0.1/x' } })).toThrow(ConfigError);
   });
 
   test('unknown fields and types are refused, naming the field', () => {
-    expect(() => parseConfig({ auth: { type: 'jwt', ...base, allowedAudience: ['x'] } })).toThrow(/auth\.allowedAudience/);
+    expect(() => parseConfig({ auth: { type: 'jwt', ...base, allowedAudience: ['x'] } })).toThrow(
+      /auth\.allowedAudience/,
+    );
     expect(() => parseConfig({ auth: { type: 'jwt' } })).toThrow(/auth\.discoveryUrl/);
     expect(() => parseConfig({ auth: { type: 'cognito' } })).toThrow(/auth\.type/);
     expect(parseConfig({ auth: { type: 'iam' } }).auth).toEqual({ type: 'iam' });

@@ -1,19 +1,25 @@
-import { ConfigError, parseConfig, secretArnsIn, type GatewayConfigInput, type TargetConfig } from '../../lambda/config/schema';
-import { startDemoTarget, type DemoTarget } from '../../lambda/local/demo-target';
+import {
+  ConfigError,
+  type GatewayConfigInput,
+  parseConfig,
+  secretArnsIn,
+  type TargetConfig,
+} from '../../lambda/config/schema';
+import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
 import { startLocalGateway } from '../../lambda/local/local-gateway';
-import { startModernDemoTarget, type ModernDemoTarget } from '../../lambda/local/modern-demo-target';
+import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
 import { CredentialError, OutboundCredentials, type SecretValueReader } from '../../lambda/targets/credentials';
-import { startCountedDynamo, type CountedDynamo } from '../support/dynamo';
-import { startGateway, type GatewayKind, type GatewayUnderTest } from '../support/gateways';
-import { callAndAnswer, initSession, post, readMessage, type Json } from '../support/mcp-http';
+import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
+import { type GatewayKind, type GatewayUnderTest, startGateway } from '../support/gateways';
+import { callAndAnswer, initSession, type Json, post, readMessage } from '../support/mcp-http';
 import {
   AUDIENCE,
   CLIENT,
   capturingLogger,
+  type RecordingProxy,
   startIssuer,
   startRecordingProxy,
   startTokenEndpoint,
-  type RecordingProxy,
   type TestIssuer,
   type TokenEndpoint,
 } from './support';
@@ -31,7 +37,8 @@ const OAUTH_ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/
 const CLIENT_SECRET = 'client-secret-value-never-logged';
 const TOKEN_LIFETIME_S = 3;
 
-const target = (over: Record<string, unknown>): TargetConfig => parseConfig({ targets: [{ name: 't', url: 'https://t.example/mcp', ...over }] }).targets[0];
+const target = (over: Record<string, unknown>): TargetConfig =>
+  parseConfig({ targets: [{ name: 't', url: 'https://t.example/mcp', ...over }] }).targets[0];
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function fakeSecrets(values: Record<string, string>): SecretValueReader & { reads: string[]; failNext: number } {
@@ -64,7 +71,9 @@ describe('credential values (no HTTP)', () => {
         },
       }),
     );
-    const second = outbound.forTarget(target({ headers: { 'x-api-key': { secretArn: ARN, key: 'apiKey', prefix: 'Key ' } } }));
+    const second = outbound.forTarget(
+      target({ headers: { 'x-api-key': { secretArn: ARN, key: 'apiKey', prefix: 'Key ' } } }),
+    );
     expect(await first.headers()).toEqual({
       'x-plain': 'plain',
       'x-env': 'Token from-env',
@@ -79,7 +88,9 @@ describe('credential values (no HTTP)', () => {
   test('a failed secret read is not remembered: the next request tries again', async () => {
     const secrets = fakeSecrets({ [ARN]: 'value' });
     secrets.failNext = 1;
-    const credentials = new OutboundCredentials({ secrets }).forTarget(target({ headers: { 'x-api-key': { secretArn: ARN } } }));
+    const credentials = new OutboundCredentials({ secrets }).forTarget(
+      target({ headers: { 'x-api-key': { secretArn: ARN } } }),
+    );
     await expect(credentials.headers()).rejects.toThrow(CredentialError);
     expect(await credentials.headers()).toEqual({ 'x-api-key': 'value' });
     expect(secrets.reads).toEqual([ARN, ARN]);
@@ -87,7 +98,9 @@ describe('credential values (no HTTP)', () => {
 
   test('a JSON secret without the named key is an error that names the secret, not its value', async () => {
     const secrets = fakeSecrets({ [ARN]: '{"other":"s3cr3t"}' });
-    const credentials = new OutboundCredentials({ secrets }).forTarget(target({ headers: { 'x-api-key': { secretArn: ARN, key: 'apiKey' } } }));
+    const credentials = new OutboundCredentials({ secrets }).forTarget(
+      target({ headers: { 'x-api-key': { secretArn: ARN, key: 'apiKey' } } }),
+    );
     const error = await credentials.headers().catch((e: Error) => e);
     expect(error).toBeInstanceOf(CredentialError);
     expect(String(error)).toContain('no string field "apiKey"');
@@ -95,11 +108,15 @@ describe('credential values (no HTTP)', () => {
   });
 
   test('a missing environment variable fails when the gateway is built, naming the field', async () => {
-    const config = parseConfig({ targets: [{ name: 'a', url: 'https://a.example/mcp', headers: { 'x-api-key': { fromEnv: 'NOT_SET_ANYWHERE' } } }] });
+    const config = parseConfig({
+      targets: [{ name: 'a', url: 'https://a.example/mcp', headers: { 'x-api-key': { fromEnv: 'NOT_SET_ANYWHERE' } } }],
+    });
     expect(() => new OutboundCredentials({ env: {} }).forTarget(config.targets[0], 0)).toThrow(
       new ConfigError('targets.0.headers.x-api-key: environment variable NOT_SET_ANYWHERE is not set'),
     );
-    await expect(startLocalGateway({ port: 0, demo: false, startupReport: false, config })).rejects.toThrow(/NOT_SET_ANYWHERE is not set/);
+    await expect(startLocalGateway({ port: 0, demo: false, startupReport: false, config })).rejects.toThrow(
+      /NOT_SET_ANYWHERE is not set/,
+    );
   });
 
   test('configuration: reference shapes, secure token URLs, one source of Authorization, the secret ARNs to grant', () => {
@@ -107,9 +124,15 @@ describe('credential values (no HTTP)', () => {
     expect(() => target({ headers: { 'x-a': { fromEnv: 'lower-case-ok?' } } })).toThrow(/targets\.0\.headers\.x-a/);
     expect(() => target({ headers: { 'x-a': { secretArn: 'not-an-arn' } } })).toThrow(/targets\.0\.headers\.x-a/);
     expect(() => target({ oauth: { ...oauth, clientSecret: 'inline' } })).toThrow(/targets\.0\.oauth\.clientSecret/);
-    expect(() => target({ oauth: { ...oauth, tokenUrl: 'http://idp.example/token' } })).toThrow(/targets\.0\.oauth\.tokenUrl: must be https/);
-    expect(target({ oauth: { ...oauth, tokenUrl: 'http://127.0.0.1:1/token' } }).oauth!.authMethod).toBe('client_secret_basic');
-    expect(() => target({ oauth, headers: { Authorization: 'Bearer x' } })).toThrow(/both set the Authorization header/);
+    expect(() => target({ oauth: { ...oauth, tokenUrl: 'http://idp.example/token' } })).toThrow(
+      /targets\.0\.oauth\.tokenUrl: must be https/,
+    );
+    expect(target({ oauth: { ...oauth, tokenUrl: 'http://127.0.0.1:1/token' } }).oauth!.authMethod).toBe(
+      'client_secret_basic',
+    );
+    expect(() => target({ oauth, headers: { Authorization: 'Bearer x' } })).toThrow(
+      /both set the Authorization header/,
+    );
     const config = parseConfig({
       targets: [
         { name: 'a', url: 'https://a.example/mcp', headers: { 'x-api-key': { secretArn: ARN } }, oauth },
@@ -130,13 +153,24 @@ describe('client credentials (no gateway)', () => {
   test('one token shared by concurrent requests, reused until shortly before expiry, then refreshed', async () => {
     let now = 1_000_000;
     const credentials = new OutboundCredentials({ env: { GW_SECRET: CLIENT_SECRET }, now: () => now }).forTarget(
-      target({ oauth: { tokenUrl: endpoint.tokenUrl, clientId: 'gw', clientSecret: { fromEnv: 'GW_SECRET' }, scopes: ['mcp:read', 'mcp:write'], resource: 'https://t.example/mcp' } }),
+      target({
+        oauth: {
+          tokenUrl: endpoint.tokenUrl,
+          clientId: 'gw',
+          clientSecret: { fromEnv: 'GW_SECRET' },
+          scopes: ['mcp:read', 'mcp:write'],
+          resource: 'https://t.example/mcp',
+        },
+      }),
     );
     const before = endpoint.requests();
     const burst = await Promise.all(Array.from({ length: 5 }, () => credentials.headers()));
     expect(new Set(burst.map((h) => h.authorization)).size).toBe(1);
     expect(endpoint.requests()).toBe(before + 1);
-    expect(endpoint.lastRequest).toEqual({ form: { grant_type: 'client_credentials', scope: 'mcp:read mcp:write', resource: 'https://t.example/mcp' }, basicClientId: 'gw' });
+    expect(endpoint.lastRequest).toEqual({
+      form: { grant_type: 'client_credentials', scope: 'mcp:read mcp:write', resource: 'https://t.example/mcp' },
+      basicClientId: 'gw',
+    });
     const first = burst[0].authorization;
     expect(first).toBe(`Bearer ${endpoint.issued.at(-1)}`);
     now += 3540_000 - 1; // 60 s before expiry: still reused
@@ -155,7 +189,14 @@ describe('client credentials (no gateway)', () => {
     const secrets = fakeSecrets({ [OAUTH_ARN]: JSON.stringify({ clientSecret: CLIENT_SECRET }) });
     const logger = capturingLogger();
     const ok = new OutboundCredentials({ secrets, logger }).forTarget(
-      target({ oauth: { tokenUrl: endpoint.tokenUrl, clientId: 'gw', clientSecret: { secretArn: OAUTH_ARN, key: 'clientSecret' }, authMethod: 'client_secret_post' } }),
+      target({
+        oauth: {
+          tokenUrl: endpoint.tokenUrl,
+          clientId: 'gw',
+          clientSecret: { secretArn: OAUTH_ARN, key: 'clientSecret' },
+          authMethod: 'client_secret_post',
+        },
+      }),
     );
     expect((await ok.headers()).authorization).toMatch(/^Bearer tok-/);
     expect(endpoint.lastRequest!.form).toMatchObject({ client_id: 'gw', client_secret: CLIENT_SECRET });
@@ -188,7 +229,11 @@ describe.each<GatewayKind>(['local server', 'lambda handler'])('outbound credent
     dynamo = await startCountedDynamo();
     demo = await startDemoTarget();
     modern = await startModernDemoTarget();
-    endpoint = await startTokenEndpoint({ clientId: 'gateway-client', clientSecret: CLIENT_SECRET, expiresIn: TOKEN_LIFETIME_S });
+    endpoint = await startTokenEndpoint({
+      clientId: 'gateway-client',
+      clientSecret: CLIENT_SECRET,
+      expiresIn: TOKEN_LIFETIME_S,
+    });
     legacyProxy = await startRecordingProxy(demo.url);
     modernProxy = await startRecordingProxy(modern.url);
     securedProxy = await startRecordingProxy(demo.url, { requireToken: (token) => endpoint.isValid(token) });
@@ -196,13 +241,28 @@ describe.each<GatewayKind>(['local server', 'lambda handler'])('outbound credent
     process.env.GW_AUTH_TEST_CLIENT_SECRET = CLIENT_SECRET;
     const config: GatewayConfigInput = {
       targets: [
-        { name: 'legacy', url: legacyProxy.url, era: 'legacy', headers: { 'x-api-key': { fromEnv: 'GW_AUTH_TEST_API_KEY' }, 'x-static': 'static' } },
-        { name: 'modern', url: modernProxy.url, era: 'modern', headers: { 'x-api-key': { fromEnv: 'GW_AUTH_TEST_API_KEY' } } },
+        {
+          name: 'legacy',
+          url: legacyProxy.url,
+          era: 'legacy',
+          headers: { 'x-api-key': { fromEnv: 'GW_AUTH_TEST_API_KEY' }, 'x-static': 'static' },
+        },
+        {
+          name: 'modern',
+          url: modernProxy.url,
+          era: 'modern',
+          headers: { 'x-api-key': { fromEnv: 'GW_AUTH_TEST_API_KEY' } },
+        },
         {
           name: 'secured',
           url: securedProxy.url,
           era: 'legacy',
-          oauth: { tokenUrl: endpoint.tokenUrl, clientId: 'gateway-client', clientSecret: { fromEnv: 'GW_AUTH_TEST_CLIENT_SECRET' }, scopes: ['tools'] },
+          oauth: {
+            tokenUrl: endpoint.tokenUrl,
+            clientId: 'gateway-client',
+            clientSecret: { fromEnv: 'GW_AUTH_TEST_CLIENT_SECRET' },
+            scopes: ['tools'],
+          },
         },
       ],
       auth: { type: 'jwt', discoveryUrl: issuer.discoveryUrl, allowedAudiences: [AUDIENCE], allowedClients: [CLIENT] },
@@ -211,7 +271,14 @@ describe.each<GatewayKind>(['local server', 'lambda handler'])('outbound credent
     };
     gateway =
       kind === 'local server'
-        ? await startLocalGateway({ port: 0, demo: false, startupReport: false, dynamodbEndpoint: dynamo.endpoint, logger, config })
+        ? await startLocalGateway({
+            port: 0,
+            demo: false,
+            startupReport: false,
+            dynamodbEndpoint: dynamo.endpoint,
+            logger,
+            config,
+          })
         : await startGateway(kind, config, dynamo.endpoint);
     url = gateway.url;
     clientToken = await issuer.sign({ sub: 'alice' });
@@ -227,20 +294,38 @@ describe.each<GatewayKind>(['local server', 'lambda handler'])('outbound credent
   });
 
   const call = async (headers: Record<string, string>, name: string, id: number): Promise<Json> => {
-    const res = await post(url, headers, { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: { text: `call ${id}` } } });
+    const res = await post(url, headers, {
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name, arguments: { text: `call ${id}` } },
+    });
     return readMessage(res);
   };
 
   test("the client's Authorization header never reaches a target, in either era; the configured headers do", async () => {
-    const session = await initSession(url, { headers: { authorization: `Bearer ${clientToken}` }, capabilities: { elicitation: { form: {} } } });
+    const session = await initSession(url, {
+      headers: { authorization: `Bearer ${clientToken}` },
+      capabilities: { elicitation: { form: {} } },
+    });
     expect((await call(session.headers, 'legacy___echo', 1)).result.content[0].text).toBe('echo: call 1');
-    const relayed = await callAndAnswer(url, session.headers, { id: 2, params: { name: 'legacy___use_aws', arguments: { command: 'ls' } } }, () => ({
-      result: { action: 'accept', content: { confirm: true } },
-    }));
+    const relayed = await callAndAnswer(
+      url,
+      session.headers,
+      { id: 2, params: { name: 'legacy___use_aws', arguments: { command: 'ls' } } },
+      () => ({
+        result: { action: 'accept', content: { confirm: true } },
+      }),
+    );
     expect(relayed.response.result.content[0].text).toBe('executed: ls');
     const modernRes = await post(
       url,
-      { authorization: `Bearer ${clientToken}`, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'modern___echo' },
+      {
+        authorization: `Bearer ${clientToken}`,
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'tools/call',
+        'mcp-name': 'modern___echo',
+      },
       {
         jsonrpc: '2.0',
         id: 3,
@@ -273,7 +358,8 @@ describe.each<GatewayKind>(['local server', 'lambda handler'])('outbound credent
   test('client credentials: one token until shortly before expiry, then a fresh one; a revoked token is replaced', async () => {
     const session = await initSession(url, { headers: { authorization: `Bearer ${clientToken}` } });
     expect(endpoint.requests()).toBe(0); // the target session opens lazily, with the first call
-    for (let id = 10; id < 13; id++) expect((await call(session.headers, 'secured___echo', id)).result.content[0].text).toBe(`echo: call ${id}`);
+    for (let id = 10; id < 13; id++)
+      expect((await call(session.headers, 'secured___echo', id)).result.content[0].text).toBe(`echo: call ${id}`);
     expect(endpoint.requests()).toBe(1);
     const firstToken = endpoint.issued.at(-1)!;
     // Every request the target got carried the gateway's token, never the client's.
@@ -286,7 +372,9 @@ describe.each<GatewayKind>(['local server', 'lambda handler'])('outbound credent
     expect(endpoint.requests()).toBe(2);
     const secondToken = endpoint.issued.at(-1)!;
     expect(secondToken).not.toBe(firstToken);
-    expect(securedProxy.seen.slice(seenBefore).every((headers) => headers.authorization === `Bearer ${secondToken}`)).toBe(true);
+    expect(
+      securedProxy.seen.slice(seenBefore).every((headers) => headers.authorization === `Bearer ${secondToken}`),
+    ).toBe(true);
 
     // The target stops accepting the token (revoked): that call fails, the next one gets a new token.
     endpoint.revoke(secondToken);
@@ -334,7 +422,12 @@ describe('secrets through the gateway (a fake Secrets Manager)', () => {
     try {
       const session = await initSession(gateway.url);
       for (let id = 1; id <= 2; id++) {
-        const res = await post(gateway.url, session.headers, { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'demo___echo', arguments: { text: 'x' } } });
+        const res = await post(gateway.url, session.headers, {
+          jsonrpc: '2.0',
+          id,
+          method: 'tools/call',
+          params: { name: 'demo___echo', arguments: { text: 'x' } },
+        });
         expect((await readMessage(res)).result.content[0].text).toBe('echo: x');
       }
       expect(proxy.seen.length).toBeGreaterThan(0);

@@ -1,9 +1,9 @@
 import type { GatewayConfigInput } from '../../lambda/config/schema';
-import { startDemoTarget, type DemoTarget } from '../../lambda/local/demo-target';
-import { startModernDemoTarget, type ModernDemoTarget } from '../../lambda/local/modern-demo-target';
-import { startCountedDynamo, type CountedDynamo } from '../support/dynamo';
-import { startGateway, type GatewayKind, type GatewayUnderTest } from '../support/gateways';
-import { callAndAnswer, initSession, post, readMessage, type Json } from '../support/mcp-http';
+import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
+import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
+import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
+import { type GatewayKind, type GatewayUnderTest, startGateway } from '../support/gateways';
+import { callAndAnswer, initSession, type Json, post, readMessage } from '../support/mcp-http';
 import { AUDIENCE, CLIENT, startIssuer, type TestIssuer } from './support';
 
 /**
@@ -26,10 +26,20 @@ function modernMeta(): Json {
 }
 
 /** A 2026-07-28 tools/call with the mirrored headers and the caller's token. */
-async function modernCall(url: string, token: string, params: Json, id: string | number = 1): Promise<{ status: number; body: Json }> {
+async function modernCall(
+  url: string,
+  token: string,
+  params: Json,
+  id: string | number = 1,
+): Promise<{ status: number; body: Json }> {
   const res = await post(
     url,
-    { authorization: `Bearer ${token}`, 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': params.name },
+    {
+      authorization: `Bearer ${token}`,
+      'mcp-protocol-version': MODERN,
+      'mcp-method': 'tools/call',
+      'mcp-name': params.name,
+    },
     { jsonrpc: '2.0', id, method: 'tools/call', params: { ...params, _meta: modernMeta() } },
   );
   return { status: res.status, body: await readMessage(res) };
@@ -132,21 +142,29 @@ describe.each(kinds)('what a principal creates is its own, through the %s', (kin
     const ok = await modernCall(url, alice, { name: 'modern___echo', arguments: { text: 'hi' } });
     expect(ok.status).toBe(200);
     expect(ok.body.result.content[0].text).toBe('echo: hi');
-    const res = await post(url, { 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': 'modern___echo' }, {
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'tools/call',
-      params: { name: 'modern___echo', arguments: { text: 'hi' }, _meta: modernMeta() },
-    });
+    const res = await post(
+      url,
+      { 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': 'modern___echo' },
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'modern___echo', arguments: { text: 'hi' }, _meta: modernMeta() },
+      },
+    );
     expect(res.status).toBe(401);
     await res.body?.cancel();
   });
 
-  test("a requestState minted for one user is refused for another (-32602), and still works for its owner", async () => {
+  test('a requestState minted for one user is refused for another (-32602), and still works for its owner', async () => {
     const params = { name: 'modern___use_aws', arguments: { command: 'aws s3 ls' } };
     const first = await modernCall(url, alice, params, 'r1');
     expect(first.body.result.resultType).toBe('input_required');
-    const retry = { ...params, inputResponses: { confirm: { action: 'accept', content: { confirm: true } } }, requestState: first.body.result.requestState };
+    const retry = {
+      ...params,
+      inputResponses: { confirm: { action: 'accept', content: { confirm: true } } },
+      requestState: first.body.result.requestState,
+    };
     const calls = modern.stats().calls.length;
     const stolen = await modernCall(url, bob, retry, 'r2');
     expect(stolen.status).toBe(400);

@@ -1,6 +1,12 @@
-import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWTPayload } from 'jose';
+import { type CryptoKey, exportJWK, generateKeyPair, type JWTPayload, SignJWT } from 'jose';
 import type { GatewayLogger } from '../../lambda/core/logger';
 
 /**
@@ -50,7 +56,10 @@ export interface TestIssuer {
   /** Publishes a new key (the old ones stay) and returns its kid; `sign` then uses it by default. */
   rotate(): Promise<string>;
   /** A signed access token: `sub`, `aud`, `client_id`, `scope`, 5-minute expiry unless overridden. */
-  sign(claims?: JWTPayload, options?: { kid?: string; key?: 'foreign'; expiresIn?: string | number; omit?: string[] }): Promise<string>;
+  sign(
+    claims?: JWTPayload,
+    options?: { kid?: string; key?: 'foreign'; expiresIn?: string | number; omit?: string[] },
+  ): Promise<string>;
   /** Makes discovery and JWKS answer 500 (an unreachable issuer). */
   setDown(down: boolean): void;
   close(): Promise<void>;
@@ -95,8 +104,15 @@ export async function startIssuer(): Promise<TestIssuer> {
       return key.kid;
     },
     sign: async (claims = {}, options = {}) => {
-      const key = options.key === 'foreign' ? foreign : keys.find((k) => k.kid === options.kid) ?? keys[keys.length - 1];
-      const payload: JWTPayload = { sub: 'alice', aud: AUDIENCE, client_id: CLIENT, scope: 'mcp:tools openid', ...claims };
+      const key =
+        options.key === 'foreign' ? foreign : (keys.find((k) => k.kid === options.kid) ?? keys[keys.length - 1]);
+      const payload: JWTPayload = {
+        sub: 'alice',
+        aud: AUDIENCE,
+        client_id: CLIENT,
+        scope: 'mcp:tools openid',
+        ...claims,
+      };
       for (const claim of options.omit ?? []) delete payload[claim];
       const jwt = new SignJWT({ iss: started.base, ...payload })
         .setProtectedHeader({ alg: 'ES256', kid: options.kid ?? key.kid, typ: 'at+jwt' })
@@ -127,7 +143,11 @@ export interface TokenEndpoint {
 }
 
 /** An OAuth 2.0 token endpoint for the client-credentials grant (client_secret_basic or _post). */
-export async function startTokenEndpoint(options: { clientId: string; clientSecret: string; expiresIn: number }): Promise<TokenEndpoint> {
+export async function startTokenEndpoint(options: {
+  clientId: string;
+  clientSecret: string;
+  expiresIn: number;
+}): Promise<TokenEndpoint> {
   let requests = 0;
   const expiry = new Map<string, number>();
   const state: TokenEndpoint = {
@@ -152,7 +172,8 @@ export async function startTokenEndpoint(options: { clientId: string; clientSecr
       }
       state.lastRequest = { form, basicClientId: basic ? id : undefined };
       if (form.grant_type !== 'client_credentials') return json(res, 400, { error: 'unsupported_grant_type' });
-      if (id !== options.clientId || secret !== options.clientSecret) return json(res, 401, { error: 'invalid_client' });
+      if (id !== options.clientId || secret !== options.clientSecret)
+        return json(res, 401, { error: 'invalid_client' });
       const token = `tok-${state.issued.length + 1}-${Math.random().toString(36).slice(2)}`;
       state.issued.push(token);
       expiry.set(token, Date.now() + options.expiresIn * 1000);
@@ -177,7 +198,10 @@ export interface RecordingProxy {
  * Forwards to `targetUrl` and records what arrives. With `requireToken`, a request whose
  * `Authorization: Bearer` token is not accepted gets 401 (a target protected by OAuth).
  */
-export async function startRecordingProxy(targetUrl: string, options: { requireToken?: (token: string) => boolean } = {}): Promise<RecordingProxy> {
+export async function startRecordingProxy(
+  targetUrl: string,
+  options: { requireToken?: (token: string) => boolean } = {},
+): Promise<RecordingProxy> {
   const upstream = new URL(targetUrl);
   const seen: RecordingProxy['seen'] = [];
   const server = createServer((req, res) => {
@@ -190,7 +214,13 @@ export async function startRecordingProxy(targetUrl: string, options: { requireT
       }
     }
     const forward = httpRequest(
-      { host: upstream.hostname, port: upstream.port, method: req.method, path: upstream.pathname, headers: { ...req.headers, host: upstream.host } },
+      {
+        host: upstream.hostname,
+        port: upstream.port,
+        method: req.method,
+        path: upstream.pathname,
+        headers: { ...req.headers, host: upstream.host },
+      },
       (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(res);
@@ -207,9 +237,15 @@ export async function startRecordingProxy(targetUrl: string, options: { requireT
 /** A logger that keeps every line (as JSON) so tests can assert what was never written. */
 export function capturingLogger(): GatewayLogger & { lines: string[]; text(): string } {
   const lines: string[] = [];
-  const keep = (level: string) => (message: unknown, ...extra: unknown[]) => {
-    lines.push(JSON.stringify({ level, message, extra }, (_key, value) => (value instanceof Error ? { name: value.name, message: value.message, stack: value.stack } : value)));
-  };
+  const keep =
+    (level: string) =>
+    (message: unknown, ...extra: unknown[]) => {
+      lines.push(
+        JSON.stringify({ level, message, extra }, (_key, value) =>
+          value instanceof Error ? { name: value.name, message: value.message, stack: value.stack } : value,
+        ),
+      );
+    };
   return {
     lines,
     text: () => lines.join('\n'),

@@ -1,15 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { GatewayConfigSchema } from '../../lambda/config/schema';
 import {
   ALL_CONTEXT_KEYS,
   CONFIG_CONTEXT_KEYS,
   ContextError,
-  DEPLOYMENT_CONTEXT_KEYS,
-  contextDefaults,
-  readGatewayContext,
   type ContextSource,
+  contextDefaults,
+  DEPLOYMENT_CONTEXT_KEYS,
+  readGatewayContext,
 } from '../../lib/context';
-import { GatewayConfigSchema } from '../../lambda/config/schema';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -35,7 +35,14 @@ function errorOf(context: Record<string, unknown>): ContextError {
 describe('CDK context', () => {
   test('every field of the gateway configuration schema is a context key', () => {
     expect(CONFIG_CONTEXT_KEYS).toEqual(Object.keys(GatewayConfigSchema.shape));
-    for (const key of ['memorySize', 'architecture', 'logRetentionDays', 'reservedConcurrency', 'alarmEmail', 'removalPolicy']) {
+    for (const key of [
+      'memorySize',
+      'architecture',
+      'logRetentionDays',
+      'reservedConcurrency',
+      'alarmEmail',
+      'removalPolicy',
+    ]) {
       expect(DEPLOYMENT_CONTEXT_KEYS).toContain(key);
     }
   });
@@ -69,7 +76,12 @@ describe('CDK context', () => {
     expect(settings.config.targets).toEqual([{ name: 'docs', url: 'https://docs.example.com/mcp' }]);
     expect(settings.config.sessionTimeoutSeconds).toBe(7200);
     expect(settings.config.supportedVersions).toEqual(['2025-11-25', '2026-07-28']);
-    expect(settings.deployment).toMatchObject({ memorySize: 2048, architecture: 'x86_64', reservedConcurrency: 10, alarmEmail: 'ops@example.com' });
+    expect(settings.deployment).toMatchObject({
+      memorySize: 2048,
+      architecture: 'x86_64',
+      reservedConcurrency: 10,
+      alarmEmail: 'ops@example.com',
+    });
     expect(settings.tableNameGiven).toBe(true);
   });
 
@@ -109,12 +121,22 @@ describe('CDK context', () => {
   });
 
   test('the message says where inside a structured value', () => {
-    const error = errorOf({ targets: [{ name: 'ok', url: 'https://a.example' }, { name: 'x', url: 'nope' }] });
+    const error = errorOf({
+      targets: [
+        { name: 'ok', url: 'https://a.example' },
+        { name: 'x', url: 'nope' },
+      ],
+    });
     expect(error.message).toMatch(/^Invalid CDK context "targets": .* at targets\.1\.url/);
   });
 
   test('duplicate target names are refused', () => {
-    const error = errorOf({ targets: [{ name: 'a', url: 'https://a.example' }, { name: 'a', url: 'https://b.example' }] });
+    const error = errorOf({
+      targets: [
+        { name: 'a', url: 'https://a.example' },
+        { name: 'a', url: 'https://b.example' },
+      ],
+    });
     expect(error.key).toBe('targets');
     expect(error.message).toContain('duplicate target name');
   });
@@ -126,18 +148,37 @@ describe('CDK context', () => {
   });
 
   const hasSecretReferences = GatewayConfigSchema.safeParse({
-    targets: [{ name: 'a', url: 'https://a.example', headers: { authorization: { secretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:x-AbC123' } } }],
+    targets: [
+      {
+        name: 'a',
+        url: 'https://a.example',
+        headers: { authorization: { secretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:x-AbC123' } },
+      },
+    ],
   }).success;
-  (hasSecretReferences ? test : test.skip)('secret references in targets must be full ARNs; environment references cannot work in Lambda', () => {
-    const partial = errorOf({
-      targets: [{ name: 'a', url: 'https://a.example', headers: { authorization: { secretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/a' } } }],
-    });
-    expect(partial.key).toBe('targets');
-    expect(partial.message).toContain('targets.0.headers.authorization.secretArn must be a full Secrets Manager secret ARN');
-    const fromEnv = errorOf({ targets: [{ name: 'a', url: 'https://a.example', headers: { 'x-api-key': { fromEnv: 'API_KEY' } } }] });
-    expect(fromEnv.key).toBe('targets');
-    expect(fromEnv.message).toContain('targets.0.headers.x-api-key.fromEnv');
-  });
+  (hasSecretReferences ? test : test.skip)(
+    'secret references in targets must be full ARNs; environment references cannot work in Lambda',
+    () => {
+      const partial = errorOf({
+        targets: [
+          {
+            name: 'a',
+            url: 'https://a.example',
+            headers: { authorization: { secretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/a' } },
+          },
+        ],
+      });
+      expect(partial.key).toBe('targets');
+      expect(partial.message).toContain(
+        'targets.0.headers.authorization.secretArn must be a full Secrets Manager secret ARN',
+      );
+      const fromEnv = errorOf({
+        targets: [{ name: 'a', url: 'https://a.example', headers: { 'x-api-key': { fromEnv: 'API_KEY' } } }],
+      });
+      expect(fromEnv.key).toBe('targets');
+      expect(fromEnv.message).toContain('targets.0.headers.x-api-key.fromEnv');
+    },
+  );
 
   test('pending requests must expire before the function times out', () => {
     const error = errorOf({ timeoutSeconds: 300, pendingRequestTimeoutSeconds: 300 });
@@ -146,7 +187,10 @@ describe('CDK context', () => {
   });
 
   test('cdk.json: the app runs offline with tsx, and every knob it lists holds its default value', () => {
-    const cdkJson = JSON.parse(readFileSync(join(ROOT, 'cdk.json'), 'utf8')) as { app: string; context: Record<string, unknown> };
+    const cdkJson = JSON.parse(readFileSync(join(ROOT, 'cdk.json'), 'utf8')) as {
+      app: string;
+      context: Record<string, unknown>;
+    };
     expect(cdkJson.app).toBe('npx tsx bin/app.ts');
     const defaults = contextDefaults();
     const listed = Object.keys(cdkJson.context).filter((key) => ALL_CONTEXT_KEYS.includes(key));
@@ -159,15 +203,21 @@ describe('CDK context', () => {
   });
 
   const hasStateSecret = 'requestStateSecretArn' in GatewayConfigSchema.shape;
-  (hasStateSecret ? test : test.skip)('requestStateSecretArn must be a full ARN, so exactly that secret is granted', () => {
-    const error = errorOf({ requestStateSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/state' });
-    expect(error.key).toBe('requestStateSecretArn');
-    const arn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/state-AbC123';
-    expect((read({ requestStateSecretArn: arn }).config as Record<string, unknown>).requestStateSecretArn).toBe(arn);
-  });
+  (hasStateSecret ? test : test.skip)(
+    'requestStateSecretArn must be a full ARN, so exactly that secret is granted',
+    () => {
+      const error = errorOf({
+        requestStateSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/state',
+      });
+      expect(error.key).toBe('requestStateSecretArn');
+      const arn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/state-AbC123';
+      expect((read({ requestStateSecretArn: arn }).config as Record<string, unknown>).requestStateSecretArn).toBe(arn);
+    },
+  );
 
   test('the README documents every context key', () => {
     const doc = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    for (const key of ALL_CONTEXT_KEYS) expect({ key, documented: doc.includes(`| \`${key}\``) }).toEqual({ key, documented: true });
+    for (const key of ALL_CONTEXT_KEYS)
+      expect({ key, documented: doc.includes(`| \`${key}\``) }).toEqual({ key, documented: true });
   });
 });

@@ -7,17 +7,17 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
+import { GatewayConfigSchema } from '../../lambda/config/schema';
+import { MetricName } from '../../lambda/observability/metrics';
 import {
+  functionUrlAuthFor,
   McpGateway,
   REQUEST_STATE_SECRET_ENV,
   SECRET_ACTIONS,
   TABLE_ACTIONS,
   TTL_ATTRIBUTE,
-  functionUrlAuthFor,
 } from '../../lib/mcp-gateway';
 import { buildGatewayApp, type McpGatewayStack } from '../../lib/mcp-gateway-stack';
-import { GatewayConfigSchema } from '../../lambda/config/schema';
-import { MetricName } from '../../lambda/observability/metrics';
 
 const ROOT = join(__dirname, '..', '..');
 const SECRET = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/upstream-AbC123';
@@ -88,14 +88,19 @@ describe('McpGateway stack (defaults)', () => {
     template.hasResourceProperties('AWS::Lambda::Url', { AuthType: 'AWS_IAM', InvokeMode: 'RESPONSE_STREAM' });
     // No public resource policy for an IAM-authenticated URL.
     template.resourceCountIs('AWS::Lambda::Permission', 0);
-    template.hasOutput('GatewayUrl', { Value: { 'Fn::GetAtt': [Match.stringLikeRegexp('FunctionUrl'), 'FunctionUrl'] } });
+    template.hasOutput('GatewayUrl', {
+      Value: { 'Fn::GetAtt': [Match.stringLikeRegexp('FunctionUrl'), 'FunctionUrl'] },
+    });
   });
 
   const iamSupported = GatewayConfigSchema.safeParse({ auth: { type: 'iam' } }).success;
-  (jwtSupported && iamSupported ? test : test.skip)('context auth jwt gives a public URL; auth iam keeps AWS_IAM', () => {
-    synth({ auth: JSON.stringify(jwtAuth) }).template.hasResourceProperties('AWS::Lambda::Url', { AuthType: 'NONE' });
-    synth({ auth: '{"type":"iam"}' }).template.hasResourceProperties('AWS::Lambda::Url', { AuthType: 'AWS_IAM' });
-  });
+  (jwtSupported && iamSupported ? test : test.skip)(
+    'context auth jwt gives a public URL; auth iam keeps AWS_IAM',
+    () => {
+      synth({ auth: JSON.stringify(jwtAuth) }).template.hasResourceProperties('AWS::Lambda::Url', { AuthType: 'NONE' });
+      synth({ auth: '{"type":"iam"}' }).template.hasResourceProperties('AWS::Lambda::Url', { AuthType: 'AWS_IAM' });
+    },
+  );
 
   test('URL auth follows the gateway auth type: NONE only when the gateway validates JWTs itself', () => {
     expect(functionUrlAuthFor('jwt')).toBe(lambda.FunctionUrlAuthType.NONE);
@@ -186,12 +191,24 @@ describe('McpGateway stack (defaults)', () => {
   test('alarms: errors, throttles and duration near the timeout; no topic without an e-mail', () => {
     template.resourceCountIs('AWS::CloudWatch::Alarm', 3);
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-      MetricName: 'Errors', Namespace: 'AWS/Lambda', Statistic: 'Sum', Threshold: 1,
-      ComparisonOperator: 'GreaterThanOrEqualToThreshold', TreatMissingData: 'notBreaching',
+      MetricName: 'Errors',
+      Namespace: 'AWS/Lambda',
+      Statistic: 'Sum',
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      TreatMissingData: 'notBreaching',
     });
-    template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'Throttles', Namespace: 'AWS/Lambda', Statistic: 'Sum', Threshold: 1 });
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-      MetricName: 'Duration', Namespace: 'AWS/Lambda', Statistic: 'Maximum', Threshold: 810_000,
+      MetricName: 'Throttles',
+      Namespace: 'AWS/Lambda',
+      Statistic: 'Sum',
+      Threshold: 1,
+    });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'Duration',
+      Namespace: 'AWS/Lambda',
+      Statistic: 'Maximum',
+      Threshold: 810_000,
       ComparisonOperator: 'GreaterThanOrEqualToThreshold',
     });
     template.resourceCountIs('AWS::SNS::Topic', 0);
@@ -204,7 +221,15 @@ describe('McpGateway stack (defaults)', () => {
     const dashboard = onlyResource(template, 'AWS::CloudWatch::Dashboard');
     const body = JSON.stringify(stack.resolve(dashboard.Properties.DashboardBody));
     for (const name of Object.values(MetricName)) expect(body).toContain(name);
-    for (const text of ['Invocations', 'Throttles', 'Duration', 'ConcurrentExecutions', 'ConsumedReadCapacityUnits', 'SEARCH(', 'service=\\\\\\"McpGateway\\\\\\"']) {
+    for (const text of [
+      'Invocations',
+      'Throttles',
+      'Duration',
+      'ConcurrentExecutions',
+      'ConsumedReadCapacityUnits',
+      'SEARCH(',
+      'service=\\\\\\"McpGateway\\\\\\"',
+    ]) {
       expect({ text, found: body.includes(text) }).toEqual({ text, found: true });
     }
   });
@@ -219,7 +244,11 @@ describe('McpGateway stack (defaults)', () => {
       Properties: { GenerateSecretString: { PasswordLength: 64, ExcludePunctuation: true } },
     });
     template.hasResourceProperties('AWS::Lambda::Function', {
-      Environment: { Variables: Match.objectLike({ [REQUEST_STATE_SECRET_ENV]: { Ref: Match.stringLikeRegexp('^GatewayRequestStateKey') } }) },
+      Environment: {
+        Variables: Match.objectLike({
+          [REQUEST_STATE_SECRET_ENV]: { Ref: Match.stringLikeRegexp('^GatewayRequestStateKey') },
+        }),
+      },
     });
     const keysModule = join(ROOT, 'lambda', 'crypto', 'keys.ts');
     if (existsSync(keysModule)) {
@@ -308,7 +337,9 @@ describe('McpGateway stack (tuned by context)', () => {
   });
 
   test('dashboard shows the latency of each configured target', () => {
-    const body = JSON.stringify(stack.resolve(onlyResource(template, 'AWS::CloudWatch::Dashboard').Properties.DashboardBody));
+    const body = JSON.stringify(
+      stack.resolve(onlyResource(template, 'AWS::CloudWatch::Dashboard').Properties.DashboardBody),
+    );
     expect(body).toContain('\\"target\\",\\"docs\\"');
     expect(body).toContain('\\"target\\",\\"tickets\\"');
   });
@@ -326,53 +357,73 @@ describe('McpGateway construct guards', () => {
   });
 
   test('secret ARNs must be exact: partial or wildcard ARNs are refused', () => {
-    expect(() => gateway({ secretArns: ['arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/*'] })).toThrow(/secretArns\[0\]/);
-    expect(() => gateway({ secretArns: ['arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway'] })).toThrow(/secretArns\[0\]/);
+    expect(() => gateway({ secretArns: ['arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/*'] })).toThrow(
+      /secretArns\[0\]/,
+    );
+    expect(() => gateway({ secretArns: ['arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway'] })).toThrow(
+      /secretArns\[0\]/,
+    );
     expect(() => gateway({ secretArns: [SECRET] })).not.toThrow();
   });
 
   const hasStateSecret = 'requestStateSecretArn' in GatewayConfigSchema.shape;
-  (hasStateSecret ? test : test.skip)('a configured requestStateSecretArn is granted exactly; no secret is generated', () => {
-    const arn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/state-XyZ789';
-    const g = gateway({ config: { requestStateSecretArn: arn } as never });
-    const template = Template.fromStack(Stack.of(g));
-    template.resourceCountIs('AWS::SecretsManager::Secret', 0);
-    expect(allStatements(template).filter((s) => s.Sid === 'GatewaySecrets')).toEqual([
-      { Sid: 'GatewaySecrets', Effect: 'Allow', Action: 'secretsmanager:GetSecretValue', Resource: arn },
-    ]);
-    expect(onlyResource(template, 'AWS::Lambda::Function').Properties.Environment.Variables[REQUEST_STATE_SECRET_ENV]).toBeUndefined();
-    expect(() => gateway({ config: { requestStateSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/state' } as never })).toThrow(
-      /^requestStateSecretArn: /,
-    );
-  });
+  (hasStateSecret ? test : test.skip)(
+    'a configured requestStateSecretArn is granted exactly; no secret is generated',
+    () => {
+      const arn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/state-XyZ789';
+      const g = gateway({ config: { requestStateSecretArn: arn } as never });
+      const template = Template.fromStack(Stack.of(g));
+      template.resourceCountIs('AWS::SecretsManager::Secret', 0);
+      expect(allStatements(template).filter((s) => s.Sid === 'GatewaySecrets')).toEqual([
+        { Sid: 'GatewaySecrets', Effect: 'Allow', Action: 'secretsmanager:GetSecretValue', Resource: arn },
+      ]);
+      expect(
+        onlyResource(template, 'AWS::Lambda::Function').Properties.Environment.Variables[REQUEST_STATE_SECRET_ENV],
+      ).toBeUndefined();
+      expect(() =>
+        gateway({
+          config: {
+            requestStateSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/state',
+          } as never,
+        }),
+      ).toThrow(/^requestStateSecretArn: /);
+    },
+  );
 
   const A = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/a-AAAAAA';
   const B = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/b-BBBBBB';
   const referencesSupported = GatewayConfigSchema.safeParse({
     targets: [{ name: 'a', url: 'https://a.example', headers: { authorization: { secretArn: A } } }],
   }).success;
-  (referencesSupported ? test : test.skip)('secrets referenced by targets (headers, OAuth) are granted exactly, once each', () => {
-    const config = {
-      targets: [
-        { name: 'a', url: 'https://a.example/mcp', headers: { authorization: { secretArn: A, prefix: 'Bearer ' } } },
-        {
-          name: 'b',
-          url: 'https://b.example/mcp',
-          headers: { 'x-tenant': 'acme', 'x-api-key': { secretArn: A, key: 'apiKey' } },
-          oauth: { tokenUrl: 'https://idp.example/token', clientId: 'gateway', clientSecret: { secretArn: B } },
-        },
-      ],
-    };
-    const g = gateway({ config: config as never, requestStateSecret: undefined });
-    const statements = allStatements(Template.fromStack(Stack.of(g))).filter((st) => st.Sid === 'GatewaySecrets');
-    expect(statements).toHaveLength(1);
-    expect(statements[0].Resource).toEqual([A, B, { Ref: expect.stringMatching(/^GatewayRequestStateKey/) }]);
-    expect(Annotations.fromStack(Stack.of(g)).findWarning('*', Match.stringLikeRegexp('look like credentials'))).toHaveLength(0);
+  (referencesSupported ? test : test.skip)(
+    'secrets referenced by targets (headers, OAuth) are granted exactly, once each',
+    () => {
+      const config = {
+        targets: [
+          { name: 'a', url: 'https://a.example/mcp', headers: { authorization: { secretArn: A, prefix: 'Bearer ' } } },
+          {
+            name: 'b',
+            url: 'https://b.example/mcp',
+            headers: { 'x-tenant': 'acme', 'x-api-key': { secretArn: A, key: 'apiKey' } },
+            oauth: { tokenUrl: 'https://idp.example/token', clientId: 'gateway', clientSecret: { secretArn: B } },
+          },
+        ],
+      };
+      const g = gateway({ config: config as never, requestStateSecret: undefined });
+      const statements = allStatements(Template.fromStack(Stack.of(g))).filter((st) => st.Sid === 'GatewaySecrets');
+      expect(statements).toHaveLength(1);
+      expect(statements[0].Resource).toEqual([A, B, { Ref: expect.stringMatching(/^GatewayRequestStateKey/) }]);
+      expect(
+        Annotations.fromStack(Stack.of(g)).findWarning('*', Match.stringLikeRegexp('look like credentials')),
+      ).toHaveLength(0);
 
-    const envRef = { targets: [{ name: 'a', url: 'https://a.example', headers: { 'x-api-key': { fromEnv: 'API_KEY' } } }] };
-    expect(() => gateway({ config: envRef as never })).toThrow(/^targets\.0\.headers\.x-api-key\.fromEnv: /);
-    expect(() => gateway({ config: envRef as never, environment: { API_KEY: 'not-secret-in-tests' } })).not.toThrow();
-  });
+      const envRef = {
+        targets: [{ name: 'a', url: 'https://a.example', headers: { 'x-api-key': { fromEnv: 'API_KEY' } } }],
+      };
+      expect(() => gateway({ config: envRef as never })).toThrow(/^targets\.0\.headers\.x-api-key\.fromEnv: /);
+      expect(() => gateway({ config: envRef as never, environment: { API_KEY: 'not-secret-in-tests' } })).not.toThrow();
+    },
+  );
 
   test('a requestState secret imported by partial ARN is refused (the grant would need a wildcard)', () => {
     const app = new App(FAST);
@@ -382,13 +433,23 @@ describe('McpGateway construct guards', () => {
   });
 
   test('a configuration larger than the 4 KB Lambda environment fails at synth, naming targets', () => {
-    const targets = Array.from({ length: 60 }, (_, i) => ({ name: `target-${i}`, url: `https://target-${i}.example.com/mcp` }));
+    const targets = Array.from({ length: 60 }, (_, i) => ({
+      name: `target-${i}`,
+      url: `https://target-${i}.example.com/mcp`,
+    }));
     expect(() => gateway({ config: { targets } })).toThrow(/^targets: .*4096-byte limit/);
   });
 
   test('inline target headers are flagged: they would sit in plain text in the template', () => {
-    const g = gateway({ config: { targets: [{ name: 'a', url: 'https://a.example', headers: { authorization: 'Bearer x', 'x-tenant': 'acme' } }] } });
-    const warnings = Annotations.fromStack(Stack.of(g)).findWarning('*', Match.stringLikeRegexp('look like credentials \\(a: authorization\\)'));
+    const g = gateway({
+      config: {
+        targets: [{ name: 'a', url: 'https://a.example', headers: { authorization: 'Bearer x', 'x-tenant': 'acme' } }],
+      },
+    });
+    const warnings = Annotations.fromStack(Stack.of(g)).findWarning(
+      '*',
+      Match.stringLikeRegexp('look like credentials \\(a: authorization\\)'),
+    );
     expect(warnings).toHaveLength(1);
   });
 
@@ -399,10 +460,16 @@ describe('McpGateway construct guards', () => {
     const statements = allStatements(Template.fromStack(Stack.of(g)));
     // Function URLs with AWS_IAM need both actions (the dual-auth model).
     expect(statements).toContainEqual(
-      expect.objectContaining({ Action: 'lambda:InvokeFunctionUrl', Condition: { StringEquals: { 'lambda:FunctionUrlAuthType': 'AWS_IAM' } } }),
+      expect.objectContaining({
+        Action: 'lambda:InvokeFunctionUrl',
+        Condition: { StringEquals: { 'lambda:FunctionUrlAuthType': 'AWS_IAM' } },
+      }),
     );
     expect(statements).toContainEqual(
-      expect.objectContaining({ Action: 'lambda:InvokeFunction', Condition: { Bool: { 'lambda:InvokedViaFunctionUrl': true } } }),
+      expect.objectContaining({
+        Action: 'lambda:InvokeFunction',
+        Condition: { Bool: { 'lambda:InvokedViaFunctionUrl': true } },
+      }),
     );
   });
 
@@ -411,13 +478,20 @@ describe('McpGateway construct guards', () => {
     const g = gateway({ config: { auth: jwtAuth } as never });
     const template = Template.fromStack(Stack.of(g));
     template.hasResourceProperties('AWS::Lambda::Url', { AuthType: 'NONE', InvokeMode: 'RESPONSE_STREAM' });
-    template.hasResourceProperties('AWS::Lambda::Permission', { Action: 'lambda:InvokeFunctionUrl', Principal: '*', FunctionUrlAuthType: 'NONE' });
+    template.hasResourceProperties('AWS::Lambda::Permission', {
+      Action: 'lambda:InvokeFunctionUrl',
+      Principal: '*',
+      FunctionUrlAuthType: 'NONE',
+    });
   });
 });
 
 describe('cdk-nag', () => {
   test('AwsSolutions and Serverless packs pass on the default and the fully tuned stack', () => {
-    const contexts: Array<Record<string, unknown>> = [{}, { alarmEmail: 'ops@example.com', secretArns: [SECRET], reservedConcurrency: 5 }];
+    const contexts: Array<Record<string, unknown>> = [
+      {},
+      { alarmEmail: 'ops@example.com', secretArns: [SECRET], reservedConcurrency: 5 },
+    ];
     if (jwtSupported) contexts.push({ auth: jwtAuth }); // public URL (NONE)
     for (const context of contexts) {
       const { stack } = synth(context);
@@ -468,7 +542,10 @@ function acknowledgements(scope: IConstruct): Array<{ id: string; reason: string
     .findAll()
     .flatMap((node) => node.node.metadata.filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY))
     .flatMap((m) => Object.entries(m.data as Record<string, string | { reason: string }>))
-    .map(([id, value]) => ({ id: id.replace(/^annotation::/i, ''), reason: typeof value === 'string' ? value : value.reason }));
+    .map(([id, value]) => ({
+      id: id.replace(/^annotation::/i, ''),
+      reason: typeof value === 'string' ? value : value.reason,
+    }));
 }
 
 /**
@@ -477,7 +554,9 @@ function acknowledgements(scope: IConstruct): Array<{ id: string; reason: string
  * checks that nothing outside lambda/local calls it.
  */
 function dynamoActionsUsedByRuntime(): string[] {
-  const files = listTs(join(ROOT, 'lambda')).filter((file) => !relative(ROOT, file).startsWith(join('lambda', 'local')));
+  const files = listTs(join(ROOT, 'lambda')).filter(
+    (file) => !relative(ROOT, file).startsWith(join('lambda', 'local')),
+  );
   const actions = new Set<string>();
   for (const file of files) {
     const source = readFileSync(file, 'utf8');
@@ -489,9 +568,10 @@ function dynamoActionsUsedByRuntime(): string[] {
     const scanned = localOnly >= 0 ? source.slice(0, localOnly) : source;
     for (const match of scanned.matchAll(/new (\w+)Command\(/g)) {
       const command = match[1];
-      const action = command.endsWith('Item') || command === 'Query' || command === 'Scan' || command.endsWith('Table')
-        ? command
-        : `${command}Item`; // lib-dynamodb: Put → PutItem, BatchWrite → BatchWriteItem
+      const action =
+        command.endsWith('Item') || command === 'Query' || command === 'Scan' || command.endsWith('Table')
+          ? command
+          : `${command}Item`; // lib-dynamodb: Put → PutItem, BatchWrite → BatchWriteItem
       actions.add(`dynamodb:${action}`);
     }
   }

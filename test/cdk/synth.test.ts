@@ -1,5 +1,5 @@
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -21,10 +21,14 @@ describe('cdk synth (offline)', () => {
     const app = new App({ outdir });
     const stack = buildGatewayApp(app);
     const assembly = app.synth(); // runs cdk-nag too: any unacknowledged finding throws
-    const template = assembly.getStackByName(stack.stackName).template as { Resources: Record<string, { Type: string }> };
+    const template = assembly.getStackByName(stack.stackName).template as {
+      Resources: Record<string, { Type: string }>;
+    };
     expect(Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function')).toHaveLength(1);
 
-    const assets = readdirSync(outdir).filter((name) => name.startsWith('asset.') && existsSync(join(outdir, name, 'index.mjs')));
+    const assets = readdirSync(outdir).filter(
+      (name) => name.startsWith('asset.') && existsSync(join(outdir, name, 'index.mjs')),
+    );
     expect(assets).toHaveLength(1);
     const bundle = join(outdir, assets[0], 'index.mjs');
     const bytes = statSync(bundle).size;

@@ -1,8 +1,8 @@
 import { request } from 'node:http';
-import { startDemoTarget, type DemoTarget } from '../../lambda/local/demo-target';
-import { startCountedDynamo, type CountedDynamo } from '../support/dynamo';
-import { startGateway, type GatewayUnderTest } from '../support/gateways';
-import { initSession, post, readMessage, type Json } from '../support/mcp-http';
+import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
+import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
+import { type GatewayUnderTest, startGateway } from '../support/gateways';
+import { initSession, type Json, post, readMessage } from '../support/mcp-http';
 
 /**
  * 5,000+ generated malformed or odd JSON-RPC messages and headers against the local gateway:
@@ -26,9 +26,28 @@ function rng(seed: number) {
 }
 
 const METHODS = [
-  'initialize', 'ping', 'tools/list', 'tools/call', 'prompts/list', 'prompts/get', 'resources/list', 'resources/read',
-  'resources/templates/list', 'completion/complete', 'logging/setLevel', 'notifications/initialized', 'notifications/cancelled',
-  'server/discover', 'elicitation/create', 'sampling/createMessage', 'tasks/get', '', ' ', 'x'.repeat(300), 'tools/call\u0000', '💥',
+  'initialize',
+  'ping',
+  'tools/list',
+  'tools/call',
+  'prompts/list',
+  'prompts/get',
+  'resources/list',
+  'resources/read',
+  'resources/templates/list',
+  'completion/complete',
+  'logging/setLevel',
+  'notifications/initialized',
+  'notifications/cancelled',
+  'server/discover',
+  'elicitation/create',
+  'sampling/createMessage',
+  'tasks/get',
+  '',
+  ' ',
+  'x'.repeat(300),
+  'tools/call\u0000',
+  '💥',
 ] as const;
 
 type Random = ReturnType<typeof rng>;
@@ -36,26 +55,59 @@ type Random = ReturnType<typeof rng>;
 function oddValue(r: Random, depth = 0): unknown {
   const kinds = ['null', 'num', 'bignum', 'str', 'unicode', 'bool', 'arr', 'obj', 'nested', 'neg'] as const;
   switch (r.pick(kinds)) {
-    case 'null': return null;
-    case 'num': return Math.floor(r.next() * 1000);
-    case 'bignum': return r.pick([1e308, -1e308, 2 ** 53 + 1, 0.1, -0]);
-    case 'str': return r.pick(['', 'demo___echo', 'echo', 'demo___use_aws', 'demo://items/1', '../../etc/passwd', '<script>', 'a'.repeat(5000)]);
-    case 'unicode': return '\u202e\ud83d\ude00\u0000\uffff';
-    case 'bool': return r.chance(0.5);
-    case 'arr': return depth > 3 ? [] : [oddValue(r, depth + 1), oddValue(r, depth + 1)];
-    case 'obj': return depth > 3 ? {} : { name: oddValue(r, depth + 1), arguments: oddValue(r, depth + 1), _meta: oddValue(r, depth + 1) };
+    case 'null':
+      return null;
+    case 'num':
+      return Math.floor(r.next() * 1000);
+    case 'bignum':
+      return r.pick([1e308, -1e308, 2 ** 53 + 1, 0.1, -0]);
+    case 'str':
+      return r.pick([
+        '',
+        'demo___echo',
+        'echo',
+        'demo___use_aws',
+        'demo://items/1',
+        '../../etc/passwd',
+        '<script>',
+        'a'.repeat(5000),
+      ]);
+    case 'unicode':
+      return '\u202e\ud83d\ude00\u0000\uffff';
+    case 'bool':
+      return r.chance(0.5);
+    case 'arr':
+      return depth > 3 ? [] : [oddValue(r, depth + 1), oddValue(r, depth + 1)];
+    case 'obj':
+      return depth > 3
+        ? {}
+        : { name: oddValue(r, depth + 1), arguments: oddValue(r, depth + 1), _meta: oddValue(r, depth + 1) };
     case 'nested': {
       let v: unknown = 'deep';
       for (let i = 0; i < 200; i++) v = { v };
       return v;
     }
-    case 'neg': return -1;
+    case 'neg':
+      return -1;
   }
 }
 
 function oddBody(r: Random, sessionId: string): string {
   const shape = r.next();
-  if (shape < 0.08) return r.pick(['', '{', '{"jsonrpc":', 'null', '[]', '"str"', '42', '{}}', '\u0000\u0001', '{"a":1,"a":2}', '[{"jsonrpc":"2.0","id":1,"method":"ping"}]']);
+  if (shape < 0.08)
+    return r.pick([
+      '',
+      '{',
+      '{"jsonrpc":',
+      'null',
+      '[]',
+      '"str"',
+      '42',
+      '{}}',
+      '\u0000\u0001',
+      '{"a":1,"a":2}',
+      '[{"jsonrpc":"2.0","id":1,"method":"ping"}]',
+    ]);
   const message: Json = {};
   if (r.chance(0.9)) message.jsonrpc = r.chance(0.9) ? '2.0' : r.pick(['1.0', 2, null]);
   if (r.chance(0.8)) message.id = r.chance(0.7) ? r.pick([1, 'a', 'gw-AAAAAAAAAAAAAAAAAAAAAA', 0, -5]) : oddValue(r);
@@ -76,9 +128,15 @@ function oddParams(r: Random): Json {
     capabilities: r.chance(0.5) ? { elicitation: oddValue(r) } : oddValue(r),
     cursor: r.chance(0.2) ? oddValue(r) : undefined,
     level: r.pick(['debug', 'loud', oddValue(r)]),
-    ref: r.chance(0.3) ? { type: r.pick(['ref/prompt', 'ref/resource', 'x']), name: oddValue(r), uri: oddValue(r) } : undefined,
+    ref: r.chance(0.3)
+      ? { type: r.pick(['ref/prompt', 'ref/resource', 'x']), name: oddValue(r), uri: oddValue(r) }
+      : undefined,
     _meta: r.chance(0.3)
-      ? { 'io.modelcontextprotocol/protocolVersion': r.pick(['2026-07-28', '2025-11-25', oddValue(r)]), 'io.modelcontextprotocol/clientCapabilities': oddValue(r), progressToken: oddValue(r) }
+      ? {
+          'io.modelcontextprotocol/protocolVersion': r.pick(['2026-07-28', '2025-11-25', oddValue(r)]),
+          'io.modelcontextprotocol/clientCapabilities': oddValue(r),
+          progressToken: oddValue(r),
+        }
       : oddValue(r),
     requestState: r.chance(0.2) ? r.pick(['', 'x', 'v1.a.b', oddValue(r)]) : undefined,
     inputResponses: r.chance(0.2) ? oddValue(r) : undefined,
@@ -87,11 +145,34 @@ function oddParams(r: Random): Json {
 
 function oddHeaders(r: Random, sessionId: string, protocolVersion: string): Record<string, string> {
   const headers: Record<string, string> = {};
-  headers['content-type'] = r.chance(0.85) ? 'application/json' : r.pick(['text/plain', 'application/json; charset=utf-8', 'application/x-www-form-urlencoded', '', 'application/vnd.api+json']);
-  if (r.chance(0.9)) headers.accept = r.pick(['application/json, text/event-stream', 'text/event-stream', 'application/json', '*/*', 'text/html', '']);
-  if (r.chance(0.6)) headers['mcp-session-id'] = r.chance(0.6) ? sessionId : r.pick(['', 'nope', 'x'.repeat(1000), 'S#x', '\u00e9t\u00e9']);
-  if (r.chance(0.6)) headers['mcp-protocol-version'] = r.chance(0.6) ? protocolVersion : r.pick(['2026-07-28', '1999-01-01', '', 'latest', '2025-11-25 ']);
-  if (r.chance(0.3)) headers['mcp-method'] = r.pick(['tools/call', 'ping', '', '=?base64?dG9vbHMvY2FsbA==?=', '=?base64?!!!?=']);
+  headers['content-type'] = r.chance(0.85)
+    ? 'application/json'
+    : r.pick([
+        'text/plain',
+        'application/json; charset=utf-8',
+        'application/x-www-form-urlencoded',
+        '',
+        'application/vnd.api+json',
+      ]);
+  if (r.chance(0.9))
+    headers.accept = r.pick([
+      'application/json, text/event-stream',
+      'text/event-stream',
+      'application/json',
+      '*/*',
+      'text/html',
+      '',
+    ]);
+  if (r.chance(0.6))
+    headers['mcp-session-id'] = r.chance(0.6)
+      ? sessionId
+      : r.pick(['', 'nope', 'x'.repeat(1000), 'S#x', '\u00e9t\u00e9']);
+  if (r.chance(0.6))
+    headers['mcp-protocol-version'] = r.chance(0.6)
+      ? protocolVersion
+      : r.pick(['2026-07-28', '1999-01-01', '', 'latest', '2025-11-25 ']);
+  if (r.chance(0.3))
+    headers['mcp-method'] = r.pick(['tools/call', 'ping', '', '=?base64?dG9vbHMvY2FsbA==?=', '=?base64?!!!?=']);
   if (r.chance(0.3)) headers['mcp-name'] = r.pick(['demo___echo', 'echo', '=?base64?ZWNobw==?=', '=?base64?', '']);
   if (r.chance(0.1)) headers.authorization = 'Bearer fuzz-token';
   if (r.chance(0.05)) headers['last-event-id'] = 'x';
@@ -99,19 +180,28 @@ function oddHeaders(r: Random, sessionId: string, protocolVersion: string): Reco
 }
 
 /** Sends with node:http so odd header values go out as they are. */
-function send(url: string, method: string, headers: Record<string, string>, body: string): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+function send(
+  url: string,
+  method: string,
+  headers: Record<string, string>,
+  body: string,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
   const target = new URL(url);
   const withBody = method !== 'GET' && method !== 'HEAD';
   // Framed explicitly: node's client sends DELETE/OPTIONS bodies unframed, which is not the gateway's input.
-  if (withBody && !headers['transfer-encoding']) headers = { ...headers, 'content-length': String(Buffer.byteLength(body)) };
+  if (withBody && !headers['transfer-encoding'])
+    headers = { ...headers, 'content-length': String(Buffer.byteLength(body)) };
   return new Promise((resolve, reject) => {
-    const req = request({ host: target.hostname, port: target.port, path: target.pathname, method, headers, timeout: 15_000 }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
-      res.on('error', reject);
-    });
+    const req = request(
+      { host: target.hostname, port: target.port, path: target.pathname, method, headers, timeout: 15_000 },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+        res.on('error', reject);
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('timeout: the gateway hung')));
     req.on('error', reject);
     req.end(withBody ? body : undefined);
@@ -137,7 +227,11 @@ describe('bad input', () => {
   beforeAll(async () => {
     dynamo = await startCountedDynamo();
     demo = await startDemoTarget();
-    gateway = await startGateway('local server', { targets: [{ name: 'demo', url: demo.url }], logLevel: 'SILENT', pendingRequestTimeoutSeconds: 2 }, dynamo.endpoint);
+    gateway = await startGateway(
+      'local server',
+      { targets: [{ name: 'demo', url: demo.url }], logLevel: 'SILENT', pendingRequestTimeoutSeconds: 2 },
+      dynamo.endpoint,
+    );
   });
   afterAll(async () => {
     await gateway?.close();
@@ -157,7 +251,7 @@ describe('bad input', () => {
         const method = r.chance(0.95) ? 'POST' : r.pick(['GET', 'DELETE', 'PUT', 'OPTIONS', 'PATCH']);
         const headers = oddHeaders(r, sessionId, '2025-11-25');
         const body = oddBody(r, sessionId);
-        let response;
+        let response: Awaited<ReturnType<typeof send>>;
         try {
           response = await send(gateway.url, method, headers, body);
         } catch (error) {
@@ -165,7 +259,8 @@ describe('bad input', () => {
           continue;
         }
         statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
-        if (response.status >= 500 && response.status !== 503) problems.push(`#${i} HTTP ${response.status}: ${body.slice(0, 200)}`);
+        if (response.status >= 500 && response.status !== 503)
+          problems.push(`#${i} HTTP ${response.status}: ${body.slice(0, 200)}`);
         if (response.status === 202 || (response.status === 200 && method === 'DELETE')) {
           if (response.body !== '') problems.push(`#${i} ${response.status} with a body`);
           continue;
@@ -173,10 +268,17 @@ describe('bad input', () => {
         try {
           const messages = jsonRpcMessagesOf(response);
           const last = messages[messages.length - 1];
-          if (!last || last.jsonrpc !== '2.0' || !('result' in last || 'error' in last || 'method' in last)) throw new Error('not JSON-RPC');
-          if (response.status >= 400 && (typeof last.error?.code !== 'number' || typeof last.error?.message !== 'string')) throw new Error('error status without a JSON-RPC error');
+          if (last?.jsonrpc !== '2.0' || !('result' in last || 'error' in last || 'method' in last))
+            throw new Error('not JSON-RPC');
+          if (
+            response.status >= 400 &&
+            (typeof last.error?.code !== 'number' || typeof last.error?.message !== 'string')
+          )
+            throw new Error('error status without a JSON-RPC error');
         } catch (error) {
-          problems.push(`#${i} HTTP ${response.status} ${(error as Error).message}: ${response.body.slice(0, 200)} (${method} ${JSON.stringify(body.slice(0, 80))})`);
+          problems.push(
+            `#${i} HTTP ${response.status} ${(error as Error).message}: ${response.body.slice(0, 200)} (${method} ${JSON.stringify(body.slice(0, 80))})`,
+          );
         }
       }
     };
@@ -186,24 +288,56 @@ describe('bad input', () => {
     expect([...statuses.keys()].sort()).toEqual(expect.arrayContaining([200, 202, 400, 404, 405, 415]));
     // And the gateway still serves.
     const after = await initSession(gateway.url);
-    const ping = await readMessage(await post(gateway.url, after.headers, { jsonrpc: '2.0', id: 'alive', method: 'ping' }));
+    const ping = await readMessage(
+      await post(gateway.url, after.headers, { jsonrpc: '2.0', id: 'alive', method: 'ping' }),
+    );
     expect(ping).toEqual({ jsonrpc: '2.0', id: 'alive', result: {} });
   }, 180_000);
 
   it('refuses an oversized body with 413, declared or streamed', async () => {
-    const big = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', params: { pad: 'x'.repeat(4 * 1024 * 1024 + 10) } });
-    const declared = await send(gateway.url, 'POST', { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(big)) }, big);
+    const big = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'ping',
+      params: { pad: 'x'.repeat(4 * 1024 * 1024 + 10) },
+    });
+    const declared = await send(
+      gateway.url,
+      'POST',
+      { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(big)) },
+      big,
+    );
     expect(declared.status).toBe(413);
     expect(JSON.parse(declared.body).error.code).toBe(-32600);
-    const chunked = await send(gateway.url, 'POST', { 'content-type': 'application/json', 'transfer-encoding': 'chunked' }, big);
+    const chunked = await send(
+      gateway.url,
+      'POST',
+      { 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+      big,
+    );
     expect(chunked.status).toBe(413);
     // Over the 6 MB a function URL accepts, the local server stops reading and answers at once.
-    const huge = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', params: { pad: 'x'.repeat(7 * 1024 * 1024) } });
-    const refused = await send(gateway.url, 'POST', { 'content-type': 'application/json', 'transfer-encoding': 'chunked' }, huge).catch((error: Error) => error);
+    const huge = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'ping',
+      params: { pad: 'x'.repeat(7 * 1024 * 1024) },
+    });
+    const refused = await send(
+      gateway.url,
+      'POST',
+      { 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+      huge,
+    ).catch((error: Error) => error);
     // The client may still be writing when the server closes; either way nothing was accepted.
     if (!(refused instanceof Error)) expect(refused.status).toBe(413);
     else expect(refused.message).toMatch(/EPIPE|ECONNRESET|socket hang up/);
-    const alive = await send(gateway.url, 'POST', { 'content-type': 'application/json' }, '{"jsonrpc":"2.0","id":1,"method":"ping"}');
+    const alive = await send(
+      gateway.url,
+      'POST',
+      { 'content-type': 'application/json' },
+      '{"jsonrpc":"2.0","id":1,"method":"ping"}',
+    );
     expect(alive.status).toBe(400); // served (no session), not crashed
   });
 });

@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { startDemoTarget, type DemoTarget } from '../../lambda/local/demo-target';
-import { startCountedDynamo, type CountedDynamo } from '../support/dynamo';
+import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
 import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
+import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
 import { callAndAnswer, initSession } from '../support/mcp-http';
 
 /** The bundle `npm run build` produces (and CDK deploys) runs the whole relay on its own. */
@@ -51,9 +51,14 @@ describe('the bundled Lambda handler', () => {
         });
       });
       const { headers } = await initSession(url, { capabilities: { elicitation: { form: {} } } });
-      const call = await callAndAnswer(url, headers, { id: 1, params: { name: 'use_aws', arguments: { command: 'bundled' } } }, () => ({
-        result: { action: 'accept', content: { confirm: true } },
-      }));
+      const call = await callAndAnswer(
+        url,
+        headers,
+        { id: 1, params: { name: 'use_aws', arguments: { command: 'bundled' } } },
+        () => ({
+          result: { action: 'accept', content: { confirm: true } },
+        }),
+      );
       expect(call.response.result.content[0].text).toBe('executed: bundled');
     } finally {
       child.kill('SIGTERM');

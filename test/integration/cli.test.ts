@@ -2,12 +2,12 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startDemoTarget } from '../../lambda/local/demo-target';
-import { buildGatewayDeps } from '../../lambda/core/bootstrap';
 import { parseConfig } from '../../lambda/config/schema';
-import { reportTargetsAtStartup } from '../../lambda/targets/startup-report';
+import { buildGatewayDeps } from '../../lambda/core/bootstrap';
 import type { GatewayLogger } from '../../lambda/core/logger';
+import { startDemoTarget } from '../../lambda/local/demo-target';
 import type { DynamoSessionStore } from '../../lambda/state/dynamo-store';
+import { reportTargetsAtStartup } from '../../lambda/targets/startup-report';
 import { initSession, post, readMessage } from '../support/mcp-http';
 
 /** `npm start` as a newcomer runs it: flags, the embedded defaults, a bad config, signals. */
@@ -39,7 +39,12 @@ describe('npm start', () => {
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
     expect(cli.output().stdout).toContain('targets: demo → http://127.0.0.1:');
     const { headers } = await initSession(url!, {});
-    const res = await post(url!, headers, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'demo___echo', arguments: { text: 'cli' } } });
+    const res = await post(url!, headers, {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'demo___echo', arguments: { text: 'cli' } },
+    });
     expect((await readMessage(res)).result.content[0].text).toBe('echo: cli');
     cli.child.kill('SIGTERM');
     expect(await cli.exited).toBe(0);
@@ -47,7 +52,10 @@ describe('npm start', () => {
 
   it('fails at start naming the offending field of an invalid config file', async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'cfg-')), 'bad.json');
-    writeFileSync(file, JSON.stringify({ targets: [{ name: 'bad name', url: 'http://127.0.0.1:1/mcp' }], sessionTimeoutSeconds: 10 }));
+    writeFileSync(
+      file,
+      JSON.stringify({ targets: [{ name: 'bad name', url: 'http://127.0.0.1:1/mcp' }], sessionTimeoutSeconds: 10 }),
+    );
     const cli = runCli(['--port', '0', '--config', file, '--no-demo']);
     expect(await cli.exited).toBe(1);
     expect(cli.output().stderr).toContain('targets.0.name: letters, digits and hyphens only');
@@ -73,12 +81,22 @@ describe('start-up report', () => {
     };
     try {
       const long = 'a-very-long-target-name-that-pushes-every-exposed-name-over-64';
-      const config = parseConfig({ targets: [{ name: long, url: demo.url }, { name: 'down', url: 'http://127.0.0.1:9/mcp' }] });
-      const report = await reportTargetsAtStartup(buildGatewayDeps(config, { logger, store: {} as DynamoSessionStore }));
+      const config = parseConfig({
+        targets: [
+          { name: long, url: demo.url },
+          { name: 'down', url: 'http://127.0.0.1:9/mcp' },
+        ],
+      });
+      const report = await reportTargetsAtStartup(
+        buildGatewayDeps(config, { logger, store: {} as DynamoSessionStore }),
+      );
       expect(report.reachable).toEqual([long]);
       expect(report.longNames).toContain(`${long}___access_github_repo`);
       expect(warnings.map(([m]) => m)).toEqual(
-        expect.arrayContaining(['target not reachable at start-up', 'exposed names longer than 64 characters; some clients refuse them']),
+        expect.arrayContaining([
+          'target not reachable at start-up',
+          'exposed names longer than 64 characters; some clients refuse them',
+        ]),
       );
     } finally {
       await demo.close();

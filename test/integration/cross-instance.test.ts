@@ -1,7 +1,7 @@
-import { startDemoTarget, type DemoTarget } from '../../lambda/local/demo-target';
-import { startCountedDynamo, type CountedDynamo } from '../support/dynamo';
+import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
+import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
 import { startGatewayProcess } from '../support/gateways';
-import { callAndAnswer, initSession, post, readMessage, sseEvents, type Json } from '../support/mcp-http';
+import { callAndAnswer, initSession, type Json, post, readMessage, sseEvents } from '../support/mcp-http';
 
 /**
  * Two gateway processes sharing one DynamoDB endpoint behave like two Lambda instances of one
@@ -19,7 +19,10 @@ describe('two gateway processes sharing one DynamoDB endpoint', () => {
     dynamo = await startCountedDynamo();
     demo = await startDemoTarget();
     const config = { targets: [{ name: 'demo', url: demo.url }] };
-    [a, b] = await Promise.all([startGatewayProcess(config, dynamo.endpoint, { logLevel: 'DEBUG' }), startGatewayProcess(config, dynamo.endpoint)]);
+    [a, b] = await Promise.all([
+      startGatewayProcess(config, dynamo.endpoint, { logLevel: 'DEBUG' }),
+      startGatewayProcess(config, dynamo.endpoint),
+    ]);
   }, 60_000);
   afterAll(async () => {
     await Promise.all([a?.close(), b?.close()]);
@@ -29,7 +32,12 @@ describe('two gateway processes sharing one DynamoDB endpoint', () => {
 
   it('serves a session initialized on one process from the other', async () => {
     const { headers } = await initSession(a.url);
-    const res = await post(b.url, headers, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'demo___echo', arguments: { text: 'from b' } } });
+    const res = await post(b.url, headers, {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'demo___echo', arguments: { text: 'from b' } },
+    });
     expect((await readMessage(res)).result.content[0].text).toBe('echo: from b');
     const deleted = await fetch(b.url, { method: 'DELETE', headers });
     expect(deleted.status).toBe(200);
@@ -38,14 +46,23 @@ describe('two gateway processes sharing one DynamoDB endpoint', () => {
 
   it('streams the call from one process and takes the answer on the other; wrong ids and duplicates get -32600', async () => {
     const { headers } = await initSession(a.url, { capabilities: ALL });
-    const res = await post(a.url, headers, { jsonrpc: '2.0', id: 'x', method: 'tools/call', params: { name: 'demo___use_aws', arguments: { command: 'cross' } } });
+    const res = await post(a.url, headers, {
+      jsonrpc: '2.0',
+      id: 'x',
+      method: 'tools/call',
+      params: { name: 'demo___use_aws', arguments: { command: 'cross' } },
+    });
     const seen: Json[] = [];
     const statuses: Array<[number, number?]> = [];
     for await (const event of sseEvents(res)) {
       if (!event.message) continue;
       seen.push(event.message);
       if (event.message.method === 'elicitation/create') {
-        const answer = (id: unknown) => ({ jsonrpc: '2.0', id, result: { action: 'accept', content: { confirm: true } } });
+        const answer = (id: unknown) => ({
+          jsonrpc: '2.0',
+          id,
+          result: { action: 'accept', content: { confirm: true } },
+        });
         const wrong = await post(b.url, headers, answer('gw-wrong'));
         statuses.push([wrong.status, (await wrong.json()).error.code]);
         const right = await post(b.url, headers, answer(event.message.id));
@@ -67,7 +84,12 @@ describe('two gateway processes sharing one DynamoDB endpoint', () => {
         streamer.url,
         headers,
         { id: `s${i}`, params: { name: 'demo___multi_elicit', arguments: {} } },
-        (asked) => ({ result: { action: 'accept', content: 'name' in asked.params.requestedSchema.properties ? { name: `user${i}` } : { age: i } } }),
+        (asked) => ({
+          result: {
+            action: 'accept',
+            content: 'name' in asked.params.requestedSchema.properties ? { name: `user${i}` } : { age: i },
+          },
+        }),
         { answerUrl: answerer.url },
       );
       expect(call.answerStatuses).toEqual([202, 202]);
@@ -78,13 +100,32 @@ describe('two gateway processes sharing one DynamoDB endpoint', () => {
 
   it('logs structured JSON with session, target and method, and never the bearer token', async () => {
     const token = 'secret-token-that-must-not-be-logged';
-    const { headers, sessionId } = await initSession(a.url, { capabilities: ALL, headers: { authorization: `Bearer ${token}` } });
-    await callAndAnswer(a.url, headers, { id: 'log', params: { name: 'demo___use_aws', arguments: { command: 'ls' } } }, () => ({
-      result: { action: 'accept', content: { confirm: true } },
-    }));
-    const lines = a.output().split('\n').filter((line) => line.startsWith('{'));
-    const relayed = lines.map((line) => JSON.parse(line)).find((entry) => entry.message === 'relayed a server request' && entry.sessionId === sessionId);
-    expect(relayed).toMatchObject({ level: 'INFO', service: 'mcp-gateway', sessionId, target: 'demo', method: 'tools/call' });
+    const { headers, sessionId } = await initSession(a.url, {
+      capabilities: ALL,
+      headers: { authorization: `Bearer ${token}` },
+    });
+    await callAndAnswer(
+      a.url,
+      headers,
+      { id: 'log', params: { name: 'demo___use_aws', arguments: { command: 'ls' } } },
+      () => ({
+        result: { action: 'accept', content: { confirm: true } },
+      }),
+    );
+    const lines = a
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'));
+    const relayed = lines
+      .map((line) => JSON.parse(line))
+      .find((entry) => entry.message === 'relayed a server request' && entry.sessionId === sessionId);
+    expect(relayed).toMatchObject({
+      level: 'INFO',
+      service: 'mcp-gateway',
+      sessionId,
+      target: 'demo',
+      method: 'tools/call',
+    });
     expect(a.output()).not.toContain(token);
   });
 });

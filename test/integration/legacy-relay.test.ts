@@ -1,7 +1,7 @@
-import { startDemoTarget, type DemoTarget } from '../../lambda/local/demo-target';
-import { startCountedDynamo, type CountedDynamo } from '../support/dynamo';
-import { startGateway, type GatewayKind, type GatewayUnderTest } from '../support/gateways';
-import { callAndAnswer, eventually, initSession, post, sessionItems, sseEvents, type Json } from '../support/mcp-http';
+import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
+import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
+import { type GatewayKind, type GatewayUnderTest, startGateway } from '../support/gateways';
+import { callAndAnswer, eventually, initSession, type Json, post, sessionItems, sseEvents } from '../support/mcp-http';
 
 /**
  * The 2025-era relay (issue: elicitation, sampling and roots relay): server-to-client requests
@@ -22,7 +22,12 @@ describe.each(kinds)('relay through the %s', (kind) => {
   beforeAll(async () => {
     dynamo = await startCountedDynamo();
     demo = await startDemoTarget();
-    gateway = await startGateway(kind, { targets: [{ name: 'demo', url: demo.url }], logLevel: 'SILENT' }, dynamo.endpoint, { keepAliveMs: 100 });
+    gateway = await startGateway(
+      kind,
+      { targets: [{ name: 'demo', url: demo.url }], logLevel: 'SILENT' },
+      dynamo.endpoint,
+      { keepAliveMs: 100 },
+    );
     url = gateway.url;
   });
   afterAll(async () => {
@@ -31,60 +36,109 @@ describe.each(kinds)('relay through the %s', (kind) => {
     await dynamo?.close();
   });
 
-  const pendingItems = async (sessionId: string) => (await sessionItems(dynamo.endpoint, sessionId)).filter((i) => i.sk.startsWith('P#'));
+  const pendingItems = async (sessionId: string) =>
+    (await sessionItems(dynamo.endpoint, sessionId)).filter((i) => i.sk.startsWith('P#'));
 
   describe('form, URL and sampling requests of a target', () => {
     it('forwards elicitation/create with a gateway id, records it as pending first, and relays the result', async () => {
       const { headers, sessionId } = await initSession(url, { capabilities: ALL });
       let pendingWhileAsked: Json[] = [];
-      const call = await callAndAnswer(url, headers, { id: 7, params: { name: 'demo___use_aws', arguments: { command: 'ls' } } }, async () => {
-        pendingWhileAsked = await pendingItems(sessionId);
-        return accept;
-      });
+      const call = await callAndAnswer(
+        url,
+        headers,
+        { id: 7, params: { name: 'demo___use_aws', arguments: { command: 'ls' } } },
+        async () => {
+          pendingWhileAsked = await pendingItems(sessionId);
+          return accept;
+        },
+      );
       const asked = call.messages[0];
       expect(asked.method).toBe('elicitation/create');
       expect(asked.id).toMatch(/^gw-[A-Za-z0-9_-]{22}$/); // 128 random bits, never the target's own id
       expect(pendingWhileAsked).toHaveLength(1);
-      expect(pendingWhileAsked[0]).toMatchObject({ gatewayId: asked.id, method: 'elicitation/create', target: 'demo', status: 'pending', clientRequestId: 7 });
+      expect(pendingWhileAsked[0]).toMatchObject({
+        gatewayId: asked.id,
+        method: 'elicitation/create',
+        target: 'demo',
+        status: 'pending',
+        clientRequestId: 7,
+      });
       expect(call.answerStatuses).toEqual([202]);
-      expect(call.response).toEqual({ jsonrpc: '2.0', id: 7, result: { content: [{ type: 'text', text: 'executed: ls' }] } });
+      expect(call.response).toEqual({
+        jsonrpc: '2.0',
+        id: 7,
+        result: { content: [{ type: 'text', text: 'executed: ls' }] },
+      });
       expect(await pendingItems(sessionId)).toEqual([]);
     });
 
     it('relays URL mode and the completion notification on the same stream', async () => {
       const { headers } = await initSession(url, { capabilities: ALL });
-      const call = await callAndAnswer(url, headers, { id: 'u', params: { name: 'demo___access_github_repo', arguments: { repo: 'o/r' } } }, () => ({
-        result: { action: 'accept' },
-      }));
+      const call = await callAndAnswer(
+        url,
+        headers,
+        { id: 'u', params: { name: 'demo___access_github_repo', arguments: { repo: 'o/r' } } },
+        () => ({
+          result: { action: 'accept' },
+        }),
+      );
       const [asked, completed] = call.messages;
-      expect(asked.params).toMatchObject({ mode: 'url', url: expect.stringContaining('repo=o%2Fr'), elicitationId: expect.any(String) });
-      expect(completed).toEqual({ jsonrpc: '2.0', method: 'notifications/elicitation/complete', params: { elicitationId: asked.params.elicitationId } });
+      expect(asked.params).toMatchObject({
+        mode: 'url',
+        url: expect.stringContaining('repo=o%2Fr'),
+        elicitationId: expect.any(String),
+      });
+      expect(completed).toEqual({
+        jsonrpc: '2.0',
+        method: 'notifications/elicitation/complete',
+        params: { elicitationId: asked.params.elicitationId },
+      });
       expect(call.response.result.content[0].text).toBe('accessed o/r');
     });
 
     it('relays sampling/createMessage and roots/list', async () => {
       const { headers } = await initSession(url, { capabilities: ALL });
-      const sampled = await callAndAnswer(url, headers, { id: 1, params: { name: 'demo___sample', arguments: { prompt: 'p' } } }, () => ({
-        result: { role: 'assistant', model: 'm-1', content: { type: 'text', text: 'answer' } },
-      }));
+      const sampled = await callAndAnswer(
+        url,
+        headers,
+        { id: 1, params: { name: 'demo___sample', arguments: { prompt: 'p' } } },
+        () => ({
+          result: { role: 'assistant', model: 'm-1', content: { type: 'text', text: 'answer' } },
+        }),
+      );
       expect(sampled.messages[0].method).toBe('sampling/createMessage');
       expect(sampled.response.result.content[0].text).toBe('sampled: m-1: answer');
-      const roots = await callAndAnswer(url, headers, { id: 2, params: { name: 'demo___list_roots', arguments: {} } }, () => ({
-        result: { roots: [{ uri: 'file:///a' }, { uri: 'file:///b' }] },
-      }));
+      const roots = await callAndAnswer(
+        url,
+        headers,
+        { id: 2, params: { name: 'demo___list_roots', arguments: {} } },
+        () => ({
+          result: { roots: [{ uri: 'file:///a' }, { uri: 'file:///b' }] },
+        }),
+      );
       expect(roots.response.result.content[0].text).toBe('roots: file:///a,file:///b');
     });
 
     it('relays a declined answer and multiple rounds in one call', async () => {
       const { headers } = await initSession(url, { capabilities: ALL });
-      const declined = await callAndAnswer(url, headers, { id: 1, params: { name: 'demo___use_aws', arguments: { command: 'rm' } } }, () => ({
-        result: { action: 'decline' },
-      }));
+      const declined = await callAndAnswer(
+        url,
+        headers,
+        { id: 1, params: { name: 'demo___use_aws', arguments: { command: 'rm' } } },
+        () => ({
+          result: { action: 'decline' },
+        }),
+      );
       expect(declined.response.result.content[0].text).toBe('not executed (decline)');
       const answers = [{ name: 'Ada' }, { age: 36 }];
-      const multi = await callAndAnswer(url, headers, { id: 2, params: { name: 'demo___multi_elicit', arguments: {} } }, () => ({
-        result: { action: 'accept', content: answers.shift() },
-      }));
+      const multi = await callAndAnswer(
+        url,
+        headers,
+        { id: 2, params: { name: 'demo___multi_elicit', arguments: {} } },
+        () => ({
+          result: { action: 'accept', content: answers.shift() },
+        }),
+      );
       expect(multi.messages.filter((m) => m.method === 'elicitation/create')).toHaveLength(2);
       expect(multi.response.result.content[0].text).toBe('hello Ada, 36');
     });
@@ -94,11 +148,25 @@ describe.each(kinds)('relay through the %s', (kind) => {
     it('relays the error with the client id and data intact; the retry succeeds', async () => {
       const { headers } = await initSession(url, { capabilities: ALL });
       const resource = `r-${kind.replace(' ', '-')}`;
-      const first = await callAndAnswer(url, headers, { id: 'first', params: { name: 'demo___url_required', arguments: { resource: resource } } }, () => accept);
+      const first = await callAndAnswer(
+        url,
+        headers,
+        { id: 'first', params: { name: 'demo___url_required', arguments: { resource: resource } } },
+        () => accept,
+      );
       expect(first.response.id).toBe('first');
       expect(first.response.error.code).toBe(-32042);
-      expect(first.response.error.data.elicitations[0]).toMatchObject({ mode: 'url', url: `https://auth.example/consent?resource=${resource}`, elicitationId: expect.any(String) });
-      const retry = await callAndAnswer(url, headers, { id: 'retry', params: { name: 'demo___url_required', arguments: { resource: resource } } }, () => accept);
+      expect(first.response.error.data.elicitations[0]).toMatchObject({
+        mode: 'url',
+        url: `https://auth.example/consent?resource=${resource}`,
+        elicitationId: expect.any(String),
+      });
+      const retry = await callAndAnswer(
+        url,
+        headers,
+        { id: 'retry', params: { name: 'demo___url_required', arguments: { resource: resource } } },
+        () => accept,
+      );
       expect(retry.response.result.content[0].text).toBe(`authorized ${resource}`);
     });
   });
@@ -107,12 +175,25 @@ describe.each(kinds)('relay through the %s', (kind) => {
     it('maps progress tokens per call and relays progress and log messages on their own stream only', async () => {
       const { headers } = await initSession(url, { capabilities: ALL });
       const run = (token: string, steps: number) =>
-        callAndAnswer(url, headers, { id: token, params: { name: 'demo___progress', arguments: { steps, delayMs: 20 }, _meta: { progressToken: token } } }, () => accept);
+        callAndAnswer(
+          url,
+          headers,
+          {
+            id: token,
+            params: { name: 'demo___progress', arguments: { steps, delayMs: 20 }, _meta: { progressToken: token } },
+          },
+          () => accept,
+        );
       const [a, b] = await Promise.all([run('tok-a', 3), run('tok-b', 4)]);
-      const progressOf = (call: typeof a) => call.messages.filter((m) => m.method === 'notifications/progress').map((m) => m.params.progressToken);
+      const progressOf = (call: typeof a) =>
+        call.messages.filter((m) => m.method === 'notifications/progress').map((m) => m.params.progressToken);
       expect(progressOf(a)).toEqual(['tok-a', 'tok-a', 'tok-a']);
       expect(progressOf(b)).toEqual(['tok-b', 'tok-b', 'tok-b', 'tok-b']);
-      expect(a.messages.filter((m) => m.method === 'notifications/message').map((m) => m.params.data)).toEqual(['step 1', 'step 2', 'step 3']);
+      expect(a.messages.filter((m) => m.method === 'notifications/message').map((m) => m.params.data)).toEqual([
+        'step 1',
+        'step 2',
+        'step 3',
+      ]);
       expect(a.response.result.content[0].text).toBe('done 3');
     });
   });
@@ -121,40 +202,67 @@ describe.each(kinds)('relay through the %s', (kind) => {
     it('tracks each pending request independently and accepts answers in any order', async () => {
       const { headers } = await initSession(url, { capabilities: ALL });
       const calls = Array.from({ length: 6 }, (_, i) =>
-        callAndAnswer(url, headers, { id: `p${i}`, params: { name: 'demo___confirm_action', arguments: { action: `a${i}` } } }, async (asked) => {
-          await new Promise((resolve) => setTimeout(resolve, (6 - i) * 30)); // later calls answer first
-          const mine = asked.params.message === `Confirm action: a${i}?`;
-          return { result: { action: mine && i % 2 === 0 ? 'accept' : 'decline', content: mine && i % 2 === 0 ? { confirm: true } : undefined } };
-        }),
+        callAndAnswer(
+          url,
+          headers,
+          { id: `p${i}`, params: { name: 'demo___confirm_action', arguments: { action: `a${i}` } } },
+          async (asked) => {
+            await new Promise((resolve) => setTimeout(resolve, (6 - i) * 30)); // later calls answer first
+            const mine = asked.params.message === `Confirm action: a${i}?`;
+            return {
+              result: {
+                action: mine && i % 2 === 0 ? 'accept' : 'decline',
+                content: mine && i % 2 === 0 ? { confirm: true } : undefined,
+              },
+            };
+          },
+        ),
       );
       const results = await Promise.all(calls);
       expect(results.map((r) => r.response.result.content[0].text)).toEqual([
-        'confirmed: a0', 'not executed (decline)', 'confirmed: a2', 'not executed (decline)', 'confirmed: a4', 'not executed (decline)',
+        'confirmed: a0',
+        'not executed (decline)',
+        'confirmed: a2',
+        'not executed (decline)',
+        'confirmed: a4',
+        'not executed (decline)',
       ]);
     });
   });
 
   describe("the reference page's error table", () => {
-    const answerOf = (id: unknown) => ({ jsonrpc: '2.0', id, result: { action: 'accept', content: { confirm: true } } });
+    const answerOf = (id: unknown) => ({
+      jsonrpc: '2.0',
+      id,
+      result: { action: 'accept', content: { confirm: true } },
+    });
 
     it('refuses an answer when nothing is pending: 400 with -32600', async () => {
       const { headers } = await initSession(url, { capabilities: ALL });
       const res = await post(url, headers, answerOf('gw-nothing'));
       expect(res.status).toBe(400);
-      expect((await res.json()).error).toMatchObject({ code: -32600, message: expect.stringContaining('No matching pending request') });
+      expect((await res.json()).error).toMatchObject({
+        code: -32600,
+        message: expect.stringContaining('No matching pending request'),
+      });
     });
 
     it('refuses an id that matches no pending request, a duplicate answer, and another session’s answer: 400 with -32600', async () => {
       const { headers } = await initSession(url, { capabilities: ALL });
       const other = await initSession(url, { capabilities: ALL });
       const statuses: Record<string, [number, number]> = {};
-      const call = await callAndAnswer(url, headers, { id: 1, params: { name: 'demo___use_aws', arguments: { command: 'x' } } }, async (asked) => {
-        const wrong = await post(url, headers, answerOf('gw-AAAAAAAAAAAAAAAAAAAAAA'));
-        statuses.wrong = [wrong.status, (await wrong.json()).error.code];
-        const foreign = await post(url, other.headers, answerOf(asked.id));
-        statuses.foreign = [foreign.status, (await foreign.json()).error.code];
-        return accept;
-      });
+      const call = await callAndAnswer(
+        url,
+        headers,
+        { id: 1, params: { name: 'demo___use_aws', arguments: { command: 'x' } } },
+        async (asked) => {
+          const wrong = await post(url, headers, answerOf('gw-AAAAAAAAAAAAAAAAAAAAAA'));
+          statuses.wrong = [wrong.status, (await wrong.json()).error.code];
+          const foreign = await post(url, other.headers, answerOf(asked.id));
+          statuses.foreign = [foreign.status, (await foreign.json()).error.code];
+          return accept;
+        },
+      );
       expect(call.response.result.content[0].text).toBe('executed: x');
       const duplicate = await post(url, headers, answerOf(call.messages[0].id));
       statuses.duplicate = [duplicate.status, (await duplicate.json()).error.code];
@@ -164,26 +272,53 @@ describe.each(kinds)('relay through the %s', (kind) => {
     it('answers the target -32601 for a request the client did not declare, and forwards nothing', async () => {
       const formOnly = await initSession(url, { capabilities: { elicitation: { form: {} } } });
       for (const kindOfRequest of ['url', 'sampling', 'roots']) {
-        const call = await callAndAnswer(url, formOnly.headers, { id: kindOfRequest, params: { name: 'demo___request_anyway', arguments: { kind: kindOfRequest } } }, () => accept);
+        const call = await callAndAnswer(
+          url,
+          formOnly.headers,
+          { id: kindOfRequest, params: { name: 'demo___request_anyway', arguments: { kind: kindOfRequest } } },
+          () => accept,
+        );
         expect(call.messages).toHaveLength(1);
         expect(call.response.result.content[0].text).toMatch(/^refused: MCP error -32601: Method not found/);
       }
-      const old = await initSession(url, { protocolVersion: '2025-03-26', capabilities: { elicitation: { form: {} } } });
-      const tooOld = await callAndAnswer(url, old.headers, { id: 'old', params: { name: 'demo___request_anyway', arguments: { kind: 'form' } } }, () => accept);
+      const old = await initSession(url, {
+        protocolVersion: '2025-03-26',
+        capabilities: { elicitation: { form: {} } },
+      });
+      const tooOld = await callAndAnswer(
+        url,
+        old.headers,
+        { id: 'old', params: { name: 'demo___request_anyway', arguments: { kind: 'form' } } },
+        () => accept,
+      );
       expect(tooOld.messages).toHaveLength(1); // 2025-03-26 has no elicitation, whatever the client declared
       expect(tooOld.response.result.content[0].text).toMatch(/^refused: MCP error -32601/);
       const none = await initSession(url);
-      const call = await callAndAnswer(url, none.headers, { id: 'form', params: { name: 'demo___request_anyway', arguments: { kind: 'form' } } }, () => accept);
+      const call = await callAndAnswer(
+        url,
+        none.headers,
+        { id: 'form', params: { name: 'demo___request_anyway', arguments: { kind: 'form' } } },
+        () => accept,
+      );
       expect(call.messages).toHaveLength(1);
       expect(call.response.result.content[0].text).toMatch(/^refused: MCP error -32601/);
     });
 
     it('answers DependencyFailedException when the target connection breaks, and removes the pending records', async () => {
       const fragile = await startDemoTarget();
-      const alone = await startGateway(kind, { targets: [{ name: 'fragile', url: fragile.url }], logLevel: 'SILENT' }, dynamo.endpoint);
+      const alone = await startGateway(
+        kind,
+        { targets: [{ name: 'fragile', url: fragile.url }], logLevel: 'SILENT' },
+        dynamo.endpoint,
+      );
       try {
         const { headers, sessionId } = await initSession(alone.url, { capabilities: ALL });
-        const res = await post(alone.url, headers, { jsonrpc: '2.0', id: 'b', method: 'tools/call', params: { name: 'fragile___use_aws', arguments: { command: 'x' } } });
+        const res = await post(alone.url, headers, {
+          jsonrpc: '2.0',
+          id: 'b',
+          method: 'tools/call',
+          params: { name: 'fragile___use_aws', arguments: { command: 'x' } },
+        });
         const messages: Json[] = [];
         for await (const event of sseEvents(res)) {
           if (!event.message) continue;
@@ -206,7 +341,17 @@ describe.each(kinds)('relay through the %s', (kind) => {
     it('cleans up and cancels at the target when the client goes away', async () => {
       const { headers, sessionId } = await initSession(url, { capabilities: ALL });
       const abort = new AbortController();
-      const res = await post(url, headers, { jsonrpc: '2.0', id: 'gone', method: 'tools/call', params: { name: 'demo___use_aws', arguments: { command: 'x' } } }, abort.signal);
+      const res = await post(
+        url,
+        headers,
+        {
+          jsonrpc: '2.0',
+          id: 'gone',
+          method: 'tools/call',
+          params: { name: 'demo___use_aws', arguments: { command: 'x' } },
+        },
+        abort.signal,
+      );
       for await (const event of sseEvents(res)) {
         if (event.message?.method === 'elicitation/create') break; // leaving the loop cancels the body
       }
@@ -216,10 +361,19 @@ describe.each(kinds)('relay through the %s', (kind) => {
     });
 
     it('cancels a pending request past pendingRequestTimeoutSeconds', async () => {
-      const impatient = await startGateway(kind, { targets: [{ name: 'demo', url: demo.url }], logLevel: 'SILENT', pendingRequestTimeoutSeconds: 1 }, dynamo.endpoint);
+      const impatient = await startGateway(
+        kind,
+        { targets: [{ name: 'demo', url: demo.url }], logLevel: 'SILENT', pendingRequestTimeoutSeconds: 1 },
+        dynamo.endpoint,
+      );
       try {
         const { headers, sessionId } = await initSession(impatient.url, { capabilities: ALL });
-        const res = await post(impatient.url, headers, { jsonrpc: '2.0', id: 'late', method: 'tools/call', params: { name: 'demo___use_aws', arguments: { command: 'x' } } });
+        const res = await post(impatient.url, headers, {
+          jsonrpc: '2.0',
+          id: 'late',
+          method: 'tools/call',
+          params: { name: 'demo___use_aws', arguments: { command: 'x' } },
+        });
         const messages: Json[] = [];
         for await (const event of sseEvents(res)) if (event.message) messages.push(event.message);
         expect(messages[0].method).toBe('elicitation/create');
@@ -237,17 +391,27 @@ describe.each(kinds)('relay through the %s', (kind) => {
   describe('long waits and cancellation', () => {
     it('sends SSE keep-alive comments while the client thinks', async () => {
       const { headers } = await initSession(url, { capabilities: ALL });
-      const call = await callAndAnswer(url, headers, { id: 'k', params: { name: 'demo___use_aws', arguments: { command: 'k' } } }, async () => {
-        await new Promise((resolve) => setTimeout(resolve, 450));
-        return accept;
-      });
+      const call = await callAndAnswer(
+        url,
+        headers,
+        { id: 'k', params: { name: 'demo___use_aws', arguments: { command: 'k' } } },
+        async () => {
+          await new Promise((resolve) => setTimeout(resolve, 450));
+          return accept;
+        },
+      );
       expect(call.comments).toBeGreaterThanOrEqual(3);
       expect(call.response.result.content[0].text).toBe('executed: k');
     });
 
     it('turns a long call without messages into a stream with keep-alives, for a client that takes both', async () => {
       const { headers } = await initSession(url, { capabilities: ALL });
-      const res = await post(url, headers, { jsonrpc: '2.0', id: 'long', method: 'tools/call', params: { name: 'demo___slow', arguments: { ms: 500 } } });
+      const res = await post(url, headers, {
+        jsonrpc: '2.0',
+        id: 'long',
+        method: 'tools/call',
+        params: { name: 'demo___slow', arguments: { ms: 500 } },
+      });
       expect(res.headers.get('content-type')).toContain('text/event-stream');
       let comments = 0;
       let last: Json | undefined;
@@ -262,9 +426,18 @@ describe.each(kinds)('relay through the %s', (kind) => {
     it("forwards the client's notifications/cancelled to the target under the target's id", async () => {
       const { headers } = await initSession(url, { capabilities: ALL });
       const callsBefore = demo.stats().requestsByMethod['tools/call'] ?? 0;
-      const res = await post(url, headers, { jsonrpc: '2.0', id: 42, method: 'tools/call', params: { name: 'demo___slow', arguments: { ms: 20000 } } });
+      const res = await post(url, headers, {
+        jsonrpc: '2.0',
+        id: 42,
+        method: 'tools/call',
+        params: { name: 'demo___slow', arguments: { ms: 20000 } },
+      });
       await eventually(() => expect(demo.stats().requestsByMethod['tools/call']).toBe(callsBefore + 1));
-      const cancel = await post(url, headers, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 42, reason: 'user' } });
+      const cancel = await post(url, headers, {
+        jsonrpc: '2.0',
+        method: 'notifications/cancelled',
+        params: { requestId: 42, reason: 'user' },
+      });
       expect(cancel.status).toBe(202);
       await eventually(() => expect(demo.stats().cancelledRequestIds).toContain('c.n.42'));
       await res.body?.cancel();
@@ -274,13 +447,23 @@ describe.each(kinds)('relay through the %s', (kind) => {
   describe('the function deadline', () => {
     it('ends a call that would outlive the invocation with a retryable error, and cancels it at the target', async () => {
       // Lambda: deadline = remaining time - 1 s; local server: its request timeout.
-      const short = await startGateway(kind, { targets: [{ name: 'demo', url: demo.url }], logLevel: 'SILENT' }, dynamo.endpoint, {
-        timeoutMs: kind === 'lambda handler' ? 2500 : 1500,
-      });
+      const short = await startGateway(
+        kind,
+        { targets: [{ name: 'demo', url: demo.url }], logLevel: 'SILENT' },
+        dynamo.endpoint,
+        {
+          timeoutMs: kind === 'lambda handler' ? 2500 : 1500,
+        },
+      );
       try {
         const { headers } = await initSession(short.url, { capabilities: ALL });
         const started = Date.now();
-        const call = await callAndAnswer(short.url, headers, { id: 'deadline', params: { name: 'demo___slow', arguments: { ms: 20000 } } }, () => accept);
+        const call = await callAndAnswer(
+          short.url,
+          headers,
+          { id: 'deadline', params: { name: 'demo___slow', arguments: { ms: 20000 } } },
+          () => accept,
+        );
         expect(call.response.error).toMatchObject({ code: -32001, data: { retryable: true } });
         expect(Date.now() - started).toBeLessThan(2400);
         await eventually(() => expect(demo.stats().cancelledRequestIds).toContain('c.s.deadline'));
@@ -293,12 +476,27 @@ describe.each(kinds)('relay through the %s', (kind) => {
   describe('DynamoDB requests', () => {
     it('counts the requests of a call with one elicitation round', async () => {
       const { headers } = await initSession(url, { capabilities: ALL });
-      await callAndAnswer(url, headers, { id: 0, params: { name: 'demo___echo', arguments: { text: 'warm' } } }, () => accept);
+      await callAndAnswer(
+        url,
+        headers,
+        { id: 0, params: { name: 'demo___echo', arguments: { text: 'warm' } } },
+        () => accept,
+      );
       dynamo.reset();
-      await callAndAnswer(url, headers, { id: 1, params: { name: 'demo___echo', arguments: { text: 'x' } } }, () => accept);
+      await callAndAnswer(
+        url,
+        headers,
+        { id: 1, params: { name: 'demo___echo', arguments: { text: 'x' } } },
+        () => accept,
+      );
       const withoutInput = Object.fromEntries(dynamo.counts);
       dynamo.reset();
-      await callAndAnswer(url, headers, { id: 2, params: { name: 'demo___use_aws', arguments: { command: 'x' } } }, () => accept);
+      await callAndAnswer(
+        url,
+        headers,
+        { id: 2, params: { name: 'demo___use_aws', arguments: { command: 'x' } } },
+        () => accept,
+      );
       await eventually(() => expect(dynamo.counts.get('DeleteItem')).toBe(1));
       const oneRound = Object.fromEntries(dynamo.counts);
       // call: Query; round: PutItem (pending), Query + UpdateItem (the answer); end: DeleteItem (cleanup).

@@ -1,7 +1,7 @@
-import { startDemoTarget, type DemoTarget } from '../../lambda/local/demo-target';
-import { startCountedDynamo, type CountedDynamo } from '../support/dynamo';
-import { startGateway, type GatewayKind, type GatewayUnderTest } from '../support/gateways';
-import { initSession, post, readMessage, sessionItems, sseEvents, type Json } from '../support/mcp-http';
+import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
+import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
+import { type GatewayKind, type GatewayUnderTest, startGateway } from '../support/gateways';
+import { initSession, type Json, post, readMessage, sessionItems, sseEvents } from '../support/mcp-http';
 
 /**
  * The 2025-era client face (foundation issue): sessions in DynamoDB, aggregation over two real
@@ -75,12 +75,16 @@ describe.each(kinds)('2025-era sessions through the %s', (kind) => {
     });
 
     it('serves an Accept that lists only text/event-stream as SSE', async () => {
-      const res = await post(url, { accept: 'text/event-stream' }, {
-        jsonrpc: '2.0',
-        id: 'init-request',
-        method: 'initialize',
-        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
-      });
+      const res = await post(
+        url,
+        { accept: 'text/event-stream' },
+        {
+          jsonrpc: '2.0',
+          id: 'init-request',
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+        },
+      );
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toContain('text/event-stream');
       expect(res.headers.get('mcp-session-id')).toBeTruthy();
@@ -97,7 +101,9 @@ describe.each(kinds)('2025-era sessions through the %s', (kind) => {
     it('lists the tools of every reachable target under target___tool names', async () => {
       const { result } = await call(headers, 1, 'tools/list');
       const names: string[] = result.tools.map((t: Json) => t.name);
-      expect(names).toEqual(expect.arrayContaining(['demo___echo', 'demo___use_aws', 'second___echo', 'second___use_aws']));
+      expect(names).toEqual(
+        expect.arrayContaining(['demo___echo', 'demo___use_aws', 'second___echo', 'second___use_aws']),
+      );
       expect(names.filter((n) => n.startsWith('gone___'))).toEqual([]);
       expect(result.nextCursor).toBeUndefined();
     });
@@ -128,7 +134,9 @@ describe.each(kinds)('2025-era sessions through the %s', (kind) => {
 
     it('aggregates prompts and routes prompts/get', async () => {
       const { result } = await call(headers, 7, 'prompts/list');
-      expect(result.prompts.map((p: Json) => p.name)).toEqual(expect.arrayContaining(['demo___greeting', 'second___greeting']));
+      expect(result.prompts.map((p: Json) => p.name)).toEqual(
+        expect.arrayContaining(['demo___greeting', 'second___greeting']),
+      );
       const got = await call(headers, 8, 'prompts/get', { name: 'demo___greeting', arguments: { name: 'Ada' } });
       expect(got.result.messages[0].content.text).toBe('Hello, Ada!');
     });
@@ -184,7 +192,8 @@ describe.each(kinds)('2025-era sessions through the %s', (kind) => {
       const { headers } = await initSession(url);
       await call(headers, 0, 'tools/call', { name: 'demo___echo', arguments: { text: 'warm' } });
       const before = demo.stats().connections;
-      for (let i = 1; i <= 10; i++) await call(headers, i, 'tools/call', { name: 'demo___echo', arguments: { text: `${i}` } });
+      for (let i = 1; i <= 10; i++)
+        await call(headers, i, 'tools/call', { name: 'demo___echo', arguments: { text: `${i}` } });
       // Ten calls, sequential: a pooled connection serves them (a second one at most, if the pool rotated).
       expect(demo.stats().connections - before).toBeLessThanOrEqual(1);
     });
@@ -202,7 +211,10 @@ describe.each(kinds)('2025-era sessions through the %s', (kind) => {
 
     it('declares to the target only the capabilities the client declared, filtered by version', async () => {
       // 2025-06-18 has no URL mode: a client that declares it still cannot be sent a URL elicitation.
-      const { headers, sessionId } = await initSession(url, { protocolVersion: '2025-06-18', capabilities: { elicitation: { form: {}, url: {} }, sampling: {} } });
+      const { headers, sessionId } = await initSession(url, {
+        protocolVersion: '2025-06-18',
+        capabilities: { elicitation: { form: {}, url: {} }, sampling: {} },
+      });
       await call(headers, 1, 'tools/call', { name: 'demo___echo', arguments: { text: 'x' } });
       const target = (await sessionItems(dynamo.endpoint, sessionId)).find((i) => i.sk === 'T#demo')!;
       expect(target.declaredCapabilities).toEqual({ elicitation: { form: {} }, sampling: {} });
@@ -227,7 +239,11 @@ describe.each(kinds)('2025-era sessions through the %s', (kind) => {
 
     it('answers 400 to an invalid MCP-Protocol-Version', async () => {
       const { headers } = await initSession(url);
-      const res = await post(url, { ...headers, 'mcp-protocol-version': '1999-01-01' }, { jsonrpc: '2.0', id: 1, method: 'ping' });
+      const res = await post(
+        url,
+        { ...headers, 'mcp-protocol-version': '1999-01-01' },
+        { jsonrpc: '2.0', id: 1, method: 'ping' },
+      );
       expect(res.status).toBe(400);
     });
 
@@ -270,7 +286,11 @@ describe.each(kinds)('2025-era sessions through the %s', (kind) => {
     });
 
     it('refuses an oversized body with 413', async () => {
-      const res = await post(url, {}, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', params: { pad: 'x'.repeat(5 * 1024 * 1024) } }));
+      const res = await post(
+        url,
+        {},
+        JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', params: { pad: 'x'.repeat(5 * 1024 * 1024) } }),
+      );
       expect(res.status).toBe(413);
     });
 
@@ -280,10 +300,19 @@ describe.each(kinds)('2025-era sessions through the %s', (kind) => {
       const statusWith = (headers: Record<string, string>) =>
         new Promise<number>((resolve, reject) => {
           const target = new URL(url);
-          const req = request({ host: target.hostname, port: target.port, path: target.pathname, method: 'POST', headers: { 'content-type': 'application/json', ...headers } }, (res) => {
-            res.resume();
-            resolve(res.statusCode ?? 0);
-          });
+          const req = request(
+            {
+              host: target.hostname,
+              port: target.port,
+              path: target.pathname,
+              method: 'POST',
+              headers: { 'content-type': 'application/json', ...headers },
+            },
+            (res) => {
+              res.resume();
+              resolve(res.statusCode ?? 0);
+            },
+          );
           req.on('error', reject);
           req.end(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }));
         });
@@ -301,14 +330,29 @@ describe.each(kinds)('2025-era sessions through the %s', (kind) => {
 
     it('answers a quick relayed call as JSON to a client that takes both, and as SSE to one that takes only SSE', async () => {
       const { headers } = await initSession(url);
-      const quick = await post(url, headers, { jsonrpc: '2.0', id: 'call', method: 'tools/call', params: { name: 'demo___echo', arguments: { text: 's' } } });
+      const quick = await post(url, headers, {
+        jsonrpc: '2.0',
+        id: 'call',
+        method: 'tools/call',
+        params: { name: 'demo___echo', arguments: { text: 's' } },
+      });
       expect(quick.headers.get('content-type')).toContain('application/json');
-      expect(await quick.json()).toEqual({ jsonrpc: '2.0', id: 'call', result: { content: [{ type: 'text', text: 'echo: s' }] } });
-      const res = await post(url, { ...headers, accept: 'text/event-stream' }, { jsonrpc: '2.0', id: 'call', method: 'tools/call', params: { name: 'demo___echo', arguments: { text: 's' } } });
+      expect(await quick.json()).toEqual({
+        jsonrpc: '2.0',
+        id: 'call',
+        result: { content: [{ type: 'text', text: 'echo: s' }] },
+      });
+      const res = await post(
+        url,
+        { ...headers, accept: 'text/event-stream' },
+        { jsonrpc: '2.0', id: 'call', method: 'tools/call', params: { name: 'demo___echo', arguments: { text: 's' } } },
+      );
       expect(res.headers.get('content-type')).toContain('text/event-stream');
       const messages: Json[] = [];
       for await (const event of sseEvents(res)) if (event.message) messages.push(event.message);
-      expect(messages).toEqual([{ jsonrpc: '2.0', id: 'call', result: { content: [{ type: 'text', text: 'echo: s' }] } }]);
+      expect(messages).toEqual([
+        { jsonrpc: '2.0', id: 'call', result: { content: [{ type: 'text', text: 'echo: s' }] } },
+      ]);
     });
   });
 });

@@ -1,10 +1,10 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { startModernDemoTarget, type ModernDemoTarget } from '../../lambda/local/modern-demo-target';
-import { startCountedDynamo, type CountedDynamo } from '../support/dynamo';
-import { startGateway, type GatewayKind, type GatewayUnderTest } from '../support/gateways';
-import { callAndAnswer, eventually, initSession, post, sessionItems, sseEvents, type Json } from '../support/mcp-http';
+import { type CallToolResult, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
+import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
+import { type GatewayKind, type GatewayUnderTest, startGateway } from '../support/gateways';
+import { callAndAnswer, eventually, initSession, type Json, post, sessionItems, sseEvents } from '../support/mcp-http';
 
 /**
  * A 2025 session calling a 2026-07-28-only target that answers input_required (spec notes §10.17–18):
@@ -39,23 +39,44 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
     await dynamo?.close();
   });
 
-  const pendingItems = async (sessionId: string) => (await sessionItems(dynamo.endpoint, sessionId)).filter((i) => i.sk.startsWith('P#'));
+  const pendingItems = async (sessionId: string) =>
+    (await sessionItems(dynamo.endpoint, sessionId)).filter((i) => i.sk.startsWith('P#'));
   const callsOf = (tool: string) => target.stats().calls.filter((c) => c.tool === tool);
 
   it('form elicitation: relayed with a gateway id, answered, retried with the same key and requestState', async () => {
     const { headers, sessionId } = await initSession(url, { capabilities: ALL });
     const before = callsOf('use_aws').length;
     let pendingWhileAsked: Json[] = [];
-    const call = await callAndAnswer(url, headers, { id: 7, params: { name: 'new___use_aws', arguments: { command: 'ls' } } }, async () => {
-      pendingWhileAsked = await pendingItems(sessionId);
-      return { result: { action: 'accept', content: { confirm: true } } };
-    });
+    const call = await callAndAnswer(
+      url,
+      headers,
+      { id: 7, params: { name: 'new___use_aws', arguments: { command: 'ls' } } },
+      async () => {
+        pendingWhileAsked = await pendingItems(sessionId);
+        return { result: { action: 'accept', content: { confirm: true } } };
+      },
+    );
     const asked = call.messages[0];
-    expect(asked).toMatchObject({ method: 'elicitation/create', params: { message: 'Run `ls`?', requestedSchema: { type: 'object' } } });
+    expect(asked).toMatchObject({
+      method: 'elicitation/create',
+      params: { message: 'Run `ls`?', requestedSchema: { type: 'object' } },
+    });
     expect(asked.id).toMatch(/^gw-[A-Za-z0-9_-]{22}$/);
-    expect(pendingWhileAsked).toEqual([expect.objectContaining({ gatewayId: asked.id, method: 'elicitation/create', target: '__gateway__', status: 'pending', clientRequestId: 7 })]);
+    expect(pendingWhileAsked).toEqual([
+      expect.objectContaining({
+        gatewayId: asked.id,
+        method: 'elicitation/create',
+        target: '__gateway__',
+        status: 'pending',
+        clientRequestId: 7,
+      }),
+    ]);
     expect(call.answerStatuses).toEqual([202]);
-    expect(call.response).toEqual({ jsonrpc: '2.0', id: 7, result: { content: [{ type: 'text', text: 'executed: ls' }], _meta: expect.any(Object) } });
+    expect(call.response).toEqual({
+      jsonrpc: '2.0',
+      id: 7,
+      result: { content: [{ type: 'text', text: 'executed: ls' }], _meta: expect.any(Object) },
+    });
     expect(call.response.result.resultType).toBeUndefined();
     const calls = callsOf('use_aws').slice(before);
     expect(calls).toHaveLength(2);
@@ -69,16 +90,30 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
 
   it('URL elicitation on a 2025-11-25 session gets a minted elicitationId', async () => {
     const { headers } = await initSession(url, { capabilities: ALL });
-    const call = await callAndAnswer(url, headers, { id: 'u', params: { name: 'new___access_github_repo', arguments: { repo: 'o/r' } } }, () => ({
-      result: { action: 'accept' },
-    }));
-    expect(call.messages[0].params).toMatchObject({ mode: 'url', url: expect.stringContaining('repo=o%2Fr'), elicitationId: expect.stringMatching(/^gw-elicitation-/) });
+    const call = await callAndAnswer(
+      url,
+      headers,
+      { id: 'u', params: { name: 'new___access_github_repo', arguments: { repo: 'o/r' } } },
+      () => ({
+        result: { action: 'accept' },
+      }),
+    );
+    expect(call.messages[0].params).toMatchObject({
+      mode: 'url',
+      url: expect.stringContaining('repo=o%2Fr'),
+      elicitationId: expect.stringMatching(/^gw-elicitation-/),
+    });
     expect(call.response.result.content).toEqual([{ type: 'text', text: 'accessed o/r' }]);
   });
 
   it('decline reaches the target, which gives its decline outcome', async () => {
     const { headers } = await initSession(url, { capabilities: ALL });
-    const call = await callAndAnswer(url, headers, { id: 'd', params: { name: 'new___use_aws', arguments: { command: 'rm' } } }, () => ({ result: { action: 'decline' } }));
+    const call = await callAndAnswer(
+      url,
+      headers,
+      { id: 'd', params: { name: 'new___use_aws', arguments: { command: 'rm' } } },
+      () => ({ result: { action: 'decline' } }),
+    );
     expect(call.response.result.content).toEqual([{ type: 'text', text: 'not executed (decline)' }]);
   });
 
@@ -97,39 +132,76 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
 
   it('several rounds, no requestState, sampling and roots', async () => {
     const { headers } = await initSession(url, { capabilities: ALL });
-    const multi = await callAndAnswer(url, headers, { id: 'm', params: { name: 'new___multi_elicit', arguments: {} } }, (r) =>
-      r.params.message === 'What is your name?' ? { result: { action: 'accept', content: { name: 'Ada' } } } : { result: { action: 'accept', content: { age: 36 } } },
+    const multi = await callAndAnswer(
+      url,
+      headers,
+      { id: 'm', params: { name: 'new___multi_elicit', arguments: {} } },
+      (r) =>
+        r.params.message === 'What is your name?'
+          ? { result: { action: 'accept', content: { name: 'Ada' } } }
+          : { result: { action: 'accept', content: { age: 36 } } },
     );
-    expect(multi.messages.filter((m) => m.method).map((m) => m.params.message)).toEqual(['What is your name?', 'How old are you, Ada?']);
+    expect(multi.messages.filter((m) => m.method).map((m) => m.params.message)).toEqual([
+      'What is your name?',
+      'How old are you, Ada?',
+    ]);
     expect(multi.response.result.content[0].text).toBe('hello Ada, 36');
 
     const before = callsOf('confirm_stateless').length;
-    const stateless = await callAndAnswer(url, headers, { id: 's', params: { name: 'new___confirm_stateless', arguments: { action: 'go' } } }, () => ({
-      result: { action: 'accept', content: { ok: true } },
-    }));
+    const stateless = await callAndAnswer(
+      url,
+      headers,
+      { id: 's', params: { name: 'new___confirm_stateless', arguments: { action: 'go' } } },
+      () => ({
+        result: { action: 'accept', content: { ok: true } },
+      }),
+    );
     expect(stateless.response.result.content[0].text).toBe('done: go');
     const retry = callsOf('confirm_stateless').slice(before)[1];
     expect(retry.inputResponseKeys).toEqual(['ok']);
     expect(retry.requestState).toBeUndefined();
 
-    const sample = await callAndAnswer(url, headers, { id: 'sa', params: { name: 'new___sample', arguments: { prompt: 'hi' } } }, () => ({
-      result: { role: 'assistant', model: 'm1', content: { type: 'text', text: 'sampled' } },
-    }));
+    const sample = await callAndAnswer(
+      url,
+      headers,
+      { id: 'sa', params: { name: 'new___sample', arguments: { prompt: 'hi' } } },
+      () => ({
+        result: { role: 'assistant', model: 'm1', content: { type: 'text', text: 'sampled' } },
+      }),
+    );
     expect(sample.messages[0].method).toBe('sampling/createMessage');
     expect(sample.response.result.content[0].text).toBe('sampled: m1: sampled');
 
-    const roots = await callAndAnswer(url, headers, { id: 'ro', params: { name: 'new___list_roots', arguments: {} } }, () => ({
-      result: { roots: [{ uri: 'file:///w', name: 'w' }] },
-    }));
+    const roots = await callAndAnswer(
+      url,
+      headers,
+      { id: 'ro', params: { name: 'new___list_roots', arguments: {} } },
+      () => ({
+        result: { roots: [{ uri: 'file:///w', name: 'w' }] },
+      }),
+    );
     expect(roots.response.result.content[0].text).toBe('roots: file:///w');
   });
 
   it('a JSON-RPC error from the client stops the call with a clear error', async () => {
     const { headers, sessionId } = await initSession(url, { capabilities: ALL });
-    const call = await callAndAnswer(url, headers, { id: 'e', params: { name: 'new___sample', arguments: { prompt: 'no' } } }, () => ({
-      error: { code: -1, message: 'User rejected sampling request' },
-    }));
-    expect(call.response.error).toMatchObject({ code: -32603, data: { type: 'InputRequestFailed', target: 'new', inputMethod: 'sampling/createMessage', clientError: { code: -1 } } });
+    const call = await callAndAnswer(
+      url,
+      headers,
+      { id: 'e', params: { name: 'new___sample', arguments: { prompt: 'no' } } },
+      () => ({
+        error: { code: -1, message: 'User rejected sampling request' },
+      }),
+    );
+    expect(call.response.error).toMatchObject({
+      code: -32603,
+      data: {
+        type: 'InputRequestFailed',
+        target: 'new',
+        inputMethod: 'sampling/createMessage',
+        clientError: { code: -1 },
+      },
+    });
     expect(call.response.error.message).toContain('User rejected sampling request');
     expect(await pendingItems(sessionId)).toEqual([]);
   });
@@ -137,24 +209,50 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
   it('a session without elicitation (or without URL mode) gets the clear error, nothing is sent to it', async () => {
     const { headers } = await initSession(url, { capabilities: {} });
     const started = Date.now();
-    const none = await callAndAnswer(url, headers, { id: 'n', params: { name: 'new___use_aws', arguments: { command: 'x' } } }, () => {
-      throw new Error('nothing may be asked');
-    });
+    const none = await callAndAnswer(
+      url,
+      headers,
+      { id: 'n', params: { name: 'new___use_aws', arguments: { command: 'x' } } },
+      () => {
+        throw new Error('nothing may be asked');
+      },
+    );
     expect(Date.now() - started).toBeLessThan(5000);
     expect(none.messages).toHaveLength(1);
-    expect(none.response.error).toMatchObject({ code: -32603, data: { type: 'CrossEraInputUnsupported', target: 'new' } });
+    expect(none.response.error).toMatchObject({
+      code: -32603,
+      data: { type: 'CrossEraInputUnsupported', target: 'new' },
+    });
 
     const formOnly = await initSession(url, { capabilities: { elicitation: { form: {} } } });
-    const url2 = await callAndAnswer(url, formOnly.headers, { id: 'f', params: { name: 'new___access_github_repo', arguments: { repo: 'a/b' } } }, () => {
-      throw new Error('nothing may be asked');
+    const url2 = await callAndAnswer(
+      url,
+      formOnly.headers,
+      { id: 'f', params: { name: 'new___access_github_repo', arguments: { repo: 'a/b' } } },
+      () => {
+        throw new Error('nothing may be asked');
+      },
+    );
+    expect(url2.response.error.data).toMatchObject({
+      type: 'CrossEraInputUnsupported',
+      requiredCapabilities: { elicitation: { url: {} } },
     });
-    expect(url2.response.error.data).toMatchObject({ type: 'CrossEraInputUnsupported', requiredCapabilities: { elicitation: { url: {} } } });
   });
 
   it('the client going away ends the wait and removes the pending record', async () => {
     const { headers, sessionId } = await initSession(url, { capabilities: ALL });
     const abort = new AbortController();
-    const res = await post(url, headers, { jsonrpc: '2.0', id: 'gone', method: 'tools/call', params: { name: 'new___use_aws', arguments: { command: 'x' } } }, abort.signal);
+    const res = await post(
+      url,
+      headers,
+      {
+        jsonrpc: '2.0',
+        id: 'gone',
+        method: 'tools/call',
+        params: { name: 'new___use_aws', arguments: { command: 'x' } },
+      },
+      abort.signal,
+    );
     for await (const event of sseEvents(res)) {
       if (event.message?.method === 'elicitation/create') break; // leaving the loop cancels the body
     }
@@ -163,16 +261,29 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
   });
 
   it('an unanswered input request past pendingRequestTimeoutSeconds ends the call with -32001; a late answer gets 400', async () => {
-    const impatient = await startGateway(kind, { targets: [{ name: 'new', url: target.url }], logLevel: 'SILENT', pendingRequestTimeoutSeconds: 1 }, dynamo.endpoint);
+    const impatient = await startGateway(
+      kind,
+      { targets: [{ name: 'new', url: target.url }], logLevel: 'SILENT', pendingRequestTimeoutSeconds: 1 },
+      dynamo.endpoint,
+    );
     try {
       const { headers, sessionId } = await initSession(impatient.url, { capabilities: ALL });
-      const res = await post(impatient.url, headers, { jsonrpc: '2.0', id: 'late', method: 'tools/call', params: { name: 'new___use_aws', arguments: { command: 'x' } } });
+      const res = await post(impatient.url, headers, {
+        jsonrpc: '2.0',
+        id: 'late',
+        method: 'tools/call',
+        params: { name: 'new___use_aws', arguments: { command: 'x' } },
+      });
       const messages: Json[] = [];
       for await (const event of sseEvents(res)) if (event.message) messages.push(event.message);
       expect(messages[0].method).toBe('elicitation/create');
       expect(messages[1]).toMatchObject({ id: 'late', error: { code: -32001 } });
       expect(await pendingItems(sessionId)).toEqual([]);
-      const lateAnswer = await post(impatient.url, headers, { jsonrpc: '2.0', id: messages[0].id, result: { action: 'accept', content: { confirm: true } } });
+      const lateAnswer = await post(impatient.url, headers, {
+        jsonrpc: '2.0',
+        id: messages[0].id,
+        result: { action: 'accept', content: { confirm: true } },
+      });
       expect(lateAnswer.status).toBe(400);
       await lateAnswer.body?.cancel();
     } finally {
@@ -181,7 +292,10 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
   });
 
   it('the official v1 SDK client completes form and URL calls', async () => {
-    const client = new Client({ name: 'sdk-v1-client', version: '1.0.0' }, { capabilities: { elicitation: { form: {}, url: {} } } });
+    const client = new Client(
+      { name: 'sdk-v1-client', version: '1.0.0' },
+      { capabilities: { elicitation: { form: {}, url: {} } } },
+    );
     const asked: string[] = [];
     client.setRequestHandler(ElicitRequestSchema, async (request) => {
       asked.push(request.params.message);
@@ -191,8 +305,12 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
     await client.connect(new StreamableHTTPClientTransport(new URL(url)));
     try {
       const textOf = (result: unknown) => ((result as CallToolResult).content[0] as { text: string }).text;
-      expect(textOf(await client.callTool({ name: 'new___use_aws', arguments: { command: 'aws s3 ls' } }))).toBe('executed: aws s3 ls');
-      expect(textOf(await client.callTool({ name: 'new___access_github_repo', arguments: { repo: 'a/b' } }))).toBe('accessed a/b');
+      expect(textOf(await client.callTool({ name: 'new___use_aws', arguments: { command: 'aws s3 ls' } }))).toBe(
+        'executed: aws s3 ls',
+      );
+      expect(textOf(await client.callTool({ name: 'new___access_github_repo', arguments: { repo: 'a/b' } }))).toBe(
+        'accessed a/b',
+      );
       expect(asked).toEqual(['Run `aws s3 ls`?', 'Authorize access to a/b']);
     } finally {
       await client.close();

@@ -1,10 +1,15 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { startDemoTarget, type DemoTarget } from '../../lambda/local/demo-target';
-import { startCountedDynamo, type CountedDynamo } from '../support/dynamo';
-import { startGateway, type GatewayKind, type GatewayUnderTest } from '../support/gateways';
-import { initSession, sseEvents, type Json } from '../support/mcp-http';
+import {
+  type CallToolResult,
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ListRootsRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
+import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
+import { type GatewayKind, type GatewayUnderTest, startGateway } from '../support/gateways';
+import { initSession, type Json, sseEvents } from '../support/mcp-http';
 
 /**
  * The reference page's 2025-era client samples, ported line by line from Python (`requests` +
@@ -22,7 +27,11 @@ describe.each(kinds)('reference clients through the %s', (kind) => {
   beforeAll(async () => {
     dynamo = await startCountedDynamo();
     demo = await startDemoTarget();
-    gateway = await startGateway(kind, { targets: [{ name: 'demo', url: demo.url }], logLevel: 'SILENT' }, dynamo.endpoint);
+    gateway = await startGateway(
+      kind,
+      { targets: [{ name: 'demo', url: demo.url }], logLevel: 'SILENT' },
+      dynamo.endpoint,
+    );
     gateway_url = gateway.url;
   });
   afterAll(async () => {
@@ -129,7 +138,9 @@ describe.each(kinds)('reference clients through the %s', (kind) => {
         break;
       }
     }
-    expect(opened).toEqual([expect.stringMatching(/^https:\/\/github\.example\/login\/oauth\/authorize\?repo=my-org%2Fmy-repo&elicitation=/)]);
+    expect(opened).toEqual([
+      expect.stringMatching(/^https:\/\/github\.example\/login\/oauth\/authorize\?repo=my-org%2Fmy-repo&elicitation=/),
+    ]);
     expect(result).toEqual({ content: [{ type: 'text', text: 'accessed my-org/my-repo' }] });
   });
 
@@ -156,7 +167,9 @@ describe.each(kinds)('reference clients through the %s', (kind) => {
         model: 'sdk-model',
         content: { type: 'text', text: 'sampled text' },
       }));
-      client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [{ uri: 'file:///workspace', name: 'ws' }] }));
+      client.setRequestHandler(ListRootsRequestSchema, async () => ({
+        roots: [{ uri: 'file:///workspace', name: 'ws' }],
+      }));
       await client.connect(new StreamableHTTPClientTransport(new URL(gateway_url)));
     });
     afterAll(async () => {
@@ -172,27 +185,44 @@ describe.each(kinds)('reference clients through the %s', (kind) => {
     });
 
     it('completes calls that elicit (form and URL), sample and list roots', async () => {
-      expect(textOf(await client.callTool({ name: 'use_aws', arguments: { command: 'aws s3 ls' } }))).toBe('executed: aws s3 ls');
-      expect(textOf(await client.callTool({ name: 'demo___access_github_repo', arguments: { repo: 'a/b' } }))).toBe('accessed a/b');
-      expect(textOf(await client.callTool({ name: 'demo___sample', arguments: { prompt: 'hi' } }))).toBe('sampled: sdk-model: sampled text');
-      expect(textOf(await client.callTool({ name: 'demo___list_roots', arguments: {} }))).toBe('roots: file:///workspace');
+      expect(textOf(await client.callTool({ name: 'use_aws', arguments: { command: 'aws s3 ls' } }))).toBe(
+        'executed: aws s3 ls',
+      );
+      expect(textOf(await client.callTool({ name: 'demo___access_github_repo', arguments: { repo: 'a/b' } }))).toBe(
+        'accessed a/b',
+      );
+      expect(textOf(await client.callTool({ name: 'demo___sample', arguments: { prompt: 'hi' } }))).toBe(
+        'sampled: sdk-model: sampled text',
+      );
+      expect(textOf(await client.callTool({ name: 'demo___list_roots', arguments: {} }))).toBe(
+        'roots: file:///workspace',
+      );
     });
 
     it('gives six parallel elicitations in one session each their own answer', async () => {
       const results = await Promise.all(
-        Array.from({ length: 6 }, (_, i) => client.callTool({ name: 'demo___confirm_action', arguments: { action: `a${i}` } })),
+        Array.from({ length: 6 }, (_, i) =>
+          client.callTool({ name: 'demo___confirm_action', arguments: { action: `a${i}` } }),
+        ),
       );
       expect(results.map(textOf)).toEqual(Array.from({ length: 6 }, (_, i) => `confirmed: a${i}`));
       expect(asked.filter((m) => m.startsWith('Confirm action'))).toHaveLength(6);
     });
 
     it('surfaces the -32042 error as the SDK’s UrlElicitationRequiredError', async () => {
-      await expect(client.callTool({ name: 'demo___url_required', arguments: { resource: `sdk-${kind.replace(' ', '-')}` } })).rejects.toMatchObject({
+      await expect(
+        client.callTool({ name: 'demo___url_required', arguments: { resource: `sdk-${kind.replace(' ', '-')}` } }),
+      ).rejects.toMatchObject({
         code: -32042,
       });
-      expect(textOf(await client.callTool({ name: 'demo___url_required', arguments: { resource: `sdk-${kind.replace(' ', '-')}` } }))).toBe(
-        `authorized sdk-${kind.replace(' ', '-')}`,
-      );
+      expect(
+        textOf(
+          await client.callTool({
+            name: 'demo___url_required',
+            arguments: { resource: `sdk-${kind.replace(' ', '-')}` },
+          }),
+        ),
+      ).toBe(`authorized sdk-${kind.replace(' ', '-')}`);
     });
   });
 });

@@ -1,7 +1,7 @@
-import { startDemoTarget, type DemoTarget } from '../../lambda/local/demo-target';
+import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
 import type { LocalGateway } from '../../lambda/local/local-gateway';
 import { callAndAnswer, initSession, post, readMessage } from '../support/mcp-http';
-import { startGateway, type Json } from './helpers';
+import { type Json, startGateway } from './helpers';
 
 /**
  * confirmTools on 2025-11-25 sessions: the gateway sends its own elicitation/create on the call's
@@ -60,11 +60,14 @@ test('decline → an isError result, the target is not called', async () => {
     { id: 'call-2', params: { name: 'demo___echo', arguments: { text: 'x' } } },
     () => ({ result: { action: 'decline' } }),
   );
-  expect(call.response.result).toMatchObject({ isError: true, content: [{ text: 'The tool demo___echo was not called: the user declined the confirmation.' }] });
+  expect(call.response.result).toMatchObject({
+    isError: true,
+    content: [{ text: 'The tool demo___echo was not called: the user declined the confirmation.' }],
+  });
   expect(toolCalls()).toBe(before);
 });
 
-test('confirmation, then the target\'s own elicitation, on one stream', async () => {
+test("confirmation, then the target's own elicitation, on one stream", async () => {
   const { headers } = await initSession(gateway.url, { capabilities: FORM });
   const call = await callAndAnswer(
     gateway.url,
@@ -79,7 +82,12 @@ test('confirmation, then the target\'s own elicitation, on one stream', async ()
 test('a session without the elicitation capability → an error result, the target is not called', async () => {
   const { headers } = await initSession(gateway.url, { capabilities: {} });
   const before = toolCalls();
-  const res = await post(gateway.url, headers, { jsonrpc: '2.0', id: 'call-4', method: 'tools/call', params: { name: 'demo___echo', arguments: { text: 'x' } } });
+  const res = await post(gateway.url, headers, {
+    jsonrpc: '2.0',
+    id: 'call-4',
+    method: 'tools/call',
+    params: { name: 'demo___echo', arguments: { text: 'x' } },
+  });
   const message = await readMessage(res);
   expect(message.result.isError).toBe(true);
   expect(message.result.content[0].text).toContain('requires a confirmation');
@@ -99,6 +107,10 @@ test('a second answer to the same confirmation is refused', async () => {
     },
   );
   expect(call.response.result.content[0].text).toBe('echo: once');
-  const again = await post(gateway.url, headers, { jsonrpc: '2.0', id: askedId, result: { action: 'accept', content: { confirm: true } } });
+  const again = await post(gateway.url, headers, {
+    jsonrpc: '2.0',
+    id: askedId,
+    result: { action: 'accept', content: { confirm: true } },
+  });
   expect(again.status).toBe(400);
 });

@@ -1,6 +1,6 @@
-import { startModernDemoTarget, type ModernDemoTarget } from '../../lambda/local/modern-demo-target';
 import type { LocalGateway } from '../../lambda/local/local-gateway';
-import { modernCall, startGateway, type Json } from './helpers';
+import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
+import { type Json, modernCall, startGateway } from './helpers';
 
 /**
  * confirmTools on 2026-07-28: the gateway itself asks (an input_required round keyed
@@ -50,15 +50,31 @@ test('the first call is answered by the gateway: a form naming the tool and show
   expect(request.params.mode).toBe('form');
   expect(request.params.message).toContain('modern___echo');
   expect(request.params.message).toContain('"text": "delete everything"');
-  expect(request.params.requestedSchema).toMatchObject({ type: 'object', properties: { confirm: { type: 'boolean' } }, required: ['confirm'] });
+  expect(request.params.requestedSchema).toMatchObject({
+    type: 'object',
+    properties: { confirm: { type: 'boolean' } },
+    required: ['confirm'],
+  });
   expect(result.requestState).toMatch(/^gw1\./);
 });
 
-test('accept with confirm: true → the call is forwarded once, without the gateway\'s answer or state', async () => {
+test("accept with confirm: true → the call is forwarded once, without the gateway's answer or state", async () => {
   const first = await ask();
   const before = calls();
-  const res = await modernCall(url, 'tools/call', { ...ECHO, inputResponses: { gateway_confirm: { action: 'accept', content: { confirm: true } } }, requestState: first.requestState }, 'c2');
-  expect(res.body.result).toMatchObject({ resultType: 'complete', content: [{ type: 'text', text: 'echo: delete everything' }] });
+  const res = await modernCall(
+    url,
+    'tools/call',
+    {
+      ...ECHO,
+      inputResponses: { gateway_confirm: { action: 'accept', content: { confirm: true } } },
+      requestState: first.requestState,
+    },
+    'c2',
+  );
+  expect(res.body.result).toMatchObject({
+    resultType: 'complete',
+    content: [{ type: 'text', text: 'echo: delete everything' }],
+  });
   expect(calls()).toBe(before + 1);
   expect(target.stats().calls.at(-1)).toMatchObject({ tool: 'echo', requestState: undefined, inputResponseKeys: [] });
 });
@@ -70,10 +86,17 @@ test.each([
 ])('%s → the tool is not called; an isError result says so', async (_label, answer, word) => {
   const first = await ask();
   const before = calls();
-  const res = await modernCall(url, 'tools/call', { ...ECHO, inputResponses: { gateway_confirm: answer }, requestState: first.requestState }, 'c3');
+  const res = await modernCall(
+    url,
+    'tools/call',
+    { ...ECHO, inputResponses: { gateway_confirm: answer }, requestState: first.requestState },
+    'c3',
+  );
   expect(res.status).toBe(200);
   expect(res.body.result.isError).toBe(true);
-  expect(res.body.result.content[0].text).toBe(`The tool modern___echo was not called: the user ${word} the confirmation.`);
+  expect(res.body.result.content[0].text).toBe(
+    `The tool modern___echo was not called: the user ${word} the confirmation.`,
+  );
   expect(calls()).toBe(before);
 });
 
@@ -101,7 +124,12 @@ test('a confirmation given for some arguments does not let other arguments throu
   const res = await modernCall(
     url,
     'tools/call',
-    { name: 'modern___echo', arguments: { text: 'something else' }, inputResponses: { gateway_confirm: { action: 'accept', content: { confirm: true } } }, requestState: first.requestState },
+    {
+      name: 'modern___echo',
+      arguments: { text: 'something else' },
+      inputResponses: { gateway_confirm: { action: 'accept', content: { confirm: true } } },
+      requestState: first.requestState,
+    },
     'c7',
   );
   expect(res.status).toBe(400);
@@ -117,11 +145,29 @@ test('target___* patterns; unlisted tools pass straight through', async () => {
   expect(calls()).toBe(before + 1);
 });
 
-test('confirmed once, then the target\'s own input round: the gateway does not ask again', async () => {
+test("confirmed once, then the target's own input round: the gateway does not ask again", async () => {
   const params = { name: 'modern___use_aws', arguments: { command: 'aws s3 rb s3://b' } };
   const r1 = await ask(params);
-  const r2 = await modernCall(url, 'tools/call', { ...params, inputResponses: { gateway_confirm: { action: 'accept', content: { confirm: true } } }, requestState: r1.requestState }, 'u2');
+  const r2 = await modernCall(
+    url,
+    'tools/call',
+    {
+      ...params,
+      inputResponses: { gateway_confirm: { action: 'accept', content: { confirm: true } } },
+      requestState: r1.requestState,
+    },
+    'u2',
+  );
   expect(Object.keys(r2.body.result.inputRequests)).toEqual(['confirm']); // the target's own key
-  const r3 = await modernCall(url, 'tools/call', { ...params, inputResponses: { confirm: { action: 'accept', content: { confirm: true } } }, requestState: r2.body.result.requestState }, 'u3');
+  const r3 = await modernCall(
+    url,
+    'tools/call',
+    {
+      ...params,
+      inputResponses: { confirm: { action: 'accept', content: { confirm: true } } },
+      requestState: r2.body.result.requestState,
+    },
+    'u3',
+  );
   expect(r3.body.result.content[0].text).toBe('executed: aws s3 rb s3://b');
 });

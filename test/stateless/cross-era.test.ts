@@ -1,9 +1,9 @@
-import { startDemoTarget, type DemoTarget } from '../../lambda/local/demo-target';
-import { startModernDemoTarget, type ModernDemoTarget } from '../../lambda/local/modern-demo-target';
+import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
 import type { LocalGateway } from '../../lambda/local/local-gateway';
+import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
 import type { EraProbe } from '../../lambda/targets/era-probe';
 import { initSession, post as post2025, readMessage } from '../support/mcp-http';
-import { meta, modernCall, modernHeaders, sseMessages, startGateway, type Json } from './helpers';
+import { type Json, meta, modernCall, modernHeaders, sseMessages, startGateway } from './helpers';
 
 /**
  * Across eras: a 2026-07-28 client calling a 2025-only target, and a 2025 session calling a
@@ -41,10 +41,15 @@ describe('2026-07-28 client → 2025-only target (DynamoDB unreachable)', () => 
 
   test('the era is probed once and the target is reached with initialize', async () => {
     const list = await modernCall(url, 'tools/list', {}, 'l1');
-    expect(list.body.result.tools.map((t: Json) => t.name)).toEqual(expect.arrayContaining(['old___echo', 'old___use_aws']));
+    expect(list.body.result.tools.map((t: Json) => t.name)).toEqual(
+      expect.arrayContaining(['old___echo', 'old___use_aws']),
+    );
     expect(list.body.result).toMatchObject({ resultType: 'complete', ttlMs: 0, cacheScope: 'private' });
     const call = await modernCall(url, 'tools/call', { name: 'old___echo', arguments: { text: 'hello' } }, 'c1');
-    expect(call.body.result).toMatchObject({ resultType: 'complete', content: [{ type: 'text', text: 'echo: hello' }] });
+    expect(call.body.result).toMatchObject({
+      resultType: 'complete',
+      content: [{ type: 'text', text: 'echo: hello' }],
+    });
     expect((gateway.deps.modern.eras as EraProbe).probes).toBe(1);
     // One 2025 session per caller and capability set, reused across requests.
     expect(gateway.deps.modern.legacySessions.initializations).toBe(1);
@@ -55,42 +60,87 @@ describe('2026-07-28 client → 2025-only target (DynamoDB unreachable)', () => 
     expect(prompt.body.result.messages[0].content.text).toBe('Hello, Ada!');
     expect(prompt.body.result.resultType).toBe('complete');
     const read = await modernCall(url, 'resources/read', { uri: 'demo://items/7' }, 'r1');
-    expect(read.body.result).toMatchObject({ resultType: 'complete', ttlMs: 0, cacheScope: 'private', contents: [{ text: 'item 7' }] });
+    expect(read.body.result).toMatchObject({
+      resultType: 'complete',
+      ttlMs: 0,
+      cacheScope: 'private',
+      contents: [{ text: 'item 7' }],
+    });
   });
 
   test('a target elicitation cannot cross eras: a clear error, the call is cancelled at the target, no hang', async () => {
     const started = Date.now();
-    const res = await modernCall(url, 'tools/call', { name: 'old___use_aws', arguments: { command: 'aws s3 ls' } }, 'e1');
+    const res = await modernCall(
+      url,
+      'tools/call',
+      { name: 'old___use_aws', arguments: { command: 'aws s3 ls' } },
+      'e1',
+    );
     expect(Date.now() - started).toBeLessThan(5000);
     expect(res.status).toBe(200);
     expect(res.body.error.code).toBe(-32603);
     expect(res.body.error.message).toContain('elicitation/create');
-    expect(res.body.error.data).toMatchObject({ type: 'CrossEraInputUnsupported', target: 'old', inputMethod: 'elicitation/create' });
+    expect(res.body.error.data).toMatchObject({
+      type: 'CrossEraInputUnsupported',
+      target: 'old',
+      inputMethod: 'elicitation/create',
+    });
   });
 
   test('-32042 from a 2025 target becomes a URL input_required round; the retry re-issues the call', async () => {
-    const first = await modernCall(url, 'tools/call', { name: 'old___url_required', arguments: { resource: 'r-1' } }, 'u1');
+    const first = await modernCall(
+      url,
+      'tools/call',
+      { name: 'old___url_required', arguments: { resource: 'r-1' } },
+      'u1',
+    );
     expect(first.body.result.resultType).toBe('input_required');
     const [request] = Object.values(first.body.result.inputRequests) as Json[];
-    expect(request).toEqual({ method: 'elicitation/create', params: { mode: 'url', message: 'Authorization required for r-1', url: 'https://auth.example/consent?resource=r-1' } });
+    expect(request).toEqual({
+      method: 'elicitation/create',
+      params: {
+        mode: 'url',
+        message: 'Authorization required for r-1',
+        url: 'https://auth.example/consent?resource=r-1',
+      },
+    });
     const retry = await modernCall(
       url,
       'tools/call',
-      { name: 'old___url_required', arguments: { resource: 'r-1' }, inputResponses: { url_0: { action: 'accept' } }, requestState: first.body.result.requestState },
+      {
+        name: 'old___url_required',
+        arguments: { resource: 'r-1' },
+        inputResponses: { url_0: { action: 'accept' } },
+        requestState: first.body.result.requestState,
+      },
       'u2',
     );
     expect(retry.body.result.content).toEqual([{ type: 'text', text: 'authorized r-1' }]);
     // Without URL mode declared: -32021, never -32042.
-    const formOnly = await modernCall(url, 'tools/call', { name: 'old___url_required', arguments: { resource: 'r-2' } }, 'u3', { elicitation: { form: {} } });
+    const formOnly = await modernCall(
+      url,
+      'tools/call',
+      { name: 'old___url_required', arguments: { resource: 'r-2' } },
+      'u3',
+      { elicitation: { form: {} } },
+    );
     expect(formOnly.status).toBe(400);
-    expect(formOnly.body.error).toMatchObject({ code: -32021, data: { requiredCapabilities: { elicitation: { url: {} } } } });
+    expect(formOnly.body.error).toMatchObject({
+      code: -32021,
+      data: { requiredCapabilities: { elicitation: { url: {} } } },
+    });
   });
 
   test('progress from a 2025 target streams to the client under its own token (SSE), then the result', async () => {
     const res = await fetch(url, {
       method: 'POST',
       headers: modernHeaders('tools/call', 'old___progress'),
-      body: JSON.stringify({ jsonrpc: '2.0', id: 'pr', method: 'tools/call', params: { name: 'old___progress', arguments: { steps: 3 }, _meta: { ...meta(), progressToken: 'my-token' } } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'pr',
+        method: 'tools/call',
+        params: { name: 'old___progress', arguments: { steps: 3 }, _meta: { ...meta(), progressToken: 'my-token' } },
+      }),
       signal: AbortSignal.timeout(10_000),
     });
     expect(res.headers.get('content-type')).toContain('text/event-stream');
@@ -99,22 +149,37 @@ describe('2026-07-28 client → 2025-only target (DynamoDB unreachable)', () => 
     expect(progress.map((m) => m.params.progressToken)).toEqual(['my-token', 'my-token', 'my-token']);
     // No log messages: the client did not ask for any (no logLevel in _meta).
     expect(messages.some((m) => m.method === 'notifications/message')).toBe(false);
-    expect(messages.at(-1)).toMatchObject({ id: 'pr', result: { resultType: 'complete', content: [{ text: 'done 3' }] } });
+    expect(messages.at(-1)).toMatchObject({
+      id: 'pr',
+      result: { resultType: 'complete', content: [{ text: 'done 3' }] },
+    });
   });
 });
 
 describe('2025 session → 2026-only target', () => {
   beforeAll(async () => {
-    gateway = await startGateway({ targets: [{ name: 'new', url: modernTarget.url }] }, { dynamodbEndpoint: 'embedded' });
+    gateway = await startGateway(
+      { targets: [{ name: 'new', url: modernTarget.url }] },
+      { dynamodbEndpoint: 'embedded' },
+    );
     url = gateway.url;
   });
   afterAll(async () => gateway?.close());
 
   test('plain calls work: the gateway speaks 2026-07-28 upstream', async () => {
     const { headers } = await initSession(url, { capabilities: { elicitation: { form: {} } } });
-    const list = await readMessage(await post2025(url, headers, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }));
+    const list = await readMessage(
+      await post2025(url, headers, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+    );
     expect(list.result.tools.map((t: Json) => t.name)).toContain('new___echo');
-    const call = await readMessage(await post2025(url, headers, { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'new___echo', arguments: { text: 'hi' } } }));
+    const call = await readMessage(
+      await post2025(url, headers, {
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name: 'new___echo', arguments: { text: 'hi' } },
+      }),
+    );
     expect(call.result).toEqual({ content: [{ type: 'text', text: 'echo: hi' }], _meta: expect.any(Object) });
     expect(call.result.resultType).toBeUndefined();
     expect(modernTarget.stats().requestsByMethod.initialize).toBeUndefined();
@@ -124,7 +189,12 @@ describe('2025 session → 2026-only target', () => {
     const { headers } = await initSession(url, { capabilities: {} });
     const started = Date.now();
     const message = await readMessage(
-      await post2025(url, headers, { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'new___use_aws', arguments: { command: 'x' } } }),
+      await post2025(url, headers, {
+        jsonrpc: '2.0',
+        id: 3,
+        method: 'tools/call',
+        params: { name: 'new___use_aws', arguments: { command: 'x' } },
+      }),
     );
     expect(Date.now() - started).toBeLessThan(5000);
     expect(message.error.code).toBe(-32603);
@@ -156,10 +226,24 @@ describe('era override and dual-era targets', () => {
   test('DynamoDB really is unreachable for the stateless tests: a 2025 initialize fails with 503', async () => {
     const gw = await startGateway({ targets: [{ name: 'new', url: modernTarget.url }] });
     try {
-      const res = await post2025(gw.url, {}, { jsonrpc: '2.0', id: 'i', method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } });
+      const res = await post2025(
+        gw.url,
+        {},
+        {
+          jsonrpc: '2.0',
+          id: 'i',
+          method: 'initialize',
+          params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+        },
+      );
       expect(res.status).toBe(503);
       await res.body?.cancel();
-      const modern = await modernCall(gw.url, 'tools/call', { name: 'new___echo', arguments: { text: 'still fine' } }, 'm');
+      const modern = await modernCall(
+        gw.url,
+        'tools/call',
+        { name: 'new___echo', arguments: { text: 'still fine' } },
+        'm',
+      );
       expect(modern.body.result.content[0].text).toBe('echo: still fine');
     } finally {
       await gw.close();

@@ -1,11 +1,11 @@
 import { createParser } from 'eventsource-parser';
 import type { GatewayConfigInput } from '../../lambda/config/schema';
-import { startLocalGateway, type LocalGateway } from '../../lambda/local/local-gateway';
 import type { GatewayLogger } from '../../lambda/core/logger';
+import { type LocalGateway, startLocalGateway } from '../../lambda/local/local-gateway';
 
 /** Shared set-up for the 2026-07-28 tests: loopback only, DynamoDB unreachable, everything closed after. */
 
-export type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- test-side JSON access
+export type Json = Record<string, any>; // test-side JSON access
 
 /** Nothing listens on port 9: every DynamoDB call would fail. The stateless path must not make any. */
 export const UNREACHABLE_DYNAMODB = 'http://127.0.0.1:9';
@@ -13,18 +13,27 @@ export const UNREACHABLE_DYNAMODB = 'http://127.0.0.1:9';
 export const KEY_A = 'test-key-A-0123456789abcdefghijklmnopqrstuvwxyz';
 export const KEY_B = 'test-key-B-0123456789abcdefghijklmnopqrstuvwxyz';
 
-export const SILENT: GatewayLogger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+export const SILENT: GatewayLogger = {
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+};
 
 /**
  * A local gateway on a free loopback port, DynamoDB unreachable unless `dynamodbEndpoint` is given
  * (`'embedded'`: an in-memory dynalite, for 2025-era sessions).
  */
-export async function startGateway(config: GatewayConfigInput, extra: { logger?: GatewayLogger; dynamodbEndpoint?: string } = {}): Promise<LocalGateway> {
+export async function startGateway(
+  config: GatewayConfigInput,
+  extra: { logger?: GatewayLogger; dynamodbEndpoint?: string } = {},
+): Promise<LocalGateway> {
   return startLocalGateway({
     port: 0,
     demo: false,
     startupReport: false,
-    dynamodbEndpoint: extra.dynamodbEndpoint === 'embedded' ? undefined : (extra.dynamodbEndpoint ?? UNREACHABLE_DYNAMODB),
+    dynamodbEndpoint:
+      extra.dynamodbEndpoint === 'embedded' ? undefined : (extra.dynamodbEndpoint ?? UNREACHABLE_DYNAMODB),
     logger: extra.logger ?? SILENT,
     config: { requestStateKeys: { current: KEY_A }, ...config },
     requestTimeoutMs: 20_000,
@@ -54,8 +63,17 @@ export function modernHeaders(method: string, name?: string): Record<string, str
   return headers;
 }
 
-export async function post(url: string, headers: Record<string, string>, body: unknown): Promise<{ status: number; body: Json; headers: Headers }> {
-  const res = await fetch(url, { method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body), signal: AbortSignal.timeout(15_000) });
+export async function post(
+  url: string,
+  headers: Record<string, string>,
+  body: unknown,
+): Promise<{ status: number; body: Json; headers: Headers }> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers,
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+    signal: AbortSignal.timeout(15_000),
+  });
   const contentType = res.headers.get('content-type') ?? '';
   if (contentType.includes('text/event-stream')) {
     const messages = await sseMessages(res);
@@ -66,9 +84,25 @@ export async function post(url: string, headers: Record<string, string>, body: u
 }
 
 /** A tools/call (or other) request with `_meta`, the mirrored headers filled in from the body. */
-export async function modernCall(url: string, method: string, params: Json, id: string | number = 1, capabilities?: Json) {
-  const name = method === 'resources/read' ? params.uri : method === 'tools/call' || method === 'prompts/get' ? params.name : undefined;
-  return post(url, modernHeaders(method, name), { jsonrpc: '2.0', id, method, params: { ...params, _meta: meta(capabilities) } });
+export async function modernCall(
+  url: string,
+  method: string,
+  params: Json,
+  id: string | number = 1,
+  capabilities?: Json,
+) {
+  const name =
+    method === 'resources/read'
+      ? params.uri
+      : method === 'tools/call' || method === 'prompts/get'
+        ? params.name
+        : undefined;
+  return post(url, modernHeaders(method, name), {
+    jsonrpc: '2.0',
+    id,
+    method,
+    params: { ...params, _meta: meta(capabilities) },
+  });
 }
 
 export async function sseMessages(res: Response): Promise<Json[]> {

@@ -19,13 +19,20 @@ function reader(values: Partial<Record<'AWSCURRENT' | 'AWSPREVIOUS', string>>, c
 test('configured keys win and nothing is read', async () => {
   const calls: string[] = [];
   const config = parseConfig({ requestStateKeys: { current: CURRENT }, requestStateSecretArn: ARN });
-  expect(await resolveKeySecrets(config, SILENT, {}, reader({ AWSCURRENT: PREVIOUS }, calls))).toEqual({ current: CURRENT });
+  expect(await resolveKeySecrets(config, SILENT, {}, reader({ AWSCURRENT: PREVIOUS }, calls))).toEqual({
+    current: CURRENT,
+  });
   expect(calls).toEqual([]);
 });
 
 test('Secrets Manager: AWSCURRENT seals, AWSPREVIOUS still opens (rotation)', async () => {
   const calls: string[] = [];
-  const secrets = await resolveKeySecrets(parseConfig({ requestStateSecretArn: ARN }), SILENT, {}, reader({ AWSCURRENT: CURRENT, AWSPREVIOUS: PREVIOUS }, calls));
+  const secrets = await resolveKeySecrets(
+    parseConfig({ requestStateSecretArn: ARN }),
+    SILENT,
+    {},
+    reader({ AWSCURRENT: CURRENT, AWSPREVIOUS: PREVIOUS }, calls),
+  );
   expect(secrets).toEqual({ current: CURRENT, previous: PREVIOUS });
   expect(calls).toEqual([`${ARN}:AWSCURRENT`, `${ARN}:AWSPREVIOUS`]);
   const old = SealedBox.fromSecrets({ current: PREVIOUS }).seal({ n: 1 });
@@ -34,20 +41,34 @@ test('Secrets Manager: AWSCURRENT seals, AWSPREVIOUS still opens (rotation)', as
 
 test('the ARN may come from the environment; a JSON secret names both keys', async () => {
   const json = JSON.stringify({ current: CURRENT, previous: PREVIOUS });
-  const secrets = await resolveKeySecrets(parseConfig({}), SILENT, { GATEWAY_REQUEST_STATE_SECRET_ARN: ARN }, reader({ AWSCURRENT: json }));
+  const secrets = await resolveKeySecrets(
+    parseConfig({}),
+    SILENT,
+    { GATEWAY_REQUEST_STATE_SECRET_ARN: ARN },
+    reader({ AWSCURRENT: json }),
+  );
   expect(secrets).toEqual({ current: CURRENT, previous: PREVIOUS });
 });
 
 test('no key anywhere: a random one, with a warning', async () => {
   const warnings: string[] = [];
-  const secrets = await resolveKeySecrets(parseConfig({}), { ...SILENT, warn: (m: string) => void warnings.push(m) } as never, {}, reader({}));
+  const secrets = await resolveKeySecrets(
+    parseConfig({}),
+    { ...SILENT, warn: (m: string) => void warnings.push(m) } as never,
+    {},
+    reader({}),
+  );
   expect(secrets.current.length).toBeGreaterThanOrEqual(32);
   expect(warnings[0]).toContain('random');
 });
 
 test('a too short or missing secret fails the cold start with a message naming it', async () => {
-  await expect(resolveKeySecrets(parseConfig({ requestStateSecretArn: ARN }), SILENT, {}, reader({ AWSCURRENT: 'short' }))).rejects.toThrow(/shorter than 32/);
-  await expect(resolveKeySecrets(parseConfig({ requestStateSecretArn: ARN }), SILENT, {}, reader({}))).rejects.toThrow(/no AWSCURRENT/);
+  await expect(
+    resolveKeySecrets(parseConfig({ requestStateSecretArn: ARN }), SILENT, {}, reader({ AWSCURRENT: 'short' })),
+  ).rejects.toThrow(/shorter than 32/);
+  await expect(resolveKeySecrets(parseConfig({ requestStateSecretArn: ARN }), SILENT, {}, reader({}))).rejects.toThrow(
+    /no AWSCURRENT/,
+  );
   expect(() => parseConfig({ requestStateKeys: { current: 'short' } })).toThrow(/requestStateKeys.current/);
   expect(() => parseConfig({ confirmTools: ['no-separator'] })).toThrow(/confirmTools/);
   expect(() => parseConfig({ targets: [{ name: 'a', url: 'http://x', era: 'future' }] })).toThrow(/targets.0.era/);

@@ -1,6 +1,6 @@
-import { startModernDemoTarget, type ModernDemoTarget } from '../../lambda/local/modern-demo-target';
 import type { LocalGateway } from '../../lambda/local/local-gateway';
-import { startGateway, type Json } from './helpers';
+import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
+import { type Json, startGateway } from './helpers';
 
 /**
  * The reference page's two 2026-07-28 Python samples (form: use_aws; URL: access_github_repo),
@@ -12,7 +12,7 @@ jest.setTimeout(30_000);
 
 let target: ModernDemoTarget;
 let gateway: LocalGateway;
-let gateway_url: string; // eslint-disable-line @typescript-eslint/naming-convention -- the sample's name
+let gateway_url: string; // the sample's own name
 
 beforeAll(async () => {
   target = await startModernDemoTarget();
@@ -28,7 +28,12 @@ afterAll(async () => {
 
 /** `requests.post(url, headers=headers, json=body).json()` */
 async function requestsPostJson(url: string, headers: Record<string, string>, json: unknown): Promise<Json> {
-  const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify(json), signal: AbortSignal.timeout(15_000) });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify(json),
+    signal: AbortSignal.timeout(15_000),
+  });
   return (await res.json()) as Json;
 }
 
@@ -59,27 +64,27 @@ test('form mode sample (2026-07-28): input_required, then the retry completes', 
     params: { name: 'use_aws', arguments: args, _meta: META },
   });
 
-  let result = response['result'];
+  let result = response.result;
   expect(result.resultType).toBe('input_required');
   if (result.resultType === 'input_required') {
     // Step 2: Fulfill each input request (form elicitation)
     const input_responses: Json = {};
     for (const [key, input_request] of Object.entries(result.inputRequests ?? {}) as Array<[string, Json]>) {
-      print(`Form elicitation received: ${input_request['params']['message']}`);
+      print(`Form elicitation received: ${input_request.params.message}`);
       input_responses[key] = { action: 'accept', content: { confirm: true } };
     }
 
     // Step 3: Retry the tool call with a new id, the input responses,
     // and the requestState echoed back unmodified
     const retry_params: Json = { name: 'use_aws', arguments: args, _meta: META, inputResponses: input_responses };
-    if ('requestState' in result) retry_params['requestState'] = result['requestState'];
+    if ('requestState' in result) retry_params.requestState = result.requestState;
     response = await requestsPostJson(gateway_url, headers, {
       jsonrpc: '2.0',
       id: 'tool-call-2',
       method: 'tools/call',
       params: retry_params,
     });
-    result = response['result'];
+    result = response.result;
   }
 
   print(`Tool result: ${JSON.stringify(result)}`);
@@ -123,30 +128,35 @@ test('URL mode sample (2026-07-28): input_required with a URL request, then the 
     params: { name: 'access_github_repo', arguments: args, _meta: META },
   });
 
-  let result = response['result'];
+  let result = response.result;
   expect(result.resultType).toBe('input_required');
   if (result.resultType === 'input_required') {
     // Step 2: Open the browser for the user to complete each URL elicitation
     const input_responses: Json = {};
     for (const [key, input_request] of Object.entries(result.inputRequests ?? {}) as Array<[string, Json]>) {
-      const params = input_request['params'];
-      print(`URL elicitation: ${params['message']}`);
-      webbrowser.open(params['url']);
+      const params = input_request.params;
+      print(`URL elicitation: ${params.message}`);
+      webbrowser.open(params.url);
       input('Press Enter after completing authentication...');
       input_responses[key] = { action: 'accept' };
     }
 
     // Step 3: Retry the tool call with a new id, the input responses,
     // and the requestState echoed back unmodified
-    const retry_params: Json = { name: 'access_github_repo', arguments: args, _meta: META, inputResponses: input_responses };
-    if ('requestState' in result) retry_params['requestState'] = result['requestState'];
+    const retry_params: Json = {
+      name: 'access_github_repo',
+      arguments: args,
+      _meta: META,
+      inputResponses: input_responses,
+    };
+    if ('requestState' in result) retry_params.requestState = result.requestState;
     response = await requestsPostJson(gateway_url, headers, {
       jsonrpc: '2.0',
       id: 'tool-call-2',
       method: 'tools/call',
       params: retry_params,
     });
-    result = response['result'];
+    result = response.result;
   }
 
   print(`Tool result: ${JSON.stringify(result)}`);

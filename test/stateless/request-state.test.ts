@@ -1,8 +1,8 @@
 import { SealedBox } from '../../lambda/crypto/sealed-box';
-import { startModernDemoTarget, type ModernDemoTarget } from '../../lambda/local/modern-demo-target';
 import type { LocalGateway } from '../../lambda/local/local-gateway';
-import { RequestStateSealer, argumentsDigest, type StateBinding } from '../../lambda/stateless/request-state';
-import { KEY_A, KEY_B, modernCall, startGateway, type Json } from './helpers';
+import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
+import { argumentsDigest, RequestStateSealer, type StateBinding } from '../../lambda/stateless/request-state';
+import { type Json, KEY_A, KEY_B, modernCall, startGateway } from './helpers';
 
 /**
  * The gateway's sealed requestState: each way a retry's state can be wrong is refused with -32602
@@ -55,7 +55,12 @@ test('the state is sealed: the target state inside is not readable, and the retr
   expect(result.requestState).toMatch(/^gw1\./);
   expect(result.requestState).not.toContain(targetState);
   expect(Buffer.from(result.requestState.split('.')[3], 'base64url').toString('latin1')).not.toContain('use_aws');
-  const res = await modernCall(url, 'tools/call', { ...USE_AWS, inputResponses: ACCEPT, requestState: result.requestState }, 'r2');
+  const res = await modernCall(
+    url,
+    'tools/call',
+    { ...USE_AWS, inputResponses: ACCEPT, requestState: result.requestState },
+    'r2',
+  );
   expect(res.body.result.content[0].text).toBe('executed: aws s3 ls');
   expect(target.stats().calls.at(-1)!.requestState).toBe(targetState);
 });
@@ -94,7 +99,11 @@ test('expired → -32602, HTTP 400, target not called', async () => {
 
 test('issued to another principal → -32602, HTTP 400, target not called', async () => {
   const sealer = new RequestStateSealer(SealedBox.fromSecrets({ current: KEY_A }), 600);
-  const foreign = sealer.seal(binding({ principal: 'arn:aws:iam::123456789012:user/mallory' }), { kind: 'relay', targetState: 'x', confirmed: false });
+  const foreign = sealer.seal(binding({ principal: 'arn:aws:iam::123456789012:user/mallory' }), {
+    kind: 'relay',
+    targetState: 'x',
+    confirmed: false,
+  });
   await expectRefusedRetry({ ...USE_AWS, inputResponses: ACCEPT, requestState: foreign });
 });
 
@@ -105,12 +114,22 @@ test('issued for another target → -32602, HTTP 400, target not called', async 
 
 test('issued for another tool → -32602, HTTP 400, target not called', async () => {
   const { requestState } = await firstRound();
-  await expectRefusedRetry({ name: 'modern___access_github_repo', arguments: { command: 'aws s3 ls' }, inputResponses: ACCEPT, requestState });
+  await expectRefusedRetry({
+    name: 'modern___access_github_repo',
+    arguments: { command: 'aws s3 ls' },
+    inputResponses: ACCEPT,
+    requestState,
+  });
 });
 
 test('issued for other arguments → -32602, HTTP 400, target not called', async () => {
   const { requestState } = await firstRound();
-  await expectRefusedRetry({ ...USE_AWS, arguments: { command: 'aws s3 rm s3://bucket --recursive' }, inputResponses: ACCEPT, requestState });
+  await expectRefusedRetry({
+    ...USE_AWS,
+    arguments: { command: 'aws s3 rm s3://bucket --recursive' },
+    inputResponses: ACCEPT,
+    requestState,
+  });
 });
 
 test('issued for another method → -32602, HTTP 400', async () => {
@@ -121,10 +140,27 @@ test('issued for another method → -32602, HTTP 400', async () => {
 
 test('key rotation: a gateway whose previous key issued the state accepts it; one without that key refuses it', async () => {
   const issued = await firstRound();
-  const rotated = await startGateway({ targets: [{ name: 'modern', url: target.url }, { name: 'other', url: target.url }], requestStateKeys: { current: KEY_B, previous: KEY_A } });
-  const newKeyOnly = await startGateway({ targets: [{ name: 'modern', url: target.url }, { name: 'other', url: target.url }], requestStateKeys: { current: KEY_B } });
+  const rotated = await startGateway({
+    targets: [
+      { name: 'modern', url: target.url },
+      { name: 'other', url: target.url },
+    ],
+    requestStateKeys: { current: KEY_B, previous: KEY_A },
+  });
+  const newKeyOnly = await startGateway({
+    targets: [
+      { name: 'modern', url: target.url },
+      { name: 'other', url: target.url },
+    ],
+    requestStateKeys: { current: KEY_B },
+  });
   try {
-    const res = await modernCall(rotated.url, 'tools/call', { ...USE_AWS, inputResponses: ACCEPT, requestState: issued.requestState }, 'r2');
+    const res = await modernCall(
+      rotated.url,
+      'tools/call',
+      { ...USE_AWS, inputResponses: ACCEPT, requestState: issued.requestState },
+      'r2',
+    );
     expect(res.status).toBe(200);
     expect(res.body.result.content[0].text).toBe('executed: aws s3 ls');
     // New states are sealed with the new key.
@@ -142,7 +178,16 @@ test('a target that sent no requestState gets none on the retry (the gateway sti
   const first = await modernCall(url, 'tools/call', params, 's1');
   expect(first.body.result.resultType).toBe('input_required');
   expect(typeof first.body.result.requestState).toBe('string');
-  const retry = await modernCall(url, 'tools/call', { ...params, inputResponses: { ok: { action: 'accept', content: { ok: true } } }, requestState: first.body.result.requestState }, 's2');
+  const retry = await modernCall(
+    url,
+    'tools/call',
+    {
+      ...params,
+      inputResponses: { ok: { action: 'accept', content: { ok: true } } },
+      requestState: first.body.result.requestState,
+    },
+    's2',
+  );
   expect(retry.body.result.content[0].text).toBe('done: deploy');
   const calls = target.stats().calls.filter((c) => c.tool === 'confirm_stateless');
   expect(calls.at(-1)).toMatchObject({ requestState: undefined, inputResponseKeys: ['ok'] });
@@ -152,12 +197,35 @@ test('several rounds: each round carries the target state of the previous one', 
   const params = { name: 'modern___multi_elicit', arguments: {} };
   const r1 = await modernCall(url, 'tools/call', params, 'm1');
   expect(r1.body.result.inputRequests.name).toBeDefined();
-  const r2 = await modernCall(url, 'tools/call', { ...params, inputResponses: { name: { action: 'accept', content: { name: 'Ada' } } }, requestState: r1.body.result.requestState }, 'm2');
+  const r2 = await modernCall(
+    url,
+    'tools/call',
+    {
+      ...params,
+      inputResponses: { name: { action: 'accept', content: { name: 'Ada' } } },
+      requestState: r1.body.result.requestState,
+    },
+    'm2',
+  );
   expect(r2.body.result.inputRequests.age.params.message).toBe('How old are you, Ada?');
-  const r3 = await modernCall(url, 'tools/call', { ...params, inputResponses: { age: { action: 'accept', content: { age: 36 } } }, requestState: r2.body.result.requestState }, 'm3');
+  const r3 = await modernCall(
+    url,
+    'tools/call',
+    {
+      ...params,
+      inputResponses: { age: { action: 'accept', content: { age: 36 } } },
+      requestState: r2.body.result.requestState,
+    },
+    'm3',
+  );
   expect(r3.body.result).toMatchObject({ resultType: 'complete', content: [{ type: 'text', text: 'hello Ada, 36' }] });
   const minted = target.stats().minted;
-  expect(target.stats().calls.filter((c) => c.tool === 'multi_elicit').map((c) => c.requestState)).toEqual([undefined, minted.at(-2), minted.at(-1)]);
+  expect(
+    target
+      .stats()
+      .calls.filter((c) => c.tool === 'multi_elicit')
+      .map((c) => c.requestState),
+  ).toEqual([undefined, minted.at(-2), minted.at(-1)]);
 });
 
 test('sampling and roots input requests pass through untouched and are forwarded with the capabilities the client declared', async () => {
@@ -168,12 +236,34 @@ test('sampling and roots input requests pass through untouched and are forwarded
     params: { messages: [{ role: 'user', content: { type: 'text', text: 'hi' } }], maxTokens: 100 },
   });
   const answer = { llm: { role: 'assistant', content: { type: 'text', text: 'hello' }, model: 'test-model' } };
-  const s2 = await modernCall(url, 'tools/call', { name: 'modern___sample', arguments: { prompt: 'hi' }, inputResponses: answer, requestState: s1.body.result.requestState }, 'x2', caps);
+  const s2 = await modernCall(
+    url,
+    'tools/call',
+    {
+      name: 'modern___sample',
+      arguments: { prompt: 'hi' },
+      inputResponses: answer,
+      requestState: s1.body.result.requestState,
+    },
+    'x2',
+    caps,
+  );
   expect(s2.body.result.content[0].text).toBe('sampled: test-model: hello');
   expect(target.stats().calls.at(-1)!.clientCapabilities).toEqual({ sampling: {}, roots: {} });
 
   const r1 = await modernCall(url, 'tools/call', { name: 'modern___list_roots', arguments: {} }, 'y1', caps);
-  const r2 = await modernCall(url, 'tools/call', { name: 'modern___list_roots', arguments: {}, inputResponses: { roots: { roots: [{ uri: 'file:///w' }] } }, requestState: r1.body.result.requestState }, 'y2', caps);
+  const r2 = await modernCall(
+    url,
+    'tools/call',
+    {
+      name: 'modern___list_roots',
+      arguments: {},
+      inputResponses: { roots: { roots: [{ uri: 'file:///w' }] } },
+      requestState: r1.body.result.requestState,
+    },
+    'y2',
+    caps,
+  );
   expect(r2.body.result.content[0].text).toBe('roots: file:///w');
 });
 

@@ -1,6 +1,6 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { startModernDemoTarget, type ModernDemoTarget } from '../../lambda/local/modern-demo-target';
 import type { LocalGateway } from '../../lambda/local/local-gateway';
+import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
 import { startGateway } from './helpers';
 
 /**
@@ -16,7 +16,10 @@ const clients: Client[] = [];
 
 beforeAll(async () => {
   target = await startModernDemoTarget();
-  gateway = await startGateway({ targets: [{ name: 'modern', url: target.url }], confirmTools: ['modern___confirm_stateless'] });
+  gateway = await startGateway({
+    targets: [{ name: 'modern', url: target.url }],
+    confirmTools: ['modern___confirm_stateless'],
+  });
 });
 
 afterAll(async () => {
@@ -25,7 +28,10 @@ afterAll(async () => {
   await target?.close();
 });
 
-async function connect(answer: (request: { params: Record<string, unknown> }) => Record<string, unknown>, seen: string[]): Promise<Client> {
+async function connect(
+  answer: (request: { params: Record<string, unknown> }) => Record<string, unknown>,
+  seen: string[],
+): Promise<Client> {
   const client = new Client(
     { name: 'sdk-test', version: '1.0.0' },
     { capabilities: { elicitation: { form: {}, url: {} } }, versionNegotiation: { mode: { pin: '2026-07-28' } } },
@@ -45,21 +51,27 @@ test('pinned v2 client: form elicitation through the gateway with the automatic 
   expect(client.getNegotiatedProtocolVersion?.()).toBe('2026-07-28');
   const tools = await client.listTools();
   expect(tools.tools.map((t) => t.name)).toContain('modern___use_aws');
-  const result = await client.callTool({ name: 'modern___use_aws', arguments: { command: 'aws s3 rm s3://my-bucket/important-file' } });
+  const result = await client.callTool({
+    name: 'modern___use_aws',
+    arguments: { command: 'aws s3 rm s3://my-bucket/important-file' },
+  });
   expect(seen).toEqual(['Run `aws s3 rm s3://my-bucket/important-file`?']);
   expect(result.content).toEqual([{ type: 'text', text: 'executed: aws s3 rm s3://my-bucket/important-file' }]);
 });
 
 test('pinned v2 client: URL elicitation, and a decline reaches the target as a decline', async () => {
   const seen: string[] = [];
-  const client = await connect((request) => (request.params.mode === 'url' ? { action: 'accept' } : { action: 'decline' }), seen);
+  const client = await connect(
+    (request) => (request.params.mode === 'url' ? { action: 'accept' } : { action: 'decline' }),
+    seen,
+  );
   const url = await client.callTool({ name: 'modern___access_github_repo', arguments: { repo: 'my-org/my-repo' } });
   expect(url.content).toEqual([{ type: 'text', text: 'accessed my-org/my-repo' }]);
   const declined = await client.callTool({ name: 'modern___use_aws', arguments: { command: 'rm -rf /' } });
   expect(declined.content).toEqual([{ type: 'text', text: 'not executed (decline)' }]);
 });
 
-test('pinned v2 client: a gateway confirmation, then the target\'s own round, in one callTool', async () => {
+test("pinned v2 client: a gateway confirmation, then the target's own round, in one callTool", async () => {
   const seen: string[] = [];
   const client = await connect((request) => {
     const schema = request.params.requestedSchema as { properties: Record<string, unknown> };

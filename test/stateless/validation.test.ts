@@ -1,7 +1,7 @@
 import { classifyInboundRequest } from '@modelcontextprotocol/server';
-import { startModernDemoTarget, type ModernDemoTarget } from '../../lambda/local/modern-demo-target';
 import type { LocalGateway } from '../../lambda/local/local-gateway';
-import { MODERN, meta, modernCall, modernHeaders, post, startGateway, type Json } from './helpers';
+import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
+import { type Json, MODERN, meta, modernCall, modernHeaders, post, startGateway } from './helpers';
 
 /**
  * One test per validation row of issue 4 (and spec basic/transports/streamable-http.mdx,
@@ -158,7 +158,11 @@ describe('the mirrored headers', () => {
   });
 
   test('Mcp-Session-Id and Last-Event-ID are ignored on 2026-07-28 requests', async () => {
-    const headers = { ...modernHeaders('tools/call', 'modern___echo'), 'Mcp-Session-Id': 'no-such-session', 'Last-Event-ID': '42' };
+    const headers = {
+      ...modernHeaders('tools/call', 'modern___echo'),
+      'Mcp-Session-Id': 'no-such-session',
+      'Last-Event-ID': '42',
+    };
     const res = await post(url, headers, echoBody(20));
     expect(res.status).toBe(200);
     expect(res.headers.get('mcp-session-id')).toBeNull();
@@ -167,18 +171,36 @@ describe('the mirrored headers', () => {
 });
 
 describe('methods', () => {
-  test.each(['initialize', 'ping', 'logging/setLevel', 'resources/subscribe', 'no/such/method'])('%s → -32601, HTTP 404', async (method) => {
-    const body = { jsonrpc: '2.0', id: `m-${method}`, method, params: { _meta: meta(), ...(method === 'initialize' ? { protocolVersion: MODERN } : {}) } };
-    await expectRefused(modernHeaders(method), body, 404, -32601);
-  });
+  test.each(['initialize', 'ping', 'logging/setLevel', 'resources/subscribe', 'no/such/method'])(
+    '%s → -32601, HTTP 404',
+    async (method) => {
+      const body = {
+        jsonrpc: '2.0',
+        id: `m-${method}`,
+        method,
+        params: { _meta: meta(), ...(method === 'initialize' ? { protocolVersion: MODERN } : {}) },
+      };
+      await expectRefused(modernHeaders(method), body, 404, -32601);
+    },
+  );
 
   test('a plain 2025 initialize carrying a 2026-07-28 header → -32020, HTTP 400', async () => {
-    const body = { jsonrpc: '2.0', id: 'init', method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } };
+    const body = {
+      jsonrpc: '2.0',
+      id: 'init',
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+    };
     await expectRefused(modernHeaders('initialize'), body, 400, -32020);
   });
 
   test('server/discover answers with the versions and merged capabilities', async () => {
-    const res = await post(url, modernHeaders('server/discover'), { jsonrpc: '2.0', id: 'd', method: 'server/discover', params: { _meta: meta() } });
+    const res = await post(url, modernHeaders('server/discover'), {
+      jsonrpc: '2.0',
+      id: 'd',
+      method: 'server/discover',
+      params: { _meta: meta() },
+    });
     expect(res.status).toBe(200);
     expect(res.body.result).toMatchObject({
       resultType: 'complete',
@@ -190,15 +212,34 @@ describe('methods', () => {
     });
   });
 
-  test.each(['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list'])('%s carries resultType, ttlMs and cacheScope', async (method) => {
-    const res = await post(url, modernHeaders(method), { jsonrpc: '2.0', id: method, method, params: { _meta: meta() } });
-    expect(res.status).toBe(200);
-    expect(res.body.result).toMatchObject({ resultType: 'complete', ttlMs: expect.any(Number), cacheScope: expect.stringMatching(/^(public|private)$/) });
-  });
+  test.each(['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list'])(
+    '%s carries resultType, ttlMs and cacheScope',
+    async (method) => {
+      const res = await post(url, modernHeaders(method), {
+        jsonrpc: '2.0',
+        id: method,
+        method,
+        params: { _meta: meta() },
+      });
+      expect(res.status).toBe(200);
+      expect(res.body.result).toMatchObject({
+        resultType: 'complete',
+        ttlMs: expect.any(Number),
+        cacheScope: expect.stringMatching(/^(public|private)$/),
+      });
+    },
+  );
 
   test('tools/list names the tools target___tool', async () => {
-    const res = await post(url, modernHeaders('tools/list'), { jsonrpc: '2.0', id: 'tl', method: 'tools/list', params: { _meta: meta() } });
-    expect(res.body.result.tools.map((t: Json) => t.name)).toEqual(expect.arrayContaining(['modern___echo', 'modern___use_aws']));
+    const res = await post(url, modernHeaders('tools/list'), {
+      jsonrpc: '2.0',
+      id: 'tl',
+      method: 'tools/list',
+      params: { _meta: meta() },
+    });
+    expect(res.body.result.tools.map((t: Json) => t.name)).toEqual(
+      expect.arrayContaining(['modern___echo', 'modern___use_aws']),
+    );
   });
 
   test('a posted JSON-RPC response with a 2026-07-28 header goes to the 2025 path (no session → 400)', async () => {
@@ -221,7 +262,12 @@ describe('agreement with the official SDK classifier', () => {
   // The SDK's own ladder (classifyInboundRequest) must agree on the code for every refusal it decides at the edge.
   test.each([
     ['no _meta', modernHeaders('tools/call', 'modern___echo'), echoBody(1, null), -32602],
-    ['header/body version mismatch', { ...modernHeaders('tools/call', 'modern___echo'), 'MCP-Protocol-Version': '2027-01-01' }, echoBody(1), -32020],
+    [
+      'header/body version mismatch',
+      { ...modernHeaders('tools/call', 'modern___echo'), 'MCP-Protocol-Version': '2027-01-01' },
+      echoBody(1),
+      -32020,
+    ],
     ['Mcp-Method mismatch', modernHeaders('prompts/get', 'modern___echo'), echoBody(1), -32020],
   ])('%s', async (_label, headers, body, code) => {
     const lower = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));

@@ -17,7 +17,9 @@ export interface CountedDynamo {
 
 /** `backendEndpoint`: count in front of an existing DynamoDB API instead of a new embedded one. */
 export async function startCountedDynamo(backendEndpoint?: string): Promise<CountedDynamo> {
-  const backend = backendEndpoint ? { endpoint: backendEndpoint, close: async () => undefined } : await startEmbeddedDynamo();
+  const backend = backendEndpoint
+    ? { endpoint: backendEndpoint, close: async () => undefined }
+    : await startEmbeddedDynamo();
   const backendUrl = new URL(backend.endpoint);
   const counts = new Map<string, number>();
   const state: CountedDynamo = {
@@ -35,7 +37,10 @@ export async function startCountedDynamo(backendEndpoint?: string): Promise<Coun
     },
   };
   const proxy: Server = createServer((req, res) => {
-    const operation = String(req.headers['x-amz-target'] ?? '').split('.').pop() ?? 'unknown';
+    const operation =
+      String(req.headers['x-amz-target'] ?? '')
+        .split('.')
+        .pop() ?? 'unknown';
     counts.set(operation, (counts.get(operation) ?? 0) + 1);
     if (state.mode === 'down') {
       res.destroy();
@@ -44,7 +49,12 @@ export async function startCountedDynamo(backendEndpoint?: string): Promise<Coun
     if (state.mode === 'throttle') {
       req.resume();
       res.writeHead(400, { 'content-type': 'application/x-amz-json-1.0' });
-      res.end(JSON.stringify({ __type: 'com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException', message: 'throttled' }));
+      res.end(
+        JSON.stringify({
+          __type: 'com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException',
+          message: 'throttled',
+        }),
+      );
       return;
     }
     const upstream = httpRequest(

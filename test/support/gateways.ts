@@ -3,8 +3,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { GatewayConfigInput } from '../../lambda/config/schema';
-import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
 import { startLocalGateway } from '../../lambda/local/local-gateway';
+import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
 import { installLambdaGlobals, startLambdaInvoker } from './lambda-invoker';
 
 export type GatewayKind = 'local server' | 'lambda handler';
@@ -26,7 +26,15 @@ export async function startGateway(
   options: { keepAliveMs?: number; timeoutMs?: number } = {},
 ): Promise<GatewayUnderTest> {
   if (kind === 'local server') {
-    const gateway = await startLocalGateway({ port: 0, config, dynamodbEndpoint, demo: false, startupReport: false, keepAliveMs: options.keepAliveMs, requestTimeoutMs: options.timeoutMs });
+    const gateway = await startLocalGateway({
+      port: 0,
+      config,
+      dynamodbEndpoint,
+      demo: false,
+      startupReport: false,
+      keepAliveMs: options.keepAliveMs,
+      requestTimeoutMs: options.timeoutMs,
+    });
     return gateway;
   }
   installLambdaGlobals();
@@ -55,8 +63,23 @@ export async function startGatewayProcess(
   writeFileSync(file, JSON.stringify(config));
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', 'lambda/local/cli.ts', '--port', '0', '--no-demo', '--config', file, '--dynamodb-endpoint', dynamodbEndpoint],
-    { cwd: join(__dirname, '../..'), env: { ...process.env, GATEWAY_LOG_LEVEL: options.logLevel ?? 'SILENT' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    [
+      '--import',
+      'tsx',
+      'lambda/local/cli.ts',
+      '--port',
+      '0',
+      '--no-demo',
+      '--config',
+      file,
+      '--dynamodb-endpoint',
+      dynamodbEndpoint,
+    ],
+    {
+      cwd: join(__dirname, '../..'),
+      env: { ...process.env, GATEWAY_LOG_LEVEL: options.logLevel ?? 'SILENT' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
   );
   let output = '';
   const url = await new Promise<string>((resolve, reject) => {

@@ -76,11 +76,17 @@ class LocalResponseStream extends Writable {
     if (!this.headersDone && this.contentType !== PRELUDE_CONTENT_TYPE) {
       this.sendHead(200, { 'content-type': this.contentType });
     }
-    if (this.headersDone) return this.forward(chunk, cb);
+    if (this.headersDone) {
+      this.forward(chunk, cb);
+      return;
+    }
     this.pending.push(chunk);
     const buffered = Buffer.concat(this.pending);
     const at = buffered.indexOf(DELIMITER);
-    if (at < 0) return cb();
+    if (at < 0) {
+      cb();
+      return;
+    }
     this.pending = [];
     try {
       const prelude = JSON.parse(buffered.subarray(0, at).toString()) as Prelude;
@@ -88,7 +94,8 @@ class LocalResponseStream extends Writable {
       this.sendHead(statusCode, cookies.length > 0 ? { ...headers, 'set-cookie': cookies } : headers);
     } catch (error) {
       this.fail(`bad prelude: ${String(error)}`);
-      return cb();
+      cb();
+      return;
     }
     this.forward(buffered.subarray(at + DELIMITER.length), cb);
   }
@@ -97,7 +104,8 @@ class LocalResponseStream extends Writable {
     if (!this.headersDone) {
       if (this.contentType === PRELUDE_CONTENT_TYPE && this.pending.length > 0) {
         this.fail('prelude without delimiter: end(data) without a prior write() (RIC issue #97)');
-        return cb();
+        cb();
+        return;
       }
       // A bare end() after from(): 200 without the prelude's status and headers (issue #97).
       this.sendHead(200, this.contentType === PRELUDE_CONTENT_TYPE ? {} : { 'content-type': this.contentType });
@@ -223,7 +231,10 @@ function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    req.on('data', (chunk: Buffer) => void ((size += chunk.length) <= MAX_REQUEST_BYTES && chunks.push(chunk)));
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= MAX_REQUEST_BYTES) chunks.push(chunk);
+    });
     req.on('end', () => resolve(size > MAX_REQUEST_BYTES ? undefined : Buffer.concat(chunks)));
     req.on('error', reject);
   });
@@ -235,7 +246,13 @@ function toFunctionUrlEvent(req: IncomingMessage, body: Buffer, iamUserArn?: str
   const cookies: string[] = [];
   for (let i = 0; i < req.rawHeaders.length; i += 2) {
     const [name, value] = [req.rawHeaders[i].toLowerCase(), req.rawHeaders[i + 1]];
-    if (name === 'cookie') cookies.push(...value.split(';').map((c) => c.trim()).filter(Boolean));
+    if (name === 'cookie')
+      cookies.push(
+        ...value
+          .split(';')
+          .map((c) => c.trim())
+          .filter(Boolean),
+      );
     else headers[name] = name in headers ? `${headers[name]},${value}` : value; // repeats comma-joined
   }
   const sourceIp = req.socket.remoteAddress ?? '127.0.0.1';
@@ -297,10 +314,17 @@ function makeContext(requestId: string, startedAt: number, timeoutMs: number): C
   };
   const name = 'mcp-gateway-local';
   return {
-    functionName: name, functionVersion: '$LATEST', memoryLimitInMB: '1024', callbackWaitsForEmptyEventLoop: true,
+    functionName: name,
+    functionVersion: '$LATEST',
+    memoryLimitInMB: '1024',
+    callbackWaitsForEmptyEventLoop: true,
     invokedFunctionArn: `arn:aws:lambda:us-east-1:000000000000:function:${name}`,
-    awsRequestId: requestId, logGroupName: `/aws/lambda/${name}`, logStreamName: `local/[$LATEST]${startedAt}`,
+    awsRequestId: requestId,
+    logGroupName: `/aws/lambda/${name}`,
+    logStreamName: `local/[$LATEST]${startedAt}`,
     getRemainingTimeInMillis: () => Math.max(0, startedAt + timeoutMs - Date.now()),
-    done: unsupported, fail: unsupported, succeed: unsupported,
+    done: unsupported,
+    fail: unsupported,
+    succeed: unsupported,
   };
 }

@@ -2,11 +2,16 @@ import { createParser } from 'eventsource-parser';
 
 /** Raw HTTP helpers, used the way the reference page's samples use `requests` and `sseclient`. */
 
-export type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- test-side JSON access
+export type Json = Record<string, any>; // test-side JSON access
 
 export const JSON_AND_SSE = 'application/json, text/event-stream';
 
-export async function post(url: string, headers: Record<string, string>, body: unknown, signal?: AbortSignal): Promise<Response> {
+export async function post(
+  url: string,
+  headers: Record<string, string>,
+  body: unknown,
+  signal?: AbortSignal,
+): Promise<Response> {
   return fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: JSON_AND_SSE, ...headers },
@@ -25,7 +30,11 @@ export async function initSession(
     jsonrpc: '2.0',
     id: 'init',
     method: 'initialize',
-    params: { protocolVersion, capabilities: options.capabilities ?? {}, clientInfo: { name: 'test', version: '1.0.0' } },
+    params: {
+      protocolVersion,
+      capabilities: options.capabilities ?? {},
+      clientInfo: { name: 'test', version: '1.0.0' },
+    },
   });
   if (res.status !== 200) throw new Error(`initialize: HTTP ${res.status} ${await res.text()}`);
   const sessionId = res.headers.get('mcp-session-id')!;
@@ -33,7 +42,11 @@ export async function initSession(
   return {
     sessionId,
     result: body.result,
-    headers: { ...(options.headers ?? {}), 'mcp-session-id': sessionId, 'mcp-protocol-version': body.result.protocolVersion },
+    headers: {
+      ...(options.headers ?? {}),
+      'mcp-session-id': sessionId,
+      'mcp-protocol-version': body.result.protocolVersion,
+    },
   };
 }
 
@@ -84,7 +97,11 @@ export async function sessionItems(endpoint: string, sessionId: string, tableNam
   const { QueryCommand } = await import('@aws-sdk/lib-dynamodb');
   const client = createDocumentClient({ endpoint });
   const out = await client.send(
-    new QueryCommand({ TableName: tableName, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': `S#${sessionId}` } }),
+    new QueryCommand({
+      TableName: tableName,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': `S#${sessionId}` },
+    }),
   );
   return (out.Items ?? []) as Json[];
 }
@@ -110,7 +127,12 @@ export async function callAndAnswer(
   answer: (serverRequest: Json) => Json | Promise<Json>,
   options: { answerUrl?: string; signal?: AbortSignal } = {},
 ): Promise<RelayedCall> {
-  const res = await post(url, headers, { jsonrpc: '2.0', id: request.id, method: request.method ?? 'tools/call', params: request.params }, options.signal);
+  const res = await post(
+    url,
+    headers,
+    { jsonrpc: '2.0', id: request.id, method: request.method ?? 'tools/call', params: request.params },
+    options.signal,
+  );
   const result: RelayedCall = { messages: [], response: {}, answerStatuses: [], comments: 0 };
   for await (const event of sseEvents(res)) {
     if (event.comment !== undefined) result.comments++;
@@ -118,7 +140,11 @@ export async function callAndAnswer(
     if (!message) continue;
     result.messages.push(message);
     if (message.method && message.id !== undefined) {
-      const answerRes = await post(options.answerUrl ?? url, headers, { jsonrpc: '2.0', id: message.id, ...(await answer(message)) });
+      const answerRes = await post(options.answerUrl ?? url, headers, {
+        jsonrpc: '2.0',
+        id: message.id,
+        ...(await answer(message)),
+      });
       result.answerStatuses.push(answerRes.status);
       await answerRes.body?.cancel();
     } else if (message.id === request.id) {

@@ -9,7 +9,9 @@ import { installLambdaGlobals, startLambdaInvoker } from './lambda-invoker';
 async function main(): Promise<void> {
   installLambdaGlobals();
   const started = performance.now();
-  const bundle = (await import(pathToFileURL(resolve(__dirname, '../../dist/lambda/index.mjs')).href)) as { handler: Parameters<typeof startLambdaInvoker>[0] };
+  const bundle = (await import(pathToFileURL(resolve(__dirname, '../../dist/lambda/index.mjs')).href)) as {
+    handler: Parameters<typeof startLambdaInvoker>[0];
+  };
   const importMs = performance.now() - started;
   const invoker = await startLambdaInvoker(bundle.handler);
   console.log(`ready ${invoker.url.replace(/\/$/, '')}/mcp ${importMs.toFixed(0)}`);

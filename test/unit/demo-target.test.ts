@@ -2,19 +2,19 @@ import { request as httpRequest } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
+  type ClientCapabilities,
   CreateMessageRequestSchema,
-  ElicitRequestSchema,
   ElicitationCompleteNotificationSchema,
+  type ElicitRequest,
+  ElicitRequestSchema,
+  type ElicitResult,
   ErrorCode,
   ListRootsRequestSchema,
   LoggingMessageNotificationSchema,
   McpError,
   UrlElicitationRequiredError,
-  type ClientCapabilities,
-  type ElicitRequest,
-  type ElicitResult,
 } from '@modelcontextprotocol/sdk/types.js';
-import { startDemoTarget, type DemoTarget } from '../../lambda/local/demo-target';
+import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
 
 /** One HTTP exchange seen by the client transport's fetch. */
 interface Exchange {
@@ -32,7 +32,14 @@ interface Exchange {
 /** A fetch that records every exchange, parsing SSE bodies as they pass through to the transport. */
 function recordingFetch(log: Exchange[]): (url: string | URL, init?: RequestInit) => Promise<Response> {
   return async (url, init) => {
-    const exchange: Exchange = { httpMethod: init?.method ?? 'GET', rpcMethods: [], status: 0, contentType: '', sse: [], ended: false };
+    const exchange: Exchange = {
+      httpMethod: init?.method ?? 'GET',
+      rpcMethods: [],
+      status: 0,
+      contentType: '',
+      sse: [],
+      ended: false,
+    };
     if (typeof init?.body === 'string') {
       const parsed: unknown = JSON.parse(init.body);
       for (const m of Array.isArray(parsed) ? parsed : [parsed]) {
@@ -67,11 +74,19 @@ function recordingFetch(log: Exchange[]): (url: string | URL, init?: RequestInit
         exchange.ended = true;
       },
     });
-    return new Response(response.body.pipeThrough(tap), { status: response.status, statusText: response.statusText, headers: response.headers });
+    return new Response(response.body.pipeThrough(tap), {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
   };
 }
 
-const FULL_CAPS: ClientCapabilities = { elicitation: { form: {}, url: {} }, sampling: {}, roots: { listChanged: true } };
+const FULL_CAPS: ClientCapabilities = {
+  elicitation: { form: {}, url: {} },
+  sampling: {},
+  roots: { listChanged: true },
+};
 
 interface TestClient {
   client: Client;
@@ -114,7 +129,14 @@ async function connect(
 ): Promise<TestClient> {
   const log: Exchange[] = [];
   const client = new Client({ name: 'demo-target-test', version: '1.0.0' }, { capabilities });
-  const tc: TestClient = { client, transport: new StreamableHTTPClientTransport(new URL(target.url), { fetch: recordingFetch(log) }), log, elicitations: [], completions: [], logs: [] };
+  const tc: TestClient = {
+    client,
+    transport: new StreamableHTTPClientTransport(new URL(target.url), { fetch: recordingFetch(log) }),
+    log,
+    elicitations: [],
+    completions: [],
+    logs: [],
+  };
   if (capabilities.elicitation) {
     client.setRequestHandler(ElicitRequestSchema, (req) => {
       tc.elicitations.push(req.params);
@@ -125,7 +147,11 @@ async function connect(
     });
   }
   if (capabilities.sampling) {
-    client.setRequestHandler(CreateMessageRequestSchema, () => ({ role: 'assistant', model: 'test-model', content: { type: 'text', text: 'hi' } }));
+    client.setRequestHandler(CreateMessageRequestSchema, () => ({
+      role: 'assistant',
+      model: 'test-model',
+      content: { type: 'text', text: 'hi' },
+    }));
   }
   if (capabilities.roots) {
     client.setRequestHandler(ListRootsRequestSchema, () => ({ roots: [{ uri: 'file:///tmp/a', name: 'a' }] }));
@@ -140,14 +166,20 @@ async function connect(
   return tc;
 }
 
-async function call(tc: TestClient, name: string, args: Record<string, unknown> = {}): Promise<{ text: string; isError: boolean }> {
+async function call(
+  tc: TestClient,
+  name: string,
+  args: Record<string, unknown> = {},
+): Promise<{ text: string; isError: boolean }> {
   const result = await tc.client.callTool({ name, arguments: args }, undefined, { timeout: 10_000 });
   return { text: textOf(result), isError: result.isError === true };
 }
 
 /** The tools/call POST exchange(s) whose SSE body carried a message with this method. */
 function postsCarrying(tc: TestClient, method: string): Exchange[] {
-  return tc.log.filter((e) => e.httpMethod === 'POST' && e.rpcMethods.includes('tools/call') && e.sse.some((m) => m.method === method));
+  return tc.log.filter(
+    (e) => e.httpMethod === 'POST' && e.rpcMethods.includes('tools/call') && e.sse.some((m) => m.method === method),
+  );
 }
 function getsCarrying(tc: TestClient, method: string): Exchange[] {
   return tc.log.filter((e) => e.httpMethod === 'GET' && e.sse.some((m) => m.method === method));
@@ -176,13 +208,34 @@ describe('demo target', () => {
     expect(target.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
     expect(tc.client.getServerVersion()?.name).toBe('demo-target');
     const caps = tc.client.getServerCapabilities();
-    expect(caps).toEqual(expect.objectContaining({ tools: expect.anything(), prompts: expect.anything(), resources: expect.anything(), logging: {}, completions: {} }));
+    expect(caps).toEqual(
+      expect.objectContaining({
+        tools: expect.anything(),
+        prompts: expect.anything(),
+        resources: expect.anything(),
+        logging: {},
+        completions: {},
+      }),
+    );
   });
 
   it('lists all tools', async () => {
     const { tools } = await tc.client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual(
-      ['access_github_repo', 'confirm_action', 'echo', 'fail', 'list_roots', 'multi_elicit', 'progress', 'request_anyway', 'sample', 'slow', 'url_required', 'use_aws'].sort(),
+      [
+        'access_github_repo',
+        'confirm_action',
+        'echo',
+        'fail',
+        'list_roots',
+        'multi_elicit',
+        'progress',
+        'request_anyway',
+        'sample',
+        'slow',
+        'url_required',
+        'use_aws',
+      ].sort(),
     );
   });
 
@@ -191,7 +244,10 @@ describe('demo target', () => {
   });
 
   it('use_aws elicits on the tools/call POST stream, not the GET stream', async () => {
-    expect(await call(tc, 'use_aws', { command: 'aws s3 ls' })).toEqual({ text: 'executed: aws s3 ls', isError: false });
+    expect(await call(tc, 'use_aws', { command: 'aws s3 ls' })).toEqual({
+      text: 'executed: aws s3 ls',
+      isError: false,
+    });
     const last = tc.elicitations[tc.elicitations.length - 1];
     expect(last).toEqual(expect.objectContaining({ mode: 'form', message: 'Run `aws s3 ls`?' }));
     const posts = postsCarrying(tc, 'elicitation/create');
@@ -204,20 +260,34 @@ describe('demo target', () => {
   });
 
   it('confirm_action', async () => {
-    expect(await call(tc, 'confirm_action', { action: 'deploy' })).toEqual({ text: 'confirmed: deploy', isError: false });
+    expect(await call(tc, 'confirm_action', { action: 'deploy' })).toEqual({
+      text: 'confirmed: deploy',
+      isError: false,
+    });
     expect(tc.elicitations[tc.elicitations.length - 1].message).toContain('deploy');
   });
 
   it('access_github_repo: URL elicitation, then notifications/elicitation/complete on the same POST stream', async () => {
-    expect(await call(tc, 'access_github_repo', { repo: 'octo/repo' })).toEqual({ text: 'accessed octo/repo', isError: false });
+    expect(await call(tc, 'access_github_repo', { repo: 'octo/repo' })).toEqual({
+      text: 'accessed octo/repo',
+      isError: false,
+    });
     const el = tc.elicitations[tc.elicitations.length - 1];
     if (el.mode !== 'url') throw new Error('expected a URL elicitation');
     expect(el.message).toBe('Authorize access to octo/repo');
-    expect(el.url).toBe(`https://github.example/login/oauth/authorize?repo=octo%2Frepo&elicitation=${el.elicitationId}`);
+    expect(el.url).toBe(
+      `https://github.example/login/oauth/authorize?repo=octo%2Frepo&elicitation=${el.elicitationId}`,
+    );
     expect(tc.completions).toContain(el.elicitationId);
-    const post = postsCarrying(tc, 'notifications/elicitation/complete').find((e) => e.sse.some((m) => m.params?.elicitationId === el.elicitationId));
+    const post = postsCarrying(tc, 'notifications/elicitation/complete').find((e) =>
+      e.sse.some((m) => m.params?.elicitationId === el.elicitationId),
+    );
     expect(post).toBeDefined();
-    expect(post?.sse.map((m) => m.method ?? 'response')).toEqual(['elicitation/create', 'notifications/elicitation/complete', 'response']);
+    expect(post?.sse.map((m) => m.method ?? 'response')).toEqual([
+      'elicitation/create',
+      'notifications/elicitation/complete',
+      'response',
+    ]);
   });
 
   it('url_required: -32042 first, then succeeds', async () => {
@@ -234,7 +304,12 @@ describe('demo target', () => {
     expect(err.code).toBe(-32042);
     expect(err.elicitations).toHaveLength(1);
     expect(err.elicitations[0]).toEqual(
-      expect.objectContaining({ mode: 'url', url: 'https://auth.example/consent?resource=db', elicitationId: expect.any(String), message: expect.any(String) }),
+      expect.objectContaining({
+        mode: 'url',
+        url: 'https://auth.example/consent?resource=db',
+        elicitationId: expect.any(String),
+        message: expect.any(String),
+      }),
     );
     expect(await call(tc, 'url_required', { resource: 'db' })).toEqual({ text: 'authorized db', isError: false });
   });
@@ -270,7 +345,9 @@ describe('demo target', () => {
   it('progress: honours logging/setLevel', async () => {
     const quiet = await connect(target);
     await quiet.client.setLoggingLevel('warning');
-    expect(textOf(await quiet.client.callTool({ name: 'progress', arguments: { steps: 2, delayMs: 0 } }))).toBe('done 2');
+    expect(textOf(await quiet.client.callTool({ name: 'progress', arguments: { steps: 2, delayMs: 0 } }))).toBe(
+      'done 2',
+    );
     expect(quiet.logs).toEqual([]);
   });
 
@@ -281,7 +358,10 @@ describe('demo target', () => {
     const ac = new AbortController();
     const pending = tc.client.callTool({ name: 'slow', arguments: { ms: 60_000 } }, undefined, { signal: ac.signal });
     // The POST's SSE response headers arrive once the handler has been dispatched.
-    await waitFor(() => tc.log.slice(logStart).some((e) => e.rpcMethods.includes('tools/call') && e.status === 200), 'slow to start');
+    await waitFor(
+      () => tc.log.slice(logStart).some((e) => e.rpcMethods.includes('tools/call') && e.status === 200),
+      'slow to start',
+    );
     const slowPost = tc.log.slice(logStart).find((e) => e.rpcMethods.includes('tools/call'));
     ac.abort('test cancel');
     await expect(pending).rejects.toThrow('test cancel');
@@ -305,13 +385,25 @@ describe('demo target', () => {
 
   it('reports declined / cancelled / unconfirmed elicitations', async () => {
     const decline = await connect(target, FULL_CAPS, () => ({ action: 'decline' }));
-    expect(await call(decline, 'use_aws', { command: 'rm' })).toEqual({ text: 'not executed (decline)', isError: false });
-    expect(await call(decline, 'access_github_repo', { repo: 'o/r' })).toEqual({ text: 'access to o/r not granted (decline)', isError: false });
+    expect(await call(decline, 'use_aws', { command: 'rm' })).toEqual({
+      text: 'not executed (decline)',
+      isError: false,
+    });
+    expect(await call(decline, 'access_github_repo', { repo: 'o/r' })).toEqual({
+      text: 'access to o/r not granted (decline)',
+      isError: false,
+    });
     expect(decline.completions).toEqual([]);
     const cancel = await connect(target, FULL_CAPS, () => ({ action: 'cancel' }));
-    expect(await call(cancel, 'confirm_action', { action: 'x' })).toEqual({ text: 'not executed (cancel)', isError: false });
+    expect(await call(cancel, 'confirm_action', { action: 'x' })).toEqual({
+      text: 'not executed (cancel)',
+      isError: false,
+    });
     const no = await connect(target, FULL_CAPS, () => ({ action: 'accept', content: { confirm: false } }));
-    expect(await call(no, 'use_aws', { command: 'rm' })).toEqual({ text: 'not executed (confirm false)', isError: false });
+    expect(await call(no, 'use_aws', { command: 'rm' })).toEqual({
+      text: 'not executed (confirm false)',
+      isError: false,
+    });
   });
 
   it('falls back when the client cannot elicit', async () => {
@@ -336,9 +428,15 @@ describe('demo target', () => {
     const { resourceTemplates } = await tc.client.listResourceTemplates();
     expect(resourceTemplates.map((t) => t.uriTemplate)).toEqual(['demo://items/{id}']);
 
-    const all = await tc.client.complete({ ref: { type: 'ref/resource', uri: 'demo://items/{id}' }, argument: { name: 'id', value: '' } });
+    const all = await tc.client.complete({
+      ref: { type: 'ref/resource', uri: 'demo://items/{id}' },
+      argument: { name: 'id', value: '' },
+    });
     expect(all.completion.values).toEqual(['1', '2', '3']);
-    const two = await tc.client.complete({ ref: { type: 'ref/resource', uri: 'demo://items/{id}' }, argument: { name: 'id', value: '2' } });
+    const two = await tc.client.complete({
+      ref: { type: 'ref/resource', uri: 'demo://items/{id}' },
+      argument: { name: 'id', value: '2' },
+    });
     expect(two.completion.values).toEqual(['2']);
   });
 
@@ -346,10 +444,13 @@ describe('demo target', () => {
     const status = (path: string, host: string): Promise<number> =>
       new Promise((resolve, reject) => {
         const url = new URL(target.url);
-        const req = httpRequest({ host: url.hostname, port: url.port, path, method: 'GET', headers: { host, accept: 'text/event-stream' } }, (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        });
+        const req = httpRequest(
+          { host: url.hostname, port: url.port, path, method: 'GET', headers: { host, accept: 'text/event-stream' } },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
         req.on('error', reject);
         req.end();
       });
@@ -383,11 +484,19 @@ describe('dropSessions', () => {
 
     const raw = await fetch(dropTarget.url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': oldSession ?? '' },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-session-id': oldSession ?? '',
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
     });
     expect(raw.status).toBe(404);
-    expect(await raw.json()).toEqual({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null });
+    expect(await raw.json()).toEqual({
+      jsonrpc: '2.0',
+      error: { code: -32001, message: 'Session not found' },
+      id: null,
+    });
 
     await expect(tc.client.listTools()).rejects.toThrow(/404|Session not found/);
 

@@ -2,7 +2,7 @@ import type { LambdaFunctionURLEvent, LambdaFunctionURLEventWithIAMAuthorizer } 
 import { eventToRequest, principalFromEvent } from '../../lambda/adapters/function-url';
 import { createStreamingHandler } from '../../lambda/adapters/streaming-handler';
 import type { ExchangeContext, FetchHandler } from '../../lambda/core/exchange';
-import { installLambdaGlobals, startLambdaInvoker, type LambdaInvoker } from '../support/lambda-invoker';
+import { installLambdaGlobals, type LambdaInvoker, startLambdaInvoker } from '../support/lambda-invoker';
 
 // The real bootstrap needs configuration and DynamoDB; lambda/handler.ts is tested with a stub gateway.
 const mockCreateGateway = jest.fn<Promise<FetchHandler>, []>();

@@ -1,7 +1,7 @@
 import {
-  MetricName,
   configureMetrics,
   flushMetrics,
+  MetricName,
   recordAnsweredInput,
   recordError,
   recordExpiredInput,
@@ -21,7 +21,10 @@ function emitted(fn: () => void): Array<Record<string, any>> {
   } finally {
     spy.mockRestore();
   }
-  return lines.flatMap((chunk) => chunk.split('\n')).filter(Boolean).map((line) => JSON.parse(line));
+  return lines
+    .flatMap((chunk) => chunk.split('\n'))
+    .filter(Boolean)
+    .map((line) => JSON.parse(line));
 }
 
 describe('gateway metrics (Powertools EMF)', () => {
@@ -59,7 +62,11 @@ describe('gateway metrics (Powertools EMF)', () => {
     expect(lines).toHaveLength(5);
     const [relayed, answered, expired, error, latency] = lines;
     expect(relayed._aws.CloudWatchMetrics).toEqual([
-      { Namespace: 'McpGateway', Dimensions: [['service', 'method']], Metrics: [{ Name: MetricName.RelayedInputRequests, Unit: 'Count' }] },
+      {
+        Namespace: 'McpGateway',
+        Dimensions: [['service', 'method']],
+        Metrics: [{ Name: MetricName.RelayedInputRequests, Unit: 'Count' }],
+      },
     ]);
     expect(relayed).toMatchObject({ service: 'GatewayProd', method: 'elicitation/create', RelayedInputRequests: 1 });
     expect(answered).toMatchObject({ method: 'elicitation/create', AnsweredInputRequests: 1 });
@@ -80,9 +87,11 @@ describe('gateway metrics (Powertools EMF)', () => {
 
   test('nonsense latencies are dropped, never thrown', () => {
     configureMetrics({ enabled: true });
-    expect(emitted(() => {
-      recordTargetLatency('docs', Number.NaN);
-      recordTargetLatency('docs', -1);
-    })).toEqual([]);
+    expect(
+      emitted(() => {
+        recordTargetLatency('docs', Number.NaN);
+        recordTargetLatency('docs', -1);
+      }),
+    ).toEqual([]);
   });
 });

@@ -24,7 +24,15 @@ describe('configuration', () => {
   it.each([
     [{ targets: [{ name: 'a_b', url: 'http://x/mcp' }] }, 'targets.0.name'],
     [{ targets: [{ name: 'a', url: 'ftp://x' }] }, 'targets.0.url'],
-    [{ targets: [{ name: 'a', url: 'http://x' }, { name: 'a', url: 'http://y' }] }, 'targets.1.name: duplicate target name'],
+    [
+      {
+        targets: [
+          { name: 'a', url: 'http://x' },
+          { name: 'a', url: 'http://y' },
+        ],
+      },
+      'targets.1.name: duplicate target name',
+    ],
     [{ sessionTimeoutSeconds: 899 }, 'sessionTimeoutSeconds'],
     [{ sessionTimeoutSeconds: 28801 }, 'sessionTimeoutSeconds'],
     [{ toolNamePrefix: 'sometimes' }, 'toolNamePrefix'],
@@ -70,7 +78,12 @@ describe('Accept', () => {
 });
 
 describe('capabilities declared to a target', () => {
-  const everything = { elicitation: { form: {}, url: {} }, sampling: { tools: {}, context: {} }, roots: { listChanged: true }, experimental: { x: {} } };
+  const everything = {
+    elicitation: { form: {}, url: {} },
+    sampling: { tools: {}, context: {} },
+    roots: { listChanged: true },
+    experimental: { x: {} },
+  };
 
   it('passes on only what the client declared and the version allows', () => {
     expect(capabilitiesForTarget(everything, '2025-11-25')).toEqual({
@@ -78,10 +91,20 @@ describe('capabilities declared to a target', () => {
       sampling: { context: {}, tools: {} },
       roots: { listChanged: true },
     });
-    expect(capabilitiesForTarget(everything, '2025-06-18')).toEqual({ elicitation: { form: {} }, sampling: { context: {} }, roots: { listChanged: true } });
+    expect(capabilitiesForTarget(everything, '2025-06-18')).toEqual({
+      elicitation: { form: {} },
+      sampling: { context: {} },
+      roots: { listChanged: true },
+    });
     // Elicitation arrived in 2025-06-18 (the reference page says 2025-03-26; the specification wins).
-    expect(capabilitiesForTarget(everything, '2025-03-26')).toEqual({ sampling: { context: {} }, roots: { listChanged: true } });
-    expect(capabilitiesForTarget(everything, '2024-11-05')).toEqual({ sampling: { context: {} }, roots: { listChanged: true } });
+    expect(capabilitiesForTarget(everything, '2025-03-26')).toEqual({
+      sampling: { context: {} },
+      roots: { listChanged: true },
+    });
+    expect(capabilitiesForTarget(everything, '2024-11-05')).toEqual({
+      sampling: { context: {} },
+      roots: { listChanged: true },
+    });
     expect(capabilitiesForTarget({}, '2025-11-25')).toEqual({});
   });
 
@@ -117,17 +140,32 @@ describe('naming and routing', () => {
   });
 
   it('accepts a prefixed name, and a bare name exactly one target has', () => {
-    expect(resolveName('jira___search', entries, targets, 'tool')).toEqual({ ok: true, target: 'jira', name: 'search' });
+    expect(resolveName('jira___search', entries, targets, 'tool')).toEqual({
+      ok: true,
+      target: 'jira',
+      name: 'search',
+    });
     expect(resolveName('use_aws', entries, targets, 'tool')).toEqual({ ok: true, target: 'aws', name: 'use_aws' });
   });
 
   it('refuses an ambiguous or unknown name, naming candidates', () => {
-    expect(resolveName('search', entries, targets, 'tool')).toMatchObject({ ok: false, candidates: ['github___search', 'jira___search'] });
+    expect(resolveName('search', entries, targets, 'tool')).toMatchObject({
+      ok: false,
+      candidates: ['github___search', 'jira___search'],
+    });
     expect(resolveName('github___nope', entries, targets, 'tool')).toMatchObject({ ok: false });
   });
 
   it('reports exposed names over 64 characters', () => {
-    expect(overlongNames([{ target: 't'.repeat(60), name: 'echo' }, { target: 'a', name: 'b' }], true)).toEqual([`${'t'.repeat(60)}___echo`]);
+    expect(
+      overlongNames(
+        [
+          { target: 't'.repeat(60), name: 'echo' },
+          { target: 'a', name: 'b' },
+        ],
+        true,
+      ),
+    ).toEqual([`${'t'.repeat(60)}___echo`]);
   });
 
   it('matches resource templates for routing', () => {
