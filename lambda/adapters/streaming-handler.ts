@@ -1,5 +1,5 @@
 import type { LambdaFunctionURLEvent, StreamifyHandler } from 'aws-lambda';
-import type { FetchHandler } from '../core/exchange';
+import type { FetchHandler } from '../http/exchange';
 import { eventToRequest, principalFromEvent, writeResponse } from './function-url';
 
 /** Time kept back from the Lambda timeout so the response can still be finished cleanly. */

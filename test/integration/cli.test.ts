@@ -2,12 +2,12 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { buildGatewayDeps } from '../../lambda/app/bootstrap';
+import { reportTargetsAtStartup } from '../../lambda/app/startup-report';
 import { parseConfig } from '../../lambda/config/schema';
-import { buildGatewayDeps } from '../../lambda/core/bootstrap';
-import type { GatewayLogger } from '../../lambda/core/logger';
 import { startDemoTarget } from '../../lambda/local/demo-target';
+import type { GatewayLogger } from '../../lambda/observability/logger';
 import type { DynamoSessionStore } from '../../lambda/state/dynamo-store';
-import { reportTargetsAtStartup } from '../../lambda/targets/startup-report';
 import { initSession, post, readMessage } from '../support/mcp-http';
 
 /** `npm start` as a newcomer runs it: flags, the embedded defaults, a bad config, signals. */
