@@ -67,7 +67,7 @@ async function route(deps: GatewayDeps, request: Request, exchange: ExchangeCont
   }
   const parsed = parseClientMessage(body);
   if (!parsed.ok) {
-    return refuse(parsed.code === -32700 ? 'ParseError' : 'InvalidRequest', parsed.message, { id: parsed.id });
+    return refuse(parsed.kind, parsed.message, { id: parsed.id });
   }
   const message: ClientMessage = parsed.value;
   const accept = parseAccept(request.headers.get('accept'));

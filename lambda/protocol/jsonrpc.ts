@@ -5,7 +5,7 @@ import type {
   JSONRPCResultResponse,
   RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
-import { RpcCode } from './codes';
+import { ERROR_TABLE, type ErrorKind } from './errors';
 
 /** JSON-RPC 2.0 message guards and the parser of what clients POST (both eras). */
 
@@ -18,7 +18,13 @@ export type ClientMessage =
 
 export type ParseOutcome =
   | { ok: true; value: ClientMessage }
-  | { ok: false; code: number; message: string; id: RequestId | null };
+  | { ok: false; kind: RefusalKind; code: number; message: string; id: RequestId | null };
+
+type RefusalKind = Extract<ErrorKind, 'ParseError' | 'InvalidRequest'>;
+
+function refusal(kind: RefusalKind, message: string, id: RequestId | null): ParseOutcome {
+  return { ok: false, kind, code: ERROR_TABLE[kind].code, message, id };
+}
 
 export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -80,15 +86,10 @@ export function parseClientMessage(text: string): ParseOutcome {
   try {
     raw = JSON.parse(text);
   } catch {
-    return { ok: false, code: RpcCode.ParseError, message: 'Parse error: the body is not valid JSON', id: null };
+    return refusal('ParseError', 'Parse error: the body is not valid JSON', null);
   }
   if (Array.isArray(raw)) {
-    return {
-      ok: false,
-      code: RpcCode.InvalidRequest,
-      message: 'Invalid Request: JSON-RPC batches are not supported',
-      id: null,
-    };
+    return refusal('InvalidRequest', 'Invalid Request: JSON-RPC batches are not supported', null);
   }
   const id = isObject(raw) && isId(raw.id) ? raw.id : null;
   if (isObject(raw) && raw.jsonrpc === '2.0') {
@@ -108,10 +109,5 @@ export function parseClientMessage(text: string): ParseOutcome {
       }
     }
   }
-  return {
-    ok: false,
-    code: RpcCode.InvalidRequest,
-    message: 'Invalid Request: not a JSON-RPC 2.0 request, notification or response',
-    id,
-  };
+  return refusal('InvalidRequest', 'Invalid Request: not a JSON-RPC 2.0 request, notification or response', id);
 }
