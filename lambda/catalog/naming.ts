@@ -32,7 +32,8 @@ export function resolveName(
       return { ok: true, target, name };
   }
   const owners = entries.filter((entry) => entry.name === called);
-  if (owners.length === 1) return { ok: true, target: owners[0].target, name: called };
+  const [only] = owners;
+  if (only && owners.length === 1) return { ok: true, target: only.target, name: called };
   if (separator > 0) {
     // A prefixed name of a known target whose list we could not confirm: route it and let the target answer.
     const target = called.slice(0, separator);
