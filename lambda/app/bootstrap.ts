@@ -57,6 +57,8 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
     keepAliveMs: options.keepAliveMs ?? 15_000,
     requestState: new RequestStateSealer(SealedBox.fromSecrets(secrets), config.requestStateTtlSeconds),
     legacySessions: new LegacySessionPool(targets, logger),
+    // Only bridged calls (a 2026-07-28 client, a 2025 target that asks for input) write here.
+    rounds: store,
   };
 }
 
