@@ -214,7 +214,7 @@ export async function continueBridge(
     );
   for (const [gatewayId, answer] of Object.entries(inputResponses ?? {})) {
     const record = await store.getPending(bridge.id, gatewayId);
-    if (!record || record.kind !== 'relayed') throw stale();
+    if (record?.kind !== 'relayed') throw stale();
     if (!(await store.claimPending(bridge.id, gatewayId))) throw stale();
     const toTarget: JSONRPCResponse = {
       jsonrpc: '2.0',
