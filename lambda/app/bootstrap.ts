@@ -1,7 +1,8 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createInboundAuth, type InboundAuthOptions } from '../auth/inbound';
 import { Catalog } from '../catalog/catalog';
-import { type GatewayConfig, parseConfig } from '../config/schema';
+import type { GatewayConfig } from '../config/schema';
+import { loadConfig } from '../config/source';
 import { keySecretsFromConfig, resolveKeySecrets } from '../crypto/keys';
 import { type KeySecrets, SealedBox } from '../crypto/sealed-box';
 import type { FetchHandler } from '../http/exchange';
@@ -68,8 +69,7 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
  * GATEWAY_KEEPALIVE_MS (SSE keep-alive interval, default 15 s).
  */
 export async function createGatewayFromEnvironment(env: NodeJS.ProcessEnv = process.env): Promise<FetchHandler> {
-  const raw = env.GATEWAY_CONFIG ? JSON.parse(env.GATEWAY_CONFIG) : {};
-  const config = parseConfig(raw, 'GATEWAY_CONFIG');
+  const config = await loadConfig(env); // GATEWAY_CONFIG or AppConfig (lambda/config/source.ts), once per cold start
   const documentClient = createDocumentClient({ endpoint: env.DYNAMODB_ENDPOINT || undefined });
   const keepAliveMs = env.GATEWAY_KEEPALIVE_MS ? Number(env.GATEWAY_KEEPALIVE_MS) : undefined;
   const logger = createLogger(config.logLevel);
