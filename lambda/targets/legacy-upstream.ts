@@ -1,6 +1,6 @@
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
-import { capabilitiesForLegacyTarget } from '../protocol/capabilities';
+import { capabilitiesForLegacyTarget, declaresInput } from '../protocol/capabilities';
 import { rpcErrorOf } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
@@ -70,9 +70,10 @@ export class LegacyUpstream implements Upstream {
     try {
       for (let attempt = 0; ; attempt++) {
         const session = await this.open(options.signal);
-        // A call that can relay the target's requests listens on the session's GET stream too (opened first).
+        // A call that can relay the target's requests listens on the session's GET stream too (opened
+        // first). It costs a request (and a connection) per call, so only callers that can take requests pay it.
         const detach =
-          options.onServerRequest && this.streams
+          options.onServerRequest && this.streams && declaresInput(this.caller.capabilities)
             ? await this.streams.attach(this.client, session, { ...listeners, progressToken: options.progressToken })
             : undefined;
         try {

@@ -64,7 +64,7 @@ export class StandaloneStreams {
     private readonly logger: GatewayLogger,
     options: StandaloneStreamsOptions = {},
   ) {
-    this.openTimeoutMs = options.openTimeoutMs ?? 2000;
+    this.openTimeoutMs = options.openTimeoutMs ?? 500;
     this.retryMs = options.retryMs ?? 1000;
     this.unsupportedTtlMs = options.unsupportedTtlMs ?? 10 * 60_000;
   }
