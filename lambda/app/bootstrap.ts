@@ -6,6 +6,7 @@ import { loadConfig } from '../config/source';
 import { keySecretsFromConfig, resolveKeySecrets } from '../crypto/keys';
 import { type KeySecrets, SealedBox } from '../crypto/sealed-box';
 import type { FetchHandler } from '../http/exchange';
+import { ActiveCalls } from '../legacy/active-calls';
 import { createLogger, type GatewayLogger } from '../observability/logger';
 import { LATEST_LEGACY_VERSION, legacyVersionsOf } from '../protocol/versions';
 import { createDocumentClient } from '../state/dynamo-client';
@@ -58,6 +59,7 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
     keepAliveMs: options.keepAliveMs ?? 15_000,
     requestState: new RequestStateSealer(SealedBox.fromSecrets(secrets), config.requestStateTtlSeconds),
     legacySessions: new LegacySessionPool(targets, logger),
+    activeCalls: new ActiveCalls(),
     // Only bridged calls (a 2026-07-28 client, a 2025 target that asks for input) write here.
     rounds: store,
   };

@@ -65,6 +65,8 @@ export interface LoadedSession {
   session: SessionRecord;
   targets: Map<string, TargetSessionRecord>;
   pending: Map<string, PendingRecord>;
+  /** Upstream ids of calls the client cancelled (markers, removed with the session). */
+  cancelled?: Set<string>;
 }
 
 export interface SessionStore {
@@ -82,6 +84,13 @@ export interface SessionStore {
   deletePending(sessionId: string, gatewayIds: string[]): Promise<void>;
   /** One pending request, read consistently (the invocation waiting for a gateway-authored request polls it). */
   getPending(sessionId: string, gatewayId: string, now?: number): Promise<PendingRecord | undefined>;
+  /**
+   * The client cancelled a call that another instance may hold: a marker that instance finds (the
+   * call's upstream id), expiring with `expiresAt`.
+   */
+  markCancelled(sessionId: string, upstreamId: string, expiresAt: number): Promise<void>;
+  /** Whether the client cancelled this call (a consistent read). */
+  isCancelled(sessionId: string, upstreamId: string): Promise<boolean>;
   /** Stores the answer to a gateway-authored request and marks it answered, exactly once; false when absent, expired or answered. */
   answerPending(sessionId: string, gatewayId: string, answer: string, now?: number): Promise<boolean>;
 }

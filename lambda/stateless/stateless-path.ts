@@ -3,7 +3,7 @@ import type { ExchangeContext } from '../http/exchange';
 import { type AcceptPreference, accepted, jsonResponse } from '../http/responses';
 import { describeError } from '../observability/logger';
 import { capabilitiesForModernTarget } from '../protocol/capabilities';
-import { errorHeaders, GatewayError, httpStatusOf, rpcError } from '../protocol/errors';
+import { errorHeaders, GatewayError, httpStatusOf, rpcError, rpcErrorOf } from '../protocol/errors';
 import { MCP_HEADERS } from '../protocol/headers';
 import type { ClientMessage, JSONRPCResponse } from '../protocol/jsonrpc';
 import { META_KEYS } from '../protocol/meta';
@@ -162,6 +162,12 @@ async function relayCall(
   })
     .then((response) => (response ? out.finish(toClient(deps, response)) : out.end()))
     .catch((error: unknown) => {
+      if (cancelled.signal.aborted) {
+        // Closing a 2026-07-28 request is its cancellation: the target was told, nobody waits for an answer.
+        deps.logger.info('the client cancelled the call (closed the request)', { method: request.method });
+        out.finish(rpcErrorOf(request.id, 'ClientCancelled', 'Request cancelled by the client'));
+        return;
+      }
       const failure = asGatewayError(error);
       logFailure(deps, request, failure);
       out.finish(rpcError(request.id, failure), httpStatusOf(failure), errorHeaders(failure));

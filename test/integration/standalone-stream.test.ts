@@ -88,6 +88,41 @@ describe('a target that asks on its standalone GET stream', () => {
     }, 30_000);
   });
 
+  describe('cancellation', () => {
+    it("a client's cancellation that reaches the other instance ends the call without a response; the target is told", async () => {
+      const { headers } = await initSession(a.url, { capabilities: FORM });
+      const callsBefore = target.stats.requestsByMethod['tools/call'] ?? 0;
+      const res = await fetch(a.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...headers },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 77,
+          method: 'tools/call',
+          params: { name: 'push___wait', arguments: { ms: 60_000 } },
+        }),
+      });
+      await eventually(() => expect(target.stats.requestsByMethod['tools/call']).toBe(callsBefore + 1));
+      const cancel = await fetch(b.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          method: 'notifications/cancelled',
+          params: { requestId: 77, reason: 'user' },
+        }),
+      });
+      expect(cancel.status).toBe(202);
+      const started = Date.now();
+      const messages: Json[] = [];
+      for await (const event of sseEvents(res)) if (event.message) messages.push(event.message);
+      // The stream ended (the holder found the marker) with no response and no DependencyFailedException.
+      expect(messages).toEqual([]);
+      expect(Date.now() - started).toBeLessThan(10_000);
+      await eventually(() => expect(target.stats.cancelled).toContain('c.n.77'));
+    }, 20_000);
+  });
+
   describe('from a 2026-07-28 client (bridged input rounds)', () => {
     const headersFor = (name: string) => ({
       'content-type': 'application/json',

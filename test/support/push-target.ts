@@ -56,6 +56,21 @@ export async function startPushTarget(): Promise<PushTarget> {
         return { content: [{ type: 'text', text: `sampled: ${text}` }] };
       },
     );
+    server.registerTool(
+      'wait',
+      { description: 'waits until cancelled', inputSchema: { ms: z.number() } },
+      async ({ ms }, extra) => {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, ms);
+          extra.signal.addEventListener('abort', () => {
+            clearTimeout(timer);
+            resolve();
+          });
+        });
+        // The SDK sends no response for a cancelled request, and leaves the call's stream open.
+        return { content: [{ type: 'text', text: extra.signal.aborted ? 'cancelled' : 'waited' }] };
+      },
+    );
     server.registerTool('echo', { description: 'echo', inputSchema: { text: z.string() } }, async ({ text }) => ({
       content: [{ type: 'text', text: `echo: ${text}` }],
     }));
