@@ -31,6 +31,8 @@ interface Entry extends ConsentRequest {
 /** Undecided requests older than this are forgotten (checked when a new one is opened; no timers). */
 const MAX_AGE_MS = 60 * 60 * 1000;
 export const CONSENT_PATH = '/consent/';
+/** How long a tool waits for the page after the client's URL-mode `accept`, unless told otherwise. */
+export const DEFAULT_CONSENT_TIMEOUT_MS = 5 * 60 * 1000;
 
 export class ConsentBook {
   private readonly entries = new Map<string, Entry>();

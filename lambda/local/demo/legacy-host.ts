@@ -3,7 +3,7 @@ import { createServer, type Server as HttpServer, type IncomingMessage, type Ser
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest, type LoggingLevel, type RequestId } from '@modelcontextprotocol/sdk/types.js';
-import { ConsentBook } from './consent-book';
+import { ConsentBook, DEFAULT_CONSENT_TIMEOUT_MS } from './consent-book';
 import { isConsentPath, serveConsentPage } from './consent-page';
 import { createDemoSessionServer, type DemoToolsContext, LOG_LEVELS, type SessionContext } from './legacy-tools';
 import { closeServer, hostForUrl, listen, loopbackHostHeaders } from './loopback-http';
@@ -49,7 +49,6 @@ export interface DemoTarget {
   dropSessions(): void;
 }
 
-export const DEFAULT_CONSENT_TIMEOUT_MS = 5 * 60 * 1000;
 const MCP_PATH = '/mcp';
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
 

@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server as HttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createMcpHandler, createRequestStateCodec, type McpHttpHandler } from '@modelcontextprotocol/server';
-import { ConsentBook } from './consent-book';
+import { ConsentBook, DEFAULT_CONSENT_TIMEOUT_MS } from './consent-book';
 import { isConsentPath, serveConsentPage } from './consent-page';
-import { DEFAULT_CONSENT_TIMEOUT_MS } from './legacy-host';
 import { closeServer, hostForUrl, listen, loopbackHostHeaders } from './loopback-http';
 import { createModernDemoServer, type StatePayload } from './modern-tools';
 
