@@ -1,5 +1,5 @@
 import { createStreamingHandler } from './adapters/streaming-handler';
-import { createGatewayFromEnvironment } from './core/bootstrap';
+import { createGatewayFromEnvironment } from './app/bootstrap';
 
 /**
  * Lambda entry point: function URL with InvokeMode RESPONSE_STREAM. `awslambda` is a global of the

@@ -23,7 +23,7 @@ export function eventToRequest(event: LambdaFunctionURLEvent, signal: AbortSigna
   if (event.cookies?.length) headers.set('cookie', event.cookies.join('; '));
 
   // Function URLs are HTTPS only; a local invoker may say otherwise through x-forwarded-proto.
-  const proto = headers.get('x-forwarded-proto')?.split(',')[0].trim() || 'https';
+  const proto = headers.get('x-forwarded-proto')?.split(',')[0]?.trim() || 'https';
   const host = headers.get('host') ?? event.requestContext.domainName;
   const query = event.rawQueryString ? `?${event.rawQueryString}` : '';
   const url = `${proto}://${host}${event.rawPath || '/'}${query}`;

@@ -1,5 +1,7 @@
 import type { LambdaFunctionURLEvent, StreamifyHandler } from 'aws-lambda';
-import type { FetchHandler } from '../core/exchange';
+import { errorResponse } from '../http/errors';
+import type { FetchHandler } from '../http/exchange';
+import { GatewayError } from '../protocol/errors';
 import { eventToRequest, principalFromEvent, writeResponse } from './function-url';
 
 /** Time kept back from the Lambda timeout so the response can still be finished cleanly. */
@@ -12,8 +14,7 @@ export interface StreamingHandlerOptions {
 
 /** The generic answer to any unexpected failure: the error text never leaves the function. */
 export function internalErrorResponse(): Response {
-  const body = { jsonrpc: '2.0', id: null, error: { code: -32603, message: 'Internal error' } };
-  return new Response(JSON.stringify(body), { status: 500, headers: { 'content-type': 'application/json' } });
+  return errorResponse(null, new GatewayError('Internal', 'Internal error'));
 }
 
 /**

@@ -1,8 +1,8 @@
 import type { AuthConfig } from '../config/schema';
-import type { ExchangeContext } from '../core/exchange';
-import { errorResponse } from '../core/http';
-import type { GatewayLogger } from '../core/logger';
+import { refuse } from '../http/errors';
+import type { GatewayLogger } from '../observability/logger';
 import { JwtAuthenticator, type JwtOptions } from './jwt';
+import type { InboundAuth } from './types';
 
 /**
  * Inbound authentication: who is calling. The core asks once per request, before any protocol
@@ -23,15 +23,7 @@ import { JwtAuthenticator, type JwtOptions } from './jwt';
 
 export const ANONYMOUS = 'anonymous';
 
-export type AuthOutcome = { ok: true; principal: string } | { ok: false; response: Response };
-
-export interface InboundAuth {
-  readonly type: AuthConfig['type'];
-  /** Decides who the caller is, or answers the request (401/403/503) itself. */
-  authenticate(request: Request, exchange: ExchangeContext): Promise<AuthOutcome>;
-  /** The answer for an unauthenticated metadata path (`/.well-known/…`), or undefined when `url` is not one. */
-  wellKnown(request: Request, url: URL): Promise<Response | undefined>;
-}
+export type { AuthOutcome, InboundAuth } from './types';
 
 export interface InboundAuthOptions {
   logger?: GatewayLogger;
@@ -55,15 +47,10 @@ export function createInboundAuth(config: AuthConfig, options: InboundAuthOption
             ? { ok: true, principal: exchange.platformPrincipal }
             : {
                 ok: false,
-                response: errorResponse(
-                  401,
-                  null,
-                  AUTH_ERROR_CODE,
+                response: refuse(
+                  'Unauthorized',
                   'Unauthorized: sign the request with SigV4 (the function URL uses AWS_IAM auth)',
-                  undefined,
-                  {
-                    'www-authenticate': 'AWS4-HMAC-SHA256',
-                  },
+                  { headers: { 'www-authenticate': 'AWS4-HMAC-SHA256' } },
                 ),
               },
         wellKnown: async () => undefined,
@@ -72,6 +59,3 @@ export function createInboundAuth(config: AuthConfig, options: InboundAuthOption
       return new JwtAuthenticator(config, { logger: options.logger, ...options.jwt });
   }
 }
-
-/** JSON-RPC code of authentication refusals (the HTTP status carries the meaning, as for 405). */
-export const AUTH_ERROR_CODE = -32000;

@@ -1,10 +1,11 @@
 import type { JWTPayload, JWTVerifyGetKey } from 'jose';
 import type { AuthConfig } from '../config/schema';
 import { isLoopbackHost } from '../config/schema';
-import { errorResponse, jsonResponse } from '../core/http';
-import type { GatewayLogger } from '../core/logger';
-import { describeError } from '../core/logger';
-import type { AuthOutcome, InboundAuth } from './inbound';
+import { methodNotAllowed, refuse } from '../http/errors';
+import { jsonResponse } from '../http/responses';
+import type { GatewayLogger } from '../observability/logger';
+import { describeError } from '../observability/logger';
+import type { AuthOutcome, InboundAuth } from './types';
 
 /**
  * `auth.type: "jwt"`: the gateway as an OAuth 2.1 resource server (MCP basic/authorization).
@@ -157,7 +158,7 @@ export class JwtAuthenticator implements InboundAuth {
   async wellKnown(request: Request, url: URL): Promise<Response | undefined> {
     if (url.pathname !== METADATA_PATH && url.pathname !== `${METADATA_PATH}${MCP_PATH}`) return undefined;
     if (request.method !== 'GET' && request.method !== 'HEAD') {
-      return errorResponse(405, null, -32000, 'Method not allowed', undefined, { allow: 'GET' });
+      return methodNotAllowed('GET');
     }
     let issuer: Issuer;
     try {
@@ -203,8 +204,8 @@ export class JwtAuthenticator implements InboundAuth {
         params.push(`scope="${scopes}"`, 'error_description="the token carries none of the required scopes"');
         break;
     }
-    return errorResponse(status, null, -32000, message, undefined, {
-      'www-authenticate': `Bearer ${params.join(', ')}`,
+    return refuse(status === 401 ? 'Unauthorized' : 'AuthForbidden', message, {
+      headers: { 'www-authenticate': `Bearer ${params.join(', ')}` },
     });
   }
 
@@ -212,13 +213,9 @@ export class JwtAuthenticator implements InboundAuth {
     this.options.logger?.warn('token could not be checked: issuer or its keys unavailable', {
       error: describeError(error),
     });
-    return errorResponse(
-      503,
-      null,
-      -32603,
+    return refuse(
+      'AuthUnavailable',
       'Service unavailable: the authorization server could not be reached to check the token; retry shortly',
-      { type: 'ServiceUnavailable', retryable: true, retryAfterSeconds: 5 },
-      { 'retry-after': '5' },
     );
   }
 

@@ -5,8 +5,9 @@ import { z } from 'zod';
  * (`GATEWAY_CONFIG` environment variable written by CDK) and CDK context. Every default lives here.
  */
 
-export const ALL_PROTOCOL_VERSIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25', '2026-07-28'] as const;
-export const DEFAULT_SUPPORTED_VERSIONS = ['2025-03-26', '2025-06-18', '2025-11-25', '2026-07-28'];
+import { ALL_PROTOCOL_VERSIONS, DEFAULT_SUPPORTED_VERSIONS } from '../protocol/versions';
+
+export { ALL_PROTOCOL_VERSIONS, DEFAULT_SUPPORTED_VERSIONS };
 
 const targetName = z
   .string()

@@ -1,5 +1,5 @@
 import type { GatewayConfig } from '../config/schema';
-import type { GatewayLogger } from '../core/logger';
+import type { GatewayLogger } from '../observability/logger';
 import { type KeySecrets, randomSecret } from './sealed-box';
 
 /**

@@ -55,11 +55,16 @@ export class SealedBox {
   }
 
   get currentKid(): string {
-    return this.keys[0].kid;
+    return this.current.kid;
+  }
+
+  /** The key that seals (the constructor always puts one first). */
+  private get current(): SealingKey {
+    return this.keys[0]!;
   }
 
   seal(payload: unknown): string {
-    const { kid, key } = this.keys[0];
+    const { kid, key } = this.current;
     const iv = randomBytes(IV_BYTES);
     const cipher = createCipheriv('aes-256-gcm', key, iv);
     cipher.setAAD(aad(kid));
@@ -70,9 +75,10 @@ export class SealedBox {
   /** The payload, or undefined for anything not sealed by one of our keys (malformed, tampered, unknown key). */
   open(sealed: unknown): unknown {
     if (typeof sealed !== 'string' || sealed.length > 1_000_000) return undefined;
-    const parts = sealed.split('.');
-    if (parts.length !== 4 || parts[0] !== FORMAT) return undefined;
-    const [, kid, ivText, bodyText] = parts;
+    const [format, kid, ivText, bodyText, ...rest] = sealed.split('.');
+    if (format !== FORMAT || kid === undefined || ivText === undefined || bodyText === undefined || rest.length) {
+      return undefined;
+    }
     const entry = this.keys.find((k) => safeEqual(k.kid, kid));
     if (!entry) return undefined;
     const iv = Buffer.from(ivText, 'base64url');

@@ -1,21 +1,15 @@
-import type { InitializeRequestParams, InitializeResult, JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
-import type { GatewayDeps } from '../core/deps';
-import { statusFor, toRpcError } from '../core/errors';
-import type { ExchangeContext } from '../core/exchange';
-import { type AcceptPreference, errorResponse, jsonResponse, MCP_HEADERS, messageResponse } from '../core/http';
-import { type ClientMessage, RpcCode } from '../core/jsonrpc';
-import { describeError } from '../core/logger';
+import { errorResponse, refuse } from '../http/errors';
+import type { ExchangeContext } from '../http/exchange';
+import { type AcceptPreference, messageResponse } from '../http/responses';
+import { describeError } from '../observability/logger';
+import { isWellFormedSessionId, MCP_HEADERS } from '../protocol/headers';
+import type { ClientMessage } from '../protocol/jsonrpc';
+import type { InitializeRequestParams, InitializeResult, JSONRPCRequest, RequestId } from '../protocol/types';
+import { legacyVersionsOf } from '../protocol/versions';
+import { newSessionId } from '../state/records';
 import type { LoadedSession, SessionRecord } from '../state/store';
-import { newSessionId } from './ids';
+import type { LegacyDeps } from './deps';
 import { handleSessionMessage } from './session-router';
-
-/** Protocol versions of the legacy (initialize handshake) era that this gateway is configured for. */
-export function legacyVersions(deps: GatewayDeps): string[] {
-  return deps.config.supportedVersions
-    .filter((v) => v < '2026-01-01')
-    .sort()
-    .reverse();
-}
 
 const SERVER_CAPABILITIES = {
   tools: { listChanged: false },
@@ -26,7 +20,7 @@ const SERVER_CAPABILITIES = {
 };
 
 export interface LegacyInput {
-  deps: GatewayDeps;
+  deps: LegacyDeps;
   message: ClientMessage;
   accept: AcceptPreference;
   exchange: ExchangeContext;
@@ -40,17 +34,11 @@ export async function handleLegacyPost(input: LegacyInput): Promise<Response> {
   if (message.kind === 'request' && message.message.method === 'initialize') return initialize(input, message.message);
 
   const versionHeader = headers.get(MCP_HEADERS.protocolVersion);
-  if (versionHeader !== null && !legacyVersions(deps).includes(versionHeader)) {
-    return errorResponse(
-      400,
-      idOf(message),
-      RpcCode.InvalidRequest,
-      `Bad Request: unsupported MCP-Protocol-Version "${versionHeader}"`,
-      {
-        supported: deps.config.supportedVersions,
-        requested: versionHeader,
-      },
-    );
+  if (versionHeader !== null && !legacyVersionsOf(deps.config.supportedVersions).includes(versionHeader)) {
+    return refuse('InvalidRequest', `Bad Request: unsupported MCP-Protocol-Version "${versionHeader}"`, {
+      id: idOf(message),
+      data: { supported: deps.config.supportedVersions, requested: versionHeader },
+    });
   }
   const loaded = await loadOwnSession(input);
   if (loaded instanceof Response) return loaded;
@@ -66,20 +54,19 @@ export async function handleLegacyPost(input: LegacyInput): Promise<Response> {
   );
 }
 
-/** DELETE ends the session (and everything in its partition). */
+/** DELETE ends the session (and everything in its partition), and its target sessions. */
 export async function handleLegacyDelete(input: Omit<LegacyInput, 'message' | 'accept'>): Promise<Response> {
   const loaded = await loadOwnSession(input);
   if (loaded instanceof Response) return loaded;
   try {
     await input.deps.store.deleteSession(loaded);
   } catch (error) {
-    return jsonResponse(statusFor(error), toRpcError(null, error), { 'retry-after': '1' });
+    return errorResponse(null, error);
   }
   await Promise.all(
     [...loaded.targets.values()].map((record) =>
       input.deps.targets
-        .get(record.target)
-        ?.terminate({ targetSessionId: record.targetSessionId, protocolVersion: record.protocolVersion })
+        .terminate(record.target, { targetSessionId: record.targetSessionId, protocolVersion: record.protocolVersion })
         .catch(() => undefined),
     ),
   );
@@ -95,28 +82,18 @@ async function loadOwnSession(
   const id = input.message ? idOf(input.message) : null;
   const sessionId = headers.get(MCP_HEADERS.sessionId);
   if (!sessionId) {
-    return errorResponse(
-      400,
-      id,
-      RpcCode.InvalidRequest,
-      'Bad Request: Mcp-Session-Id header is required (send initialize first)',
-    );
+    return refuse('SessionRequired', 'Bad Request: Mcp-Session-Id header is required (send initialize first)', { id });
   }
   let loaded: LoadedSession | undefined;
   try {
-    loaded = /^[\x21-\x7e]{1,256}$/.test(sessionId) ? await deps.store.loadSession(sessionId) : undefined;
+    loaded = isWellFormedSessionId(sessionId) ? await deps.store.loadSession(sessionId) : undefined;
   } catch (error) {
     deps.logger.error('loading the session failed', { error: describeError(error) });
-    return jsonResponse(statusFor(error), toRpcError(id, error), { 'retry-after': '1' });
+    return errorResponse(id, error);
   }
   if (!loaded || loaded.session.principal !== principal) {
     // Another principal's session is indistinguishable from a missing one.
-    return errorResponse(
-      404,
-      id,
-      RpcCode.InvalidRequest,
-      'Session not found: it expired or was deleted; initialize a new one',
-    );
+    return refuse('SessionNotFound', 'Session not found: it expired or was deleted; initialize a new one', { id });
   }
   return loaded;
 }
@@ -129,28 +106,19 @@ async function initialize(input: LegacyInput, request: JSONRPCRequest): Promise<
     typeof params.capabilities !== 'object' ||
     params.capabilities === null
   ) {
-    return errorResponse(
-      400,
-      request.id,
-      RpcCode.InvalidParams,
-      'Invalid params: initialize needs protocolVersion and capabilities',
-    );
+    return refuse('MalformedParams', 'Invalid params: initialize needs protocolVersion and capabilities', {
+      id: request.id,
+    });
   }
-  const versions = legacyVersions(deps);
+  const versions = legacyVersionsOf(deps.config.supportedVersions);
   if (versions.length === 0) {
-    return errorResponse(
-      400,
-      request.id,
-      RpcCode.InvalidRequest,
-      'This gateway serves only the stateless protocol; initialize is not supported',
-      {
-        supported: deps.config.supportedVersions,
-        requested: params.protocolVersion,
-      },
-    );
+    return refuse('InvalidRequest', 'This gateway serves only the stateless protocol; initialize is not supported', {
+      id: request.id,
+      data: { supported: deps.config.supportedVersions, requested: params.protocolVersion },
+    });
   }
   // The requested version when supported, else our latest: the client decides whether it can go on.
-  const protocolVersion = versions.includes(params.protocolVersion) ? params.protocolVersion : versions[0];
+  const protocolVersion = versions.includes(params.protocolVersion) ? params.protocolVersion : versions[0]!;
   const now = Math.floor(Date.now() / 1000);
   const session: SessionRecord = {
     id: newSessionId(),
@@ -165,13 +133,13 @@ async function initialize(input: LegacyInput, request: JSONRPCRequest): Promise<
     await deps.store.createSession(session);
   } catch (error) {
     deps.logger.error('creating the session failed', { error: describeError(error) });
-    return jsonResponse(statusFor(error), toRpcError(request.id, error), { 'retry-after': '1' });
+    return errorResponse(request.id, error);
   }
   deps.logger.info('session initialized', { sessionId: session.id, protocolVersion, client: params.clientInfo?.name });
   const result: InitializeResult = { protocolVersion, capabilities: SERVER_CAPABILITIES, serverInfo: deps.serverInfo };
   return messageResponse({ jsonrpc: '2.0', id: request.id, result }, accept, { [MCP_HEADERS.sessionId]: session.id });
 }
 
-function idOf(message: ClientMessage): string | number | null {
+function idOf(message: ClientMessage): RequestId | null {
   return message.kind === 'notification' ? null : (message.message.id ?? null);
 }

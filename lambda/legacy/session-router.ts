@@ -1,30 +1,23 @@
-import type {
-  JSONRPCNotification,
-  JSONRPCRequest,
-  Prompt,
-  Resource,
-  ResourceTemplate,
-  Tool,
-} from '@modelcontextprotocol/sdk/types.js';
-import { confirmThenRelay, legacyCallNeedsConfirmation } from '../confirm/legacy-confirm';
-import type { GatewayDeps } from '../core/deps';
-import { GatewayError, statusFor, toRpcError } from '../core/errors';
-import type { ExchangeContext } from '../core/exchange';
-import { type AcceptPreference, accepted, jsonResponse, messageResponse } from '../core/http';
-import { type ClientMessage, RpcCode } from '../core/jsonrpc';
-import { describeError } from '../core/logger';
+import type { CatalogScope } from '../catalog/catalog';
+import { errorResponse } from '../http/errors';
+import type { ExchangeContext } from '../http/exchange';
+import { type AcceptPreference, accepted, messageResponse } from '../http/responses';
+import { describeError } from '../observability/logger';
+import { exposedNameOf, needsConfirmation } from '../policy/confirm-tools';
+import { GatewayError, httpStatusOf, rpcError } from '../protocol/errors';
+import type { ClientMessage } from '../protocol/jsonrpc';
+import { isLogLevel, LOG_LEVELS } from '../protocol/log-levels';
+import { LIST_METHODS, listingKindOf } from '../protocol/methods';
+import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
+import { upstreamRequestId } from '../relay/ids';
 import type { LoadedSession } from '../state/store';
-import { exposeByUri, exposeNamed, listFromTargets } from './aggregate';
 import { deliverAnswer } from './answer';
-import { upstreamRequestId } from './ids';
-import { relayCall } from './relay';
-import { Router } from './routing';
-import { TargetSessions } from './target-sessions';
-
-const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
+import { relayCall } from './call-relay';
+import type { LegacyDeps } from './deps';
+import { sessionCaller } from './session-caller';
 
 export interface SessionExchange {
-  deps: GatewayDeps;
+  deps: LegacyDeps;
   loaded: LoadedSession;
   accept: AcceptPreference;
   exchange: ExchangeContext;
@@ -69,165 +62,123 @@ async function handleNotification(ctx: SessionExchange, notification: JSONRPCNot
 
 async function forEachTargetSession(ctx: SessionExchange, notification: JSONRPCNotification): Promise<void> {
   await Promise.all(
-    [...ctx.loaded.targets.values()].map(async (record) => {
-      const client = ctx.deps.targets.get(record.target);
-      await client
-        ?.send({ targetSessionId: record.targetSessionId, protocolVersion: record.protocolVersion }, notification)
+    [...ctx.loaded.targets.values()].map((record) =>
+      ctx.deps.targets
+        .deliver(
+          record.target,
+          { targetSessionId: record.targetSessionId, protocolVersion: record.protocolVersion },
+          notification,
+        )
         .catch((error) =>
           ctx.deps.logger.warn('notification to target failed', { target: record.target, error: describeError(error) }),
-        );
-    }),
+        ),
+    ),
   );
 }
 
 async function handleRequest(ctx: SessionExchange, request: JSONRPCRequest): Promise<Response> {
   const { deps, loaded, accept, exchange, headers } = ctx;
-  const sessions = new TargetSessions(deps, loaded);
-  const router = new Router(deps, sessions, loaded.session.id, exchange.signal);
+  const caller = sessionCaller(deps.store, loaded, accept.sse);
+  const scope: CatalogScope = { caller, signal: exchange.signal };
   const params = (request.params ?? {}) as Record<string, unknown>;
-  const reply = (result: unknown) =>
-    messageResponse({ jsonrpc: '2.0', id: request.id, result: result as Record<string, unknown> }, accept, headers);
-  const relay = (target: string, upstreamParams: Record<string, unknown>) =>
+  const reply = (result: Record<string, unknown>) =>
+    messageResponse({ jsonrpc: '2.0', id: request.id, result }, accept, headers);
+  const relay = (
+    target: string,
+    upstreamParams: Record<string, unknown>,
+    confirm?: { exposedName: string; tool: string },
+  ) =>
     relayCall({
       deps,
       loaded,
-      sessions,
+      caller,
       accept,
       exchange,
       request,
       target,
       params: upstreamParams,
       responseHeaders: headers,
+      confirm,
     });
   deps.logger.debug('request', { sessionId: loaded.session.id, method: request.method });
 
   try {
+    const listKind = listingKindOf(request.method);
+    if (listKind) {
+      if (params.cursor !== undefined) {
+        // The gateway answers every list in one page, so it never hands out cursors.
+        throw new GatewayError('InvalidParams', 'Invalid params: unknown cursor');
+      }
+      const { items } = await deps.catalog.aggregate(listKind, scope);
+      return reply({ [LIST_METHODS[listKind].field]: items });
+    }
     switch (request.method) {
       case 'ping':
         return reply({});
       case 'initialize':
-        throw new GatewayError(
-          RpcCode.InvalidRequest,
-          'Invalid Request: the session is already initialized',
-          undefined,
-          400,
-        );
-      case 'tools/list':
-      case 'prompts/list':
-      case 'resources/list':
-      case 'resources/templates/list': {
-        if (params.cursor !== undefined) {
-          // The gateway answers every list in one page, so it never hands out cursors.
-          throw new GatewayError(RpcCode.InvalidParams, 'Invalid params: unknown cursor');
-        }
-        return reply(await aggregate(ctx, sessions, request.method));
-      }
+        throw new GatewayError('InvalidRequest', 'Invalid Request: the session is already initialized');
       case 'tools/call':
       case 'prompts/get': {
-        const { target, name } = await router.named(params.name, request.method === 'tools/call' ? 'tool' : 'prompt');
-        // --- confirmTools hook (lambda/confirm): the gateway asks the user before relaying ---
-        if (legacyCallNeedsConfirmation(deps, request.method, target, name)) {
-          return await confirmThenRelay({ deps, loaded, accept, exchange, request, target, tool: name, headers }, () =>
-            relay(target, { ...params, name }),
-          );
-        }
-        // --- end confirmTools hook ---
-        return await relay(target, { ...params, name });
+        const kind = request.method === 'tools/call' ? 'tool' : 'prompt';
+        const { target, name } = await deps.catalog.resolveNamed(params.name, kind, scope);
+        // Policy before forwarding: the gateway asks the user itself for listed tools.
+        const confirm =
+          kind === 'tool' && needsConfirmation(deps.config.confirmTools, target, name)
+            ? { exposedName: exposedNameOf(params.name, name), tool: name }
+            : undefined;
+        return await relay(target, { ...params, name }, confirm);
       }
       case 'resources/read':
-        return await relay(await router.resource(params.uri), params);
+        return await relay(await deps.catalog.resolveResource(params.uri, scope), params);
       case 'completion/complete': {
         const ref = params.ref as { type?: string; name?: unknown; uri?: unknown } | undefined;
         if (ref?.type === 'ref/prompt') {
-          const { target, name } = await router.named(ref.name, 'prompt');
+          const { target, name } = await deps.catalog.resolveNamed(ref.name, 'prompt', scope);
           return await relay(target, { ...params, ref: { ...ref, name } });
         }
-        if (ref?.type === 'ref/resource') return await relay(await router.template(ref.uri), params);
-        throw new GatewayError(RpcCode.InvalidParams, 'Invalid params: ref must be ref/prompt or ref/resource');
+        if (ref?.type === 'ref/resource')
+          return await relay(await deps.catalog.resolveTemplate(ref.uri, scope), params);
+        throw new GatewayError('InvalidParams', 'Invalid params: ref must be ref/prompt or ref/resource');
       }
-      case 'logging/setLevel': {
-        const level = params.level;
-        if (typeof level !== 'string' || !LOG_LEVELS.includes(level)) {
-          throw new GatewayError(
-            RpcCode.InvalidParams,
-            `Invalid params: level must be one of ${LOG_LEVELS.join(', ')}`,
-          );
-        }
-        await deps.store.setLogLevel(loaded.session, level);
-        loaded.session.logLevel = level;
-        await Promise.all(
-          deps.config.targets.map(({ name: target }) =>
-            sessions
-              .with(target, exchange.signal, (session, client) =>
-                client.request(session, {
-                  jsonrpc: '2.0',
-                  id: `gw-log-${request.id}`,
-                  method: 'logging/setLevel',
-                  params: { level },
-                }),
-              )
-              .catch((error) =>
-                deps.logger.warn('logging/setLevel not relayed', { target, error: describeError(error) }),
-              ),
-          ),
-        );
+      case 'logging/setLevel':
+        await setLevel(ctx, params.level);
         return reply({});
-      }
       default:
-        throw new GatewayError(RpcCode.MethodNotFound, `Method not found: ${request.method}`);
+        throw new GatewayError('MethodNotFound', `Method not found: ${request.method}`);
     }
   } catch (error) {
-    if (!(error instanceof GatewayError)) {
+    if (!(error instanceof GatewayError) || httpStatusOf(error) >= 500 || error.spec.retryable) {
       deps.logger.warn('request failed', {
         sessionId: loaded.session.id,
         method: request.method,
         error: describeError(error),
       });
     }
-    const status = statusFor(error);
-    if (status !== 200)
-      return jsonResponse(status, toRpcError(request.id, error), {
-        ...headers,
-        ...(status === 503 ? { 'retry-after': '1' } : {}),
-      });
-    return messageResponse(toRpcError(request.id, error), accept, headers);
+    if (httpStatusOf(error) !== 200) return errorResponse(request.id, error, headers);
+    return messageResponse(rpcError(request.id, error), accept, headers);
   }
 }
 
-async function aggregate(
-  ctx: SessionExchange,
-  sessions: TargetSessions,
-  method: string,
-): Promise<Record<string, unknown>> {
-  const { deps, exchange, loaded } = ctx;
-  const sessionId = loaded.session.id;
-  switch (method) {
-    case 'tools/list':
-      return {
-        tools: exposeNamed<Tool>(deps, await listFromTargets(deps, sessions, 'tools', exchange.signal, sessionId)),
-      };
-    case 'prompts/list':
-      return {
-        prompts: exposeNamed<Prompt>(
-          deps,
-          await listFromTargets(deps, sessions, 'prompts', exchange.signal, sessionId),
-        ),
-      };
-    case 'resources/list':
-      return {
-        resources: exposeByUri<Resource>(
-          deps,
-          await listFromTargets(deps, sessions, 'resources', exchange.signal, sessionId),
-          (r) => r.uri,
-        ),
-      };
-    default:
-      return {
-        resourceTemplates: exposeByUri<ResourceTemplate>(
-          deps,
-          await listFromTargets(deps, sessions, 'resourceTemplates', exchange.signal, sessionId),
-          (t) => t.uriTemplate,
-        ),
-      };
+/**
+ * logging/setLevel: kept in the session (every later target session gets it at initialize, and
+ * 2026-07-28 targets get it in `_meta` on every request) and sent to the legacy targets now.
+ */
+async function setLevel(ctx: SessionExchange, level: unknown): Promise<void> {
+  const { deps, loaded, exchange } = ctx;
+  if (!isLogLevel(level)) {
+    throw new GatewayError('InvalidParams', `Invalid params: level must be one of ${LOG_LEVELS.join(', ')}`);
   }
+  await deps.store.setLogLevel(loaded.session, level);
+  loaded.session.logLevel = level;
+  const caller = sessionCaller(deps.store, loaded, ctx.accept.sse);
+  await Promise.all(
+    deps.targets.names.map(async (target) => {
+      try {
+        const upstream = await deps.targets.open(target, caller, exchange.signal);
+        await upstream.call({ method: 'logging/setLevel', params: { level } }, { signal: exchange.signal });
+      } catch (error) {
+        deps.logger.warn('logging/setLevel not relayed', { target, error: describeError(error) });
+      }
+    }),
+  );
 }

@@ -1,12 +1,12 @@
+import { type BuildOptions, buildGatewayDeps } from '../app/bootstrap';
+import type { GatewayDeps } from '../app/deps';
+import { createGateway } from '../app/gateway';
+import { reportTargetsAtStartup } from '../app/startup-report';
 import { type GatewayConfig, type GatewayConfigInput, parseConfig } from '../config/schema';
-import { type BuildOptions, buildGatewayDeps } from '../core/bootstrap';
-import type { GatewayDeps } from '../core/deps';
-import { createGateway } from '../core/gateway';
-import type { GatewayLogger } from '../core/logger';
-import { createLogger, describeError } from '../core/logger';
 import { keySecretsFromConfig } from '../crypto/keys';
+import type { GatewayLogger } from '../observability/logger';
+import { createLogger, describeError } from '../observability/logger';
 import { createDocumentClient, ensureTable } from '../state/dynamo-client';
-import { reportTargetsAtStartup } from '../targets/startup-report';
 import { type DemoTargets, type DemoTargetsOptions, startDemoTargets } from './demo-targets';
 import { startEmbeddedDynamo } from './embedded-dynamodb';
 import { serveOnNode } from './node-adapter';

@@ -1,8 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { FetchHandler } from '../core/exchange';
-import { errorResponse } from '../core/http';
-import { RpcCode } from '../core/jsonrpc';
+import { refuse } from '../http/errors';
+import type { FetchHandler } from '../http/exchange';
 
 /**
  * The gateway core on node:http, for `npm start` and tests: Request in, Response out, streamed
@@ -51,11 +50,7 @@ export async function serveOnNode(handler: FetchHandler, options: NodeServerOpti
     const body = hasBody ? await readBody(req, MAX_REQUEST_BYTES) : undefined;
     if (body === null) {
       // The rest of the body is not read: close the connection after answering.
-      return send(
-        res,
-        errorResponse(413, null, RpcCode.InvalidRequest, 'Payload Too Large', undefined, { connection: 'close' }),
-        abort,
-      );
+      return send(res, refuse('PayloadTooLarge', 'Payload Too Large', { headers: { connection: 'close' } }), abort);
     }
     const request = new Request(`http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`, {
       method,
@@ -88,7 +83,7 @@ export async function serveOnNode(handler: FetchHandler, options: NodeServerOpti
 function checkHostAndOrigin(req: IncomingMessage, allowedHosts: string[]): Response | undefined {
   const host = req.headers.host ?? '';
   if (allowedHosts.length && !allowedHosts.includes(host.toLowerCase())) {
-    return errorResponse(403, null, RpcCode.InvalidRequest, 'Forbidden: Host header not allowed');
+    return refuse('Forbidden', 'Forbidden: Host header not allowed');
   }
   const origin = req.headers.origin;
   if (origin !== undefined) {
@@ -100,7 +95,7 @@ function checkHostAndOrigin(req: IncomingMessage, allowedHosts: string[]): Respo
     }
     const allowed = allowedHosts.length ? allowedHosts : [host.toLowerCase()];
     if (!originHost || !allowed.includes(originHost)) {
-      return errorResponse(403, null, RpcCode.InvalidRequest, 'Forbidden: Origin not allowed');
+      return refuse('Forbidden', 'Forbidden: Origin not allowed');
     }
   }
   return undefined;

@@ -144,10 +144,11 @@ export class DynamoSessionStore implements SessionStore {
   }
 
   async deletePending(sessionId: string, gatewayIds: string[]): Promise<void> {
-    if (gatewayIds.length === 1) {
+    const [only] = gatewayIds;
+    if (only !== undefined && gatewayIds.length === 1) {
       await guarded(() =>
         this.client.send(
-          new DeleteCommand({ TableName: this.tableName, Key: { pk: pk(sessionId), sk: pendingSk(gatewayIds[0]) } }),
+          new DeleteCommand({ TableName: this.tableName, Key: { pk: pk(sessionId), sk: pendingSk(only) } }),
         ),
       );
       return;

@@ -1,4 +1,6 @@
-import type { ClientCapabilities, Implementation, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { LegacyClientCapabilities as ClientCapabilities, Implementation, RequestId } from '../protocol/types';
+
+export { StoreUnavailableError } from '../protocol/errors';
 
 /**
  * The narrow state interface of the 2025-era (stateful) path. One partition per gateway session:
@@ -31,10 +33,19 @@ export interface TargetSessionRecord {
 
 export type PendingStatus = 'pending' | 'answered';
 
+/**
+ * `relayed`: a target's request, forwarded to the client; the answer goes to the target (from any
+ * instance). `held`: a request the gateway itself asks and waits for (a confirmation, or a 2026-07-28
+ * target's input round for a 2025 session); the answer is stored in the record for the waiting invocation.
+ */
+export type PendingKind = 'relayed' | 'held';
+
 export interface PendingRecord {
   /** The gateway-generated id the client sees. */
   gatewayId: string;
+  kind: PendingKind;
   method: string;
+  /** The target the request came from (relayed), or the call's target (held). */
   target: string;
   targetSessionId?: string;
   /** The target's own JSON-RPC id for the request. */
@@ -44,7 +55,7 @@ export interface PendingRecord {
   status: PendingStatus;
   createdAt: number;
   expiresAt: number;
-  /** Gateway-authored requests only (confirmTools): the client's answer as JSON, stored by answerPending. */
+  /** Held requests only: the client's answer as JSON, stored by answerPending. */
   answer?: string;
 }
 
@@ -70,11 +81,4 @@ export interface SessionStore {
   getPending(sessionId: string, gatewayId: string, now?: number): Promise<PendingRecord | undefined>;
   /** Stores the answer to a gateway-authored request and marks it answered, exactly once; false when absent, expired or answered. */
   answerPending(sessionId: string, gatewayId: string, answer: string, now?: number): Promise<boolean>;
-}
-
-export class StoreUnavailableError extends Error {
-  constructor(cause: unknown) {
-    super('session store unavailable', { cause });
-    this.name = 'StoreUnavailableError';
-  }
 }

@@ -1,7 +1,7 @@
-import type { DiscoverResult, ServerCapabilities } from '@modelcontextprotocol/server';
-import { describeError } from '../core/logger';
-import { legacyCapabilities } from './capabilities';
-import type { ListContext } from './lists';
+import { describeError } from '../observability/logger';
+import type { DiscoverResult, ModernServerCapabilities } from '../protocol/types';
+import type { Caller } from '../targets/upstream';
+import type { StatelessDeps } from './deps';
 
 /**
  * `server/discover` (spec server/discover.mdx): the versions this gateway serves (2026-07-28 and the
@@ -12,20 +12,18 @@ import type { ListContext } from './lists';
 
 const DISCOVER_TTL_MS = 60_000;
 
-export async function discover(ctx: ListContext): Promise<Record<string, unknown>> {
-  const { deps, request, principal, signal } = ctx;
+export async function discover(
+  deps: StatelessDeps,
+  caller: Caller,
+  signal: AbortSignal,
+): Promise<Record<string, unknown>> {
   const perTarget = await Promise.all(
-    deps.config.targets.map(async ({ name }): Promise<ServerCapabilities | undefined> => {
+    deps.targets.names.map(async (name): Promise<ModernServerCapabilities | undefined> => {
       try {
-        const verdict = await deps.modern.eras.eraOf(name, signal);
-        if (verdict.era === 'modern')
-          return verdict.discover?.capabilities ?? { tools: {}, prompts: {}, resources: {} };
-        return (await deps.modern.legacySessions.capabilities(
-          name,
-          principal,
-          legacyCapabilities(request.clientCapabilities),
-          signal,
-        )) as ServerCapabilities;
+        const verdict = await deps.targets.eras.modernVerdict(name, signal);
+        if (verdict.serves) return verdict.discover?.capabilities ?? { tools: {}, prompts: {}, resources: {} };
+        const upstream = await deps.targets.open(name, caller, signal);
+        return ((await upstream.serverCapabilities(signal)) ?? {}) as ModernServerCapabilities;
       } catch (error) {
         if (signal.aborted) throw error;
         deps.logger.warn('target left out of server/discover', { target: name, error: describeError(error) });
@@ -33,7 +31,7 @@ export async function discover(ctx: ListContext): Promise<Record<string, unknown
       }
     }),
   );
-  const capabilities: ServerCapabilities = {};
+  const capabilities: ModernServerCapabilities = {};
   for (const caps of perTarget) {
     if (!caps) continue;
     if (caps.tools) capabilities.tools = {};

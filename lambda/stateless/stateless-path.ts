@@ -1,26 +1,21 @@
-import type { JSONRPCMessage, JSONRPCNotification, RequestId } from '@modelcontextprotocol/sdk/types.js';
-import { GatewayError, statusFor, toRpcError } from '../core/errors';
-import type { ExchangeContext } from '../core/exchange';
-import {
-  type AcceptPreference,
-  accepted,
-  errorResponse,
-  jsonResponse,
-  jsonRpcError,
-  MCP_HEADERS,
-  SseStream,
-} from '../core/http';
-import { type ClientMessage, RpcCode } from '../core/jsonrpc';
-import { describeError } from '../core/logger';
-import { META_KEYS } from '../targets/modern-client';
+import { errorResponse, refuse } from '../http/errors';
+import type { ExchangeContext } from '../http/exchange';
+import { type AcceptPreference, accepted, jsonResponse } from '../http/responses';
+import { describeError } from '../observability/logger';
+import { capabilitiesForModernTarget } from '../protocol/capabilities';
+import { errorHeaders, GatewayError, httpStatusOf, rpcError } from '../protocol/errors';
+import { MCP_HEADERS } from '../protocol/headers';
+import type { ClientMessage, JSONRPCResponse } from '../protocol/jsonrpc';
+import { META_KEYS } from '../protocol/meta';
+import { LIST_METHODS, listingKindOf } from '../protocol/methods';
+import type { JSONRPCMessage, RequestId } from '../protocol/types';
+import { isModernVersion } from '../protocol/versions';
+import { DeferredResponse } from '../relay/deferred-response';
+import type { Caller } from '../targets/upstream';
+import { forwardCall } from './call';
+import type { StatelessDeps } from './deps';
 import { discover } from './discover';
-import { type CallOutcome, forwardCall } from './forward';
-import { MODERN_HEADERS } from './headers';
-import { aggregateList, LIST_KIND_BY_METHOD, resolveNamed, resolveTemplate } from './lists';
-import { CrossEraInputError, callUpstream, type StatelessDeps } from './upstream';
-import { isModernVersion, type ModernRequest, validateModernRequest } from './validate';
-
-export const META_PROTOCOL_VERSION = META_KEYS.protocolVersion;
+import { type ModernRequest, validateModernRequest } from './validate';
 
 export interface StatelessInput {
   deps: StatelessDeps;
@@ -40,7 +35,7 @@ export interface StatelessInput {
 export function isModernRequest(headers: Headers, message: ClientMessage): boolean {
   if (message.kind === 'response') return false;
   const meta = (message.message.params as { _meta?: Record<string, unknown> } | undefined)?._meta;
-  const claim = typeof meta === 'object' && meta !== null ? meta[META_PROTOCOL_VERSION] : undefined;
+  const claim = typeof meta === 'object' && meta !== null ? meta[META_KEYS.protocolVersion] : undefined;
   const header = headers.get(MCP_HEADERS.protocolVersion)?.trim();
   if (message.kind === 'request' && message.message.method === 'initialize') {
     if (claim !== undefined) return typeof claim === 'string' && isModernVersion(claim);
@@ -57,12 +52,9 @@ export function isModernRequest(headers: Headers, message: ClientMessage): boole
 export async function handleStatelessPost(input: StatelessInput): Promise<Response> {
   const { deps, message } = input;
   if (message.kind === 'response') {
-    return errorResponse(
-      400,
-      message.message.id ?? null,
-      RpcCode.InvalidRequest,
-      'Invalid Request: clients do not send responses in protocol 2026-07-28',
-    );
+    return refuse('InvalidRequest', 'Invalid Request: clients do not send responses in protocol 2026-07-28', {
+      id: message.message.id ?? null,
+    });
   }
   if (message.kind === 'notification') {
     // The core protocol defines no client notifications over HTTP for 2026-07-28: accepted, nothing to do.
@@ -70,40 +62,55 @@ export async function handleStatelessPost(input: StatelessInput): Promise<Respon
   }
   const validation = validateModernRequest(message.message, input.headers, deps.config.supportedVersions);
   if (!validation.ok) {
-    const { status, code, message: text, data } = validation.failure;
-    deps.logger.debug('stateless request refused', { method: message.message.method, code });
-    return errorResponse(status, message.message.id, code, text, data);
+    deps.logger.debug('stateless request refused', { method: message.message.method, kind: validation.error.kind });
+    return errorResponse(message.message.id, validation.error);
   }
   const request = validation.request;
   const started = Date.now();
+  const signal = withDeadline(input.exchange);
+  const caller: Caller = {
+    era: 'modern',
+    protocolVersion: request.protocolVersion,
+    capabilities: request.clientCapabilities,
+    inputCapable: true,
+    logLevel: request.logLevel,
+    sessions: deps.legacySessions.slotsFor(input.principal, capabilitiesForModernTarget(request.clientCapabilities)),
+  };
   try {
-    const response = await dispatch(input, request);
+    const response = await dispatch(input, request, caller, signal);
     deps.logger.debug('stateless request', { method: request.method, ms: Date.now() - started });
     return response;
   } catch (error) {
-    return failureResponse(deps, request.id, request.method, error);
+    return failureResponse(deps, request, error);
   }
 }
 
-async function dispatch(input: StatelessInput, request: ModernRequest): Promise<Response> {
-  const { deps, exchange, principal } = input;
-  const ctx = { deps, request, principal, signal: withDeadline(exchange) };
+async function dispatch(
+  input: StatelessInput,
+  request: ModernRequest,
+  caller: Caller,
+  signal: AbortSignal,
+): Promise<Response> {
+  const { deps } = input;
+  const scope = { caller, signal };
+  const listKind = listingKindOf(request.method);
+  if (listKind) {
+    if (request.params.cursor !== undefined) {
+      // Every aggregated list is one page, so the gateway never hands out cursors.
+      throw new GatewayError('InvalidParams', 'Invalid params: unknown cursor');
+    }
+    const { items, ttlMs, cacheScope } = await deps.catalog.aggregate(listKind, scope);
+    return complete(deps, request.id, { [LIST_METHODS[listKind].field]: items, ttlMs, cacheScope });
+  }
   switch (request.method) {
     case 'server/discover':
-      return complete(deps, request.id, await discover(ctx));
-    case 'tools/list':
-    case 'prompts/list':
-    case 'resources/list':
-    case 'resources/templates/list':
-      if (request.params.cursor !== undefined) {
-        // Every aggregated list is one page, so the gateway never hands out cursors.
-        throw new GatewayError(RpcCode.InvalidParams, 'Invalid params: unknown cursor');
-      }
-      return complete(deps, request.id, await aggregateList(ctx, LIST_KIND_BY_METHOD[request.method]));
-    case 'completion/complete':
-      return complete(deps, request.id, await completion(ctx));
+      return complete(deps, request.id, await discover(deps, caller, signal));
+    case 'completion/complete': {
+      const response = await completion(deps, request, caller, signal);
+      return jsonResponse(200, toClient(deps, { ...response, id: request.id }));
+    }
     default:
-      return relayCall(input, request, ctx.signal);
+      return relayCall(input, request, caller, signal);
   }
 }
 
@@ -112,85 +119,59 @@ async function dispatch(input: StatelessInput, request: ModernRequest): Promise<
  * for (progress, log messages) before its result and the client accepts SSE: then the response
  * becomes an SSE stream whose last event is the result (the SDK's "auto" response mode).
  */
-async function relayCall(input: StatelessInput, request: ModernRequest, signal: AbortSignal): Promise<Response> {
+async function relayCall(
+  input: StatelessInput,
+  request: ModernRequest,
+  caller: Caller,
+  signal: AbortSignal,
+): Promise<Response> {
   const { deps, accept } = input;
-  let stream: SseStream | undefined;
-  let resolveEarly!: (response: Response) => void;
-  const early = new Promise<Response>((resolve) => (resolveEarly = resolve));
-  const streamAllowed = accept.sse && (request.progressToken !== undefined || request.logLevel !== undefined);
   const clientGone = new AbortController();
-  const callSignal = AbortSignal.any([signal, clientGone.signal]);
-
-  const onNotification = (notification: JSONRPCNotification) => {
-    if (!streamAllowed) return;
-    if (!stream) {
-      stream = new SseStream();
-      stream.onCancel = () => clientGone.abort();
-      stream.startKeepAlive(deps.keepAliveMs);
-      resolveEarly(stream.response());
-    }
-    stream.send(notification);
-  };
-
-  const work = forwardCall({
+  const out = new DeferredResponse({ accept, keepAliveMs: deps.keepAliveMs, onClientGone: () => clientGone.abort() });
+  const streamAllowed = request.progressToken !== undefined || request.logLevel !== undefined;
+  void forwardCall({
     deps,
     request,
     principal: input.principal,
-    signal: callSignal,
+    caller,
+    signal: AbortSignal.any([signal, clientGone.signal]),
     paramHeaders: paramHeaders(input.headers),
-    onNotification,
+    onNotification: (notification) => {
+      if (streamAllowed) out.stream()?.send(notification);
+    },
   })
-    .then((outcome) => ({ outcome }))
-    .catch((error: unknown) => ({ error }));
-
-  const finish = async (): Promise<Response> => {
-    const done = await work;
-    if (stream) {
-      const message: JSONRPCMessage =
-        'outcome' in done ? toMessage(deps, request.id, done.outcome) : toRpcErrorLogged(deps, request, done.error);
-      stream.send(message);
-      stream.close();
-      return early;
-    }
-    if ('error' in done) return failureResponse(deps, request.id, request.method, done.error);
-    const { outcome } = done;
-    return jsonResponse(outcome.status, toMessage(deps, request.id, outcome));
-  };
-  const final = finish();
-  return Promise.race([early, final]);
+    .then((response) => out.finish(toClient(deps, response)))
+    .catch((error: unknown) => {
+      const failure = asGatewayError(error);
+      logFailure(deps, request, failure);
+      out.finish(rpcError(request.id, failure), httpStatusOf(failure), errorHeaders(failure));
+    });
+  return out.response;
 }
 
-async function completion(ctx: {
-  deps: StatelessDeps;
-  request: ModernRequest;
-  principal: string;
-  signal: AbortSignal;
-}): Promise<Record<string, unknown>> {
-  const { deps, request } = ctx;
+async function completion(
+  deps: StatelessDeps,
+  request: ModernRequest,
+  caller: Caller,
+  signal: AbortSignal,
+): Promise<JSONRPCResponse> {
+  const scope = { caller, signal };
   const ref = request.params.ref as { type?: string; name?: unknown; uri?: unknown } | undefined;
   let target: string;
   let params = request.params;
   if (ref?.type === 'ref/prompt') {
-    const resolved = await resolveNamed(ctx, ref.name, 'prompt');
+    const resolved = await deps.catalog.resolveNamed(ref.name, 'prompt', scope);
     target = resolved.target;
     params = { ...params, ref: { ...ref, name: resolved.name } };
   } else if (ref?.type === 'ref/resource') {
-    target = await resolveTemplate(ctx, ref.uri);
+    target = await deps.catalog.resolveTemplate(ref.uri, scope);
   } else {
-    throw new GatewayError(RpcCode.InvalidParams, 'Invalid params: ref must be ref/prompt or ref/resource');
+    throw new GatewayError('InvalidParams', 'Invalid params: ref must be ref/prompt or ref/resource');
   }
   const { _meta: _ignored, ...upstreamParams } = params;
-  const { response } = await callUpstream(deps, {
-    target,
-    principal: ctx.principal,
-    method: 'completion/complete',
-    params: upstreamParams,
-    clientCapabilities: request.clientCapabilities,
-    protocolVersion: request.protocolVersion,
-    signal: ctx.signal,
-  });
-  if ('error' in response) throw new GatewayError(response.error.code, response.error.message, response.error.data);
-  return response.result as Record<string, unknown>;
+  const upstream = await deps.targets.open(target, caller, signal);
+  // The target's answer, error or not, is relayed in-band.
+  return upstream.call({ method: 'completion/complete', params: upstreamParams }, { signal });
 }
 
 /** Every result names its type and the gateway as the server (spec: resultType, serverInfo in `_meta`). */
@@ -203,39 +184,36 @@ function complete(deps: StatelessDeps, id: RequestId, result: Record<string, unk
   return jsonResponse(200, { jsonrpc: '2.0', id, result: finishResult(deps, result) });
 }
 
-function toMessage(deps: StatelessDeps, id: RequestId, outcome: CallOutcome): JSONRPCMessage {
-  if (outcome.error) return jsonRpcError(id, outcome.error.code, outcome.error.message, outcome.error.data);
-  return { jsonrpc: '2.0', id, result: finishResult(deps, outcome.result ?? {}) } as JSONRPCMessage;
+function toClient(deps: StatelessDeps, response: JSONRPCResponse): JSONRPCMessage {
+  if ('error' in response) return response;
+  return { jsonrpc: '2.0', id: response.id, result: finishResult(deps, response.result as Record<string, unknown>) };
 }
 
-function toRpcErrorLogged(deps: StatelessDeps, request: ModernRequest, error: unknown): JSONRPCMessage {
-  if (error instanceof CrossEraInputError) {
-    return jsonRpcError(request.id, RpcCode.InternalError, error.message, {
-      type: 'CrossEraInputUnsupported',
-      target: error.target,
-      inputMethod: error.inputMethod,
-    });
+/** A timeout or a cancelled request is a gateway timeout (504), not an internal error. */
+function asGatewayError(error: unknown): unknown {
+  if (error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError')) {
+    return new GatewayError('UpstreamTimeout', 'Gateway timeout: the request ran out of time or was cancelled');
   }
-  if (!(error instanceof GatewayError))
+  return error;
+}
+
+function logFailure(deps: StatelessDeps, request: ModernRequest, error: unknown): void {
+  if (!(error instanceof GatewayError) || httpStatusOf(error) >= 500 || error.spec.retryable) {
     deps.logger.warn('stateless request failed', { method: request.method, error: describeError(error) });
-  return toRpcError(request.id, error);
+  }
 }
 
-function failureResponse(deps: StatelessDeps, id: RequestId, method: string, error: unknown): Response {
-  const message = toRpcErrorLogged(deps, { id, method } as ModernRequest, error);
-  const status = error instanceof CrossEraInputError ? 200 : statusFor(error);
-  return jsonResponse(status === 500 && isAbort(error) ? 504 : status, message);
-}
-
-function isAbort(error: unknown): boolean {
-  return error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError');
+function failureResponse(deps: StatelessDeps, request: ModernRequest, error: unknown): Response {
+  const failure = asGatewayError(error);
+  logFailure(deps, request, failure);
+  return errorResponse(request.id, failure);
 }
 
 /** The client's `Mcp-Param-*` headers: an intermediary forwards headers it does not interpret untouched. */
 function paramHeaders(headers: Headers): Record<string, string> {
   const out: Record<string, string> = {};
   headers.forEach((value, name) => {
-    if (name.toLowerCase().startsWith(MODERN_HEADERS.paramPrefix)) out[name] = value;
+    if (name.toLowerCase().startsWith(MCP_HEADERS.paramPrefix)) out[name] = value;
   });
   return out;
 }

@@ -1,8 +1,17 @@
-import type { Implementation, JSONRPCRequest, ProgressToken, RequestId } from '@modelcontextprotocol/sdk/types.js';
-import type { ClientCapabilities } from '@modelcontextprotocol/server';
-import { RpcCode } from '../core/jsonrpc';
-import { META_KEYS, MODERN_PROTOCOL_VERSION, NAME_SOURCE } from '../targets/modern-client';
-import { decodeHeaderValue, hasValidHeaderCharacters, MODERN_HEADERS, trimHeader } from './headers';
+import { GatewayError } from '../protocol/errors';
+import { decodeMirrored, hasValidHeaderCharacters, MCP_HEADERS, trimHeader } from '../protocol/headers';
+import { isObject } from '../protocol/jsonrpc';
+import { isLogLevel, LOG_LEVELS } from '../protocol/log-levels';
+import { META_KEYS, nameSourceOf } from '../protocol/meta';
+import { MODERN_METHODS } from '../protocol/methods';
+import type {
+  Implementation,
+  JSONRPCRequest,
+  ModernClientCapabilities,
+  ProgressToken,
+  RequestId,
+} from '../protocol/types';
+import { modernVersionsOf } from '../protocol/versions';
 
 /**
  * Validation of a 2026-07-28 request, in the order the spec's rules and the official SDK's
@@ -18,61 +27,37 @@ import { decodeHeaderValue, hasValidHeaderCharacters, MODERN_HEADERS, trimHeader
  * `Mcp-Session-Id` and `Last-Event-ID` are not looked at.
  */
 
-/** Methods the gateway serves to 2026-07-28 clients. */
-export const MODERN_METHODS = new Set([
-  'server/discover',
-  'tools/list',
-  'tools/call',
-  'prompts/list',
-  'prompts/get',
-  'resources/list',
-  'resources/templates/list',
-  'resources/read',
-  'completion/complete',
-]);
-
-const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
-
 export interface ModernRequest {
   id: RequestId;
   method: string;
   params: Record<string, unknown>;
   protocolVersion: string;
-  clientCapabilities: ClientCapabilities;
+  clientCapabilities: ModernClientCapabilities;
   clientInfo?: Implementation;
   logLevel?: string;
   progressToken?: ProgressToken;
-}
-
-export interface ValidationFailure {
-  status: number;
-  code: number;
-  message: string;
-  data?: unknown;
-}
-
-export function isModernVersion(version: string): boolean {
-  return version >= MODERN_PROTOCOL_VERSION;
 }
 
 export function validateModernRequest(
   request: JSONRPCRequest,
   headers: Headers,
   supportedVersions: readonly string[],
-): { ok: true; request: ModernRequest } | { ok: false; failure: ValidationFailure } {
-  const fail = (status: number, code: number, message: string, data?: unknown) => ({
+): { ok: true; request: ModernRequest } | { ok: false; error: GatewayError } {
+  const fail = (
+    kind: ConstructorParameters<typeof GatewayError>[0],
+    message: string,
+    data?: Record<string, unknown>,
+  ) => ({
     ok: false as const,
-    failure: { status, code, message, data },
+    error: new GatewayError(kind, message, data),
   });
   const mismatch = (message: string, header: string, body: string) =>
-    fail(400, RpcCode.HeaderMismatch, `Bad Request: headers and body disagree: ${message}`, {
-      mismatch: { header, body },
-    });
+    fail('HeaderMismatch', `Bad Request: headers and body disagree: ${message}`, { mismatch: { header, body } });
   const params = (isObject(request.params) ? request.params : {}) as Record<string, unknown>;
   const meta = isObject(params._meta) ? params._meta : undefined;
-  const versionHeader = trimHeader(headers.get(MODERN_HEADERS.protocolVersion));
-  const methodHeader = trimHeader(headers.get(MODERN_HEADERS.method));
-  const nameHeader = trimHeader(headers.get(MODERN_HEADERS.name));
+  const versionHeader = trimHeader(headers.get(MCP_HEADERS.protocolVersion));
+  const methodHeader = trimHeader(headers.get(MCP_HEADERS.method));
+  const nameHeader = trimHeader(headers.get(MCP_HEADERS.name));
 
   if (request.method === 'initialize' && !(meta && META_KEYS.protocolVersion in meta)) {
     return mismatch(
@@ -87,16 +72,14 @@ export function validateModernRequest(
     ? ['_meta']
     : [META_KEYS.protocolVersion, META_KEYS.clientCapabilities].filter((key) => !(key in meta));
   if (missing.length) {
-    return fail(400, RpcCode.InvalidParams, `Invalid params: missing required _meta key(s): ${missing.join(', ')}`, {
-      missing,
-    });
+    return fail('MalformedParams', `Invalid params: missing required _meta key(s): ${missing.join(', ')}`, { missing });
   }
   const version = meta![META_KEYS.protocolVersion];
   const capabilities = meta![META_KEYS.clientCapabilities];
   const clientInfo = meta![META_KEYS.clientInfo];
   const logLevel = meta![META_KEYS.logLevel];
   const invalid = (key: string, problem: string) =>
-    fail(400, RpcCode.InvalidParams, `Invalid params: _meta ${key}: ${problem}`, { invalid: key });
+    fail('MalformedParams', `Invalid params: _meta ${key}: ${problem}`, { invalid: key });
   if (typeof version !== 'string' || version.length === 0)
     return invalid(META_KEYS.protocolVersion, 'expected a protocol version string');
   if (!isObject(capabilities)) return invalid(META_KEYS.clientCapabilities, 'expected an object');
@@ -106,7 +89,7 @@ export function validateModernRequest(
   ) {
     return invalid(META_KEYS.clientInfo, 'expected {name, version}');
   }
-  if (logLevel !== undefined && !(typeof logLevel === 'string' && LOG_LEVELS.includes(logLevel))) {
+  if (logLevel !== undefined && !isLogLevel(logLevel)) {
     return invalid(META_KEYS.logLevel, `expected one of ${LOG_LEVELS.join(', ')}`);
   }
 
@@ -120,9 +103,8 @@ export function validateModernRequest(
   }
 
   // 3. A version served here (2025 versions need initialize, so they are not served this way).
-  const modern = supportedVersions.filter(isModernVersion);
-  if (!modern.includes(version)) {
-    return fail(400, RpcCode.UnsupportedProtocolVersion, `Unsupported protocol version: ${version}`, {
+  if (!modernVersionsOf(supportedVersions).includes(version)) {
+    return fail('UnsupportedProtocolVersion', `Unsupported protocol version: ${version}`, {
       supported: [...supportedVersions].sort().reverse(),
       requested: version,
     });
@@ -144,7 +126,7 @@ export function validateModernRequest(
       request.method,
     );
   }
-  const source = Object.hasOwn(NAME_SOURCE, request.method) ? NAME_SOURCE[request.method] : undefined;
+  const source = nameSourceOf(request.method);
   const bodyName = source ? params[source] : undefined;
   if (source && typeof bodyName === 'string') {
     if (nameHeader === undefined) {
@@ -154,7 +136,7 @@ export function validateModernRequest(
         bodyName,
       );
     }
-    const decoded = hasValidHeaderCharacters(nameHeader) ? decodeHeaderValue(nameHeader) : undefined;
+    const decoded = hasValidHeaderCharacters(nameHeader) ? decodeMirrored(nameHeader) : undefined;
     if (decoded === undefined)
       return mismatch('Mcp-Name carries invalid characters or an invalid =?base64?…?= value', nameHeader, bodyName);
     if (decoded !== bodyName)
@@ -167,7 +149,7 @@ export function validateModernRequest(
 
   // 5. The method exists in this protocol version.
   if (!MODERN_METHODS.has(request.method)) {
-    return fail(404, RpcCode.MethodNotFound, `Method not found: ${request.method} (not part of protocol ${version})`);
+    return fail('UnknownMethod', `Method not found: ${request.method} (not part of protocol ${version})`);
   }
 
   const progressToken = meta!.progressToken;
@@ -178,14 +160,10 @@ export function validateModernRequest(
       method: request.method,
       params,
       protocolVersion: version,
-      clientCapabilities: capabilities as ClientCapabilities,
+      clientCapabilities: capabilities as ModernClientCapabilities,
       clientInfo: clientInfo as Implementation | undefined,
       logLevel: logLevel as string | undefined,
       progressToken: typeof progressToken === 'string' || typeof progressToken === 'number' ? progressToken : undefined,
     },
   };
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -1,6 +1,6 @@
 import { ConfigError, type CredentialValue, type OAuthClientCredentials, type TargetConfig } from '../config/schema';
-import type { GatewayLogger } from '../core/logger';
-import { describeError } from '../core/logger';
+import type { GatewayLogger } from '../observability/logger';
+import { describeError } from '../observability/logger';
 
 /**
  * Outbound credentials: what the gateway itself presents to each target. The client's own

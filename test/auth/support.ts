@@ -7,7 +7,7 @@ import {
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type CryptoKey, exportJWK, generateKeyPair, type JWTPayload, SignJWT } from 'jose';
-import type { GatewayLogger } from '../../lambda/core/logger';
+import type { GatewayLogger } from '../../lambda/observability/logger';
 
 /**
  * Loopback stand-ins for the parties around the gateway: an OpenID issuer with keys made here, an

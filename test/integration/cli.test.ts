@@ -3,13 +3,14 @@ import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { buildGatewayDeps } from '../../lambda/app/bootstrap';
+import { reportTargetsAtStartup } from '../../lambda/app/startup-report';
 import { parseConfig } from '../../lambda/config/schema';
-import { buildGatewayDeps } from '../../lambda/core/bootstrap';
-import type { GatewayLogger } from '../../lambda/core/logger';
 import { FLAGS } from '../../lambda/local/cli-flags';
 import { startDemoTarget } from '../../lambda/local/demo-target';
+import { startModernDemoTarget } from '../../lambda/local/modern-demo-target';
+import type { GatewayLogger } from '../../lambda/observability/logger';
 import type { DynamoSessionStore } from '../../lambda/state/dynamo-store';
-import { reportTargetsAtStartup } from '../../lambda/targets/startup-report';
 import { runCli } from '../support/cli';
 import { initSession, post, readMessage } from '../support/mcp-http';
 
@@ -114,8 +115,9 @@ describe('npm start', () => {
 });
 
 describe('start-up report', () => {
-  it('reports exposed names longer than 64 characters and unreachable targets', async () => {
+  it('reports exposed names longer than 64 characters and unreachable targets; a 2026-07-28-only target is reachable', async () => {
     const demo = await startDemoTarget();
+    const modern = await startModernDemoTarget();
     const warnings: Array<[string, unknown]> = [];
     const logger: GatewayLogger = {
       debug: () => undefined,
@@ -125,25 +127,31 @@ describe('start-up report', () => {
     };
     try {
       const long = 'a-very-long-target-name-that-pushes-every-exposed-name-over-64';
+      const longModern = 'a-modern-only-target-whose-name-pushes-exposed-names-over-64';
       const config = parseConfig({
         targets: [
           { name: long, url: demo.url },
+          { name: longModern, url: modern.url },
           { name: 'down', url: 'http://127.0.0.1:9/mcp' },
         ],
       });
       const report = await reportTargetsAtStartup(
         buildGatewayDeps(config, { logger, store: {} as DynamoSessionStore }),
       );
-      expect(report.reachable).toEqual([long]);
+      expect([...report.reachable].sort()).toEqual([long, longModern].sort());
       expect(report.longNames).toContain(`${long}___access_github_repo`);
+      expect(report.longNames).toContain(`${longModern}___confirm_stateless`);
       expect(warnings.map(([m]) => m)).toEqual(
         expect.arrayContaining([
           'target not reachable at start-up',
           'exposed names longer than 64 characters; some clients refuse them',
         ]),
       );
+      const unreachable = warnings.filter(([m]) => m === 'target not reachable at start-up');
+      expect(unreachable.map(([, extra]) => (extra as { target: string }).target)).toEqual(['down']);
     } finally {
       await demo.close();
+      await modern.close();
     }
   });
 });

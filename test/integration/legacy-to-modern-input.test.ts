@@ -67,7 +67,9 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
       expect.objectContaining({
         gatewayId: asked.id,
         method: 'elicitation/create',
-        target: '__gateway__',
+        // Held by the gateway (the answer is stored for the waiting invocation), for the call's target.
+        kind: 'held',
+        target: 'new',
         status: 'pending',
         clientRequestId: 7,
       }),

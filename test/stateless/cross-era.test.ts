@@ -1,7 +1,6 @@
 import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
 import type { LocalGateway } from '../../lambda/local/local-gateway';
 import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
-import type { EraProbe } from '../../lambda/targets/era-probe';
 import { clickOnConsentPage } from '../support/consent-page';
 import { initSession, post as post2025, readMessage } from '../support/mcp-http';
 import { type Json, meta, modernCall, modernHeaders, sseMessages, startGateway } from './helpers';
@@ -51,9 +50,9 @@ describe('2026-07-28 client → 2025-only target (DynamoDB unreachable)', () => 
       resultType: 'complete',
       content: [{ type: 'text', text: 'echo: hello' }],
     });
-    expect((gateway.deps.modern.eras as EraProbe).probes).toBe(1);
+    expect(gateway.deps.targets.eras.probes).toBe(1);
     // One 2025 session per caller and capability set, reused across requests.
-    expect(gateway.deps.modern.legacySessions.initializations).toBe(1);
+    expect(gateway.deps.legacySessions.initializations).toBe(1);
   });
 
   test('prompts/get and resources/read', async () => {
@@ -184,7 +183,9 @@ describe('2025 session → 2026-only target', () => {
     );
     expect(call.result).toEqual({ content: [{ type: 'text', text: 'echo: hi' }], _meta: expect.any(Object) });
     expect(call.result.resultType).toBeUndefined();
-    expect(modernTarget.stats().requestsByMethod.initialize).toBeUndefined();
+    // Transparent first: the session's own era is tried once (this 2026-only target refuses the
+    // handshake), then every request goes out as 2026-07-28.
+    expect(modernTarget.stats().requestsByMethod.initialize).toBe(1);
   });
 
   test('a tool that needs input the session did not declare: a clear error, no hang', async () => {
@@ -215,11 +216,11 @@ describe('era override and dual-era targets', () => {
     try {
       const forced = await modernCall(gw.url, 'tools/call', { name: 'forced___echo', arguments: { text: 'a' } }, 'f1');
       expect(forced.body.result.content[0].text).toBe('echo: a');
-      expect(gw.deps.modern.legacySessions.initializations).toBe(1);
+      expect(gw.deps.legacySessions.initializations).toBe(1);
       const auto = await modernCall(gw.url, 'tools/call', { name: 'auto___echo', arguments: { text: 'b' } }, 'f2');
       expect(auto.body.result.content[0].text).toBe('echo: b');
-      expect((gw.deps.modern.eras as EraProbe).probes).toBe(1);
-      expect(gw.deps.modern.legacySessions.initializations).toBe(1);
+      expect(gw.deps.targets.eras.probes).toBe(1);
+      expect(gw.deps.legacySessions.initializations).toBe(1);
     } finally {
       await gw.close();
     }

@@ -1,7 +1,7 @@
 import { createParser } from 'eventsource-parser';
 import type { GatewayConfigInput } from '../../lambda/config/schema';
-import type { GatewayLogger } from '../../lambda/core/logger';
 import { type LocalGateway, startLocalGateway } from '../../lambda/local/local-gateway';
+import type { GatewayLogger } from '../../lambda/observability/logger';
 
 /** Shared set-up for the 2026-07-28 tests: loopback only, DynamoDB unreachable, everything closed after. */
 

@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:net';
-import type { GatewayLogger } from '../../lambda/core/logger';
 import { startDemoTargets } from '../../lambda/local/demo-targets';
 import { startLocalGateway } from '../../lambda/local/local-gateway';
 import { readyLines } from '../../lambda/local/ready-lines';
+import type { GatewayLogger } from '../../lambda/observability/logger';
 
 /** `npm start`'s demo targets: pinned ports, the default port taken by someone else, shared targets. */
 

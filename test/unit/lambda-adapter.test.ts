@@ -1,12 +1,12 @@
 import type { LambdaFunctionURLEvent, LambdaFunctionURLEventWithIAMAuthorizer } from 'aws-lambda';
 import { eventToRequest, principalFromEvent } from '../../lambda/adapters/function-url';
 import { createStreamingHandler } from '../../lambda/adapters/streaming-handler';
-import type { ExchangeContext, FetchHandler } from '../../lambda/core/exchange';
+import type { ExchangeContext, FetchHandler } from '../../lambda/http/exchange';
 import { installLambdaGlobals, type LambdaInvoker, startLambdaInvoker } from '../support/lambda-invoker';
 
 // The real bootstrap needs configuration and DynamoDB; lambda/handler.ts is tested with a stub gateway.
 const mockCreateGateway = jest.fn<Promise<FetchHandler>, []>();
-jest.mock('../../lambda/core/bootstrap', () => ({ createGatewayFromEnvironment: () => mockCreateGateway() }));
+jest.mock('../../lambda/app/bootstrap', () => ({ createGatewayFromEnvironment: () => mockCreateGateway() }));
 
 installLambdaGlobals();
 

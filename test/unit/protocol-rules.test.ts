@@ -1,10 +1,14 @@
+import { exposedName, overlongNames, resolveName, shouldPrefix } from '../../lambda/catalog/naming';
+import { matchesTemplate } from '../../lambda/catalog/uri-template';
 import { parseConfig } from '../../lambda/config/schema';
-import { parseAccept } from '../../lambda/core/http';
-import { parseClientMessage } from '../../lambda/core/jsonrpc';
-import { capabilitiesForTarget, clientAccepts, elicitationModes } from '../../lambda/legacy/capabilities';
-import { upstreamRequestId } from '../../lambda/legacy/ids';
-import { matchesTemplate } from '../../lambda/legacy/routing';
-import { exposedName, overlongNames, resolveName, shouldPrefix } from '../../lambda/targets/naming';
+import { parseAccept } from '../../lambda/http/responses';
+import {
+  capabilitiesForLegacyTarget as capabilitiesForTarget,
+  clientAccepts,
+  elicitationModes,
+} from '../../lambda/protocol/capabilities';
+import { parseClientMessage } from '../../lambda/protocol/jsonrpc';
+import { upstreamRequestId } from '../../lambda/relay/ids';
 
 describe('configuration', () => {
   it('fills every default', () => {

@@ -1,0 +1,77 @@
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { createInboundAuth, type InboundAuthOptions } from '../auth/inbound';
+import { Catalog } from '../catalog/catalog';
+import { type GatewayConfig, parseConfig } from '../config/schema';
+import { keySecretsFromConfig, resolveKeySecrets } from '../crypto/keys';
+import { type KeySecrets, SealedBox } from '../crypto/sealed-box';
+import type { FetchHandler } from '../http/exchange';
+import { createLogger, type GatewayLogger } from '../observability/logger';
+import { LATEST_LEGACY_VERSION, legacyVersionsOf } from '../protocol/versions';
+import { createDocumentClient } from '../state/dynamo-client';
+import { DynamoSessionStore } from '../state/dynamo-store';
+import type { SessionStore } from '../state/store';
+import { LegacySessionPool } from '../stateless/legacy-sessions';
+import { RequestStateSealer } from '../stateless/request-state';
+import { OutboundCredentials, type OutboundCredentialsOptions } from '../targets/credentials';
+import { Targets } from '../targets/targets';
+import type { GatewayDeps } from './deps';
+import { createGateway } from './gateway';
+
+export const GATEWAY_INFO = { name: 'mcp-gateway', version: '0.1.0' };
+
+export interface BuildOptions {
+  documentClient?: DynamoDBDocumentClient;
+  store?: SessionStore;
+  logger?: GatewayLogger;
+  keepAliveMs?: number;
+  /** requestState keys resolved by the caller (the Lambda reads Secrets Manager); default: from the configuration. */
+  requestStateKeys?: KeySecrets;
+  /** Inbound auth settings (JWKS cooldown, timeouts); the mode itself is `config.auth`. */
+  inbound?: Omit<InboundAuthOptions, 'logger'>;
+  /** Outbound credential sources (environment, Secrets Manager reader); default: process.env and Secrets Manager. */
+  outbound?: Omit<OutboundCredentialsOptions, 'logger'>;
+}
+
+/** Assembles the gateway from a validated configuration: the one place parts are wired together. */
+export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = {}): GatewayDeps {
+  const logger = options.logger ?? createLogger(config.logLevel);
+  const store =
+    options.store ?? new DynamoSessionStore(options.documentClient ?? createDocumentClient(), config.tableName);
+  const outbound = new OutboundCredentials({ ...options.outbound, logger });
+  const credentials = new Map(config.targets.map((target, index) => [target.name, outbound.forTarget(target, index)]));
+  const targets = new Targets(config.targets, {
+    clientInfo: GATEWAY_INFO,
+    logger,
+    credentials,
+    legacyVersion: legacyVersionsOf(config.supportedVersions)[0] ?? LATEST_LEGACY_VERSION,
+  });
+  const secrets = options.requestStateKeys ?? keySecretsFromConfig(config, logger);
+  return {
+    config,
+    auth: createInboundAuth(config.auth, { ...options.inbound, logger }),
+    store,
+    logger,
+    targets,
+    catalog: new Catalog(targets, { toolNamePrefix: config.toolNamePrefix }, logger),
+    serverInfo: GATEWAY_INFO,
+    keepAliveMs: options.keepAliveMs ?? 15_000,
+    requestState: new RequestStateSealer(SealedBox.fromSecrets(secrets), config.requestStateTtlSeconds),
+    legacySessions: new LegacySessionPool(targets, logger),
+  };
+}
+
+/**
+ * The Lambda's gateway, built once per cold start from the environment the CDK stack writes:
+ * GATEWAY_CONFIG (JSON, the shared schema), optionally DYNAMODB_ENDPOINT (local runs only) and
+ * GATEWAY_KEEPALIVE_MS (SSE keep-alive interval, default 15 s).
+ */
+export async function createGatewayFromEnvironment(env: NodeJS.ProcessEnv = process.env): Promise<FetchHandler> {
+  const raw = env.GATEWAY_CONFIG ? JSON.parse(env.GATEWAY_CONFIG) : {};
+  const config = parseConfig(raw, 'GATEWAY_CONFIG');
+  const documentClient = createDocumentClient({ endpoint: env.DYNAMODB_ENDPOINT || undefined });
+  const keepAliveMs = env.GATEWAY_KEEPALIVE_MS ? Number(env.GATEWAY_KEEPALIVE_MS) : undefined;
+  const logger = createLogger(config.logLevel);
+  // Once per cold start: configuration, else Secrets Manager (GATEWAY_REQUEST_STATE_SECRET_ARN), else random.
+  const requestStateKeys = await resolveKeySecrets(config, logger, env);
+  return createGateway(buildGatewayDeps(config, { documentClient, keepAliveMs, logger, requestStateKeys }));
+}

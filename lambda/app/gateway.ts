@@ -1,0 +1,92 @@
+import { errorResponse, methodNotAllowed, refuse } from '../http/errors';
+import type { ExchangeContext, FetchHandler } from '../http/exchange';
+import { parseAccept, readBodyLimited } from '../http/responses';
+import { handleLegacyDelete, handleLegacyPost } from '../legacy/legacy-path';
+import { describeError } from '../observability/logger';
+import { recordError } from '../observability/metrics';
+import { GatewayError, onGatewayError } from '../protocol/errors';
+import { MCP_HEADERS } from '../protocol/headers';
+import { type ClientMessage, parseClientMessage } from '../protocol/jsonrpc';
+import type { StatelessDeps } from '../stateless/deps';
+import { handleStatelessPost, isModernRequest } from '../stateless/stateless-path';
+import type { GatewayDeps } from './deps';
+
+export const MCP_PATH = '/mcp';
+
+// Every error body the gateway authors is counted, by code (GatewayErrors metric).
+onGatewayError((code) => recordError(code));
+
+/**
+ * The gateway core: one fetch-style handler for every adapter. It checks the transport-level
+ * rules (path, method, body size, JSON-RPC shape), picks the protocol era of the request and
+ * hands it to that era's path. Nothing here knows about Lambda or node:http.
+ */
+export function createGateway(deps: GatewayDeps): FetchHandler {
+  return async (request: Request, exchange: ExchangeContext): Promise<Response> => {
+    try {
+      return await route(deps, request, exchange);
+    } catch (error) {
+      deps.logger.error('unhandled error', { error: describeError(error) });
+      return errorResponse(null, new GatewayError('Internal', 'Internal error'));
+    }
+  };
+}
+
+async function route(deps: GatewayDeps, request: Request, exchange: ExchangeContext): Promise<Response> {
+  const url = new URL(request.url);
+  if (url.pathname !== MCP_PATH) {
+    // Protected resource metadata (auth jwt) is the only other path, and needs no token.
+    const metadata = await deps.auth.wellKnown(request, url);
+    return metadata ?? refuse('NotFound', `Not found: the MCP endpoint is ${MCP_PATH}`);
+  }
+  // Before anything else: every state the request may touch is bound to this principal.
+  const auth = await deps.auth.authenticate(request, exchange);
+  if (!auth.ok) return auth.response;
+  const principal = auth.principal;
+
+  switch (request.method) {
+    case 'POST':
+      break;
+    case 'DELETE':
+      if (request.headers.get(MCP_HEADERS.sessionId)) {
+        return handleLegacyDelete({ deps, exchange, principal, headers: request.headers });
+      }
+      return methodNotAllowed('POST, DELETE');
+    default:
+      // No standalone GET stream: on Lambda it would hold an invocation open with nothing to send.
+      return methodNotAllowed('POST, DELETE');
+  }
+
+  const contentType = request.headers.get('content-type');
+  if (contentType && !/^application\/(?:[\w.+-]+\+)?json\b/i.test(contentType.trim())) {
+    return refuse('UnsupportedMediaType', 'Unsupported Media Type: send application/json');
+  }
+  const body = await readBodyLimited(request, deps.config.maxBodyBytes);
+  if (body === undefined) {
+    return refuse('PayloadTooLarge', `Payload Too Large: the limit is ${deps.config.maxBodyBytes} bytes`);
+  }
+  const parsed = parseClientMessage(body);
+  if (!parsed.ok) {
+    return refuse(parsed.kind, parsed.message, { id: parsed.id });
+  }
+  const message: ClientMessage = parsed.value;
+  const accept = parseAccept(request.headers.get('accept'));
+
+  if (isModernRequest(request.headers, message)) {
+    return handleStatelessPost({
+      deps: statelessDeps(deps),
+      message,
+      accept,
+      exchange,
+      principal,
+      headers: request.headers,
+    });
+  }
+  return handleLegacyPost({ deps, message, accept, exchange, principal, headers: request.headers });
+}
+
+/** The stateless path is handed no store, so it cannot read or write session state by mistake. */
+function statelessDeps(deps: GatewayDeps): StatelessDeps {
+  const { store: _store, auth: _auth, ...rest } = deps;
+  return rest;
+}

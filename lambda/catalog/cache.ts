@@ -1,0 +1,34 @@
+import type { ListingKind } from '../protocol/methods';
+import type { Prompt, Resource, ResourceTemplate, Tool } from '../protocol/types';
+
+/**
+ * What each target offered when it was last listed, per instance. Only used to route bare names and
+ * resource URIs; every list the client asks for is fetched live. Bounded: one entry per configured target.
+ */
+export interface TargetListing {
+  tools?: Tool[];
+  prompts?: Prompt[];
+  resources?: Resource[];
+  resourceTemplates?: ResourceTemplate[];
+}
+
+export type { ListingKind };
+
+export class CatalogCache {
+  private readonly entries = new Map<string, { listing: TargetListing; at: Record<string, number> }>();
+
+  constructor(private readonly maxAgeMs = 60_000) {}
+
+  put<K extends ListingKind>(target: string, kind: K, items: NonNullable<TargetListing[K]>): void {
+    const entry = this.entries.get(target) ?? { listing: {}, at: {} };
+    entry.listing[kind] = items;
+    entry.at[kind] = Date.now();
+    this.entries.set(target, entry);
+  }
+
+  get<K extends ListingKind>(target: string, kind: K): TargetListing[K] | undefined {
+    const entry = this.entries.get(target);
+    if (!entry || entry.at[kind] === undefined || Date.now() - entry.at[kind] > this.maxAgeMs) return undefined;
+    return entry.listing[kind];
+  }
+}

@@ -1,0 +1,245 @@
+import type { GatewayLogger } from '../observability/logger';
+import { describeError } from '../observability/logger';
+import { GatewayError } from '../protocol/errors';
+import { LIST_METHODS, type ListingKind } from '../protocol/methods';
+import type { Prompt, Resource, ResourceTemplate, Tool } from '../protocol/types';
+import type { Targets } from '../targets/targets';
+import type { Caller } from '../targets/upstream';
+import { CatalogCache, type TargetListing } from './cache';
+import {
+  exposedName,
+  NAME_SEPARATOR,
+  type NamedEntry,
+  overlongNames,
+  type PrefixMode,
+  resolveName,
+  shouldPrefix,
+} from './naming';
+import { matchesTemplate } from './uri-template';
+
+/**
+ * One catalog for both eras: list every target (in parallel, following cursors up to a page cap,
+ * a failing target left out and logged), expose the items under their public names (one duplicate
+ * rule), and resolve what a client calls to a target and the target's own name (one not-found rule
+ * per the caller's era). Listings are cached per instance for routing only; every list a client asks
+ * for is fetched live.
+ */
+
+/** Bounds a misbehaving target's pagination. */
+const MAX_PAGES = 50;
+
+/** What a request needs to reach the targets. */
+export interface CatalogScope {
+  caller: Caller;
+  signal: AbortSignal;
+}
+
+export interface TargetList<K extends ListingKind> {
+  target: string;
+  items: NonNullable<TargetListing[K]>;
+  /** Cacheability as 2026-07-28 results declare it (0 / private for legacy targets). */
+  ttlMs: number;
+  cacheScope: 'public' | 'private';
+}
+
+export interface AggregatedList {
+  items: unknown[];
+  ttlMs: number;
+  cacheScope: 'public' | 'private';
+}
+
+export interface CatalogSettings {
+  toolNamePrefix: PrefixMode;
+}
+
+export class Catalog {
+  private reportedLongNames = false;
+
+  constructor(
+    private readonly targets: Targets,
+    private readonly settings: CatalogSettings,
+    private readonly logger: GatewayLogger,
+    private readonly cache = new CatalogCache(),
+  ) {}
+
+  private get prefixed(): boolean {
+    return shouldPrefix(this.settings.toolNamePrefix, this.targets.names.length);
+  }
+
+  /** One kind from the given targets (default: all), in parallel; a failing target is left out (logged). */
+  async list<K extends ListingKind>(kind: K, scope: CatalogScope, only?: string[]): Promise<Array<TargetList<K>>> {
+    const { method, field } = LIST_METHODS[kind];
+    const names = this.targets.names.filter((name) => !only || only.includes(name));
+    const lists = await Promise.all(
+      names.map(async (target): Promise<TargetList<K> | undefined> => {
+        try {
+          const upstream = await this.targets.open(target, scope.caller, scope.signal);
+          const items: unknown[] = [];
+          let ttlMs = Number.POSITIVE_INFINITY;
+          let cacheScope: 'public' | 'private' = 'public';
+          let cursor: string | undefined;
+          for (let page = 0; page < MAX_PAGES; page++) {
+            const response = await upstream.call(
+              { method, params: cursor ? { cursor } : {} },
+              { signal: scope.signal },
+            );
+            if ('error' in response) {
+              this.logger.debug('target did not list', { target, method, code: response.error.code });
+              break;
+            }
+            const result = response.result as Record<string, unknown>;
+            items.push(...((result[field] as unknown[] | undefined) ?? []));
+            const modern = upstream.era === 'modern';
+            ttlMs = Math.min(ttlMs, modern && typeof result.ttlMs === 'number' && result.ttlMs >= 0 ? result.ttlMs : 0);
+            if (!(modern && result.cacheScope === 'public')) cacheScope = 'private';
+            cursor = typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
+            if (!cursor) break;
+          }
+          const listed = items as NonNullable<TargetListing[K]>;
+          this.cache.put(target, kind, listed);
+          return { target, items: listed, ttlMs: Number.isFinite(ttlMs) ? ttlMs : 0, cacheScope };
+        } catch (error) {
+          if (scope.signal.aborted) throw error;
+          this.logger.warn('target skipped in an aggregated list', { target, method, error: describeError(error) });
+          return undefined;
+        }
+      }),
+    );
+    return lists.filter((list): list is TargetList<K> => list !== undefined);
+  }
+
+  /** The aggregated list a client gets: items under their public names, and the combined cacheability. */
+  async aggregate(kind: ListingKind, scope: CatalogScope): Promise<AggregatedList> {
+    const lists = await this.list(kind, scope);
+    const ttlMs = lists.length ? Math.min(...lists.map((l) => l.ttlMs)) : 0;
+    const cacheScope = lists.length && lists.every((l) => l.cacheScope === 'public') ? 'public' : 'private';
+    const items =
+      kind === 'tools' || kind === 'prompts'
+        ? this.exposeNamed(lists as Array<TargetList<'tools' | 'prompts'>>)
+        : this.exposeByUri(lists as Array<TargetList<'resources' | 'resourceTemplates'>>);
+    return { items, ttlMs, cacheScope };
+  }
+
+  /** Tools or prompts under their exposed names; with prefixes off, a name two targets share is withheld. */
+  private exposeNamed(lists: Array<{ target: string; items: Array<Tool | Prompt> }>): Array<Tool | Prompt> {
+    const prefixed = this.prefixed;
+    const entries: NamedEntry[] = lists.flatMap(({ target, items }) =>
+      items.map((item) => ({ target, name: item.name })),
+    );
+    if (!this.reportedLongNames) {
+      this.reportedLongNames = true;
+      const long = overlongNames(entries, prefixed);
+      if (long.length)
+        this.logger.warn('exposed names longer than 64 characters; some clients refuse them', { names: long });
+    }
+    const counts = new Map<string, number>();
+    for (const entry of entries) counts.set(entry.name, (counts.get(entry.name) ?? 0) + 1);
+    const exposed: Array<Tool | Prompt> = [];
+    for (const { target, items } of lists) {
+      for (const item of items) {
+        if (!prefixed && (counts.get(item.name) ?? 0) > 1) {
+          this.logger.warn('duplicate name withheld: prefixes are off and several targets offer it', {
+            target,
+            name: item.name,
+          });
+          continue;
+        }
+        exposed.push({ ...item, name: exposedName(target, item.name, prefixed) });
+      }
+    }
+    return exposed;
+  }
+
+  /** Resources and templates keep their URIs; on duplicates the first target (in configuration order) wins. */
+  private exposeByUri(lists: Array<{ target: string; items: Array<Resource | ResourceTemplate> }>): unknown[] {
+    const seen = new Map<string, string>();
+    const exposed: unknown[] = [];
+    for (const { target, items } of lists) {
+      for (const item of items) {
+        const uri = 'uriTemplate' in item ? item.uriTemplate : (item as Resource).uri;
+        const owner = seen.get(uri);
+        if (owner) {
+          this.logger.warn('duplicate resource URI: the first target wins', { uri, target, winner: owner });
+          continue;
+        }
+        seen.set(uri, target);
+        exposed.push(item);
+      }
+    }
+    return exposed;
+  }
+
+  /** Listings of one kind: this instance's recent ones, or live. */
+  private async listing<K extends ListingKind>(kind: K, scope: CatalogScope, targets?: string[], refresh = false) {
+    const names = targets ?? this.targets.names;
+    const cached = names.map((target) => ({ target, items: this.cache.get(target, kind) }));
+    if (!refresh && cached.every((entry) => entry.items !== undefined)) {
+      return cached as Array<{ target: string; items: NonNullable<TargetListing[K]> }>;
+    }
+    return this.list(kind, scope, names);
+  }
+
+  /** The target of a called tool or prompt name, and the target's own name for it. */
+  async resolveNamed(
+    called: unknown,
+    kind: 'tool' | 'prompt',
+    scope: CatalogScope,
+  ): Promise<{ target: string; name: string }> {
+    if (typeof called !== 'string' || called.length === 0) {
+      throw new GatewayError('InvalidParams', `Invalid params: ${kind} name must be a non-empty string`);
+    }
+    const listKind = kind === 'tool' ? 'tools' : 'prompts';
+    const offers = (lists: Array<{ target: string; items: Array<Tool | Prompt> }>, target: string, name: string) =>
+      lists.some((l) => l.target === target && l.items.some((item) => item.name === name));
+    // A prefixed name needs only its own target's listing (cached per instance, refreshed on a miss).
+    const separator = called.indexOf(NAME_SEPARATOR);
+    if (separator > 0) {
+      const target = called.slice(0, separator);
+      const name = called.slice(separator + NAME_SEPARATOR.length);
+      if (this.targets.has(target)) {
+        if (offers(await this.listing(listKind, scope, [target]), target, name)) return { target, name };
+        const fresh = await this.listing(listKind, scope, [target], true);
+        if (offers(fresh, target, name)) return { target, name };
+        // The target could not be listed: route anyway, so the client learns which dependency failed.
+        if (!fresh.some((l) => l.target === target)) return { target, name };
+      }
+    }
+    const lists = await this.listing(listKind, scope);
+    const entries = lists.flatMap(({ target, items }) => items.map((item) => ({ target, name: item.name })));
+    const resolution = resolveName(called, entries, this.targets.names, kind);
+    if (!resolution.ok)
+      throw new GatewayError('InvalidParams', resolution.message, { candidates: resolution.candidates });
+    return { target: resolution.target, name: resolution.name };
+  }
+
+  /** The target of a resource URI: an exact listed resource first, then a matching template. */
+  async resolveResource(uri: unknown, scope: CatalogScope): Promise<string> {
+    if (typeof uri !== 'string' || uri.length === 0) {
+      throw new GatewayError('InvalidParams', 'Invalid params: uri must be a non-empty string');
+    }
+    const resources = await this.listing('resources', scope);
+    const exact = resources.find(({ items }) => items.some((r) => r.uri === uri));
+    if (exact) return exact.target;
+    const templates = await this.listing('resourceTemplates', scope);
+    const templated = templates.find(({ items }) => items.some((t) => matchesTemplate(t.uriTemplate, uri)));
+    if (templated) return templated.target;
+    const [only, ...others] = this.targets.names;
+    if (only !== undefined && others.length === 0) return only;
+    // Each era's own code: 2025 has -32002; 2026-07-28 reports a missing resource as invalid params.
+    throw new GatewayError(
+      scope.caller.era === 'legacy' ? 'ResourceNotFound' : 'InvalidParams',
+      `Resource not found: ${uri}`,
+      {
+        uri,
+      },
+    );
+  }
+
+  /** The target that owns a resource template (completion/complete with ref/resource). */
+  async resolveTemplate(uriTemplate: unknown, scope: CatalogScope): Promise<string> {
+    const templates = await this.listing('resourceTemplates', scope);
+    const owner = templates.find(({ items }) => items.some((t) => t.uriTemplate === uriTemplate));
+    if (owner) return owner.target;
+    return this.resolveResource(uriTemplate, scope);
+  }
+}

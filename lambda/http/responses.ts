@@ -1,0 +1,65 @@
+import type { JSONRPCMessage } from '../protocol/types';
+import { SseStream } from './sse';
+
+/** Small builders for the responses every path sends. Protocol decisions live in the callers. */
+
+export function jsonResponse(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { 'content-type': 'application/json', ...headers },
+  });
+}
+
+export function accepted(headers: Record<string, string> = {}): Response {
+  return new Response(null, { status: 202, headers });
+}
+
+/** How the client wants its answer: `Accept` MUST list both, but the reference page's sample sends only SSE. */
+export interface AcceptPreference {
+  json: boolean;
+  sse: boolean;
+}
+
+export function parseAccept(header: string | null): AcceptPreference {
+  if (!header) return { json: true, sse: true };
+  const types = header.split(',').map((part) => (part.split(';')[0] ?? '').trim().toLowerCase());
+  const any = types.includes('*/*');
+  const json = any || types.includes('application/json') || types.includes('application/*');
+  const sse = any || types.includes('text/event-stream') || types.includes('text/*');
+  return { json, sse };
+}
+
+/** A single JSON-RPC message as JSON, or as one SSE event when the client accepts only SSE. */
+export function messageResponse(
+  message: JSONRPCMessage,
+  accept: AcceptPreference,
+  headers: Record<string, string> = {},
+  status = 200,
+): Response {
+  if (accept.json || !accept.sse) return jsonResponse(status, message, headers);
+  const stream = new SseStream();
+  stream.send(message);
+  stream.close();
+  return stream.response(headers, status);
+}
+
+/** Reads a request body up to `limit` bytes; undefined when it is larger. */
+export async function readBodyLimited(request: Request, limit: number): Promise<string | undefined> {
+  const declared = Number(request.headers.get('content-length') ?? Number.NaN);
+  if (Number.isFinite(declared) && declared > limit) return undefined;
+  if (!request.body) return '';
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => undefined);
+      return undefined;
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}

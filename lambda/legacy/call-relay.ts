@@ -1,0 +1,438 @@
+import type { ExchangeContext } from '../http/exchange';
+import type { AcceptPreference } from '../http/responses';
+import type { SseStream } from '../http/sse';
+import { describeError } from '../observability/logger';
+import { recordAnsweredInput, recordExpiredInput, recordRelayedInput } from '../observability/metrics';
+import {
+  cannotConfirmResult,
+  confirmationForm,
+  confirmationOutcome,
+  notConfirmedResult,
+} from '../policy/confirm-tools';
+import { capabilitiesForLegacyTarget, clientAccepts, elicitationModes } from '../protocol/capabilities';
+import { errorHeaders, GatewayError, httpStatusOf, rpcError, rpcErrorOf } from '../protocol/errors';
+import type { JSONRPCResponse } from '../protocol/jsonrpc';
+import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest, ProgressToken } from '../protocol/types';
+import { DeferredResponse } from '../relay/deferred-response';
+import { waitForHeldAnswer } from '../relay/held';
+import { upstreamRequestId } from '../relay/ids';
+import { ProgressMapper } from '../relay/progress';
+import { newPendingRecord } from '../state/records';
+import type { LoadedSession, PendingRecord } from '../state/store';
+import {
+  type InputRequestEntry,
+  inputRequiredOf,
+  MAX_INPUT_ROUNDS,
+  retryParams,
+  toLegacyServerRequest,
+} from '../targets/input-rounds';
+import type { Caller, Upstream } from '../targets/upstream';
+import type { LegacyDeps } from './deps';
+
+export interface RelayInput {
+  deps: LegacyDeps;
+  loaded: LoadedSession;
+  caller: Caller;
+  accept: AcceptPreference;
+  exchange: ExchangeContext;
+  /** The client's request as received. */
+  request: JSONRPCRequest;
+  target: string;
+  /** The params to send upstream (names already mapped to the target's own). */
+  params: Record<string, unknown>;
+  responseHeaders: Record<string, string>;
+  /** confirmTools: ask the user before forwarding (the name the client called, the target's tool). */
+  confirm?: { exposedName: string; tool: string };
+}
+
+/** A relayed call still running after this long answers as a stream, so keep-alives can flow. */
+const STREAM_AFTER_MS = 1000;
+
+type EndReason = 'client-gone' | 'deadline' | 'pending-timeout';
+
+/**
+ * Relays one client request of a 2025 session (tools/call, prompts/get, resources/read,
+ * completion/complete) to its target and streams back everything the target sends for it:
+ * - a gateway-held confirmation first, when policy asks for one (confirmTools);
+ * - the target's server-to-client requests with gateway ids, each recorded as pending in DynamoDB
+ *   first, so the client's answer can reach the target from any instance;
+ * - a 2026-07-28 target's input_required rounds, asked as held requests and retried upstream;
+ * - progress with the client's own token, log messages, and finally the response with the client's id.
+ * The response is JSON when the target just answers, SSE as soon as something must reach the client
+ * first (or the call runs long). Client gone, the invocation's deadline, or a pending request past
+ * `pendingRequestTimeoutSeconds`: the target is told (notifications/cancelled), records are removed,
+ * and the client (if still there) gets -32001.
+ */
+export function relayCall(input: RelayInput): Promise<Response> {
+  const relay = new Relay(input);
+  const out = new DeferredResponse({
+    accept: input.accept,
+    headers: input.responseHeaders,
+    keepAliveMs: input.deps.keepAliveMs,
+    streamAfterMs: Math.min(STREAM_AFTER_MS, input.deps.keepAliveMs),
+    onClientGone: () => relay.stop('client-gone'),
+  });
+  void relay.run(out).then(({ message, error }) => {
+    out.finish(message, error ? httpStatusOf(error) : 200, error ? errorHeaders(error) : {});
+  });
+  return out.response;
+}
+
+class Relay {
+  private readonly upstreamId: string;
+  private readonly upstreamAbort = new AbortController();
+  private readonly relayed = new Map<string, { record: PendingRecord; timer: NodeJS.Timeout }>();
+  /** Held records (confirmations, input rounds), removed with the others. */
+  private readonly held: string[] = [];
+  private readonly progress: ProgressMapper;
+  private upstream?: Upstream;
+  /** Events reach the client in the order the target sent them, each after its pending record is stored. */
+  private queue: Promise<void> = Promise.resolve();
+  private out?: DeferredResponse;
+  private finished = false;
+  private endReason?: EndReason;
+
+  constructor(private readonly input: RelayInput) {
+    this.upstreamId = upstreamRequestId(input.request.id);
+    this.progress = new ProgressMapper(
+      (input.params._meta as { progressToken?: ProgressToken } | undefined)?.progressToken,
+    );
+  }
+
+  private get log() {
+    const { deps, loaded, target, request } = this.input;
+    const keys = { sessionId: loaded.session.id, target, method: request.method };
+    return {
+      info: (message: string, extra: object = {}) => deps.logger.info(message, { ...keys, ...extra }),
+      warn: (message: string, extra: object = {}) => deps.logger.warn(message, { ...keys, ...extra }),
+    };
+  }
+
+  /** The client's stream, opened on first use; undefined when the client cannot take one or the call is over. */
+  private stream(): SseStream | undefined {
+    return this.finished ? undefined : this.out?.stream();
+  }
+
+  async run(out: DeferredResponse): Promise<{ message: JSONRPCMessage; error?: unknown }> {
+    this.out = out;
+    const { exchange } = this.input;
+    const onClientGone = () => this.stop('client-gone');
+    exchange.signal.addEventListener('abort', onClientGone, { once: true });
+    const deadline = setTimeout(() => this.stop('deadline'), Math.max(0, exchange.deadline - Date.now()));
+    deadline.unref();
+    let outcome: { message: JSONRPCMessage; error?: unknown };
+    try {
+      outcome = { message: await this.forward() };
+    } catch (error) {
+      outcome = { message: this.failure(error), error: this.endReason ? undefined : error };
+    }
+    this.finished = true;
+    clearTimeout(deadline);
+    exchange.signal.removeEventListener('abort', onClientGone);
+    await this.queue;
+    await this.cleanup();
+    return outcome;
+  }
+
+  private async forward(): Promise<JSONRPCMessage> {
+    const { deps, request, target, caller } = this.input;
+    if (this.input.confirm) {
+      const refusal = await this.confirm(this.input.confirm);
+      if (refusal) return refusal;
+    }
+    const signal = this.upstreamAbort.signal;
+    const upstream = await deps.targets.open(target, caller, signal);
+    this.upstream = upstream;
+    const options = {
+      signal,
+      progressToken: this.progress.upstreamToken,
+      onServerRequest: (serverRequest: JSONRPCRequest) => this.enqueue(() => this.onServerRequest(serverRequest)),
+      onNotification: (notification: JSONRPCNotification) =>
+        this.enqueue(async () => this.onNotification(notification)),
+    };
+    let response = await upstream.call(
+      { id: this.upstreamId, method: request.method, params: this.input.params },
+      options,
+    );
+    // A 2026-07-28 target asks for input with input_required results: the rounds run here.
+    for (let round = 1; ; round++) {
+      const inputRequired = inputRequiredOf(response);
+      if (!inputRequired) break;
+      if (round > MAX_INPUT_ROUNDS) {
+        return rpcErrorOf(
+          request.id,
+          'TooManyInputRounds',
+          `Target ${target} still asked for input after ${MAX_INPUT_ROUNDS} rounds; the gateway stopped the call`,
+          { target },
+        );
+      }
+      const collected = await this.collectInput(Object.entries(inputRequired.inputRequests));
+      if (!('responses' in collected)) return collected;
+      if (Object.keys(collected.responses).length) recordAnsweredInput('mrtr-retry');
+      const params = retryParams(this.input.params, collected.responses, inputRequired.requestState);
+      response = await upstream.call({ id: `${this.upstreamId}.r${round}`, method: request.method, params }, options);
+    }
+    return { ...response, id: request.id };
+  }
+
+  /**
+   * confirmTools: the gateway asks the user itself (form elicitation naming the tool and showing
+   * its arguments) before anything reaches the target. Undefined when confirmed; otherwise the
+   * final message (not confirmed, cannot be asked, timed out). The target is never called then.
+   */
+  private async confirm(confirm: { exposedName: string; tool: string }): Promise<JSONRPCMessage | undefined> {
+    const { loaded, request, target, accept } = this.input;
+    const reply = (result: ReturnType<typeof notConfirmedResult>): JSONRPCMessage => ({
+      jsonrpc: '2.0',
+      id: request.id,
+      result,
+    });
+    if (!elicitationModes(loaded.session.clientCapabilities).form) {
+      return reply(cannotConfirmResult(confirm.exposedName, 'the session did not declare form elicitation'));
+    }
+    if (!accept.sse) {
+      return reply(cannotConfirmResult(confirm.exposedName, 'the request does not accept text/event-stream'));
+    }
+    const params = this.input.params;
+    const form = confirmationForm(confirm.exposedName, target, confirm.tool, params.arguments);
+    const answers = await this.askHeld(
+      [{ method: 'elicitation/create', params: { ...form } }],
+      'confirmation requested',
+    );
+    if (answers === 'timeout') {
+      return rpcErrorOf(
+        request.id,
+        'RequestTimeout',
+        'Timed out waiting for the user to confirm the tool call; the tool was not called',
+      );
+    }
+    if (!Array.isArray(answers)) throw new Error(`confirmation ended: ${this.endReason}`);
+    const [answer] = answers;
+    const outcome = answer && 'result' in answer ? confirmationOutcome(answer.result) : 'cancelled';
+    this.log.info('confirmation answered', { tool: confirm.tool, outcome });
+    if (outcome === 'confirmed') return undefined;
+    return reply(notConfirmedResult(confirm.exposedName, outcome === 'declined' ? 'declined' : 'cancelled'));
+  }
+
+  /**
+   * One input_required round of a 2026-07-28 target: every input request goes to the client as a
+   * held request; all answers → the responses under the target's keys. A kind the session did not
+   * declare, or a client that cannot take a stream → CrossEraInputUnsupported, nothing is sent; a
+   * JSON-RPC error from the client ends the call with a clear error.
+   */
+  private async collectInput(
+    entries: Array<[string, InputRequestEntry]>,
+  ): Promise<{ responses: Record<string, unknown> } | JSONRPCResponse> {
+    const { loaded, request, target } = this.input;
+    if (entries.length === 0) return { responses: {} }; // requestState only: retry at once
+    await this.queue; // the target's notifications so far go first
+    // What the session's version allows of what the client declared (as declared to the target).
+    const usable = capabilitiesForLegacyTarget(loaded.session.clientCapabilities, loaded.session.protocolVersion);
+    const refused = entries.filter(
+      ([, r]) => typeof r?.method !== 'string' || !clientAccepts(usable, r.method, r.params),
+    );
+    if (refused.length > 0 || !this.input.accept.sse) {
+      const methods = (refused.length ? refused : entries).map(([, r]) => String(r?.method));
+      this.log.info('refused input requests the client cannot take', { inputMethods: methods });
+      return rpcErrorOf(
+        request.id,
+        'CrossEraInputUnsupported',
+        `Target ${target} (protocol 2026-07-28) needs input from the user (${methods.join(', ')}) that this session cannot take: ` +
+          'it is relayed only when declared at initialize (elicitation, its url mode, sampling, roots) and the request accepts text/event-stream',
+        { target, inputRequests: methods },
+      );
+    }
+    const answers = await this.askHeld(
+      entries.map(([, entry]) => entry),
+      'relayed input requests of a 2026-07-28 target',
+    );
+    if (answers === 'timeout' || !Array.isArray(answers)) throw new Error(`input round ended: ${this.endReason}`);
+    const errorIndex = answers.findIndex((a) => 'error' in a);
+    const failed = answers[errorIndex];
+    if (failed && 'error' in failed) {
+      const method = entries[errorIndex]?.[1].method;
+      const { error } = failed;
+      this.log.info('the client answered an input request with an error', { inputMethod: method, code: error.code });
+      return rpcErrorOf(
+        request.id,
+        'InputRequestFailed',
+        `The client answered ${method} of target ${target} with an error (${error.code}: ${error.message}); the call was stopped`,
+        { target, inputMethod: method, clientError: { code: error.code, message: error.message } },
+      );
+    }
+    const responses: Record<string, unknown> = {};
+    entries.forEach(([key], index) => {
+      responses[key] = (answers[index] as { result: unknown }).result;
+    });
+    return { responses };
+  }
+
+  /**
+   * Asks the client held requests on the call's stream and waits for all answers (any instance
+   * stores them; this invocation polls). Stops at the first error answer. 'timeout' only for a
+   * confirmation (an input round's timeout ends the call as a pending timeout).
+   */
+  private async askHeld(
+    requests: InputRequestEntry[],
+    logMessage: string,
+  ): Promise<Array<Exclude<Awaited<ReturnType<typeof waitForHeldAnswer>>, string>> | 'timeout' | 'ended'> {
+    const { deps, loaded, request, target } = this.input;
+    const sent: Array<{ gatewayId: string; method: string }> = [];
+    for (const entry of requests) {
+      const record = newPendingRecord(deps.config.pendingRequestTimeoutSeconds, {
+        kind: 'held',
+        method: entry.method,
+        target,
+        clientRequestId: request.id,
+      });
+      await deps.store.putPending(loaded.session, record);
+      this.held.push(record.gatewayId);
+      sent.push({ gatewayId: record.gatewayId, method: entry.method });
+    }
+    const stream = this.stream();
+    if (!stream) return 'ended';
+    requests.forEach((entry, index) => {
+      stream.send(toLegacyServerRequest(sent[index]!.gatewayId, entry, loaded.session.protocolVersion));
+      recordRelayedInput(entry.method);
+    });
+    this.log.info(logMessage, { gatewayRequestIds: sent.map((s) => s.gatewayId) });
+
+    const until = Math.min(this.input.exchange.deadline, Date.now() + deps.config.pendingRequestTimeoutSeconds * 1000);
+    const failed = new AbortController(); // one error answer ends the round: stop waiting for the rest
+    const stop = AbortSignal.any([this.upstreamAbort.signal, failed.signal]);
+    const answers = await Promise.all(
+      sent.map(async ({ gatewayId }) => {
+        const answer = await waitForHeldAnswer(deps.store, deps.logger, loaded.session.id, gatewayId, until, stop);
+        if (typeof answer === 'object' && 'error' in answer) failed.abort();
+        return answer;
+      }),
+    );
+    const errorAnswer = answers.find((a) => typeof a === 'object' && 'error' in a);
+    if (errorAnswer && typeof errorAnswer === 'object') {
+      return answers.map((a) => (typeof a === 'object' ? a : errorAnswer));
+    }
+    if (answers.some((a) => a === 'timeout') && !this.endReason) {
+      if (Date.now() >= this.input.exchange.deadline) this.stop('deadline');
+      else if (!this.input.confirm || this.upstream) {
+        for (const { method } of sent) recordExpiredInput(method);
+        this.stop('pending-timeout');
+      } else return 'timeout';
+    }
+    if (this.endReason) return 'ended';
+    return answers as Array<Exclude<(typeof answers)[number], string>>;
+  }
+
+  private failure(error: unknown): JSONRPCMessage {
+    const id = this.input.request.id;
+    switch (this.endReason) {
+      case 'deadline':
+        return rpcErrorOf(
+          id,
+          'RequestTimeout',
+          'Request timed out at the gateway before the target answered; retry the call',
+        );
+      case 'pending-timeout':
+        return rpcErrorOf(
+          id,
+          'RequestTimeout',
+          'Timed out waiting for the client to answer a request of the target; retry the call',
+        );
+      case 'client-gone':
+        return rpcErrorOf(id, 'ClientGone', 'Client went away');
+      default:
+        if (!(error instanceof GatewayError) || error.spec.status >= 500 || error.spec.retryable) {
+          this.log.warn('relayed call failed', { error: describeError(error) });
+        }
+        return rpcError(id, error);
+    }
+  }
+
+  private enqueue(task: () => Promise<void>): void {
+    this.queue = this.queue
+      .then(task)
+      .catch((error) => this.log.warn('relaying a target message failed', { error: describeError(error) }));
+  }
+
+  private async onServerRequest(serverRequest: JSONRPCRequest): Promise<void> {
+    const { deps, loaded, target } = this.input;
+    const upstream = this.upstream;
+    if (!upstream) return;
+    const params = serverRequest.params as Record<string, unknown> | undefined;
+    // What the session's version allows of what the client declared (as declared to the target).
+    const usable = capabilitiesForLegacyTarget(loaded.session.clientCapabilities, loaded.session.protocolVersion);
+    const stream = !this.finished && clientAccepts(usable, serverRequest.method, params) ? this.stream() : undefined;
+    if (!stream) {
+      // Only declared capabilities are relayed; the target gets Method not found and should fall back.
+      this.log.info('refused a server request the client cannot take', { serverMethod: serverRequest.method });
+      await upstream.reply(rpcErrorOf(serverRequest.id, 'MethodNotFound', `Method not found: ${serverRequest.method}`));
+      return;
+    }
+    const record = newPendingRecord(deps.config.pendingRequestTimeoutSeconds, {
+      kind: 'relayed',
+      method: serverRequest.method,
+      target,
+      targetSessionId: upstream.session?.targetSessionId,
+      targetRequestId: serverRequest.id,
+      clientRequestId: this.input.request.id,
+    });
+    try {
+      await deps.store.putPending(loaded.session, record);
+    } catch (error) {
+      // Unrecorded, the client's answer could not be matched: refuse it at the target, which can fall back.
+      this.log.warn('pending request not recorded; refused at the target', { error: describeError(error) });
+      await upstream.reply(
+        rpcErrorOf(serverRequest.id, 'Internal', 'Gateway could not relay the request; retry later'),
+      );
+      return;
+    }
+    const timer = setTimeout(
+      () => void this.onPendingTimeout(record.gatewayId),
+      deps.config.pendingRequestTimeoutSeconds * 1000,
+    );
+    timer.unref();
+    this.relayed.set(record.gatewayId, { record, timer });
+    stream.send({ ...serverRequest, id: record.gatewayId });
+    recordRelayedInput(serverRequest.method);
+    this.log.info('relayed a server request', {
+      serverMethod: serverRequest.method,
+      gatewayRequestId: record.gatewayId,
+    });
+  }
+
+  private onNotification(notification: JSONRPCNotification): void {
+    const message = this.progress.map(notification);
+    if (message) this.stream()?.send(message);
+  }
+
+  /** A pending request nobody answered in time: cancel the call unless another instance claimed it. */
+  private async onPendingTimeout(gatewayId: string): Promise<void> {
+    const entry = this.relayed.get(gatewayId);
+    if (!entry || this.finished) return;
+    const stillPending = await this.input.deps.store
+      .claimPending(this.input.loaded.session.id, gatewayId, 0)
+      .catch(() => false);
+    if (!stillPending) return; // answered meanwhile: the target carries on
+    this.log.info('pending request timed out', { gatewayRequestId: gatewayId });
+    recordExpiredInput(entry.record.method);
+    this.stop('pending-timeout');
+  }
+
+  /** Ends the call early: the target is told (by the upstream, on abort), the pending records go. */
+  stop(reason: EndReason): void {
+    if (this.finished || this.endReason) return;
+    this.endReason = reason;
+    this.log.info('relayed call stopped', { reason });
+    this.upstreamAbort.abort(`gateway: ${reason}`);
+  }
+
+  private async cleanup(): Promise<void> {
+    for (const { timer } of this.relayed.values()) clearTimeout(timer);
+    const ids = [...this.relayed.keys(), ...this.held];
+    if (ids.length === 0) return;
+    // One request removes every pending record of this call, answered or not: a late answer then
+    // finds nothing and gets -32600 instead of reaching a target that no longer waits.
+    await this.input.deps.store
+      .deletePending(this.input.loaded.session.id, ids)
+      .catch((error) => this.log.warn('removing pending records failed', { error: describeError(error) }));
+  }
+}

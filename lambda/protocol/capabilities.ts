@@ -1,0 +1,107 @@
+import type { LegacyClientCapabilities, ModernClientCapabilities } from './types';
+import { supportsFeature } from './versions';
+
+/**
+ * What the gateway may declare to a target and relay to a client: only what the client declared,
+ * only what the protocol version allows, and only what can be relayed verbatim (elicitation
+ * form/url, sampling with its context/tools flags, roots). Tasks, extensions and experimental
+ * capabilities are never passed on. The same filter decides what is declared upstream and what is
+ * relayed back, so both sides agree.
+ */
+
+type AnyClientCapabilities = LegacyClientCapabilities | ModernClientCapabilities;
+
+/** `elicitation: {}` means form only (both eras). */
+export function elicitationModes(capabilities: AnyClientCapabilities): { form: boolean; url: boolean } {
+  const elicitation = capabilities.elicitation as { form?: object; url?: object } | undefined;
+  if (!elicitation) return { form: false, url: false };
+  const explicit = elicitation.form !== undefined || elicitation.url !== undefined;
+  return { form: explicit ? elicitation.form !== undefined : true, url: elicitation.url !== undefined };
+}
+
+/** Declared to a legacy target at `initialize` (and relayed to the client) for a session of `protocolVersion`. */
+export function capabilitiesForLegacyTarget(
+  client: AnyClientCapabilities,
+  protocolVersion: string,
+): LegacyClientCapabilities {
+  const declared: LegacyClientCapabilities = {};
+  const modes = elicitationModes(client);
+  const elicitation: NonNullable<LegacyClientCapabilities['elicitation']> = {};
+  if (modes.form && supportsFeature(protocolVersion, 'formElicitation')) elicitation.form = {};
+  if (modes.url && supportsFeature(protocolVersion, 'urlElicitation')) elicitation.url = {};
+  if (Object.keys(elicitation).length) declared.elicitation = elicitation;
+  const sampling = client.sampling as { context?: object; tools?: object } | undefined;
+  if (sampling) {
+    declared.sampling = {
+      ...(sampling.context ? { context: {} } : {}),
+      ...(sampling.tools && supportsFeature(protocolVersion, 'samplingTools') ? { tools: {} } : {}),
+    };
+  }
+  const roots = client.roots as { listChanged?: boolean } | undefined;
+  if (roots) declared.roots = roots.listChanged ? { listChanged: true } : {};
+  return declared;
+}
+
+/** Declared in `_meta` to a modern target for one request. */
+export function capabilitiesForModernTarget(client: AnyClientCapabilities): ModernClientCapabilities {
+  const declared: ModernClientCapabilities = {};
+  const modes = elicitationModes(client);
+  if (modes.form || modes.url)
+    declared.elicitation = { ...(modes.form ? { form: {} } : {}), ...(modes.url ? { url: {} } : {}) };
+  const sampling = client.sampling as { context?: object; tools?: object } | undefined;
+  if (sampling)
+    declared.sampling = { ...(sampling.context ? { context: {} } : {}), ...(sampling.tools ? { tools: {} } : {}) };
+  if (client.roots) declared.roots = {};
+  return declared;
+}
+
+/** A 2025 session's capabilities as a modern target may see them (what its version allows, in the 2026 shape). */
+export function legacySessionAsModern(
+  client: LegacyClientCapabilities,
+  protocolVersion: string,
+): ModernClientCapabilities {
+  return capabilitiesForModernTarget(capabilitiesForLegacyTarget(client, protocolVersion));
+}
+
+/** The capability a request of the target needs from the client, or undefined when the client declared it. */
+export function missingCapability(
+  client: AnyClientCapabilities,
+  method: string,
+  params: Record<string, unknown> | undefined,
+): ModernClientCapabilities | undefined {
+  switch (method) {
+    case 'elicitation/create': {
+      const modes = elicitationModes(client);
+      if (params?.mode === 'url') return modes.url ? undefined : { elicitation: { url: {} } };
+      return modes.form ? undefined : { elicitation: { form: {} } };
+    }
+    case 'sampling/createMessage': {
+      const sampling = client.sampling as { tools?: object } | undefined;
+      if (!sampling) return { sampling: {} };
+      return params?.tools !== undefined && !sampling.tools ? { sampling: { tools: {} } } : undefined;
+    }
+    case 'roots/list':
+      return client.roots ? undefined : { roots: {} };
+    default:
+      // Not a request kind the spec defines: nothing the client could declare.
+      return { experimental: { [method]: {} } };
+  }
+}
+
+/** Whether a request of the target may be relayed to a client that declared `capabilities`. */
+export function clientAccepts(
+  capabilities: AnyClientCapabilities,
+  method: string,
+  params: Record<string, unknown> | undefined,
+): boolean {
+  return missingCapability(capabilities, method, params) === undefined;
+}
+
+/** Merges capability objects one level deep (`{elicitation:{form}}` + `{elicitation:{url}}`). */
+export function mergeCapabilities(a: ModernClientCapabilities, b: ModernClientCapabilities): ModernClientCapabilities {
+  const out: Record<string, unknown> = { ...a };
+  for (const [key, value] of Object.entries(b)) {
+    out[key] = { ...((out[key] as object | undefined) ?? {}), ...(value as object) };
+  }
+  return out as ModernClientCapabilities;
+}

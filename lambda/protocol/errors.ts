@@ -1,0 +1,173 @@
+import type { JSONRPCErrorResponse, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { RpcCode } from './codes';
+
+/**
+ * The one error model. Every error the gateway itself authors has a kind; the table below says,
+ * once, which JSON-RPC code it carries, which HTTP status it gets when it is the whole response,
+ * whether retrying helps (`retryable`, and `Retry-After` when a wait is known) and the `data.type`
+ * clients can switch on. Errors a target returns are relayed as they are and never pass through here.
+ */
+interface ErrorSpec {
+  code: number;
+  status: number;
+  retryable?: true;
+  retryAfterSeconds?: number;
+  type?: string;
+}
+
+export const ERROR_TABLE = {
+  // The request as a whole (transport rules).
+  ParseError: { code: RpcCode.ParseError, status: 400 },
+  InvalidRequest: { code: RpcCode.InvalidRequest, status: 400 },
+  NotFound: { code: RpcCode.InvalidRequest, status: 404 },
+  MethodNotAllowed: { code: RpcCode.ServerError, status: 405 },
+  UnsupportedMediaType: { code: RpcCode.InvalidRequest, status: 415 },
+  PayloadTooLarge: { code: RpcCode.InvalidRequest, status: 413 },
+  Forbidden: { code: RpcCode.InvalidRequest, status: 403 },
+  Unauthorized: { code: RpcCode.ServerError, status: 401 },
+  AuthForbidden: { code: RpcCode.ServerError, status: 403 },
+  AuthUnavailable: {
+    code: RpcCode.InternalError,
+    status: 503,
+    retryable: true,
+    retryAfterSeconds: 5,
+    type: 'ServiceUnavailable',
+  },
+  // 2025-era sessions.
+  SessionRequired: { code: RpcCode.InvalidRequest, status: 400 },
+  SessionNotFound: { code: RpcCode.InvalidRequest, status: 404 },
+  AnswerRefused: { code: RpcCode.InvalidRequest, status: 400 },
+  // A valid request the gateway answers with an error (in-band: HTTP 200, so SDK clients show it).
+  MethodNotFound: { code: RpcCode.MethodNotFound, status: 200 },
+  InvalidParams: { code: RpcCode.InvalidParams, status: 200 },
+  ResourceNotFound: { code: RpcCode.ResourceNotFound, status: 200 },
+  // 2026-07-28 request validation (the spec's HTTP statuses).
+  MalformedParams: { code: RpcCode.InvalidParams, status: 400 },
+  HeaderMismatch: { code: RpcCode.HeaderMismatch, status: 400 },
+  UnsupportedProtocolVersion: { code: RpcCode.UnsupportedProtocolVersion, status: 400 },
+  UnknownMethod: { code: RpcCode.MethodNotFound, status: 404 },
+  MissingCapability: { code: RpcCode.MissingRequiredClientCapability, status: 400 },
+  RequestStateRefused: { code: RpcCode.InvalidParams, status: 400 },
+  // Dependencies.
+  DependencyFailed: { code: RpcCode.InternalError, status: 200, retryable: true, type: 'DependencyFailedException' },
+  AnswerNotDelivered: { code: RpcCode.InternalError, status: 502, type: 'DependencyFailedException' },
+  StoreUnavailable: {
+    code: RpcCode.InternalError,
+    status: 503,
+    retryable: true,
+    retryAfterSeconds: 1,
+    type: 'ServiceUnavailable',
+  },
+  // A relayed call that ended without the target's answer.
+  RequestTimeout: { code: RpcCode.RequestTimeout, status: 200, retryable: true },
+  ClientGone: { code: RpcCode.RequestTimeout, status: 200 },
+  CrossEraInputUnsupported: { code: RpcCode.InternalError, status: 200, type: 'CrossEraInputUnsupported' },
+  InputRequestFailed: { code: RpcCode.InternalError, status: 200, type: 'InputRequestFailed' },
+  TooManyInputRounds: { code: RpcCode.InternalError, status: 200, type: 'TooManyInputRounds' },
+  ProtocolViolation: { code: RpcCode.InternalError, status: 200 },
+  UpstreamTimeout: { code: RpcCode.InternalError, status: 504 },
+  Internal: { code: RpcCode.InternalError, status: 500 },
+} as const satisfies Record<string, ErrorSpec>;
+
+export type ErrorKind = keyof typeof ERROR_TABLE;
+
+/** An error the gateway answers with deliberately. */
+export class GatewayError extends Error {
+  constructor(
+    readonly kind: ErrorKind,
+    message: string,
+    /** Details for the client (an object is merged with the table's `type`/`retryable`; anything else is sent as is). */
+    readonly data?: unknown,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'GatewayError';
+  }
+
+  get spec(): ErrorSpec {
+    return ERROR_TABLE[this.kind];
+  }
+
+  /** The message clients see. */
+  get rpcMessage(): string {
+    return this.message;
+  }
+}
+
+/** A target failed (unreachable, bad status, broken stream, credentials unavailable): the client should retry. */
+export class DependencyFailedError extends GatewayError {
+  constructor(
+    readonly target: string,
+    reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super('DependencyFailed', `target ${target}: ${reason}`, { target }, options);
+    this.name = 'DependencyFailedError';
+  }
+
+  override get rpcMessage(): string {
+    return `DependencyFailedException: ${this.message}`;
+  }
+}
+
+/** DynamoDB did not answer or refused for capacity: retry shortly. */
+export class StoreUnavailableError extends GatewayError {
+  constructor(cause: unknown) {
+    super('StoreUnavailable', 'session store unavailable', undefined, { cause });
+    this.name = 'StoreUnavailableError';
+  }
+
+  override get rpcMessage(): string {
+    return 'Session store unavailable; retry shortly';
+  }
+}
+
+type ErrorListener = (code: number, kind: ErrorKind) => void;
+let listener: ErrorListener = () => undefined;
+
+/** Called for every error body the gateway authors (the wiring counts them as a metric). */
+export function onGatewayError(fn: ErrorListener): void {
+  listener = fn;
+}
+
+/** The JSON-RPC error body of `error` (any thrown value: unknown ones become a bare "Internal error"). */
+export function rpcError(id: RequestId | null, error: unknown): JSONRPCErrorResponse {
+  const known = error instanceof GatewayError ? error : new GatewayError('Internal', 'Internal error');
+  const spec = known.spec;
+  const own = known.data;
+  let data: unknown = own;
+  if (own === undefined || (typeof own === 'object' && own !== null && !Array.isArray(own))) {
+    const merged: Record<string, unknown> = {
+      ...(spec.type ? { type: spec.type } : {}),
+      ...(own as Record<string, unknown> | undefined),
+      ...(spec.retryable ? { retryable: true } : {}),
+      ...(spec.retryAfterSeconds ? { retryAfterSeconds: spec.retryAfterSeconds } : {}),
+    };
+    data = Object.keys(merged).length ? merged : undefined;
+  }
+  listener(spec.code, known.kind);
+  const body = { code: spec.code, message: known.rpcMessage, ...(data !== undefined ? { data } : {}) };
+  // The SDK type models an absent id, not JSON-RPC's null (JSON-RPC 2.0 §5): the cast keeps the wire format exact.
+  return { jsonrpc: '2.0', id: id as RequestId, error: body };
+}
+
+/** Shorthand: the body of a new error of `kind`. */
+export function rpcErrorOf(
+  id: RequestId | null,
+  kind: ErrorKind,
+  message: string,
+  data?: unknown,
+): JSONRPCErrorResponse {
+  return rpcError(id, new GatewayError(kind, message, data));
+}
+
+/** The HTTP status when `error` is the whole response. */
+export function httpStatusOf(error: unknown): number {
+  return error instanceof GatewayError ? error.spec.status : 500;
+}
+
+/** Headers that go with `error` when it is the whole response (`Retry-After` where a wait is known). */
+export function errorHeaders(error: unknown): Record<string, string> {
+  const seconds = error instanceof GatewayError ? error.spec.retryAfterSeconds : undefined;
+  return seconds ? { 'retry-after': String(seconds) } : {};
+}

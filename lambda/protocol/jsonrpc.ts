@@ -1,0 +1,113 @@
+import type {
+  JSONRPCErrorResponse,
+  JSONRPCNotification,
+  JSONRPCRequest,
+  JSONRPCResultResponse,
+  RequestId,
+} from '@modelcontextprotocol/sdk/types.js';
+import { ERROR_TABLE, type ErrorKind } from './errors';
+
+/** JSON-RPC 2.0 message guards and the parser of what clients POST (both eras). */
+
+export type JSONRPCResponse = JSONRPCResultResponse | JSONRPCErrorResponse;
+
+export type ClientMessage =
+  | { kind: 'request'; message: JSONRPCRequest }
+  | { kind: 'notification'; message: JSONRPCNotification }
+  | { kind: 'response'; message: JSONRPCResponse };
+
+export type ParseOutcome =
+  | { ok: true; value: ClientMessage }
+  | { ok: false; kind: RefusalKind; code: number; message: string; id: RequestId | null };
+
+type RefusalKind = Extract<ErrorKind, 'ParseError' | 'InvalidRequest'>;
+
+function refusal(kind: RefusalKind, message: string, id: RequestId | null): ParseOutcome {
+  return { ok: false, kind, code: ERROR_TABLE[kind].code, message, id };
+}
+
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isId(value: unknown): value is RequestId {
+  return typeof value === 'string' || (typeof value === 'number' && Number.isInteger(value));
+}
+
+/** Top-level members beyond the message's own are refused, as the SDK's strict schemas do. */
+function onlyKeys(value: Record<string, unknown>, allowed: readonly string[]): boolean {
+  return Object.keys(value).every((key) => allowed.includes(key));
+}
+
+export function isResponse(value: unknown): value is JSONRPCResponse {
+  return (
+    isObject(value) &&
+    value.jsonrpc === '2.0' &&
+    'id' in value &&
+    ('result' in value || 'error' in value) &&
+    !('method' in value)
+  );
+}
+
+export function isRequest(value: unknown): value is JSONRPCRequest {
+  return isObject(value) && typeof value.method === 'string' && 'id' in value;
+}
+
+export function isNotification(value: unknown): value is JSONRPCNotification {
+  return isObject(value) && typeof value.method === 'string' && !('id' in value);
+}
+
+function isParams(value: unknown): boolean {
+  if (value === undefined) return true;
+  if (!isObject(value)) return false;
+  const meta = value._meta;
+  if (meta === undefined) return true;
+  if (!isObject(meta)) return false;
+  const token = meta.progressToken;
+  return token === undefined || isId(token);
+}
+
+function isErrorObject(value: unknown): boolean {
+  return (
+    isObject(value) &&
+    typeof value.code === 'number' &&
+    Number.isInteger(value.code) &&
+    typeof value.message === 'string'
+  );
+}
+
+/**
+ * Parses one POSTed JSON-RPC message. Batches were removed from MCP in 2025-06-18 and are refused.
+ * Checked by hand rather than with the SDK's schemas: the shape is all the gateway needs, and the
+ * params travel on to the target untouched.
+ */
+export function parseClientMessage(text: string): ParseOutcome {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return refusal('ParseError', 'Parse error: the body is not valid JSON', null);
+  }
+  if (Array.isArray(raw)) {
+    return refusal('InvalidRequest', 'Invalid Request: JSON-RPC batches are not supported', null);
+  }
+  const id = isObject(raw) && isId(raw.id) ? raw.id : null;
+  if (isObject(raw) && raw.jsonrpc === '2.0') {
+    if (typeof raw.method === 'string' && isParams(raw.params)) {
+      if (!('id' in raw) && onlyKeys(raw, ['jsonrpc', 'method', 'params'])) {
+        return { ok: true, value: { kind: 'notification', message: raw as JSONRPCNotification } };
+      }
+      if (isId(raw.id) && onlyKeys(raw, ['jsonrpc', 'id', 'method', 'params'])) {
+        return { ok: true, value: { kind: 'request', message: raw as JSONRPCRequest } };
+      }
+    } else if (!('method' in raw) && isId(raw.id)) {
+      if (isObject(raw.result) && onlyKeys(raw, ['jsonrpc', 'id', 'result'])) {
+        return { ok: true, value: { kind: 'response', message: raw as JSONRPCResultResponse } };
+      }
+      if (isErrorObject(raw.error) && onlyKeys(raw, ['jsonrpc', 'id', 'error'])) {
+        return { ok: true, value: { kind: 'response', message: raw as JSONRPCErrorResponse } };
+      }
+    }
+  }
+  return refusal('InvalidRequest', 'Invalid Request: not a JSON-RPC 2.0 request, notification or response', id);
+}

@@ -1,0 +1,70 @@
+import type { AcceptPreference } from '../http/responses';
+import { jsonResponse } from '../http/responses';
+import { SseStream } from '../http/sse';
+import type { JSONRPCMessage } from '../protocol/types';
+
+/**
+ * "JSON now, SSE if needed", for both eras: a relayed call answers with one JSON body when the
+ * target just answers, and turns into an SSE stream at the first message that must reach the client
+ * before the result (a server request, progress, a log message) — or, with `streamAfterMs`, once the
+ * call runs long enough to need keep-alives. A client that accepts only SSE gets a stream at once;
+ * one that accepts only JSON never gets one.
+ */
+export interface DeferredResponseOptions {
+  accept: AcceptPreference;
+  headers?: Record<string, string>;
+  keepAliveMs: number;
+  /** Open the stream after this long even if nothing was relayed yet. */
+  streamAfterMs?: number;
+  /** The client cancelled the stream (went away). */
+  onClientGone?: () => void;
+}
+
+export class DeferredResponse {
+  readonly response: Promise<Response>;
+  private resolve!: (response: Response) => void;
+  private sse?: SseStream;
+  private finished = false;
+  private timer?: NodeJS.Timeout;
+
+  constructor(private readonly options: DeferredResponseOptions) {
+    this.response = new Promise((resolve) => {
+      this.resolve = resolve;
+    });
+    if (options.accept.sse && !options.accept.json) this.stream();
+    else if (options.accept.sse && options.streamAfterMs !== undefined) {
+      this.timer = setTimeout(() => this.stream(), options.streamAfterMs);
+      this.timer.unref();
+    }
+  }
+
+  get streaming(): boolean {
+    return this.sse !== undefined;
+  }
+
+  /** The client's stream, opened on first use; undefined when the client takes no SSE or the call is over. */
+  stream(): SseStream | undefined {
+    if (!this.sse && this.options.accept.sse && !this.finished) {
+      clearTimeout(this.timer);
+      const sse = new SseStream();
+      sse.onCancel = () => this.options.onClientGone?.();
+      sse.startKeepAlive(this.options.keepAliveMs);
+      this.sse = sse;
+      this.resolve(sse.response(this.options.headers));
+    }
+    return this.sse;
+  }
+
+  /** Ends the call with its last message: the last event of the stream, or the JSON body with `status` and `headers`. */
+  finish(message: JSONRPCMessage, status = 200, headers: Record<string, string> = {}): void {
+    if (this.finished) return;
+    this.finished = true;
+    clearTimeout(this.timer);
+    if (this.sse) {
+      this.sse.send(message);
+      this.sse.close();
+    } else {
+      this.resolve(jsonResponse(status, message, { ...headers, ...this.options.headers }));
+    }
+  }
+}

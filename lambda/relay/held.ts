@@ -1,0 +1,72 @@
+import type { GatewayLogger } from '../observability/logger';
+import { describeError } from '../observability/logger';
+import type { JSONRPCErrorResponse, JSONRPCResultResponse } from '../protocol/types';
+import type { PendingRecord, SessionStore } from '../state/store';
+
+/**
+ * Gateway-held requests (pending records of kind `held`): requests the gateway itself asks a 2025
+ * client — a confirmation (confirmTools) or a 2026-07-28 target's input round — and waits for. The
+ * client's answer is a separate POST that may reach any instance; it is stored in the record with
+ * a conditional update (`storeHeldAnswer`, once), and the invocation that asked polls the record
+ * (a consistent GetItem, 100 ms backing off to 1 s: a person answers in seconds, so a 300 s wait
+ * costs about 300 reads) until it is answered, `until` passes, or `stop` aborts.
+ */
+
+const POLL_MIN_MS = 100;
+const POLL_MAX_MS = 1000;
+
+export type HeldAnswer = JSONRPCResultResponse | JSONRPCErrorResponse | 'timeout' | 'client-gone';
+
+export async function waitForHeldAnswer(
+  store: SessionStore,
+  logger: GatewayLogger,
+  sessionId: string,
+  gatewayId: string,
+  until: number,
+  stop: AbortSignal,
+): Promise<HeldAnswer> {
+  let interval = POLL_MIN_MS;
+  while (Date.now() < until) {
+    if (stop.aborted) return 'client-gone';
+    let record: PendingRecord | undefined;
+    try {
+      record = await store.getPending(sessionId, gatewayId);
+    } catch (error) {
+      // A transient store failure: keep waiting (bounded by the deadline).
+      logger.warn('polling a gateway-held request failed', { sessionId, error: describeError(error) });
+    }
+    if (record?.status === 'answered' && record.answer) {
+      return JSON.parse(record.answer) as JSONRPCResultResponse | JSONRPCErrorResponse;
+    }
+    await sleep(Math.min(interval, Math.max(0, until - Date.now())), stop);
+    interval = Math.min(POLL_MAX_MS, interval * 2);
+  }
+  return stop.aborted ? 'client-gone' : 'timeout';
+}
+
+/** Stores the client's answer to a held request (exactly once); false when it was answered or expired. */
+export async function storeHeldAnswer(
+  store: SessionStore,
+  sessionId: string,
+  answer: JSONRPCResultResponse | JSONRPCErrorResponse,
+): Promise<boolean> {
+  const gatewayId = answer.id as string;
+  const payload = JSON.stringify(
+    'error' in answer
+      ? { jsonrpc: '2.0', id: gatewayId, error: answer.error }
+      : { jsonrpc: '2.0', id: gatewayId, result: answer.result },
+  );
+  return store.answerPending(sessionId, gatewayId, payload);
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,0 +1,17 @@
+import type { Catalog } from '../catalog/catalog';
+import type { GatewayConfig } from '../config/schema';
+import type { GatewayLogger } from '../observability/logger';
+import type { Implementation } from '../protocol/types';
+import type { Targets } from '../targets/targets';
+
+/** What both era paths are built from (each path adds its own: the store, or the sealer). */
+export interface SharedDeps {
+  config: GatewayConfig;
+  logger: GatewayLogger;
+  targets: Targets;
+  catalog: Catalog;
+  /** The gateway as a server (initialize results, 2026 `serverInfo`). */
+  serverInfo: Implementation;
+  /** SSE keep-alive comment interval while a relayed call waits. */
+  keepAliveMs: number;
+}

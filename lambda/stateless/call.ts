@@ -1,0 +1,212 @@
+import { recordAnsweredInput } from '../observability/metrics';
+import {
+  CONFIRM_KEY,
+  confirmationForm,
+  confirmationOutcome,
+  exposedNameOf,
+  needsConfirmation,
+  notConfirmedResult,
+} from '../policy/confirm-tools';
+import { elicitationModes } from '../protocol/capabilities';
+import { GatewayError, rpcErrorOf } from '../protocol/errors';
+import type { JSONRPCResponse } from '../protocol/jsonrpc';
+import type { InputRequest, InputRequiredResult, JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
+import { ProgressMapper } from '../relay/progress';
+import type { Caller, Upstream } from '../targets/upstream';
+import type { StatelessDeps } from './deps';
+import { mapResponse } from './outcome';
+import { argumentsDigest, type OpenedState, type StateBinding } from './request-state';
+import type { ModernRequest } from './validate';
+
+/**
+ * tools/call, prompts/get and resources/read for 2026-07-28 clients: the multi round-trip relay.
+ *
+ * - First round: routed by name (or URI) to its target, forwarded in the target's era.
+ * - The target answers input_required: `inputRequests` go back untouched; its `requestState` is
+ *   sealed inside the gateway's own (bound to caller, target, method, name, arguments, expiry).
+ * - The retry: the gateway's state is opened and checked first — tampered, expired, foreign or
+ *   mismatched → -32602 (HTTP 400) and the target is not called — then forwarded with the client's
+ *   `inputResponses` and the target's own state (none when the target sent none).
+ * - confirmTools: before the first forward the gateway asks the user itself (an input_required
+ *   round under the key `gateway_confirm`, with a state of kind `confirm`); later rounds carry
+ *   "confirmed" in the sealed state and are not asked again.
+ * Results come back as the target's response (a target's error is relayed in-band); the gateway's
+ * own refusals are thrown.
+ */
+export interface CallContext {
+  deps: StatelessDeps;
+  request: ModernRequest;
+  principal: string;
+  caller: Caller;
+  signal: AbortSignal;
+  /** The client's `Mcp-Param-*` headers, forwarded untouched to a 2026-07-28 target. */
+  paramHeaders: Record<string, string>;
+  /** Each notification the target sends before its response, already mapped to the client's token. */
+  onNotification(notification: JSONRPCNotification): void;
+}
+
+export async function forwardCall(ctx: CallContext): Promise<JSONRPCResponse> {
+  const { deps, request, principal, caller } = ctx;
+  const { method, params } = request;
+  const sealer = deps.requestState;
+  const scope = { caller, signal: ctx.signal };
+
+  let target: string;
+  let name: string;
+  if (method === 'resources/read') {
+    target = await deps.catalog.resolveResource(params.uri, scope);
+    name = params.uri as string;
+  } else {
+    ({ target, name } = await deps.catalog.resolveNamed(
+      params.name,
+      method === 'tools/call' ? 'tool' : 'prompt',
+      scope,
+    ));
+  }
+  const exposed = exposedNameOf(params.name, name);
+  const args = method === 'resources/read' ? {} : (params.arguments ?? {});
+  const binding: StateBinding = { principal, target, method, name, argsDigest: argumentsDigest(args) };
+  const complete = (result: Record<string, unknown>): JSONRPCResponse => ({ jsonrpc: '2.0', id: request.id, result });
+
+  // The retry's state, checked before anything reaches the target.
+  let opened: OpenedState | undefined;
+  if (params.requestState !== undefined) {
+    const verdict = sealer.open(params.requestState, binding);
+    if (!verdict.ok) {
+      deps.logger.info('requestState refused', { target, method, reason: verdict.reason });
+      const expired = verdict.reason === 'expired';
+      throw new GatewayError(
+        'RequestStateRefused',
+        expired
+          ? 'Invalid params: requestState has expired; send the request again without requestState and inputResponses'
+          : 'Invalid params: requestState was not issued by this gateway for this request',
+        { reason: expired ? 'expired' : 'invalid' },
+      );
+    }
+    opened = verdict.state;
+  }
+  const inputResponses = params.inputResponses as Record<string, unknown> | undefined;
+  let confirmed = opened?.confirmed ?? false;
+
+  // Policy before forwarding: the gateway asks the user itself for listed tools (confirmTools).
+  if (method === 'tools/call' && !confirmed && needsConfirmation(deps.config.confirmTools, target, name)) {
+    if (opened?.kind === 'confirm') {
+      const outcome = confirmationOutcome(inputResponses?.[CONFIRM_KEY]);
+      if (outcome === 'declined' || outcome === 'cancelled') {
+        deps.logger.info('confirmation not given; tool not called', { target, tool: name, outcome });
+        return complete({ ...notConfirmedResult(exposed, outcome) });
+      }
+      confirmed = outcome === 'confirmed';
+    }
+    if (!confirmed) {
+      if (!elicitationModes(request.clientCapabilities).form) {
+        throw new GatewayError(
+          'MissingCapability',
+          `Missing required client capability: the tool ${exposed} needs a confirmation by form elicitation; declare elicitation in _meta io.modelcontextprotocol/clientCapabilities`,
+          { requiredCapabilities: { elicitation: { form: {} } } },
+        );
+      }
+      const result: InputRequiredResult = {
+        resultType: 'input_required',
+        inputRequests: {
+          [CONFIRM_KEY]: {
+            method: 'elicitation/create',
+            params: confirmationForm(exposed, target, name, args),
+          } as InputRequest,
+        },
+        requestState: sealer.seal(binding, { kind: 'confirm', confirmed: false }),
+      };
+      return complete(result as unknown as Record<string, unknown>);
+    }
+  }
+
+  // What the target receives: its own name, and (on a retry of its round) the answers and its state.
+  const { _meta: _clientMeta, requestState: _state, inputResponses: _responses, ...rest } = params;
+  const upstreamParams: Record<string, unknown> = { ...rest };
+  if (method !== 'resources/read') upstreamParams.name = name;
+  if (opened?.kind === 'relay') {
+    if (inputResponses !== undefined) {
+      upstreamParams.inputResponses = inputResponses;
+      for (const _key of Object.keys(inputResponses)) recordAnsweredInput('mrtr-retry');
+    }
+    if (opened.targetState !== undefined) upstreamParams.requestState = opened.targetState;
+  }
+
+  const upstream = await deps.targets.open(target, caller, ctx.signal);
+  const response = await callOnce(ctx, upstream, method, upstreamParams);
+  const sealRelay = (targetState: unknown) =>
+    sealer.seal(binding, {
+      kind: 'relay',
+      targetState: typeof targetState === 'string' ? targetState : undefined,
+      confirmed,
+    });
+  return mapResponse(
+    { ...response, id: request.id },
+    {
+      caps: request.clientCapabilities,
+      era: upstream.era,
+      method,
+      target,
+      sealRelay,
+      isRetry: opened !== undefined,
+    },
+  );
+}
+
+/**
+ * One request to the target. A legacy target that asks for input in the middle of the call
+ * (elicitation/create, sampling/createMessage, roots/list on its stream) cannot be bridged to a
+ * 2026 client yet: its request is refused, the call cancelled at the target, and the client gets
+ * CrossEraInputUnsupported instead of waiting for an answer that never comes.
+ */
+async function callOnce(
+  ctx: CallContext,
+  upstream: Upstream,
+  method: string,
+  params: Record<string, unknown>,
+): Promise<JSONRPCResponse> {
+  const { request } = ctx;
+  // 2025 has no multi round-trip fields; a retry re-issues the call (see the -32042 translation).
+  const sent = upstream.era === 'legacy' ? (({ inputResponses: _r, requestState: _s, ...p }) => p)(params) : params;
+  const progress = new ProgressMapper(request.progressToken);
+  const crossEra = new AbortController();
+  let refusedMethod: string | undefined;
+  const crossEraError = () =>
+    new GatewayError(
+      'CrossEraInputUnsupported',
+      `Target ${upstream.target} speaks protocol 2025-11-25 and asked for input (${refusedMethod}) during the call; relaying that to a 2026-07-28 request is not supported yet. Call this tool from a 2025-11-25 session, or ask the target's operator to support 2026-07-28.`,
+      { target: upstream.target, inputMethod: refusedMethod },
+    );
+  const onServerRequest = (serverRequest: JSONRPCRequest) => {
+    if (refusedMethod) return;
+    refusedMethod = serverRequest.method;
+    const refusal = rpcErrorOf(
+      serverRequest.id,
+      'MethodNotFound',
+      `Method not found: ${serverRequest.method} (not relayable across protocol eras)`,
+    );
+    void upstream.reply(refusal).finally(() => crossEra.abort('gateway: cross-era input'));
+  };
+  try {
+    const response = await upstream.call(
+      { method, params: sent },
+      {
+        signal: AbortSignal.any([ctx.signal, crossEra.signal]),
+        progressToken: progress.upstreamToken,
+        headers: ctx.paramHeaders,
+        onServerRequest,
+        onNotification: (notification) => {
+          const mapped = progress.map(notification);
+          // Log messages only for a client that asked for them (per-request logLevel).
+          if (!mapped || (mapped.method === 'notifications/message' && request.logLevel === undefined)) return;
+          ctx.onNotification(mapped);
+        },
+      },
+    );
+    if (refusedMethod) throw crossEraError();
+    return response;
+  } catch (error) {
+    if (refusedMethod) throw crossEraError();
+    throw error;
+  }
+}

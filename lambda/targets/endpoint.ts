@@ -1,0 +1,133 @@
+import type { TargetConfig } from '../config/schema';
+import { recordTargetLatency } from '../observability/metrics';
+import { DependencyFailedError } from '../protocol/errors';
+import { isResponse, type JSONRPCResponse } from '../protocol/jsonrpc';
+import type { JSONRPCMessage, JSONRPCRequest } from '../protocol/types';
+import { NO_CREDENTIALS, type TargetCredentials } from './credentials';
+import { readResponseStream, type StreamListeners } from './sse-reader';
+
+/**
+ * One target's HTTP endpoint, for both eras: the gateway's own credentials, one POST that reads a
+ * JSON body or an SSE stream up to the response, the latency metric and the mapping of failures to
+ * DependencyFailedError. Node's fetch keeps connections to targets alive between calls.
+ */
+
+/** The target no longer knows the session the request named (HTTP 404): re-initialize and try again. */
+export class TargetSessionExpiredError extends Error {
+  constructor(readonly target: string) {
+    super(`target ${target}: session expired`);
+    this.name = 'TargetSessionExpiredError';
+  }
+}
+
+export interface PostOptions {
+  signal?: AbortSignal;
+  listeners?: StreamListeners;
+  /** The request names a target session: a 404 means the target forgot it. */
+  sessionBound?: boolean;
+}
+
+export interface PostResult {
+  /** The target's response, with the id of the request. */
+  response: JSONRPCResponse;
+  status: number;
+  headers: Headers;
+}
+
+export class TargetEndpoint {
+  constructor(
+    readonly config: TargetConfig,
+    /** The gateway's own credentials for this target (./credentials.ts); never the client's. */
+    private readonly credentials: TargetCredentials = NO_CREDENTIALS,
+  ) {}
+
+  get name(): string {
+    return this.config.name;
+  }
+
+  /** Credential headers plus the transport's; a failure to obtain credentials is the target's failure. */
+  async headers(protocol: Record<string, string>): Promise<Record<string, string>> {
+    let credentials: Record<string, string>;
+    try {
+      credentials = await this.credentials.headers();
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new DependencyFailedError(this.name, `outbound credentials unavailable: ${reason}`, { cause: error });
+    }
+    return {
+      ...credentials,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      ...protocol,
+    };
+  }
+
+  /** POSTs a request and reads its response (JSON, or an SSE stream whose other messages go to the listeners). */
+  async request(
+    request: JSONRPCRequest,
+    headers: Record<string, string>,
+    options: PostOptions = {},
+  ): Promise<PostResult> {
+    const res = await this.fetch('POST', headers, JSON.stringify(request), options);
+    const contentType = res.headers.get('content-type') ?? '';
+    if (res.ok && contentType.includes('text/event-stream') && res.body) {
+      let response: JSONRPCResponse | undefined;
+      try {
+        response = await readResponseStream(res.body, request.id, options.listeners);
+      } catch (error) {
+        throw this.failure(error, 'the stream broke before the response');
+      }
+      if (!response) throw new DependencyFailedError(this.name, 'the stream ended before the response');
+      return { response, status: res.status, headers: res.headers };
+    }
+    let body: unknown;
+    try {
+      if (contentType.includes('json')) body = await res.json();
+      else await res.body?.cancel();
+    } catch (error) {
+      throw this.failure(error, `HTTP ${res.status} with an unreadable body`);
+    }
+    // A JSON-RPC error with an HTTP error status is still the target's answer (e.g. 400 Invalid params).
+    if (isResponse(body) && (res.ok || 'error' in body)) {
+      return { response: { ...body, id: request.id }, status: res.status, headers: res.headers };
+    }
+    throw new DependencyFailedError(this.name, res.ok ? 'answered without a JSON-RPC response' : `HTTP ${res.status}`);
+  }
+
+  /** POSTs a notification or a response (the answer to a target's request); targets reply 202. */
+  async send(message: JSONRPCMessage, headers: Record<string, string>, options: PostOptions = {}): Promise<void> {
+    const res = await this.fetch('POST', headers, JSON.stringify(message), options);
+    await res.body?.cancel().catch(() => undefined);
+    if (!res.ok) throw new DependencyFailedError(this.name, `HTTP ${res.status}`);
+  }
+
+  /** DELETE (ends a target session; targets MAY answer 405). */
+  async delete(headers: Record<string, string>): Promise<void> {
+    const res = await this.fetch('DELETE', headers, undefined, { signal: AbortSignal.timeout(5000) });
+    await res.body?.cancel().catch(() => undefined);
+  }
+
+  private async fetch(method: string, headers: Record<string, string>, body: string | undefined, options: PostOptions) {
+    let res: Response;
+    try {
+      const started = performance.now();
+      res = await fetch(this.config.url, { method, headers, body, signal: options.signal });
+      // Time to the target's response headers: its responsiveness, not a person's time to answer.
+      recordTargetLatency(this.name, performance.now() - started);
+    } catch (error) {
+      throw this.failure(error, 'unreachable');
+    }
+    if (res.status === 401) this.credentials.rejected();
+    if (res.status === 404 && options.sessionBound) {
+      await res.body?.cancel().catch(() => undefined);
+      throw new TargetSessionExpiredError(this.name);
+    }
+    return res;
+  }
+
+  private failure(error: unknown, reason: string): Error {
+    if (error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError')) return error;
+    if (error instanceof DependencyFailedError) return error;
+    return new DependencyFailedError(this.name, reason, { cause: error });
+  }
+}

@@ -1,0 +1,175 @@
+import type { TargetConfig } from '../config/schema';
+import type { GatewayLogger } from '../observability/logger';
+import { DependencyFailedError } from '../protocol/errors';
+import type { Implementation, JSONRPCMessage } from '../protocol/types';
+import type { Era } from '../protocol/versions';
+import { NO_CREDENTIALS, type TargetCredentials } from './credentials';
+import { TargetEndpoint } from './endpoint';
+import { EraProbe, type EraProbeOptions } from './era';
+import { type LegacySession, LegacyTargetClient, LegacyUnsupportedError } from './legacy-client';
+import { LegacyUpstream } from './legacy-upstream';
+import { ModernTargetClient } from './modern-client';
+import { ModernUpstream } from './modern-upstream';
+import type { Caller, Upstream, UpstreamCallOptions, UpstreamRequest } from './upstream';
+
+/**
+ * The configured targets: one endpoint, one client per era and the era verdicts, per instance.
+ * `open` is the only way the era paths reach a target.
+ */
+export class Targets {
+  readonly eras: EraProbe;
+  private readonly legacy = new Map<string, LegacyTargetClient>();
+  private readonly modern = new Map<string, ModernTargetClient>();
+
+  constructor(
+    readonly configs: readonly TargetConfig[],
+    private readonly options: {
+      clientInfo: Implementation;
+      logger: GatewayLogger;
+      credentials?: ReadonlyMap<string, TargetCredentials>;
+      /** The version spoken to legacy targets for 2026-07-28 callers (the newest configured legacy version). */
+      legacyVersion: string;
+      eras?: EraProbeOptions;
+    },
+  ) {
+    for (const config of configs) {
+      const endpoint = new TargetEndpoint(config, options.credentials?.get(config.name) ?? NO_CREDENTIALS);
+      this.legacy.set(config.name, new LegacyTargetClient(endpoint, options.clientInfo));
+      this.modern.set(config.name, new ModernTargetClient(endpoint, options.clientInfo));
+    }
+    this.eras = new EraProbe(new Map(configs.map((c) => [c.name, c])), this.modern, options.logger, options.eras);
+  }
+
+  get names(): string[] {
+    return this.configs.map((c) => c.name);
+  }
+
+  has(name: string): boolean {
+    return this.legacy.has(name);
+  }
+
+  /** The target as `caller` reaches it, in the era decided for the pair. */
+  async open(name: string, caller: Caller, signal?: AbortSignal): Promise<Upstream> {
+    const legacy = this.legacy.get(name);
+    const modern = this.modern.get(name);
+    if (!legacy || !modern) throw new DependencyFailedError(name, 'not configured');
+    let era: Era;
+    try {
+      era = await this.eras.eraFor(name, caller.era, signal);
+    } catch (error) {
+      if (error instanceof DependencyFailedError) this.eras.forget(name);
+      throw error;
+    }
+    if (era === 'modern') return this.watched(new ModernUpstream(modern, caller));
+    const version = caller.era === 'legacy' ? caller.protocolVersion : this.options.legacyVersion;
+    const upstream = new LegacyUpstream(legacy, caller, version, this.options.logger);
+    if (caller.era === 'modern') return this.watched(upstream);
+    return this.watched(
+      new FallbackUpstream(upstream, () => {
+        this.eras.noteLegacyUnsupported(name);
+        return new ModernUpstream(modern, caller);
+      }),
+    );
+  }
+
+  /** Delivers a message (an answer, a notification) to a legacy target session, from any instance. */
+  async deliver(name: string, session: LegacySession, message: JSONRPCMessage, signal?: AbortSignal): Promise<void> {
+    const client = this.legacy.get(name);
+    if (!client) throw new DependencyFailedError(name, 'not configured');
+    await client.send(session, message, signal);
+  }
+
+  /** Ends a legacy target session (best effort). */
+  async terminate(name: string, session: LegacySession): Promise<void> {
+    await this.legacy.get(name)?.terminate(session);
+  }
+
+  /** The legacy-era client of a target (start-up checks). */
+  legacyClient(name: string): LegacyTargetClient | undefined {
+    return this.legacy.get(name);
+  }
+
+  /** The 2026-07-28 client of a target (start-up checks of a target that refuses the 2025 handshake). */
+  modernClient(name: string): ModernTargetClient | undefined {
+    return this.modern.get(name);
+  }
+
+  /** A target that failed may have changed (redeployed, upgraded): its era is learned again next time. */
+  private watched(upstream: Upstream): Upstream {
+    const eras = this.eras;
+    return {
+      get target() {
+        return upstream.target;
+      },
+      get era() {
+        return upstream.era;
+      },
+      get session() {
+        return upstream.session;
+      },
+      reply: (message) => upstream.reply(message),
+      serverCapabilities: (signal) => upstream.serverCapabilities(signal),
+      notify: (notification, signal) => upstream.notify(notification, signal),
+      call: async (request, options) => {
+        try {
+          return await upstream.call(request, options);
+        } catch (error) {
+          if (error instanceof DependencyFailedError) eras.forget(upstream.target);
+          throw error;
+        }
+      },
+    };
+  }
+}
+
+/**
+ * A legacy caller's upstream that starts in the legacy era and, when the target refuses the
+ * handshake (a modern-only server), switches to the modern era for good. Nothing was sent but the
+ * refused `initialize`, so switching is safe.
+ */
+class FallbackUpstream implements Upstream {
+  private current: Upstream;
+  private switched = false;
+
+  constructor(
+    first: LegacyUpstream,
+    private readonly fallback: () => Upstream,
+  ) {
+    this.current = first;
+  }
+
+  get target(): string {
+    return this.current.target;
+  }
+
+  get era(): Era {
+    return this.current.era;
+  }
+
+  get session(): LegacySession | undefined {
+    return this.current.session;
+  }
+
+  async call(request: UpstreamRequest, options: UpstreamCallOptions) {
+    try {
+      return await this.current.call(request, options);
+    } catch (error) {
+      if (!(error instanceof LegacyUnsupportedError) || this.switched) throw error;
+      this.switched = true;
+      this.current = this.fallback();
+      return this.current.call(request, options);
+    }
+  }
+
+  serverCapabilities(signal?: AbortSignal) {
+    return this.current.serverCapabilities(signal);
+  }
+
+  reply(message: Parameters<Upstream['reply']>[0]) {
+    return this.current.reply(message);
+  }
+
+  notify(notification: Parameters<Upstream['notify']>[0], signal?: AbortSignal) {
+    return this.current.notify(notification, signal);
+  }
+}

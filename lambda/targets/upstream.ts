@@ -1,0 +1,86 @@
+import type { JSONRPCResponse } from '../protocol/jsonrpc';
+import type {
+  JSONRPCNotification,
+  JSONRPCRequest,
+  LegacyClientCapabilities,
+  ModernClientCapabilities,
+  RequestId,
+} from '../protocol/types';
+import type { Era } from '../protocol/versions';
+import type { LegacySession } from './legacy-client';
+
+/**
+ * One target as one caller sees it: the interface both era paths use. Which era is spoken to the
+ * target, and the translation when it differs from the caller's, are this layer's business.
+ */
+
+/** A legacy target session as a caller keeps it (the gateway session's partition in DynamoDB, or memory). */
+export interface StoredTargetSession extends LegacySession {
+  /** The capabilities the gateway declared to the target for this session. */
+  declaredCapabilities: LegacyClientCapabilities;
+  /** What the target declared in its InitializeResult (kept in memory only). */
+  serverCapabilities?: Record<string, unknown>;
+}
+
+/** Where one caller's legacy target sessions live. */
+export interface TargetSessionSlots {
+  get(target: string): StoredTargetSession | undefined;
+  save(target: string, session: StoredTargetSession): Promise<void>;
+  /** The target forgot the session (404): the next call opens a new one. */
+  forget(target: string): void;
+}
+
+/** Who is calling, as far as the target must know. */
+export interface Caller {
+  era: Era;
+  /** The caller's negotiated (2025) or declared (2026) protocol version. */
+  protocolVersion: string;
+  /** What the client declared (2025: at initialize; 2026: in this request's `_meta`). */
+  capabilities: LegacyClientCapabilities | ModernClientCapabilities;
+  /**
+   * Whether what a target asks during a call can reach the user (2025 requests that accept
+   * `text/event-stream`, 2026 requests always): otherwise nothing is declared to a bridged target.
+   */
+  inputCapable: boolean;
+  /** The level the client asked for (2025: logging/setLevel; 2026: `_meta`). */
+  logLevel?: string;
+  sessions: TargetSessionSlots;
+}
+
+export interface UpstreamCallOptions {
+  signal: AbortSignal;
+  /** A request the target sends during the call (legacy targets), with the target's own id. */
+  onServerRequest?(request: JSONRPCRequest): void;
+  onNotification?(notification: JSONRPCNotification): void;
+  /** The token the target sees (already the gateway's own), if the client asked for progress. */
+  progressToken?: string;
+  /** Headers forwarded untouched to a modern target (the client's `Mcp-Param-*`). */
+  headers?: Record<string, string>;
+}
+
+export interface UpstreamRequest {
+  /** The id the target sees (legacy targets; derived ids let a cancellation reach it from any instance). */
+  id?: RequestId;
+  method: string;
+  params: Record<string, unknown>;
+}
+
+export interface Upstream {
+  readonly target: string;
+  /** The era spoken to the target for this caller (may change once: a refused legacy handshake). */
+  readonly era: Era;
+  /**
+   * Sends one request and returns the target's response (its id is the request's). Aborting
+   * `signal` cancels the call at the target (legacy: notifications/cancelled with the abort reason
+   * when it is a string; modern: closing the request).
+   */
+  call(request: UpstreamRequest, options: UpstreamCallOptions): Promise<JSONRPCResponse>;
+  /** Answers a request the target sent during a call on this upstream (legacy targets). */
+  reply(message: JSONRPCResponse): Promise<void>;
+  /** A client notification for the target (legacy targets; 2026-07-28 has none over HTTP). */
+  notify(notification: JSONRPCNotification, signal?: AbortSignal): Promise<void>;
+  /** The legacy target session in use, once there is one. */
+  readonly session?: LegacySession;
+  /** What a legacy target declared at initialize (opening the caller's session if needed); undefined for modern targets. */
+  serverCapabilities(signal?: AbortSignal): Promise<Record<string, unknown> | undefined>;
+}
