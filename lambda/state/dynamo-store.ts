@@ -127,7 +127,7 @@ export class DynamoSessionStore implements SessionStore {
     await this.batchDelete(keys);
   }
 
-  async putPending(session: SessionRecord, pending: PendingRecord): Promise<void> {
+  async putPending(session: Pick<SessionRecord, 'id'>, pending: PendingRecord): Promise<void> {
     await guarded(() =>
       this.client.send(
         new PutCommand({

@@ -7,6 +7,7 @@ import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import type { Era } from '../protocol/versions';
 import { TargetSessionExpiredError } from './endpoint';
 import type { LegacySession, LegacyTargetClient } from './legacy-client';
+import type { StandaloneStreams } from './standalone-streams';
 import type {
   Caller,
   StoredTargetSession,
@@ -38,6 +39,8 @@ export class LegacyUpstream implements Upstream {
     /** The version spoken to the target. */
     private readonly protocolVersion: string,
     private readonly logger: GatewayLogger,
+    /** The target sessions' GET streams on this instance. */
+    private readonly streams?: StandaloneStreams,
   ) {}
 
   get target(): string {
@@ -67,12 +70,19 @@ export class LegacyUpstream implements Upstream {
     try {
       for (let attempt = 0; ; attempt++) {
         const session = await this.open(options.signal);
+        // A call that can relay the target's requests listens on the session's GET stream too (opened first).
+        const detach =
+          options.onServerRequest && this.streams
+            ? await this.streams.attach(this.client, session, { ...listeners, progressToken: options.progressToken })
+            : undefined;
         try {
           return await this.client.request(session, message, { signal: options.signal, listeners });
         } catch (error) {
           if (!(error instanceof TargetSessionExpiredError) || attempt > 0) throw error;
           this.logger.info('target session expired; re-initializing', { target: this.target });
           this.caller.sessions.forget(this.target);
+        } finally {
+          detach?.();
         }
       }
     } finally {
