@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { closest, distance } from 'fastest-levenshtein';
 
 /**
  * The flags of `npm start`, defined once: the parser, `--help` and the README's flag table are all
@@ -206,26 +207,11 @@ function toUsageError(error: unknown): UsageError {
   }
 }
 
+/** The nearest flag name, if it is near enough to be a typo. */
 function suggestion(typed: string): string | undefined {
-  let best: { name: string; distance: number } | undefined;
-  for (const [name] of entries) {
-    const distance = editDistance(typed, name);
-    if (distance <= 2 && (!best || distance < best.distance)) best = { name, distance };
-  }
-  return best?.name;
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1);
-      current[j] = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution);
-    }
-    previous = current;
-  }
-  return previous[b.length] ?? 0;
+  const names = entries.map(([name]) => name);
+  const nearest = closest(typed, names);
+  return distance(typed, nearest) <= 2 ? nearest : undefined;
 }
 
 function flagLabel(name: FlagName, spec: FlagSpec): string {
