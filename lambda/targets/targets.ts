@@ -94,6 +94,11 @@ export class Targets {
     return this.legacy.get(name);
   }
 
+  /** The 2026-07-28 client of a target (start-up checks of a target that refuses the 2025 handshake). */
+  modernClient(name: string): ModernTargetClient | undefined {
+    return this.modern.get(name);
+  }
+
   /** A target that failed may have changed (redeployed, upgraded): its era is learned again next time. */
   private watched(upstream: Upstream): Upstream {
     const eras = this.eras;

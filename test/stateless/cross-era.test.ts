@@ -1,6 +1,7 @@
 import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
 import type { LocalGateway } from '../../lambda/local/local-gateway';
 import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
+import { clickOnConsentPage } from '../support/consent-page';
 import { eventually, initSession, post as post2025, readMessage } from '../support/mcp-http';
 import { type Json, meta, modernCall, modernHeaders, post, sseMessages, startGateway } from './helpers';
 
@@ -118,9 +119,10 @@ describe('2026-07-28 client → 2025-only target (DynamoDB unreachable)', () => 
       params: {
         mode: 'url',
         message: 'Authorization required for r-1',
-        url: 'https://auth.example/consent?resource=r-1',
+        url: expect.stringMatching(new RegExp(`^${new URL(legacyTarget.url).origin}/consent/[0-9a-f-]{36}$`)),
       },
     });
+    await clickOnConsentPage(request.params.url, 'allow');
     const retry = await modernCall(
       url,
       'tools/call',
