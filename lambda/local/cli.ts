@@ -1,13 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, type GatewayConfigInput } from '../config/schema';
+import { runLambdaMode } from './lambda-runtime/cli';
 import { startLocalGateway } from './local-gateway';
 
 // The local server runs on the developer's Node 20; the Lambda runs Node 22+, where the AWS SDK's
 // notice about future Node 22 requirements does not apply. Silenced here only (set it to 'false' to see it).
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
-const USAGE = 'usage: npm start -- [--port N] [--host H] [--config FILE] [--dynamodb-endpoint URL] [--no-demo]';
+const USAGE =
+  'usage: npm start -- [--lambda] [--port N] [--host H] [--config FILE] [--dynamodb-endpoint URL] [--no-demo]';
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -17,6 +19,8 @@ async function main(): Promise<void> {
       config: { type: 'string' },
       'dynamodb-endpoint': { type: 'string' },
       'no-demo': { type: 'boolean' },
+      // The deployment bundle in local Lambda execution environments (lambda/local/lambda-runtime).
+      lambda: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -35,6 +39,15 @@ async function main(): Promise<void> {
     } catch (error) {
       throw new ConfigError(`--config ${values.config}: ${(error as Error).message}`);
     }
+  }
+  if (values.lambda) {
+    return runLambdaMode({
+      host: values.host ?? '127.0.0.1',
+      port,
+      config,
+      dynamodbEndpoint: values['dynamodb-endpoint'],
+      demo: !values['no-demo'],
+    });
   }
   const gateway = await startLocalGateway({
     host: values.host ?? '127.0.0.1',
