@@ -210,7 +210,7 @@ describe('client credentials (no gateway)', () => {
   });
 });
 
-describe.each<GatewayKind>(['local server', 'lambda handler'])('outbound credentials through the %s', (kind) => {
+describe.each<GatewayKind>(['local server', 'lambda handler', 'lambda runtime'])('outbound credentials through the %s', (kind) => {
   let issuer: TestIssuer;
   let dynamo: CountedDynamo;
   let demo: DemoTarget;

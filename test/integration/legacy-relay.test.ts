@@ -9,7 +9,7 @@ import { callAndAnswer, eventually, initSession, type Json, post, sessionItems, 
  * notifications on the right stream, parallel calls, keep-alive, cancellation. Through the local
  * server and through the Lambda handler.
  */
-const kinds: GatewayKind[] = ['local server', 'lambda handler'];
+const kinds: GatewayKind[] = ['local server', 'lambda handler', 'lambda runtime'];
 const ALL = { elicitation: { form: {}, url: {} }, sampling: {}, roots: { listChanged: true } };
 const accept = { result: { action: 'accept', content: { confirm: true } } };
 
@@ -338,27 +338,57 @@ describe.each(kinds)('relay through the %s', (kind) => {
       }
     });
 
-    it('cleans up and cancels at the target when the client goes away', async () => {
-      const { headers, sessionId } = await initSession(url, { capabilities: ALL });
-      const abort = new AbortController();
-      const res = await post(
-        url,
-        headers,
-        {
-          jsonrpc: '2.0',
-          id: 'gone',
-          method: 'tools/call',
-          params: { name: 'demo___use_aws', arguments: { command: 'x' } },
-        },
-        abort.signal,
-      );
-      for await (const event of sseEvents(res)) {
-        if (event.message?.method === 'elicitation/create') break; // leaving the loop cancels the body
-      }
-      abort.abort();
-      await eventually(async () => expect(await pendingItems(sessionId)).toEqual([]));
-      await eventually(() => expect(demo.stats().cancelledRequestIds).toContain('c.s.gone'));
-    });
+    // Not in the 'lambda runtime' kind: Lambda does not tell the function that its client left (next test).
+    (kind === 'lambda runtime' ? it.skip : it)(
+      'cleans up and cancels at the target when the client goes away',
+      async () => {
+        const { headers, sessionId } = await initSession(url, { capabilities: ALL });
+        const abort = new AbortController();
+        const res = await post(
+          url,
+          headers,
+          {
+            jsonrpc: '2.0',
+            id: 'gone',
+            method: 'tools/call',
+            params: { name: 'demo___use_aws', arguments: { command: 'x' } },
+          },
+          abort.signal,
+        );
+        for await (const event of sseEvents(res)) {
+          if (event.message?.method === 'elicitation/create') break; // leaving the loop cancels the body
+        }
+        abort.abort();
+        await eventually(async () => expect(await pendingItems(sessionId)).toEqual([]));
+        await eventually(() => expect(demo.stats().cancelledRequestIds).toContain('c.s.gone'));
+      },
+    );
+
+    (kind === 'lambda runtime' ? it : it.skip)(
+      'keeps the call going when the client goes away, as Lambda does not signal it (pendingRequestTimeoutSeconds ends it)',
+      async () => {
+        const { headers, sessionId } = await initSession(url, { capabilities: ALL });
+        const abort = new AbortController();
+        const res = await post(
+          url,
+          headers,
+          {
+            jsonrpc: '2.0',
+            id: 'unaware',
+            method: 'tools/call',
+            params: { name: 'demo___use_aws', arguments: { command: 'x' } },
+          },
+          abort.signal,
+        );
+        for await (const event of sseEvents(res)) {
+          if (event.message?.method === 'elicitation/create') break;
+        }
+        abort.abort();
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        expect(await pendingItems(sessionId)).toHaveLength(1);
+        expect(demo.stats().cancelledRequestIds).not.toContain('c.s.unaware');
+      },
+    );
 
     it('cancels a pending request past pendingRequestTimeoutSeconds', async () => {
       const impatient = await startGateway(
@@ -452,7 +482,7 @@ describe.each(kinds)('relay through the %s', (kind) => {
         { targets: [{ name: 'demo', url: demo.url }], logLevel: 'SILENT' },
         dynamo.endpoint,
         {
-          timeoutMs: kind === 'lambda handler' ? 2500 : 1500,
+          timeoutMs: kind === 'local server' ? 1500 : 2500,
         },
       );
       try {

@@ -14,7 +14,7 @@ import { callAndAnswer, eventually, initSession, type Json, post, sessionItems, 
  */
 jest.setTimeout(30_000);
 
-const kinds: GatewayKind[] = ['local server', 'lambda handler'];
+const kinds: GatewayKind[] = ['local server', 'lambda handler', 'lambda runtime'];
 const ALL = { elicitation: { form: {}, url: {} }, sampling: {}, roots: { listChanged: true } };
 
 describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', (kind) => {
@@ -239,26 +239,30 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
     });
   });
 
-  it('the client going away ends the wait and removes the pending record', async () => {
-    const { headers, sessionId } = await initSession(url, { capabilities: ALL });
-    const abort = new AbortController();
-    const res = await post(
-      url,
-      headers,
-      {
-        jsonrpc: '2.0',
-        id: 'gone',
-        method: 'tools/call',
-        params: { name: 'new___use_aws', arguments: { command: 'x' } },
-      },
-      abort.signal,
-    );
-    for await (const event of sseEvents(res)) {
-      if (event.message?.method === 'elicitation/create') break; // leaving the loop cancels the body
-    }
-    abort.abort();
-    await eventually(async () => expect(await pendingItems(sessionId)).toEqual([]));
-  });
+  // Not in the 'lambda runtime' kind: Lambda does not tell the function that its client left (see legacy-relay).
+  (kind === 'lambda runtime' ? it.skip : it)(
+    'the client going away ends the wait and removes the pending record',
+    async () => {
+      const { headers, sessionId } = await initSession(url, { capabilities: ALL });
+      const abort = new AbortController();
+      const res = await post(
+        url,
+        headers,
+        {
+          jsonrpc: '2.0',
+          id: 'gone',
+          method: 'tools/call',
+          params: { name: 'new___use_aws', arguments: { command: 'x' } },
+        },
+        abort.signal,
+      );
+      for await (const event of sseEvents(res)) {
+        if (event.message?.method === 'elicitation/create') break; // leaving the loop cancels the body
+      }
+      abort.abort();
+      await eventually(async () => expect(await pendingItems(sessionId)).toEqual([]));
+    },
+  );
 
   it('an unanswered input request past pendingRequestTimeoutSeconds ends the call with -32001; a late answer gets 400', async () => {
     const impatient = await startGateway(

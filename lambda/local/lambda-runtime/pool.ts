@@ -86,14 +86,13 @@ export class EnvironmentPool {
   }
 
   /**
-   * A warm environment, else one that has just sent its response and is about to freeze (a real
-   * client's next request takes a network round trip, by which time that environment is free;
-   * locally it would arrive first and cause a cold start Lambda would not have), else a new one.
-   * Undefined when `maxEnvironments` forbids a new one.
+   * The environment that has just sent its response and is about to freeze, else a warm (frozen)
+   * one, most recently used first, else a new one. Waiting for the finishing one stands in for the
+   * network: a real client's next request takes a round trip, by which time that environment is
+   * frozen and first in line; locally the request would arrive first and go to another environment
+   * or cause a cold start that Lambda would not have. Undefined when `maxEnvironments` forbids a new one.
    */
   private async acquire(): Promise<ExecutionEnvironment | undefined> {
-    const warm = this.warm.pop();
-    if (warm) return warm;
     const finishing = [...this.live].filter((environment) => environment.finishing).length;
     if (finishing > this.waiters.length) {
       const reused = await new Promise<ExecutionEnvironment | undefined>((take) => {
@@ -109,6 +108,8 @@ export class EnvironmentPool {
       if (reused) return reused;
       if (this.closed) throw new Error('the local Lambda runtime is shut down');
     }
+    const warm = this.warm.pop();
+    if (warm) return warm;
     const { maxEnvironments } = this.options;
     if (maxEnvironments !== undefined && this.live.size + this.starting.size >= maxEnvironments) return undefined;
     return this.start();
