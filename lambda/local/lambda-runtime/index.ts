@@ -114,7 +114,11 @@ export async function startLambdaMode(options: LambdaModeOptions = {}): Promise<
     });
     closers.push(() => pool.close());
     const frontEnd = await startFrontEnd(pool, { host: options.host ?? '127.0.0.1', port: options.port ?? 8080 });
-    closers.push(() => frontEnd.close());
+    // Environments first: a busy one would otherwise hold the front end's close for its grace period.
+    closers.push(async () => {
+      await pool.close();
+      await frontEnd.close();
+    });
     return {
       url: `${frontEnd.url}/mcp`,
       config,
