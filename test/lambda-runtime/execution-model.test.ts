@@ -172,7 +172,7 @@ describe('the local Lambda runtime (--lambda): execution model', () => {
   });
 });
 
-describe('the local Lambda runtime (--lambda): idle environments', () => {
+describe('the local Lambda runtime (--lambda): idle environments and the concurrency limit', () => {
   it('shuts down an environment that stayed frozen longer than idleMs', async () => {
     const lambda = await startLambdaMode({
       port: 0,
@@ -188,6 +188,27 @@ describe('the local Lambda runtime (--lambda): idle environments', () => {
       await eventually(() => expect(lambda.stats().reaped).toBe(1), 3000);
       expect(lambda.stats().environments).toBe(0);
       await eventually(() => expect(processState(pid)).toBeUndefined(), 3000);
+    } finally {
+      await lambda.close();
+    }
+  });
+
+  it('throttles (429) an invocation beyond maxEnvironments', async () => {
+    const lambda = await startLambdaMode({
+      port: 0,
+      demo: false,
+      dynamodbEndpoint: dynamo.endpoint,
+      function: PROBE,
+      maxEnvironments: 1,
+      log: () => undefined,
+    });
+    try {
+      const url = lambda.url.replace(/\/mcp$/, '/sleep?ms=500');
+      const statuses = await Promise.all(
+        [fetch(url), sleep(100).then(() => fetch(url))].map(async (r) => (await r).status),
+      );
+      expect(statuses).toEqual([200, 429]);
+      expect(lambda.stats()).toMatchObject({ throttles: 1, coldStarts: 1, invocations: 1 });
     } finally {
       await lambda.close();
     }

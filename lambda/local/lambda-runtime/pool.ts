@@ -108,8 +108,10 @@ export class EnvironmentPool {
       if (reused) return reused;
       if (this.closed) throw new Error('the local Lambda runtime is shut down');
     }
-    const warm = this.warm.pop();
-    if (warm) return warm;
+    for (let warm = this.warm.pop(); warm; warm = this.warm.pop()) {
+      if (warm.state === 'frozen') return warm;
+      this.forget(warm); // its process died while frozen (killed from outside)
+    }
     const { maxEnvironments } = this.options;
     if (maxEnvironments !== undefined && this.live.size + this.starting.size >= maxEnvironments) return undefined;
     return this.start();
