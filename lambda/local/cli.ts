@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { ConfigError, type GatewayConfigInput } from '../config/schema';
 import { type FlagName, type FlagValues, helpText, type ParsedFlags, parseFlags, UsageError } from './cli-flags';
 import { isAddressInUse } from './demo-targets';
+import { runLambdaMode } from './lambda-runtime/cli';
 import { startLocalGateway } from './local-gateway';
 import { readyLines } from './ready-lines';
 
@@ -20,10 +21,14 @@ async function main(flags: ParsedFlags): Promise<void> {
     return;
   }
   if (values.lambda) {
-    // Lambda-faithful local mode (lambda/local/lambda-runtime/) is being built on its own branch.
-    console.error('--lambda: not available yet');
-    process.exitCode = START_FAILED;
-    return;
+    // The deployment bundle in local Lambda execution environments (lambda/local/lambda-runtime/).
+    return runLambdaMode({
+      host: values.host ?? '127.0.0.1',
+      port: values.port ?? 8080,
+      config: values.config === undefined ? undefined : readConfig(values.config),
+      dynamodbEndpoint: values['dynamodb-endpoint'],
+      demo: !values['no-demo'],
+    });
   }
   const gateway = await startLocalGateway({
     host: values.host,

@@ -79,7 +79,7 @@ afterAll(async () => {
   await issuer?.close();
 });
 
-const kinds: GatewayKind[] = ['local server', 'lambda handler'];
+const kinds: GatewayKind[] = ['local server', 'lambda handler', 'lambda runtime'];
 
 describe.each(kinds)('JWT auth through the %s', (kind) => {
   let gateway: GatewayUnderTest;

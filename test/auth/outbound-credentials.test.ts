@@ -210,7 +210,9 @@ describe('client credentials (no gateway)', () => {
   });
 });
 
-describe.each<GatewayKind>(['local server', 'lambda handler'])('outbound credentials through the %s', (kind) => {
+const kinds: GatewayKind[] = ['local server', 'lambda handler', 'lambda runtime'];
+
+describe.each(kinds)('outbound credentials through the %s', (kind) => {
   let issuer: TestIssuer;
   let dynamo: CountedDynamo;
   let demo: DemoTarget;

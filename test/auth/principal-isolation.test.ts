@@ -63,7 +63,7 @@ afterAll(async () => {
   await issuer?.close();
 });
 
-const kinds: GatewayKind[] = ['local server', 'lambda handler'];
+const kinds: GatewayKind[] = ['local server', 'lambda handler', 'lambda runtime'];
 
 describe.each(kinds)('what a principal creates is its own, through the %s', (kind) => {
   let gateway: GatewayUnderTest;

@@ -8,7 +8,7 @@ import { initSession, type Json, post, readMessage, sessionItems, sseEvents } fr
  * targets, routing, the transport's HTTP rules and bad input. Every test runs through the local
  * server and through the Lambda handler behind the local function-URL invoker.
  */
-const kinds: GatewayKind[] = ['local server', 'lambda handler'];
+const kinds: GatewayKind[] = ['local server', 'lambda handler', 'lambda runtime'];
 
 describe.each(kinds)('2025-era sessions through the %s', (kind) => {
   let dynamo: CountedDynamo;

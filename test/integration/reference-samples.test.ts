@@ -18,7 +18,7 @@ import { initSession, type Json, sseEvents } from '../support/mcp-http';
  * `sseclient`) to fetch with only the URL changed, and the official v1 SDK client with
  * elicitation, sampling and roots handlers. One target, so the samples' bare tool names resolve.
  */
-const kinds: GatewayKind[] = ['local server', 'lambda handler'];
+const kinds: GatewayKind[] = ['local server', 'lambda handler', 'lambda runtime'];
 
 describe.each(kinds)('reference clients through the %s', (kind) => {
   let dynamo: CountedDynamo;

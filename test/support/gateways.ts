@@ -3,11 +3,12 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { GatewayConfigInput } from '../../lambda/config/schema';
+import { startLambdaMode } from '../../lambda/local/lambda-runtime';
 import { startLocalGateway } from '../../lambda/local/local-gateway';
 import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
 import { installLambdaGlobals, startLambdaInvoker } from './lambda-invoker';
 
-export type GatewayKind = 'local server' | 'lambda handler';
+export type GatewayKind = 'local server' | 'lambda handler' | 'lambda runtime';
 
 export interface GatewayUnderTest {
   url: string;
@@ -15,9 +16,10 @@ export interface GatewayUnderTest {
 }
 
 /**
- * Starts the gateway the way users run it: the local server (`startLocalGateway`), or the Lambda
+ * Starts the gateway the way users run it: the local server (`startLocalGateway`), the Lambda
  * handler module itself behind the local function-URL invoker, configured through the environment
- * exactly as the CDK stack configures it.
+ * exactly as the CDK stack configures it, or the deployment bundle in frozen-between-invocations
+ * execution environments (`npm start -- --lambda`).
  */
 export async function startGateway(
   kind: GatewayKind,
@@ -34,6 +36,19 @@ export async function startGateway(
       startupReport: false,
       keepAliveMs: options.keepAliveMs,
       requestTimeoutMs: options.timeoutMs,
+    });
+    return gateway;
+  }
+  if (kind === 'lambda runtime') {
+    const gateway = await startLambdaMode({
+      port: 0,
+      config,
+      dynamodbEndpoint,
+      demo: false,
+      timeoutMs: options.timeoutMs,
+      environment: options.keepAliveMs ? { GATEWAY_KEEPALIVE_MS: String(options.keepAliveMs) } : {},
+      // The environments' output (CloudWatch Logs, in AWS): LAMBDA_RUNTIME_LOG=1 shows it.
+      log: process.env.LAMBDA_RUNTIME_LOG ? (line) => console.error(line) : () => undefined,
     });
     return gateway;
   }

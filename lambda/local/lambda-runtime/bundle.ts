@@ -1,0 +1,79 @@
+import { execFile } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { promisify } from 'node:util';
+
+/** The repository root (this file is lambda/local/lambda-runtime/bundle.ts). */
+export const PROJECT_ROOT = join(__dirname, '..', '..', '..');
+/** What `npm run build` writes and the CDK stack deploys (built the same way). */
+export const BUNDLE = join(PROJECT_ROOT, 'dist', 'lambda', 'index.mjs');
+
+const LOCK = join(PROJECT_ROOT, 'dist', '.lambda-build.lock');
+const LOCK_STALE_MS = 120_000;
+
+/**
+ * The deployment bundle, rebuilt with `npm run build` when a source it depends on is newer (the
+ * runtime's sources outside lambda/local, the lockfile, the build script). Concurrent callers (two
+ * test workers) build once: the second waits for the first's lock.
+ */
+export async function ensureBundle(mode: 'if-stale' | 'never'): Promise<string> {
+  if (mode === 'never' || !isStale()) {
+    if (!existsSync(BUNDLE)) throw new Error(`${relative(PROJECT_ROOT, BUNDLE)} is missing: run npm run build`);
+    return BUNDLE;
+  }
+  mkdirSync(join(PROJECT_ROOT, 'dist'), { recursive: true });
+  const deadline = Date.now() + LOCK_STALE_MS;
+  for (;;) {
+    try {
+      mkdirSync(LOCK);
+      break;
+    } catch {
+      // Someone else builds: wait for them, and take over a lock left by a process that died.
+      if (existsSync(LOCK) && Date.now() - statSync(LOCK).mtimeMs > LOCK_STALE_MS) rmSync(LOCK, { recursive: true });
+      if (Date.now() > deadline) throw new Error(`waited too long for ${LOCK}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+  try {
+    if (isStale()) await promisify(execFile)(process.execPath, ['scripts/build.mjs'], { cwd: PROJECT_ROOT });
+  } finally {
+    rmSync(LOCK, { recursive: true, force: true });
+  }
+  return BUNDLE;
+}
+
+/**
+ * Copies the bundle (and its source map) into a new directory: the "deployed" code, which a later
+ * rebuild does not change under running environments. Returns the directory and its remover.
+ */
+export function snapshotBundle(bundle: string): { taskRoot: string; remove(): void } {
+  const taskRoot = mkdtempSync(join(tmpdir(), 'mcp-gateway-lambda-'));
+  copyFileSync(bundle, join(taskRoot, 'index.mjs'));
+  if (existsSync(`${bundle}.map`)) copyFileSync(`${bundle}.map`, join(taskRoot, 'index.mjs.map'));
+  return { taskRoot, remove: () => rmSync(taskRoot, { recursive: true, force: true }) };
+}
+
+function isStale(): boolean {
+  if (!existsSync(BUNDLE)) return true;
+  const built = statSync(BUNDLE).mtimeMs;
+  const inputs = [join(PROJECT_ROOT, 'package-lock.json'), join(PROJECT_ROOT, 'scripts', 'build.mjs')];
+  return (
+    inputs.some((file) => existsSync(file) && statSync(file).mtimeMs > built) ||
+    newerSource(join(PROJECT_ROOT, 'lambda'), built)
+  );
+}
+
+/** Any .ts file under lambda/ (but lambda/local, which the bundle never contains) newer than `than`. */
+function newerSource(dir: string, than: number): boolean {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) {
+      if (entry.name === 'node_modules' || path === join(PROJECT_ROOT, 'lambda', 'local')) continue;
+      if (newerSource(path, than)) return true;
+    } else if (entry.name.endsWith('.ts') && statSync(path).mtimeMs > than) {
+      return true;
+    }
+  }
+  return false;
+}

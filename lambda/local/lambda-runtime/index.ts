@@ -1,0 +1,183 @@
+import { randomBytes } from 'node:crypto';
+import { basename, dirname, extname } from 'node:path';
+import { type GatewayConfig, type GatewayConfigInput, parseConfig } from '../../config/schema';
+import { createDocumentClient, ensureTable } from '../../state/dynamo-client';
+import { type DemoTarget, startDemoTarget } from '../demo-target';
+import { startEmbeddedDynamo } from '../embedded-dynamodb';
+import { ensureBundle, snapshotBundle } from './bundle';
+import { startFrontEnd } from './front-end';
+import { EnvironmentPool, type LambdaModeStats } from './pool';
+import { resolveRuntimeImage } from './runtime-image';
+
+export type { LambdaModeStats } from './pool';
+
+export interface LambdaModeOptions {
+  host?: string;
+  /** Default 8080; 0 picks a free port. */
+  port?: number;
+  /** Raw configuration in the shared schema, validated here as CDK validates it at synth. */
+  config?: GatewayConfigInput;
+  /** Default: an embedded dynalite in this process, as for `npm start`. */
+  dynamodbEndpoint?: string;
+  /** Start the demo target in this process as target `demo` (default true). */
+  demo?: boolean;
+  /** The function timeout; default as deployed (900 s). */
+  timeoutMs?: number;
+  /** AWS_LAMBDA_FUNCTION_MEMORY_SIZE and the heap limit; default as deployed (1024). */
+  memoryMb?: number;
+  /** A frozen environment unused this long is shut down; default 10 minutes. */
+  idleMs?: number;
+  /** At most this many environments (429 beyond); default unlimited. */
+  maxEnvironments?: number;
+  /** More function environment variables (e.g. GATEWAY_KEEPALIVE_MS, GATEWAY_LOG_LEVEL). */
+  environment?: Record<string, string>;
+  /** Rebuild dist/lambda/index.mjs when its sources are newer (default), or use it as it is. */
+  build?: 'if-stale' | 'never';
+  /**
+   * Run another function instead of the gateway bundle (tests: a diagnostic handler). `file` is an
+   * ES module, `handler` its export.
+   */
+  function?: { file: string; handler: string };
+  /** Where the environments' output lines go (default: stderr). */
+  log?: (line: string) => void;
+}
+
+export interface LambdaMode {
+  /** The MCP endpoint, `http://HOST:PORT/mcp`. */
+  url: string;
+  config: GatewayConfig;
+  dynamodbEndpoint: string;
+  /** The Node.js version of the environments. */
+  nodeVersion: string;
+  demo?: DemoTarget;
+  stats(): LambdaModeStats;
+  close(): Promise<void>;
+}
+
+/**
+ * `npm start -- --lambda`: the deployment bundle behind a local function URL, run by AWS's runtime
+ * interface client in a pool of execution-environment processes that are frozen between invocations.
+ * See README.md in this folder for the semantics and what is not emulated.
+ */
+export async function startLambdaMode(options: LambdaModeOptions = {}): Promise<LambdaMode> {
+  const closers: Array<() => Promise<void> | void> = [];
+  const closeAll = async () => {
+    for (const close of closers.reverse()) await Promise.resolve(close()).catch(() => undefined);
+    closers.length = 0;
+  };
+  try {
+    const image = resolveRuntimeImage();
+    let endpoint = options.dynamodbEndpoint;
+    if (!endpoint) {
+      const embedded = await startEmbeddedDynamo();
+      closers.push(embedded.close);
+      endpoint = embedded.endpoint;
+    }
+    const raw: GatewayConfigInput = { ...options.config, targets: [...(options.config?.targets ?? [])] };
+    let demo: DemoTarget | undefined;
+    if (options.demo ?? true) {
+      demo = await startDemoTarget();
+      closers.push(demo.close);
+      if (!raw.targets!.some((target) => target.name === 'demo')) raw.targets!.push({ name: 'demo', url: demo.url });
+    }
+    const config = withDeploymentKeys(parseConfig(raw));
+    const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+    // The stack creates the table; locally the front end does, as `npm start` does (and, like it,
+    // starts without: 2026-07-28 requests never touch DynamoDB).
+    await ensureTable(createDocumentClient({ endpoint }), config.tableName).catch((error: Error) =>
+      log(`DynamoDB not reachable at start-up (${endpoint}): ${error.message}`),
+    );
+
+    const code = options.function
+      ? { taskRoot: dirname(options.function.file), remove: () => undefined }
+      : snapshotBundle(await ensureBundle(options.build ?? 'if-stale'));
+    closers.push(code.remove);
+    const handler = options.function
+      ? `${basename(options.function.file, extname(options.function.file))}.${options.function.handler}`
+      : 'index.handler';
+    const pool = new EnvironmentPool({
+      spec: {
+        node: image.node,
+        ric: image.ric,
+        taskRoot: code.taskRoot,
+        handler,
+        functionName: 'mcp-gateway-local',
+        memoryMb: options.memoryMb ?? 1024,
+        timeoutMs: options.timeoutMs ?? 900_000,
+        region: 'us-east-1',
+        environment: functionEnvironment(config, endpoint, options.environment),
+        initTimeoutMs: 10_000,
+        log,
+      },
+      idleMs: options.idleMs ?? 600_000,
+      maxEnvironments: options.maxEnvironments,
+    });
+    closers.push(() => pool.close());
+    const frontEnd = await startFrontEnd(pool, { host: options.host ?? '127.0.0.1', port: options.port ?? 8080 });
+    // Environments first: a busy one would otherwise hold the front end's close for its grace period.
+    closers.push(async () => {
+      await pool.close();
+      await frontEnd.close();
+    });
+    return {
+      url: `${frontEnd.url}/mcp`,
+      config,
+      dynamodbEndpoint: endpoint,
+      nodeVersion: image.nodeVersion,
+      demo,
+      stats: () => pool.stats(),
+      close: closeAll,
+    };
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
+}
+
+/**
+ * The function's environment as the CDK stack writes it: the validated configuration in
+ * GATEWAY_CONFIG, the metrics settings and source maps; plus, locally, the DynamoDB endpoint and the
+ * variables that `{"fromEnv": …}` references name (the stack's `environment` prop), taken from here.
+ */
+function functionEnvironment(
+  config: GatewayConfig,
+  dynamodbEndpoint: string,
+  extra: Record<string, string> = {},
+): Record<string, string> {
+  const environment: Record<string, string> = {
+    GATEWAY_CONFIG: JSON.stringify(config),
+    POWERTOOLS_METRICS_NAMESPACE: 'McpGateway',
+    POWERTOOLS_SERVICE_NAME: 'McpGateway',
+    NODE_OPTIONS: '--enable-source-maps',
+    DYNAMODB_ENDPOINT: dynamodbEndpoint,
+  };
+  for (const name of referencedVariables(config)) {
+    const value = process.env[name];
+    if (value !== undefined) environment[name] = value;
+  }
+  for (const name of ['GATEWAY_LOG_LEVEL', 'GATEWAY_KEEPALIVE_MS']) {
+    const value = process.env[name];
+    if (value !== undefined) environment[name] = value;
+  }
+  return { ...environment, ...extra };
+}
+
+/**
+ * A deployment shares one requestState key (the stack generates a secret); every environment here
+ * must too, or a 2026-07-28 retry that reaches another environment is refused. So when none is
+ * configured, one is made per front end, as a deployment would have one.
+ */
+function withDeploymentKeys(config: GatewayConfig): GatewayConfig {
+  if (config.requestStateKeys || config.requestStateSecretArn) return config;
+  return { ...config, requestStateKeys: { current: randomBytes(32).toString('base64url') } };
+}
+
+function referencedVariables(value: unknown, found = new Set<string>()): Set<string> {
+  if (Array.isArray(value)) for (const item of value) referencedVariables(item, found);
+  else if (value && typeof value === 'object') {
+    const record = value as Record<string, unknown>;
+    if (typeof record.fromEnv === 'string') found.add(record.fromEnv);
+    for (const item of Object.values(record)) referencedVariables(item, found);
+  }
+  return found;
+}
