@@ -107,10 +107,10 @@ describe('npm start', () => {
     }
   }, 40_000);
 
-  it('--lambda is parsed but not available yet', async () => {
-    const cli = runCli(['--lambda']);
-    expect(await cli.exited).toBe(1);
-    expect(cli.output().stderr).toBe('--lambda: not available yet\n');
+  it('--lambda shares the flag rules (a bad value is a one-line error, exit 2); the mode itself: test/lambda-runtime', async () => {
+    const cli = runCli(['--lambda', '--port', 'x']);
+    expect(await cli.exited).toBe(2);
+    expect(cli.output().stderr).toMatch(/^--port: not a port number: x/);
   }, 40_000);
 });
 

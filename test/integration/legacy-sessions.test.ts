@@ -296,7 +296,8 @@ describe.each(kinds)('2025-era sessions through the %s', (kind) => {
 
     // In AWS the function URL owns the Host header; the check (DNS rebinding) is the local server's.
     it('checks Host and Origin on the local server, and leaves Host to the function URL in Lambda', async () => {
-      const refused = kind === 'local server' ? 403 : 400; // 400 = let through, but no session
+      // The local front ends (node:http, and the Lambda mode's function URL) check; the handler alone does not (400 = no session).
+      const refused = kind === 'lambda handler' ? 400 : 403;
       const { request } = await import('node:http');
       const statusWith = (headers: Record<string, string>) =>
         new Promise<number>((resolve, reject) => {
