@@ -26,11 +26,17 @@ export interface StartedTarget {
   close(): Promise<void>;
 }
 
-/** Per name: a function starting the target (the fixture closes it), or the URL of one it does not own. */
-export type TargetSpecs = Record<string, (() => Promise<StartedTarget>) | string>;
+/**
+ * Per name: a function starting the target (the fixture closes it; it gets the targets started before
+ * it, e.g. to put a proxy in front of one), or the URL of a target the fixture does not own.
+ */
+export type TargetSpecs = Record<string, ((earlier: EarlierTargets) => Promise<StartedTarget>) | string>;
+
+/** The targets started before this one, by name (annotate the parameter: its type cannot be inferred). */
+export type EarlierTargets = Record<string, { url: string }>;
 
 export type StartedTargets<T extends TargetSpecs> = {
-  [K in keyof T]: T[K] extends () => Promise<infer S> ? S : { url: string };
+  [K in keyof T]: T[K] extends (...args: never[]) => Promise<infer S> ? S : { url: string };
 };
 
 /** A configuration, or one built from the started targets (then its `targets` are used as written). */
@@ -139,7 +145,7 @@ export function withGateway<T extends TargetSpecs = Record<never, never>>(
         started[name] = { url: spec };
         continue;
       }
-      const target = await spec();
+      const target = await spec({ ...started });
       closers.push(() => target.close());
       started[name] = target;
     }
