@@ -83,7 +83,7 @@ export interface GatewayFixture<T extends TargetSpecs> {
   readonly config: GatewayConfigInput;
   /**
    * Another gateway of the same kind on the same DynamoDB: the fixture's configuration with `overrides`
-   * (shallow). Closed with the fixture unless the test closes it first.
+   * and its start options with `options` (both shallow). Closed with the fixture unless the test closes it first.
    */
   start(overrides?: Partial<GatewayConfigInput>, options?: GatewayStartOptions): Promise<GatewayUnderTest>;
 }
@@ -151,7 +151,7 @@ export function withGateway<T extends TargetSpecs = Record<never, never>>(
     }
     targets = started as StartedTargets<T>;
     resolved = typeof config === 'function' ? config(targets) : withTargets(config, started);
-    for (let i = 0; i < (options.instances ?? 1); i++) instances.push(await start(resolved, options));
+    for (let i = 0; i < (options.instances ?? 1); i++) instances.push(await start(resolved, startOptionsOf(options)));
   });
 
   afterAll(async () => {
@@ -179,8 +179,13 @@ export function withGateway<T extends TargetSpecs = Record<never, never>>(
       return ready(resolved, 'the configuration');
     },
     start: (overrides = {}, startOptions = {}) =>
-      start({ ...ready(resolved, 'the configuration'), ...overrides }, startOptions),
+      start({ ...ready(resolved, 'the configuration'), ...overrides }, { ...startOptionsOf(options), ...startOptions }),
   };
+}
+
+function startOptionsOf(options: GatewayStartOptions): GatewayStartOptions {
+  const { keepAliveMs, timeoutMs, localServer } = options;
+  return { keepAliveMs, timeoutMs, localServer };
 }
 
 function withTargets(config: GatewayConfigInput, started: Record<string, { url: string }>): GatewayConfigInput {
