@@ -15,12 +15,17 @@ jest.setTimeout(30_000);
 const ALICE = 'arn:aws:iam::123456789012:user/alice';
 const BOB = 'arn:aws:iam::123456789012:role/bob';
 
+const invokers: LambdaInvoker[] = [];
+// Declared before the fixture: the invokers stop before the fixture closes the target and DynamoDB.
+afterAll(async () => {
+  for (const invoker of invokers) await invoker.close();
+});
+
 // DynamoDB and the demo target; the Lambda handler is started below, behind one invoker per caller.
 const gw = withGateway(
   { auth: { type: 'iam' }, logLevel: 'SILENT' },
   { targets: { demo: () => startDemoTarget() }, instances: 0 },
 );
-const invokers: LambdaInvoker[] = [];
 
 beforeAll(async () => {
   const dynamo = gw.dynamo;
@@ -36,10 +41,6 @@ beforeAll(async () => {
   for (const iamUserArn of [ALICE, BOB, undefined])
     invokers.push(await startLambdaInvoker(handlerModule, { iamUserArn }));
 });
-afterAll(async () => {
-  for (const invoker of invokers) await invoker.close();
-});
-
 const mcpUrl = (invoker: LambdaInvoker) => `${invoker.url.replace(/\/$/, '')}/mcp`;
 
 test('the IAM caller owns its session; another IAM caller presenting it gets 404', async () => {
