@@ -8,7 +8,7 @@ import { ConfigError, type GatewayConfigInput, parseConfig } from '../../lambda/
 import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
 import type { CountedDynamo } from '../support/dynamo';
 import type { GatewayKind } from '../support/gateways';
-import { type Json, post, readMessage, sessionItems } from '../support/mcp-http';
+import { eventually, type Json, post, readMessage, sessionItems } from '../support/mcp-http';
 import { withGateway } from '../support/with-gateway';
 import { AUDIENCE, CLIENT, capturingLogger, startIssuer, type TestIssuer } from './support';
 
@@ -277,8 +277,8 @@ describe('JWT keys and issuer (local server)', () => {
       expect(res.headers.get('retry-after')).toBe('5');
       expect(body.error.data).toMatchObject({ type: 'ServiceUnavailable', retryable: true });
       fresh.setDown(false);
-      await new Promise((resolve) => setTimeout(resolve, 250));
-      expect((await initialize(gateway.url, token)).res.status).toBe(200);
+      // Recovery once the failed discovery may be retried (discoveryRetryMs), without a fixed sleep.
+      await eventually(async () => expect((await initialize(gateway.url, token)).res.status).toBe(200));
     } finally {
       await gateway.close();
       await fresh.close();
