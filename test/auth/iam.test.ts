@@ -1,9 +1,8 @@
-import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
-import { startLocalGateway } from '../../lambda/local/local-gateway';
+import { startDemoTarget } from '../../lambda/local/demo-target';
 import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
-import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
 import { installLambdaGlobals, type LambdaInvoker, startLambdaInvoker } from '../support/lambda-invoker';
 import { initSession, post, readMessage, sessionItems } from '../support/mcp-http';
+import { withGateway } from '../support/with-gateway';
 
 /**
  * auth.type "iam": the function URL's AWS_IAM auth has verified the SigV4 signature before the
@@ -16,20 +15,23 @@ jest.setTimeout(30_000);
 const ALICE = 'arn:aws:iam::123456789012:user/alice';
 const BOB = 'arn:aws:iam::123456789012:role/bob';
 
-let dynamo: CountedDynamo;
-let demo: DemoTarget;
 const invokers: LambdaInvoker[] = [];
+// Declared before the fixture: the invokers stop before the fixture closes the target and DynamoDB.
+afterAll(async () => {
+  for (const invoker of invokers) await invoker.close();
+});
+
+// DynamoDB and the demo target; the Lambda handler is started below, behind one invoker per caller.
+const gw = withGateway(
+  { auth: { type: 'iam' }, logLevel: 'SILENT' },
+  { targets: { demo: () => startDemoTarget() }, instances: 0 },
+);
 
 beforeAll(async () => {
-  dynamo = await startCountedDynamo();
-  demo = await startDemoTarget();
+  const dynamo = gw.dynamo;
   await ensureTable(createDocumentClient({ endpoint: dynamo.endpoint }), 'mcp-gateway');
   installLambdaGlobals();
-  process.env.GATEWAY_CONFIG = JSON.stringify({
-    targets: [{ name: 'demo', url: demo.url }],
-    auth: { type: 'iam' },
-    logLevel: 'SILENT',
-  });
+  process.env.GATEWAY_CONFIG = JSON.stringify(gw.config);
   process.env.DYNAMODB_ENDPOINT = dynamo.endpoint;
   let handlerModule!: typeof import('../../lambda/handler');
   jest.isolateModules(() => {
@@ -39,18 +41,12 @@ beforeAll(async () => {
   for (const iamUserArn of [ALICE, BOB, undefined])
     invokers.push(await startLambdaInvoker(handlerModule, { iamUserArn }));
 });
-afterAll(async () => {
-  for (const invoker of invokers) await invoker.close();
-  await demo?.close();
-  await dynamo?.close();
-});
-
 const mcpUrl = (invoker: LambdaInvoker) => `${invoker.url.replace(/\/$/, '')}/mcp`;
 
 test('the IAM caller owns its session; another IAM caller presenting it gets 404', async () => {
   const [alice, bob] = invokers.map(mcpUrl);
   const session = await initSession(alice);
-  const items = await sessionItems(dynamo.endpoint, session.sessionId);
+  const items = await sessionItems(gw.dynamo.endpoint, session.sessionId);
   expect(items.find((item) => item.sk === 'SESSION')!.principal).toBe(ALICE);
   const list = { jsonrpc: '2.0', id: 2, method: 'tools/list' };
   expect((await post(alice, session.headers, list)).status).toBe(200);
@@ -76,13 +72,7 @@ test('a request without the IAM context → 401', async () => {
 });
 
 test('the local server has no IAM context: every request → 401, no protected resource metadata', async () => {
-  const gateway = await startLocalGateway({
-    port: 0,
-    demo: false,
-    startupReport: false,
-    dynamodbEndpoint: dynamo.endpoint,
-    config: { auth: { type: 'iam' }, logLevel: 'SILENT' },
-  });
+  const gateway = await gw.start({ targets: [] });
   try {
     const res = await post(gateway.url, {}, { jsonrpc: '2.0', id: 1, method: 'tools/list' });
     expect(res.status).toBe(401);

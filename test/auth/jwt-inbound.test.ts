@@ -6,10 +6,10 @@ import {
 } from '@modelcontextprotocol/sdk/client/auth.js';
 import { ConfigError, type GatewayConfigInput, parseConfig } from '../../lambda/config/schema';
 import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
-import { startLocalGateway } from '../../lambda/local/local-gateway';
-import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
-import { type GatewayKind, type GatewayUnderTest, startGateway } from '../support/gateways';
-import { type Json, post, readMessage, sessionItems } from '../support/mcp-http';
+import type { CountedDynamo } from '../support/dynamo';
+import type { GatewayKind } from '../support/gateways';
+import { eventually, type Json, post, readMessage, sessionItems } from '../support/mcp-http';
+import { withGateway } from '../support/with-gateway';
 import { AUDIENCE, CLIENT, capturingLogger, startIssuer, type TestIssuer } from './support';
 
 /**
@@ -57,8 +57,6 @@ function challenge(res: Response): Record<string, string> {
 const origin = (url: string) => new URL(url).origin;
 
 let issuer: TestIssuer;
-let demo: DemoTarget;
-let dynamo: CountedDynamo;
 /** Every token this file makes, so the last test can check none was logged. */
 const tokens: string[] = [];
 const sign = async (...args: Parameters<TestIssuer['sign']>) => {
@@ -70,37 +68,24 @@ const logger = capturingLogger();
 
 beforeAll(async () => {
   issuer = await startIssuer();
-  demo = await startDemoTarget();
-  dynamo = await startCountedDynamo();
 });
 afterAll(async () => {
-  await demo?.close();
-  await dynamo?.close();
   await issuer?.close();
 });
 
 const kinds: GatewayKind[] = ['local server', 'lambda handler', 'lambda runtime'];
 
 describe.each(kinds)('JWT auth through the %s', (kind) => {
-  let gateway: GatewayUnderTest;
-  let url: string;
-
-  beforeAll(async () => {
-    gateway =
-      kind === 'local server'
-        ? await startLocalGateway({
-            port: 0,
-            demo: false,
-            startupReport: false,
-            dynamodbEndpoint: dynamo.endpoint,
-            logger,
-            config: jwtConfig(issuer, demo),
-          })
-        : await startGateway(kind, jwtConfig(issuer, demo), dynamo.endpoint);
-    url = gateway.url;
+  // The local server logs to the capturing logger; the Lambda kinds log as configured (SILENT).
+  const gw = withGateway((targets) => jwtConfig(issuer, targets.demo), {
+    kind,
+    targets: { demo: () => startDemoTarget() },
+    localServer: { logger },
   });
-  afterAll(async () => {
-    await gateway?.close();
+  let dynamo: CountedDynamo;
+  let url: string;
+  beforeAll(() => {
+    ({ dynamo, url } = gw);
   });
 
   test('no token → 401 with WWW-Authenticate naming the resource metadata (and the scope)', async () => {
@@ -241,16 +226,17 @@ describe.each(kinds)('JWT auth through the %s', (kind) => {
 });
 
 describe('JWT keys and issuer (local server)', () => {
+  // Each test starts its gateway with its own inbound auth settings.
+  const gw = withGateway((targets) => jwtConfig(issuer, targets.demo), {
+    targets: { demo: () => startDemoTarget() },
+    instances: 0,
+  });
+
   test('key rotation: a new kid is fetched once the cooldown allows, and random kids cannot hammer the issuer', async () => {
-    const gateway = await startLocalGateway({
-      port: 0,
-      demo: false,
-      startupReport: false,
-      dynamodbEndpoint: dynamo.endpoint,
-      logger,
-      config: jwtConfig(issuer, demo),
-      auth: { inbound: { jwt: { jwksCooldownMs: 1000 } } },
-    });
+    const gateway = await gw.start(
+      {},
+      { localServer: { logger, auth: { inbound: { jwt: { jwksCooldownMs: 1000 } } } } },
+    );
     try {
       expect((await initialize(gateway.url, await sign())).res.status).toBe(200);
       const fetched = issuer.jwksRequests();
@@ -279,14 +265,8 @@ describe('JWT keys and issuer (local server)', () => {
 
   test('an unreachable issuer → 503 with Retry-After (the token may be fine), then recovery', async () => {
     const fresh = await startIssuer();
-    const gateway = await startLocalGateway({
-      port: 0,
-      demo: false,
-      startupReport: false,
-      dynamodbEndpoint: dynamo.endpoint,
-      logger,
-      config: jwtConfig(fresh, demo),
-      auth: { inbound: { jwt: { discoveryRetryMs: 200 } } },
+    const gateway = await gw.start(jwtConfig(fresh, gw.targets.demo), {
+      localServer: { logger, auth: { inbound: { jwt: { discoveryRetryMs: 200 } } } },
     });
     try {
       const token = await fresh.sign();
@@ -297,8 +277,8 @@ describe('JWT keys and issuer (local server)', () => {
       expect(res.headers.get('retry-after')).toBe('5');
       expect(body.error.data).toMatchObject({ type: 'ServiceUnavailable', retryable: true });
       fresh.setDown(false);
-      await new Promise((resolve) => setTimeout(resolve, 250));
-      expect((await initialize(gateway.url, token)).res.status).toBe(200);
+      // Recovery once the failed discovery may be retried (discoveryRetryMs), without a fixed sleep.
+      await eventually(async () => expect((await initialize(gateway.url, token)).res.status).toBe(200));
     } finally {
       await gateway.close();
       await fresh.close();

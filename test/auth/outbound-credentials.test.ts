@@ -5,13 +5,13 @@ import {
   secretArnsIn,
   type TargetConfig,
 } from '../../lambda/config/schema';
-import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
+import { startDemoTarget } from '../../lambda/local/demo-target';
 import { startLocalGateway } from '../../lambda/local/local-gateway';
-import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
+import { startModernDemoTarget } from '../../lambda/local/modern-demo-target';
 import { CredentialError, OutboundCredentials, type SecretValueReader } from '../../lambda/targets/credentials';
-import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
-import { type GatewayKind, type GatewayUnderTest, startGateway } from '../support/gateways';
+import type { GatewayKind } from '../support/gateways';
 import { callAndAnswer, initSession, type Json, post, readMessage } from '../support/mcp-http';
+import { type EarlierTargets, withGateway } from '../support/with-gateway';
 import {
   AUDIENCE,
   CLIENT,
@@ -214,50 +214,45 @@ const kinds: GatewayKind[] = ['local server', 'lambda handler', 'lambda runtime'
 
 describe.each(kinds)('outbound credentials through the %s', (kind) => {
   let issuer: TestIssuer;
-  let dynamo: CountedDynamo;
-  let demo: DemoTarget;
-  let modern: ModernDemoTarget;
   let endpoint: TokenEndpoint;
-  let legacyProxy: RecordingProxy;
-  let modernProxy: RecordingProxy;
-  let securedProxy: RecordingProxy;
-  let gateway: GatewayUnderTest;
   let url: string;
   let clientToken: string;
   const logger = capturingLogger();
 
+  // Before the fixture's set-up: the configuration names the token endpoint and the environment.
   beforeAll(async () => {
     issuer = await startIssuer();
-    dynamo = await startCountedDynamo();
-    demo = await startDemoTarget();
-    modern = await startModernDemoTarget();
     endpoint = await startTokenEndpoint({
       clientId: 'gateway-client',
       clientSecret: CLIENT_SECRET,
       expiresIn: TOKEN_LIFETIME_S,
     });
-    legacyProxy = await startRecordingProxy(demo.url);
-    modernProxy = await startRecordingProxy(modern.url);
-    securedProxy = await startRecordingProxy(demo.url, { requireToken: (token) => endpoint.isValid(token) });
     process.env.GW_AUTH_TEST_API_KEY = 'api-key-from-env';
     process.env.GW_AUTH_TEST_CLIENT_SECRET = CLIENT_SECRET;
-    const config: GatewayConfigInput = {
+  });
+  afterAll(async () => {
+    await endpoint?.close();
+    await issuer?.close();
+  });
+
+  const gw = withGateway(
+    (targets): GatewayConfigInput => ({
       targets: [
         {
           name: 'legacy',
-          url: legacyProxy.url,
+          url: targets.legacyProxy.url,
           era: 'legacy',
           headers: { 'x-api-key': { fromEnv: 'GW_AUTH_TEST_API_KEY' }, 'x-static': 'static' },
         },
         {
           name: 'modern',
-          url: modernProxy.url,
+          url: targets.modernProxy.url,
           era: 'modern',
           headers: { 'x-api-key': { fromEnv: 'GW_AUTH_TEST_API_KEY' } },
         },
         {
           name: 'secured',
-          url: securedProxy.url,
+          url: targets.securedProxy.url,
           era: 'legacy',
           oauth: {
             tokenUrl: endpoint.tokenUrl,
@@ -270,29 +265,29 @@ describe.each(kinds)('outbound credentials through the %s', (kind) => {
       auth: { type: 'jwt', discoveryUrl: issuer.discoveryUrl, allowedAudiences: [AUDIENCE], allowedClients: [CLIENT] },
       requestStateKeys: { current: 'outbound-test-request-state-key-0123456789abcdef' },
       logLevel: 'SILENT',
-    };
-    gateway =
-      kind === 'local server'
-        ? await startLocalGateway({
-            port: 0,
-            demo: false,
-            startupReport: false,
-            dynamodbEndpoint: dynamo.endpoint,
-            logger,
-            config,
-          })
-        : await startGateway(kind, config, dynamo.endpoint);
-    url = gateway.url;
+    }),
+    {
+      kind,
+      targets: {
+        demo: () => startDemoTarget(),
+        modern: () => startModernDemoTarget(),
+        legacyProxy: (earlier: EarlierTargets) => startRecordingProxy(earlier.demo.url),
+        modernProxy: (earlier: EarlierTargets) => startRecordingProxy(earlier.modern.url),
+        securedProxy: (earlier: EarlierTargets) =>
+          startRecordingProxy(earlier.demo.url, { requireToken: (token) => endpoint.isValid(token) }),
+      },
+      localServer: { logger },
+    },
+  );
+  let legacyProxy: RecordingProxy;
+  let modernProxy: RecordingProxy;
+  let securedProxy: RecordingProxy;
+
+  // biome-ignore lint/suspicious/noDuplicateTestHooks: the first hook runs before the fixture's set-up, this one after it
+  beforeAll(async () => {
+    url = gw.url;
+    ({ legacyProxy, modernProxy, securedProxy } = gw.targets);
     clientToken = await issuer.sign({ sub: 'alice' });
-  });
-  afterAll(async () => {
-    await gateway?.close();
-    for (const proxy of [legacyProxy, modernProxy, securedProxy]) await proxy?.close();
-    await endpoint?.close();
-    await demo?.close();
-    await modern?.close();
-    await dynamo?.close();
-    await issuer?.close();
   });
 
   const call = async (headers: Record<string, string>, name: string, id: number): Promise<Json> => {

@@ -1,9 +1,8 @@
-import type { GatewayConfigInput } from '../../lambda/config/schema';
-import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
+import { startDemoTarget } from '../../lambda/local/demo-target';
 import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
-import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
-import { type GatewayKind, type GatewayUnderTest, startGateway } from '../support/gateways';
+import type { GatewayKind } from '../support/gateways';
 import { callAndAnswer, initSession, type Json, post, readMessage } from '../support/mcp-http';
+import { withGateway } from '../support/with-gateway';
 import { AUDIENCE, CLIENT, startIssuer, type TestIssuer } from './support';
 
 /**
@@ -46,48 +45,39 @@ async function modernCall(
 }
 
 let issuer: TestIssuer;
-let demo: DemoTarget;
-let modern: ModernDemoTarget;
-let dynamo: CountedDynamo;
 
 beforeAll(async () => {
   issuer = await startIssuer();
-  demo = await startDemoTarget();
-  modern = await startModernDemoTarget();
-  dynamo = await startCountedDynamo();
 });
 afterAll(async () => {
-  await demo?.close();
-  await modern?.close();
-  await dynamo?.close();
   await issuer?.close();
 });
 
 const kinds: GatewayKind[] = ['local server', 'lambda handler', 'lambda runtime'];
 
 describe.each(kinds)('what a principal creates is its own, through the %s', (kind) => {
-  let gateway: GatewayUnderTest;
+  const gw = withGateway(
+    (targets) => ({
+      targets: [
+        { name: 'demo', url: targets.demo.url, era: 'legacy' },
+        { name: 'modern', url: targets.modern.url, era: 'modern' },
+      ],
+      auth: { type: 'jwt', discoveryUrl: issuer.discoveryUrl, allowedAudiences: [AUDIENCE], allowedClients: [CLIENT] },
+      requestStateKeys: { current: STATE_KEY },
+      logLevel: 'SILENT',
+    }),
+    { kind, targets: { demo: () => startDemoTarget(), modern: () => startModernDemoTarget() } },
+  );
+  let modern: ModernDemoTarget;
   let url: string;
   let alice: string;
   let bob: string;
 
   beforeAll(async () => {
-    const config: GatewayConfigInput = {
-      targets: [
-        { name: 'demo', url: demo.url, era: 'legacy' },
-        { name: 'modern', url: modern.url, era: 'modern' },
-      ],
-      auth: { type: 'jwt', discoveryUrl: issuer.discoveryUrl, allowedAudiences: [AUDIENCE], allowedClients: [CLIENT] },
-      requestStateKeys: { current: STATE_KEY },
-      logLevel: 'SILENT',
-    };
-    gateway = await startGateway(kind, config, dynamo.endpoint);
-    url = gateway.url;
+    url = gw.url;
+    modern = gw.targets.modern;
     alice = await issuer.sign({ sub: 'alice' });
     bob = await issuer.sign({ sub: 'bob' });
-  });
-  afterAll(async () => {
-    await gateway?.close();
   });
 
   const as = (token: string) => ({ authorization: `Bearer ${token}` });

@@ -1,8 +1,8 @@
 import { request } from 'node:http';
-import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
-import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
-import { type GatewayUnderTest, startGateway } from '../support/gateways';
+import { startDemoTarget } from '../../lambda/local/demo-target';
+import type { GatewayUnderTest } from '../support/gateways';
 import { initSession, type Json, post, readMessage } from '../support/mcp-http';
+import { withGateway } from '../support/with-gateway';
 
 /**
  * 5,000+ generated malformed or odd JSON-RPC messages and headers against the local gateway:
@@ -220,23 +220,13 @@ function jsonRpcMessagesOf(response: { headers: Record<string, string | string[]
 }
 
 describe('bad input', () => {
-  let dynamo: CountedDynamo;
-  let demo: DemoTarget;
+  const gw = withGateway(
+    { logLevel: 'SILENT', pendingRequestTimeoutSeconds: 2 },
+    { targets: { demo: () => startDemoTarget() } },
+  );
   let gateway: GatewayUnderTest;
-
-  beforeAll(async () => {
-    dynamo = await startCountedDynamo();
-    demo = await startDemoTarget();
-    gateway = await startGateway(
-      'local server',
-      { targets: [{ name: 'demo', url: demo.url }], logLevel: 'SILENT', pendingRequestTimeoutSeconds: 2 },
-      dynamo.endpoint,
-    );
-  });
-  afterAll(async () => {
-    await gateway?.close();
-    await demo?.close();
-    await dynamo?.close();
+  beforeAll(() => {
+    gateway = gw.instances[0];
   });
 
   it(`survives ${COUNT} generated malformed or odd messages and headers`, async () => {

@@ -1,9 +1,10 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
-import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
-import { type GatewayUnderTest, startGateway } from '../support/gateways';
+import { startDemoTarget } from '../../lambda/local/demo-target';
+import type { CountedDynamo } from '../support/dynamo';
+import type { GatewayUnderTest } from '../support/gateways';
 import { initSession, type Json, post, readMessage, sseEvents } from '../support/mcp-http';
+import { withGateway } from '../support/with-gateway';
 
 /**
  * Faults (benchmarks-and-failures issue): misbehaving targets and a failing DynamoDB endpoint give
@@ -73,31 +74,21 @@ const behaviours: Record<string, Behaviour> = {
 };
 
 describe('misbehaving targets', () => {
-  let dynamo: CountedDynamo;
-  let demo: DemoTarget;
-  const broken: Array<{ name: string; url: string; close(): Promise<void> }> = [];
-  let gateway: GatewayUnderTest;
   const names = Object.keys(behaviours).map((_, i) => `broken-${i}`);
-
-  beforeAll(async () => {
-    dynamo = await startCountedDynamo();
-    demo = await startDemoTarget();
-    for (const [i, behaviour] of Object.values(behaviours).entries())
-      broken.push({ name: names[i], ...(await startBrokenTarget(behaviour)) });
-    gateway = await startGateway(
-      'local server',
-      {
-        targets: [{ name: 'demo', url: demo.url }, ...broken.map(({ name, url }) => ({ name, url }))],
-        logLevel: 'SILENT',
+  const gw = withGateway(
+    { logLevel: 'SILENT' },
+    {
+      targets: {
+        demo: () => startDemoTarget(),
+        ...Object.fromEntries(
+          Object.values(behaviours).map((behaviour, i) => [names[i], () => startBrokenTarget(behaviour)]),
+        ),
       },
-      dynamo.endpoint,
-    );
-  });
-  afterAll(async () => {
-    await gateway?.close();
-    for (const b of broken) await b.close();
-    await demo?.close();
-    await dynamo?.close();
+    },
+  );
+  let gateway: GatewayUnderTest;
+  beforeAll(() => {
+    gateway = gw.instances[0];
   });
 
   it.each(Object.keys(behaviours).map((label, i) => [label, i] as const))(
@@ -137,23 +128,12 @@ describe('misbehaving targets', () => {
 });
 
 describe('a failing DynamoDB endpoint', () => {
+  const gw = withGateway({ logLevel: 'SILENT' }, { targets: { demo: () => startDemoTarget() } });
   let dynamo: CountedDynamo;
-  let demo: DemoTarget;
   let gateway: GatewayUnderTest;
-
-  beforeAll(async () => {
-    dynamo = await startCountedDynamo();
-    demo = await startDemoTarget();
-    gateway = await startGateway(
-      'local server',
-      { targets: [{ name: 'demo', url: demo.url }], logLevel: 'SILENT' },
-      dynamo.endpoint,
-    );
-  });
-  afterAll(async () => {
-    await gateway?.close();
-    await demo?.close();
-    await dynamo?.close();
+  beforeAll(() => {
+    dynamo = gw.dynamo;
+    gateway = gw.instances[0];
   });
   afterEach(() => {
     dynamo.mode = 'ok';

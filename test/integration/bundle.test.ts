@@ -1,25 +1,19 @@
 import { spawn } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
+import { startDemoTarget } from '../../lambda/local/demo-target';
 import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
-import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
 import { callAndAnswer, initSession } from '../support/mcp-http';
+import { withGateway } from '../support/with-gateway';
 
 /** The bundle `npm run build` produces (and CDK deploys) runs the whole relay on its own. */
 describe('the bundled Lambda handler', () => {
   const bundle = join(__dirname, '../../dist/lambda/index.mjs');
-  let dynamo: CountedDynamo;
-  let demo: DemoTarget;
+  // DynamoDB and the demo target; the gateway is the bundle, started by the test in its own process.
+  const gw = withGateway({ logLevel: 'SILENT' }, { targets: { demo: () => startDemoTarget() }, instances: 0 });
 
   beforeAll(async () => {
-    dynamo = await startCountedDynamo();
-    demo = await startDemoTarget();
-    await ensureTable(createDocumentClient({ endpoint: dynamo.endpoint }), 'mcp-gateway');
-  });
-  afterAll(async () => {
-    await demo?.close();
-    await dynamo?.close();
+    await ensureTable(createDocumentClient({ endpoint: gw.dynamodbEndpoint }), 'mcp-gateway');
   });
 
   it('exists after npm run build', () => {
@@ -32,8 +26,8 @@ describe('the bundled Lambda handler', () => {
       cwd: join(__dirname, '../..'),
       env: {
         ...process.env,
-        GATEWAY_CONFIG: JSON.stringify({ targets: [{ name: 'demo', url: demo.url }], logLevel: 'SILENT' }),
-        DYNAMODB_ENDPOINT: dynamo.endpoint,
+        GATEWAY_CONFIG: JSON.stringify(gw.config),
+        DYNAMODB_ENDPOINT: gw.dynamodbEndpoint,
       },
       stdio: ['ignore', 'pipe', 'inherit'],
     });

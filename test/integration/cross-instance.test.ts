@@ -1,7 +1,7 @@
-import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
-import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
+import { startDemoTarget } from '../../lambda/local/demo-target';
 import { startGatewayProcess } from '../support/gateways';
 import { callAndAnswer, initSession, type Json, post, readMessage, sseEvents } from '../support/mcp-http';
+import { withGateway } from '../support/with-gateway';
 
 /**
  * Two gateway processes sharing one DynamoDB endpoint behave like two Lambda instances of one
@@ -9,26 +9,22 @@ import { callAndAnswer, initSession, type Json, post, readMessage, sseEvents } f
  * answered through the other.
  */
 describe('two gateway processes sharing one DynamoDB endpoint', () => {
-  let dynamo: CountedDynamo;
-  let demo: DemoTarget;
   let a: Awaited<ReturnType<typeof startGatewayProcess>>;
   let b: Awaited<ReturnType<typeof startGatewayProcess>>;
   const ALL = { elicitation: { form: {}, url: {} }, sampling: {} };
-
-  beforeAll(async () => {
-    dynamo = await startCountedDynamo();
-    demo = await startDemoTarget();
-    const config = { targets: [{ name: 'demo', url: demo.url }] };
-    [a, b] = await Promise.all([
-      startGatewayProcess(config, dynamo.endpoint, { logLevel: 'DEBUG' }),
-      startGatewayProcess(config, dynamo.endpoint),
-    ]);
-  }, 60_000);
+  // Declared before the fixture: the processes stop before the fixture closes the target and DynamoDB.
   afterAll(async () => {
     await Promise.all([a?.close(), b?.close()]);
-    await demo?.close();
-    await dynamo?.close();
   });
+
+  // DynamoDB and the demo target; the two gateways are processes of their own (`npm start`), started here.
+  const gw = withGateway({}, { targets: { demo: () => startDemoTarget() }, instances: 0 });
+  beforeAll(async () => {
+    [a, b] = await Promise.all([
+      startGatewayProcess(gw.config, gw.dynamodbEndpoint, { logLevel: 'DEBUG' }),
+      startGatewayProcess(gw.config, gw.dynamodbEndpoint),
+    ]);
+  }, 60_000);
 
   it('serves a session initialized on one process from the other', async () => {
     const { headers } = await initSession(a.url);

@@ -1,8 +1,9 @@
 import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
 import { clickOnConsentPage } from '../support/consent-page';
-import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
-import { type GatewayKind, type GatewayUnderTest, startGateway } from '../support/gateways';
+import type { CountedDynamo } from '../support/dynamo';
+import type { GatewayKind } from '../support/gateways';
 import { callAndAnswer, eventually, initSession, type Json, post, sessionItems, sseEvents } from '../support/mcp-http';
+import { withGateway } from '../support/with-gateway';
 
 /**
  * The 2025-era relay (issue: elicitation, sampling and roots relay): server-to-client requests
@@ -15,26 +16,16 @@ const ALL = { elicitation: { form: {}, url: {} }, sampling: {}, roots: { listCha
 const accept = { result: { action: 'accept', content: { confirm: true } } };
 
 describe.each(kinds)('relay through the %s', (kind) => {
+  const gw = withGateway(
+    { logLevel: 'SILENT' },
+    { kind, targets: { demo: () => startDemoTarget() }, keepAliveMs: 100 },
+  );
   let dynamo: CountedDynamo;
   let demo: DemoTarget;
-  let gateway: GatewayUnderTest;
   let url: string;
-
-  beforeAll(async () => {
-    dynamo = await startCountedDynamo();
-    demo = await startDemoTarget();
-    gateway = await startGateway(
-      kind,
-      { targets: [{ name: 'demo', url: demo.url }], logLevel: 'SILENT' },
-      dynamo.endpoint,
-      { keepAliveMs: 100 },
-    );
-    url = gateway.url;
-  });
-  afterAll(async () => {
-    await gateway?.close();
-    await demo?.close();
-    await dynamo?.close();
+  beforeAll(() => {
+    ({ dynamo, url } = gw);
+    demo = gw.targets.demo;
   });
 
   const pendingItems = async (sessionId: string) =>
@@ -310,11 +301,7 @@ describe.each(kinds)('relay through the %s', (kind) => {
 
     it('answers DependencyFailedException when the target connection breaks, and removes the pending records', async () => {
       const fragile = await startDemoTarget();
-      const alone = await startGateway(
-        kind,
-        { targets: [{ name: 'fragile', url: fragile.url }], logLevel: 'SILENT' },
-        dynamo.endpoint,
-      );
+      const alone = await gw.start({ targets: [{ name: 'fragile', url: fragile.url }] });
       try {
         const { headers, sessionId } = await initSession(alone.url, { capabilities: ALL });
         const res = await post(alone.url, headers, {
@@ -373,11 +360,7 @@ describe.each(kinds)('relay through the %s', (kind) => {
     });
 
     it('cancels a pending request past pendingRequestTimeoutSeconds', async () => {
-      const impatient = await startGateway(
-        kind,
-        { targets: [{ name: 'demo', url: demo.url }], logLevel: 'SILENT', pendingRequestTimeoutSeconds: 1 },
-        dynamo.endpoint,
-      );
+      const impatient = await gw.start({ pendingRequestTimeoutSeconds: 1 });
       try {
         const { headers, sessionId } = await initSession(impatient.url, { capabilities: ALL });
         const res = await post(impatient.url, headers, {
@@ -459,14 +442,7 @@ describe.each(kinds)('relay through the %s', (kind) => {
   describe('the function deadline', () => {
     it('ends a call that would outlive the invocation with a retryable error, and cancels it at the target', async () => {
       // Lambda: deadline = remaining time - 1 s; local server: its request timeout.
-      const short = await startGateway(
-        kind,
-        { targets: [{ name: 'demo', url: demo.url }], logLevel: 'SILENT' },
-        dynamo.endpoint,
-        {
-          timeoutMs: kind === 'local server' ? 1500 : 2500,
-        },
-      );
+      const short = await gw.start({}, { timeoutMs: kind === 'local server' ? 1500 : 2500 });
       try {
         const { headers } = await initSession(short.url, { capabilities: ALL });
         const started = Date.now();

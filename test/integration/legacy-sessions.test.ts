@@ -1,7 +1,8 @@
 import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
-import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
-import { type GatewayKind, type GatewayUnderTest, startGateway } from '../support/gateways';
+import type { CountedDynamo } from '../support/dynamo';
+import type { GatewayKind } from '../support/gateways';
 import { initSession, type Json, post, readMessage, sessionItems, sseEvents } from '../support/mcp-http';
+import { withGateway } from '../support/with-gateway';
 
 /**
  * The 2025-era client face (foundation issue): sessions in DynamoDB, aggregation over two real
@@ -11,35 +12,23 @@ import { initSession, type Json, post, readMessage, sessionItems, sseEvents } fr
 const kinds: GatewayKind[] = ['local server', 'lambda handler', 'lambda runtime'];
 
 describe.each(kinds)('2025-era sessions through the %s', (kind) => {
+  const gw = withGateway(
+    { logLevel: 'SILENT' },
+    {
+      kind,
+      targets: {
+        demo: () => startDemoTarget({ name: 'demo-one' }),
+        second: () => startDemoTarget({ name: 'demo-two' }),
+        gone: 'http://127.0.0.1:9/mcp',
+      },
+    },
+  );
   let dynamo: CountedDynamo;
   let demo: DemoTarget;
-  let second: DemoTarget;
-  let gateway: GatewayUnderTest;
   let url: string;
-
-  beforeAll(async () => {
-    dynamo = await startCountedDynamo();
-    demo = await startDemoTarget({ name: 'demo-one' });
-    second = await startDemoTarget({ name: 'demo-two' });
-    gateway = await startGateway(
-      kind,
-      {
-        targets: [
-          { name: 'demo', url: demo.url },
-          { name: 'second', url: second.url },
-          { name: 'gone', url: 'http://127.0.0.1:9/mcp' },
-        ],
-        logLevel: 'SILENT',
-      },
-      dynamo.endpoint,
-    );
-    url = gateway.url;
-  });
-  afterAll(async () => {
-    await gateway?.close();
-    await demo?.close();
-    await second?.close();
-    await dynamo?.close();
+  beforeAll(() => {
+    ({ dynamo, url } = gw);
+    demo = gw.targets.demo;
   });
 
   const call = async (headers: Record<string, string>, id: number | string, method: string, params?: Json) =>

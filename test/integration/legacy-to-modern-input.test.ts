@@ -3,9 +3,10 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { type CallToolResult, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
 import { clickOnConsentPage } from '../support/consent-page';
-import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
-import { type GatewayKind, type GatewayUnderTest, startGateway } from '../support/gateways';
+import type { CountedDynamo } from '../support/dynamo';
+import type { GatewayKind, GatewayUnderTest } from '../support/gateways';
 import { callAndAnswer, eventually, initSession, type Json, post, sessionItems, sseEvents } from '../support/mcp-http';
+import { withGateway } from '../support/with-gateway';
 
 /**
  * A 2025 session calling a 2026-07-28-only target that answers input_required (spec notes §10.17–18):
@@ -19,25 +20,18 @@ const kinds: GatewayKind[] = ['local server', 'lambda handler', 'lambda runtime'
 const ALL = { elicitation: { form: {}, url: {} }, sampling: {}, roots: { listChanged: true } };
 
 describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', (kind) => {
+  const gw = withGateway(
+    { logLevel: 'SILENT' },
+    { kind, targets: { new: () => startModernDemoTarget() }, instances: 2, keepAliveMs: 100 },
+  );
   let dynamo: CountedDynamo;
   let target: ModernDemoTarget;
-  let gateway: GatewayUnderTest;
   let second: GatewayUnderTest;
   let url: string;
-
-  beforeAll(async () => {
-    dynamo = await startCountedDynamo();
-    target = await startModernDemoTarget();
-    const config = { targets: [{ name: 'new', url: target.url }], logLevel: 'SILENT' as const };
-    gateway = await startGateway(kind, config, dynamo.endpoint, { keepAliveMs: 100 });
-    second = await startGateway(kind, config, dynamo.endpoint, { keepAliveMs: 100 });
-    url = gateway.url;
-  });
-  afterAll(async () => {
-    await gateway?.close();
-    await second?.close();
-    await target?.close();
-    await dynamo?.close();
+  beforeAll(() => {
+    ({ dynamo, url } = gw);
+    target = gw.targets.new;
+    second = gw.instances[1];
   });
 
   const pendingItems = async (sessionId: string) =>
@@ -272,11 +266,7 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
   });
 
   it('an unanswered input request past pendingRequestTimeoutSeconds ends the call with -32001; a late answer gets 400', async () => {
-    const impatient = await startGateway(
-      kind,
-      { targets: [{ name: 'new', url: target.url }], logLevel: 'SILENT', pendingRequestTimeoutSeconds: 1 },
-      dynamo.endpoint,
-    );
+    const impatient = await gw.start({ pendingRequestTimeoutSeconds: 1 });
     try {
       const { headers, sessionId } = await initSession(impatient.url, { capabilities: ALL });
       const res = await post(impatient.url, headers, {

@@ -7,11 +7,11 @@ import {
   ListRootsRequestSchema,
   UrlElicitationRequiredError,
 } from '@modelcontextprotocol/sdk/types.js';
-import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
+import { startDemoTarget } from '../../lambda/local/demo-target';
 import { clickOnConsentPage } from '../support/consent-page';
-import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
-import { type GatewayKind, type GatewayUnderTest, startGateway } from '../support/gateways';
+import type { GatewayKind } from '../support/gateways';
 import { initSession, type Json, sseEvents } from '../support/mcp-http';
+import { withGateway } from '../support/with-gateway';
 
 /**
  * The reference page's 2025-era client samples, ported line by line from Python (`requests` +
@@ -21,25 +21,10 @@ import { initSession, type Json, sseEvents } from '../support/mcp-http';
 const kinds: GatewayKind[] = ['local server', 'lambda handler', 'lambda runtime'];
 
 describe.each(kinds)('reference clients through the %s', (kind) => {
-  let dynamo: CountedDynamo;
-  let demo: DemoTarget;
-  let gateway: GatewayUnderTest;
-  let gateway_url: string;
-
-  beforeAll(async () => {
-    dynamo = await startCountedDynamo();
-    demo = await startDemoTarget();
-    gateway = await startGateway(
-      kind,
-      { targets: [{ name: 'demo', url: demo.url }], logLevel: 'SILENT' },
-      dynamo.endpoint,
-    );
-    gateway_url = gateway.url;
-  });
-  afterAll(async () => {
-    await gateway?.close();
-    await demo?.close();
-    await dynamo?.close();
+  const gw = withGateway({ logLevel: 'SILENT' }, { kind, targets: { demo: () => startDemoTarget() } });
+  let gateway_url: string; // the samples' own name
+  beforeAll(() => {
+    gateway_url = gw.url;
   });
 
   /** `requests.post(url, headers=..., json=...)` */
@@ -142,7 +127,9 @@ describe.each(kinds)('reference clients through the %s', (kind) => {
       }
     }
     // The demo target's own consent page (it used to be a github.example URL that does not resolve).
-    expect(opened).toEqual([expect.stringMatching(new RegExp(`^${new URL(demo.url).origin}/consent/[0-9a-f-]{36}$`))]);
+    expect(opened).toEqual([
+      expect.stringMatching(new RegExp(`^${new URL(gw.targets.demo!.url).origin}/consent/[0-9a-f-]{36}$`)),
+    ]);
     expect(result).toEqual({ content: [{ type: 'text', text: 'accessed my-org/my-repo' }] });
   });
 

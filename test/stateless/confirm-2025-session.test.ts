@@ -1,7 +1,7 @@
 import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
-import type { LocalGateway } from '../../lambda/local/local-gateway';
+import type { GatewayUnderTest } from '../support/gateways';
 import { callAndAnswer, initSession, post, readMessage } from '../support/mcp-http';
-import { type Json, startGateway } from './helpers';
+import { type Json, withStatelessGateway } from './helpers';
 
 /**
  * confirmTools on 2025-11-25 sessions: the gateway sends its own elicitation/create on the call's
@@ -11,21 +11,17 @@ import { type Json, startGateway } from './helpers';
 
 jest.setTimeout(30_000);
 
+const gw = withStatelessGateway(
+  { confirmTools: ['demo___echo', 'demo___use_aws'] },
+  { targets: { demo: () => startDemoTarget() }, dynamo: 'counted', instances: 2 },
+);
 let target: DemoTarget;
-let gateway: LocalGateway;
-let second: LocalGateway;
+let gateway: GatewayUnderTest;
+let second: GatewayUnderTest;
 
-beforeAll(async () => {
-  target = await startDemoTarget();
-  const config = { targets: [{ name: 'demo', url: target.url }], confirmTools: ['demo___echo', 'demo___use_aws'] };
-  gateway = await startGateway(config, { dynamodbEndpoint: 'embedded' });
-  second = await startGateway(config, { dynamodbEndpoint: gateway.dynamodbEndpoint });
-});
-
-afterAll(async () => {
-  await second?.close();
-  await gateway?.close();
-  await target?.close();
+beforeAll(() => {
+  target = gw.targets.demo;
+  [gateway, second] = gw.instances;
 });
 
 const toolCalls = () => target.stats().requestsByMethod['tools/call'] ?? 0;

@@ -1,6 +1,5 @@
-import type { LocalGateway } from '../../lambda/local/local-gateway';
 import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
-import { type Json, modernCall, startGateway } from './helpers';
+import { type Json, modernCall, withStatelessGateway } from './helpers';
 
 /**
  * confirmTools on 2026-07-28: the gateway itself asks (an input_required round keyed
@@ -9,25 +8,22 @@ import { type Json, modernCall, startGateway } from './helpers';
 
 jest.setTimeout(30_000);
 
-let target: ModernDemoTarget;
-let gateway: LocalGateway;
-let url: string;
-
-beforeAll(async () => {
-  target = await startModernDemoTarget();
-  gateway = await startGateway({
+const gw = withStatelessGateway(
+  (targets) => ({
     targets: [
-      { name: 'modern', url: target.url },
-      { name: 'guarded', url: target.url },
+      { name: 'modern', url: targets.modern.url },
+      { name: 'guarded', url: targets.modern.url },
     ],
     confirmTools: ['modern___echo', 'modern___use_aws', 'guarded___*'],
-  });
-  url = gateway.url;
-});
+  }),
+  { targets: { modern: () => startModernDemoTarget() } },
+);
+let target: ModernDemoTarget;
+let url: string;
 
-afterAll(async () => {
-  await gateway?.close();
-  await target?.close();
+beforeAll(() => {
+  target = gw.targets.modern;
+  url = gw.url;
 });
 
 const ECHO = { name: 'modern___echo', arguments: { text: 'delete everything' } };

@@ -2,13 +2,21 @@ import { createParser } from 'eventsource-parser';
 import type { GatewayConfigInput } from '../../lambda/config/schema';
 import { type LocalGateway, startLocalGateway } from '../../lambda/local/local-gateway';
 import type { GatewayLogger } from '../../lambda/observability/logger';
+import {
+  type ConfigSpec,
+  type GatewayFixture,
+  type TargetSpecs,
+  UNREACHABLE_DYNAMODB,
+  type WithGatewayOptions,
+  withGateway,
+} from '../support/with-gateway';
 
 /** Shared set-up for the 2026-07-28 tests: loopback only, DynamoDB unreachable, everything closed after. */
 
 export type Json = Record<string, any>; // test-side JSON access
 
 /** Nothing listens on port 9: every DynamoDB call would fail. The stateless path must not make any. */
-export const UNREACHABLE_DYNAMODB = 'http://127.0.0.1:9';
+export { UNREACHABLE_DYNAMODB };
 
 export const KEY_A = 'test-key-A-0123456789abcdefghijklmnopqrstuvwxyz';
 export const KEY_B = 'test-key-B-0123456789abcdefghijklmnopqrstuvwxyz';
@@ -21,7 +29,26 @@ export const SILENT: GatewayLogger = {
 };
 
 /**
- * A local gateway on a free loopback port, DynamoDB unreachable unless `dynamodbEndpoint` is given
+ * `withGateway` for the 2026-07-28 tests: the local server, DynamoDB unreachable (unless `dynamo:
+ * 'counted'`, for 2025-era sessions), the requestState key KEY_A unless the configuration names keys,
+ * a silent logger and a 20 s request timeout.
+ */
+export function withStatelessGateway<T extends TargetSpecs = Record<never, never>>(
+  config: ConfigSpec<T>,
+  options: WithGatewayOptions<T> = {},
+): GatewayFixture<T> {
+  const keyed = (raw: GatewayConfigInput): GatewayConfigInput => ({ requestStateKeys: { current: KEY_A }, ...raw });
+  return withGateway(typeof config === 'function' ? (targets) => keyed(config(targets)) : keyed(config), {
+    dynamo: 'unreachable',
+    timeoutMs: 20_000,
+    localServer: { logger: SILENT },
+    ...options,
+  });
+}
+
+/**
+ * One local gateway for a single test that needs its parts (`deps`), with the same defaults; suites
+ * set theirs up with `withStatelessGateway`. DynamoDB unreachable unless `dynamodbEndpoint` is given
  * (`'embedded'`: an in-memory dynalite, for 2025-era sessions).
  */
 export async function startGateway(

@@ -1,7 +1,6 @@
-import type { LocalGateway } from '../../lambda/local/local-gateway';
 import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
 import { clickOnConsentPage } from '../support/consent-page';
-import { type Json, startGateway } from './helpers';
+import { type Json, withStatelessGateway } from './helpers';
 
 /**
  * The reference page's two 2026-07-28 Python samples (form: use_aws; URL: access_github_repo),
@@ -11,20 +10,14 @@ import { type Json, startGateway } from './helpers';
 
 jest.setTimeout(30_000);
 
+// One target, names unprefixed ('conditional'), so the sample's bare tool names are the exposed ones.
+const gw = withStatelessGateway({ toolNamePrefix: 'conditional' }, { targets: { aws: () => startModernDemoTarget() } });
 let target: ModernDemoTarget;
-let gateway: LocalGateway;
 let gateway_url: string; // the sample's own name
 
-beforeAll(async () => {
-  target = await startModernDemoTarget();
-  // One target, names unprefixed ('conditional'), so the sample's bare tool names are the exposed ones.
-  gateway = await startGateway({ targets: [{ name: 'aws', url: target.url }], toolNamePrefix: 'conditional' });
-  gateway_url = gateway.url;
-});
-
-afterAll(async () => {
-  await gateway?.close();
-  await target?.close();
+beforeAll(() => {
+  target = gw.targets.aws;
+  gateway_url = gw.url;
 });
 
 /** `requests.post(url, headers=headers, json=body).json()` */

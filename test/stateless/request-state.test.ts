@@ -1,8 +1,7 @@
 import { SealedBox } from '../../lambda/crypto/sealed-box';
-import type { LocalGateway } from '../../lambda/local/local-gateway';
 import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
 import { argumentsDigest, RequestStateSealer, type StateBinding } from '../../lambda/stateless/request-state';
-import { type Json, KEY_A, KEY_B, modernCall, startGateway } from './helpers';
+import { type Json, KEY_A, KEY_B, modernCall, withStatelessGateway } from './helpers';
 
 /**
  * The gateway's sealed requestState: each way a retry's state can be wrong is refused with -32602
@@ -11,24 +10,21 @@ import { type Json, KEY_A, KEY_B, modernCall, startGateway } from './helpers';
 
 jest.setTimeout(30_000);
 
+const gw = withStatelessGateway(
+  (targets) => ({
+    targets: [
+      { name: 'modern', url: targets.modern.url },
+      { name: 'other', url: targets.modern.url },
+    ],
+  }),
+  { targets: { modern: () => startModernDemoTarget() } },
+);
 let target: ModernDemoTarget;
-let gateway: LocalGateway;
 let url: string;
 
-beforeAll(async () => {
-  target = await startModernDemoTarget();
-  gateway = await startGateway({
-    targets: [
-      { name: 'modern', url: target.url },
-      { name: 'other', url: target.url },
-    ],
-  });
-  url = gateway.url;
-});
-
-afterAll(async () => {
-  await gateway?.close();
-  await target?.close();
+beforeAll(() => {
+  target = gw.targets.modern;
+  url = gw.url;
 });
 
 const USE_AWS = { name: 'modern___use_aws', arguments: { command: 'aws s3 ls' } };
@@ -140,20 +136,8 @@ test('issued for another method → -32602, HTTP 400', async () => {
 
 test('key rotation: a gateway whose previous key issued the state accepts it; one without that key refuses it', async () => {
   const issued = await firstRound();
-  const rotated = await startGateway({
-    targets: [
-      { name: 'modern', url: target.url },
-      { name: 'other', url: target.url },
-    ],
-    requestStateKeys: { current: KEY_B, previous: KEY_A },
-  });
-  const newKeyOnly = await startGateway({
-    targets: [
-      { name: 'modern', url: target.url },
-      { name: 'other', url: target.url },
-    ],
-    requestStateKeys: { current: KEY_B },
-  });
+  const rotated = await gw.start({ requestStateKeys: { current: KEY_B, previous: KEY_A } });
+  const newKeyOnly = await gw.start({ requestStateKeys: { current: KEY_B } });
   try {
     const res = await modernCall(
       rotated.url,

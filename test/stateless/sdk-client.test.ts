@@ -1,8 +1,7 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import type { LocalGateway } from '../../lambda/local/local-gateway';
-import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
+import { startModernDemoTarget } from '../../lambda/local/modern-demo-target';
 import { clickOnConsentPage } from '../support/consent-page';
-import { startGateway } from './helpers';
+import { withStatelessGateway } from './helpers';
 
 /**
  * The official v2 SDK client pinned to 2026-07-28, with an elicitation handler, through the gateway:
@@ -11,23 +10,16 @@ import { startGateway } from './helpers';
 
 jest.setTimeout(30_000);
 
-let target: ModernDemoTarget;
-let gateway: LocalGateway;
 const clients: Client[] = [];
-
-beforeAll(async () => {
-  target = await startModernDemoTarget();
-  gateway = await startGateway({
-    targets: [{ name: 'modern', url: target.url }],
-    confirmTools: ['modern___confirm_stateless'],
-  });
-});
-
+// Registered before the fixture, so it runs before the fixture closes the gateway.
 afterAll(async () => {
   for (const client of clients) await client.close().catch(() => undefined);
-  await gateway?.close();
-  await target?.close();
 });
+
+const gateway = withStatelessGateway(
+  { confirmTools: ['modern___confirm_stateless'] },
+  { targets: { modern: () => startModernDemoTarget() } },
+);
 
 async function connect(
   answer: (request: { params: Record<string, unknown> }) => Record<string, unknown> | Promise<Record<string, unknown>>,

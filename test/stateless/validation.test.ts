@@ -1,7 +1,6 @@
 import { classifyInboundRequest } from '@modelcontextprotocol/server';
-import type { LocalGateway } from '../../lambda/local/local-gateway';
 import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
-import { type Json, MODERN, meta, modernCall, modernHeaders, post, startGateway } from './helpers';
+import { type Json, MODERN, meta, modernCall, modernHeaders, post, withStatelessGateway } from './helpers';
 
 /**
  * One test per validation row of issue 4 (and spec basic/transports/streamable-http.mdx,
@@ -10,19 +9,13 @@ import { type Json, MODERN, meta, modernCall, modernHeaders, post, startGateway 
 
 jest.setTimeout(30_000);
 
+const gw = withStatelessGateway({}, { targets: { modern: () => startModernDemoTarget() } });
 let target: ModernDemoTarget;
-let gateway: LocalGateway;
 let url: string;
 
-beforeAll(async () => {
-  target = await startModernDemoTarget();
-  gateway = await startGateway({ targets: [{ name: 'modern', url: target.url }] });
-  url = gateway.url;
-});
-
-afterAll(async () => {
-  await gateway?.close();
-  await target?.close();
+beforeAll(() => {
+  target = gw.targets.modern;
+  url = gw.url;
 });
 
 /** A tools/call of modern___echo; `m === null` sends no `_meta` at all. */

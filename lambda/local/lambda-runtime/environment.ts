@@ -241,7 +241,7 @@ export class ExecutionEnvironment {
       this.onNext(res);
     } else if (req.method === 'POST' && match) {
       const active = this.active;
-      if (active?.requestId !== decodeURIComponent(match[1])) reply(res, 400, 'InvalidRequestID');
+      if (active?.requestId !== decodeURIComponent(match[1] ?? '')) reply(res, 400, 'InvalidRequestID');
       else if (match[2] === 'response') this.onResponse(req, res, active);
       else void this.onError(req, res);
     } else if (req.method === 'POST' && path === `${RUNTIME_PATH}/init/error`) {

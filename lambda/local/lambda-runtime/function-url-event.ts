@@ -10,9 +10,9 @@ import type { LambdaFunctionURLEvent } from 'aws-lambda';
 export function toFunctionUrlEvent(req: IncomingMessage, body: Buffer): LambdaFunctionURLEvent {
   const headers: Record<string, string> = {};
   const cookies: string[] = [];
-  for (let i = 0; i < req.rawHeaders.length; i += 2) {
-    const name = req.rawHeaders[i].toLowerCase();
-    const value = req.rawHeaders[i + 1];
+  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
+    const name = (req.rawHeaders[i] ?? '').toLowerCase();
+    const value = req.rawHeaders[i + 1] ?? '';
     if (name === 'cookie') {
       for (const cookie of value.split(';')) if (cookie.trim()) cookies.push(cookie.trim());
     } else {
@@ -27,7 +27,7 @@ export function toFunctionUrlEvent(req: IncomingMessage, body: Buffer): LambdaFu
     'x-forwarded-port': String(req.socket.localPort),
     'x-amzn-trace-id': `Root=1-${Math.floor(Date.now() / 1000).toString(16)}-${randomBytes(12).toString('hex')}`,
   });
-  const [rawPath, rawQueryString = ''] = (req.url ?? '/').split(/\?(.*)/s);
+  const [rawPath = '/', rawQueryString = ''] = (req.url ?? '/').split(/\?(.*)/s);
   const query: Record<string, string> = {};
   for (const [key, value] of new URLSearchParams(rawQueryString)) {
     query[key] = key in query ? `${query[key]},${value}` : value;
@@ -46,7 +46,7 @@ export function toFunctionUrlEvent(req: IncomingMessage, body: Buffer): LambdaFu
       accountId: 'anonymous',
       apiId: 'local',
       domainName,
-      domainPrefix: domainName.split('.')[0],
+      domainPrefix: domainName.split('.')[0] ?? domainName,
       http: {
         method: req.method ?? 'GET',
         path: rawPath,

@@ -51,7 +51,8 @@ const echo = (url: string, headers: Record<string, string>, id: number) =>
 
 function summary(samples: number[]): string {
   const sorted = [...samples].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))].toFixed(1);
+  const at = (q: number) =>
+    (sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN).toFixed(1);
   return `median ${at(0.5)} ms, p90 ${at(0.9)} ms`;
 }
 
@@ -85,7 +86,7 @@ async function main(): Promise<void> {
     rows.push(['cold start: first request (initialize), end to end', `${coldInit.toFixed(0)} ms`]);
     rows.push([
       '  of which init (process start → first /next, bundle loaded)',
-      `${lambda.stats().detail[0].initMs} ms`,
+      `${lambda.stats().detail[0]?.initMs} ms`,
     ]);
     const [firstCall] = await timed(() => echo(lambda.url, lambdaHeaders, 1));
     rows.push(['first tools/call in that environment (target session opened)', `${firstCall.toFixed(0)} ms`]);
@@ -101,7 +102,7 @@ async function main(): Promise<void> {
     const localEcho = await series((i) => echo(local.url, localHeaders, i + 10));
     rows.push([`tools/call demo___echo (DynamoDB + target), x${N}: --lambda`, summary(lambdaEcho)]);
     rows.push(['  same, local server', summary(localEcho)]);
-    const median = (s: number[]) => [...s].sort((a, b) => a - b)[Math.floor(s.length / 2)];
+    const median = (s: number[]) => [...s].sort((a, b) => a - b)[Math.floor(s.length / 2)] ?? Number.NaN;
     rows.push([
       'per-invocation overhead (median GET difference)',
       `${(median(lambdaGet) - median(localGet)).toFixed(1)} ms`,

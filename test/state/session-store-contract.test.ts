@@ -1,0 +1,356 @@
+import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
+import { DynamoSessionStore } from '../../lambda/state/dynamo-store';
+import { MemorySessionStore } from '../../lambda/state/memory-store';
+import { newPendingRecord, newSessionId } from '../../lambda/state/records';
+import {
+  type PendingRecord,
+  type SessionRecord,
+  type SessionStore,
+  StoreUnavailableError,
+  type TargetSessionRecord,
+} from '../../lambda/state/store';
+import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
+
+/**
+ * The SessionStore contract, run against the in-memory store and the DynamoDB store on dynalite
+ * (through the real AWS SDK): the fake the in-process tests use behaves like the real store. Times are
+ * epoch seconds passed as `now`, so expiry is tested without waiting.
+ */
+
+interface StoreUnderTest {
+  store: SessionStore;
+  /** Makes every later operation fail as an unreachable DynamoDB does. */
+  goDown(): void;
+  close(): Promise<void>;
+}
+
+const implementations: Array<[string, () => Promise<StoreUnderTest>]> = [
+  [
+    'the memory store',
+    async () => {
+      const store = new MemorySessionStore();
+      return { store, goDown: () => (store.down = true), close: async () => undefined };
+    },
+  ],
+  [
+    'the DynamoDB store on dynalite',
+    async () => {
+      const dynamo: CountedDynamo = await startCountedDynamo();
+      const client = createDocumentClient({ endpoint: dynamo.endpoint });
+      await ensureTable(client, 'contract');
+      return {
+        store: new DynamoSessionStore(client, 'contract'),
+        goDown: () => (dynamo.mode = 'down'),
+        close: async () => {
+          client.destroy();
+          await dynamo.close();
+        },
+      };
+    },
+  ],
+];
+
+const NOW = 1_900_000_000;
+
+function sessionRecord(over: Partial<SessionRecord> = {}): SessionRecord {
+  return {
+    id: newSessionId(),
+    principal: 'anonymous',
+    protocolVersion: '2025-11-25',
+    clientCapabilities: { elicitation: { form: {} } },
+    clientInfo: { name: 'contract', version: '1.0.0' },
+    createdAt: NOW,
+    expiresAt: NOW + 3600,
+    ...over,
+  };
+}
+
+function pendingRecord(over: Partial<PendingRecord> = {}): PendingRecord {
+  const record = newPendingRecord(300, {
+    kind: 'relayed',
+    method: 'elicitation/create',
+    target: 'demo',
+    clientRequestId: 7,
+    targetSessionId: 'target-session',
+    targetRequestId: 3,
+  });
+  return { ...record, createdAt: NOW, expiresAt: NOW + 300, ...over };
+}
+
+const targetRecord = (target = 'demo'): TargetSessionRecord => ({
+  target,
+  targetSessionId: `${target}-session`,
+  protocolVersion: '2025-11-25',
+  declaredCapabilities: { elicitation: { form: {} } },
+});
+
+describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
+  let subject: StoreUnderTest;
+  let store: SessionStore;
+
+  beforeAll(async () => {
+    subject = await open();
+    store = subject.store;
+  });
+  afterAll(async () => subject?.close());
+
+  describe('sessions', () => {
+    it('loads what was created, with no target sessions or pending requests, and nothing for an unknown id', async () => {
+      const session = sessionRecord();
+      await store.createSession(session);
+      const loaded = await store.loadSession(session.id, NOW);
+      expect(loaded?.session).toEqual(session);
+      expect(loaded?.targets.size).toBe(0);
+      expect(loaded?.pending.size).toBe(0);
+      expect(await store.loadSession(newSessionId(), NOW)).toBeUndefined();
+    });
+
+    it('leaves out attributes that are undefined, as the document client does', async () => {
+      const session = sessionRecord({ clientInfo: undefined, logLevel: undefined });
+      await store.createSession(session);
+      const loaded = await store.loadSession(session.id, NOW);
+      expect(loaded && Object.keys(loaded.session).sort()).toEqual(
+        ['clientCapabilities', 'createdAt', 'expiresAt', 'id', 'principal', 'protocolVersion'].sort(),
+      );
+    });
+
+    it('never overwrites an existing session: a second create with its id is refused and the first stays', async () => {
+      const session = sessionRecord({ principal: 'alice' });
+      await store.createSession(session);
+      await expect(store.createSession({ ...session, principal: 'mallory' })).rejects.toThrow();
+      expect((await store.loadSession(session.id, NOW))?.session.principal).toBe('alice');
+    });
+
+    it('checks expiry on every read: present until expiresAt, absent from then on (nothing is deleted)', async () => {
+      const session = sessionRecord({ expiresAt: NOW + 10 });
+      await store.createSession(session);
+      expect(await store.loadSession(session.id, NOW + 9)).toBeDefined();
+      expect(await store.loadSession(session.id, NOW + 10)).toBeUndefined();
+      expect(await store.loadSession(session.id, NOW + 11)).toBeUndefined();
+      // Still stored: the read decides, not a sweeper (dynalite never deletes TTL items either).
+      expect(await store.loadSession(session.id, NOW)).toBeDefined();
+    });
+
+    it('reads the clock itself when no time is given', async () => {
+      const past = sessionRecord({ createdAt: 1_000, expiresAt: 2_000 });
+      const future = sessionRecord({ createdAt: NOW, expiresAt: Math.floor(Date.now() / 1000) + 3600 });
+      await store.createSession(past);
+      await store.createSession(future);
+      expect(await store.loadSession(past.id)).toBeUndefined();
+      expect(await store.loadSession(future.id)).toBeDefined();
+    });
+
+    it('sets the log level of an existing session, and refuses it for a missing one without creating it', async () => {
+      const session = sessionRecord();
+      await store.createSession(session);
+      await store.setLogLevel(session, 'warning');
+      expect((await store.loadSession(session.id, NOW))?.session.logLevel).toBe('warning');
+      const missing = sessionRecord();
+      await expect(store.setLogLevel(missing, 'debug')).rejects.toThrow();
+      expect(await store.loadSession(missing.id, NOW)).toBeUndefined();
+    });
+
+    it('hands out copies: changing a loaded record changes nothing stored', async () => {
+      const session = sessionRecord();
+      await store.createSession(session);
+      await store.putTargetSession(session, targetRecord());
+      const first = await store.loadSession(session.id, NOW);
+      first!.session.principal = 'changed';
+      first!.targets.get('demo')!.protocolVersion = 'changed';
+      session.principal = 'changed too';
+      const again = await store.loadSession(session.id, NOW);
+      expect(again?.session.principal).toBe('anonymous');
+      expect(again?.targets.get('demo')?.protocolVersion).toBe('2025-11-25');
+    });
+  });
+
+  describe('target sessions', () => {
+    it('loads each target session of the session (expiring with it), and a put replaces the previous one', async () => {
+      const session = sessionRecord();
+      await store.createSession(session);
+      await store.putTargetSession(session, targetRecord('demo'));
+      await store.putTargetSession(session, targetRecord('second'));
+      await store.putTargetSession(session, { ...targetRecord('demo'), targetSessionId: 'renewed' });
+      const loaded = await store.loadSession(session.id, NOW);
+      expect([...(loaded?.targets.keys() ?? [])]).toEqual(['demo', 'second']);
+      // The stored item carries the session's expiry (the TTL attribute) next to the record's fields.
+      expect(loaded?.targets.get('demo')).toEqual({
+        ...targetRecord('demo'),
+        targetSessionId: 'renewed',
+        expiresAt: session.expiresAt,
+      });
+      expect(await store.loadSession(session.id, session.expiresAt)).toBeUndefined();
+    });
+  });
+
+  describe('pending requests', () => {
+    let session: SessionRecord;
+    beforeEach(async () => {
+      session = sessionRecord();
+      await store.createSession(session);
+    });
+
+    it('loads the pending requests of the session, reads one consistently, and refuses a second put of an id', async () => {
+      const pending = pendingRecord();
+      await store.putPending(session, pending);
+      expect(await store.getPending(session.id, pending.gatewayId, NOW)).toEqual(pending);
+      expect((await store.loadSession(session.id, NOW))?.pending.get(pending.gatewayId)).toEqual(pending);
+      await expect(store.putPending(session, { ...pending, method: 'sampling/createMessage' })).rejects.toThrow();
+      expect((await store.getPending(session.id, pending.gatewayId, NOW))?.method).toBe('elicitation/create');
+      expect(await store.getPending(session.id, 'gw-unknown', NOW)).toBeUndefined();
+    });
+
+    it('keeps each session to its own partition: another session sees none of its pending requests', async () => {
+      const pending = pendingRecord();
+      await store.putPending(session, pending);
+      const other = sessionRecord();
+      await store.createSession(other);
+      expect((await store.loadSession(other.id, NOW))?.pending.size).toBe(0);
+      expect(await store.getPending(other.id, pending.gatewayId, NOW)).toBeUndefined();
+      expect(await store.claimPending(other.id, pending.gatewayId, NOW)).toBe(false);
+      expect((await store.getPending(session.id, pending.gatewayId, NOW))?.status).toBe('pending');
+    });
+
+    it('leaves an expired pending request out of reads, while the session is still served', async () => {
+      const pending = pendingRecord({ expiresAt: NOW + 5 });
+      await store.putPending(session, pending);
+      expect(await store.getPending(session.id, pending.gatewayId, NOW + 4)).toBeDefined();
+      expect(await store.getPending(session.id, pending.gatewayId, NOW + 5)).toBeUndefined();
+      const loaded = await store.loadSession(session.id, NOW + 5);
+      expect(loaded?.session.id).toBe(session.id);
+      expect(loaded?.pending.size).toBe(0);
+    });
+
+    it('claims a pending request exactly once: pending → answered, then false', async () => {
+      const pending = pendingRecord();
+      await store.putPending(session, pending);
+      expect(await store.claimPending(session.id, pending.gatewayId, NOW)).toBe(true);
+      expect(await store.claimPending(session.id, pending.gatewayId, NOW)).toBe(false);
+      expect((await store.getPending(session.id, pending.gatewayId, NOW))?.status).toBe('answered');
+      expect((await store.loadSession(session.id, NOW))?.pending.get(pending.gatewayId)?.status).toBe('answered');
+    });
+
+    it('lets exactly one of several concurrent claims win (two instances answering at once)', async () => {
+      const pending = pendingRecord();
+      await store.putPending(session, pending);
+      const claims = await Promise.all(
+        Array.from({ length: 6 }, () => store.claimPending(session.id, pending.gatewayId, NOW)),
+      );
+      expect(claims.filter(Boolean)).toHaveLength(1);
+    });
+
+    it('refuses to claim an unknown or expired request; time 0 claims regardless of expiry (the timeout path)', async () => {
+      const pending = pendingRecord({ expiresAt: NOW + 5 });
+      await store.putPending(session, pending);
+      expect(await store.claimPending(session.id, 'gw-unknown', NOW)).toBe(false);
+      expect(await store.claimPending(session.id, pending.gatewayId, NOW + 5)).toBe(false);
+      expect(await store.claimPending(session.id, pending.gatewayId, 0)).toBe(true);
+      expect(await store.claimPending(session.id, pending.gatewayId, 0)).toBe(false);
+    });
+
+    it('stores the answer to a held request exactly once; a claim and an answer exclude each other', async () => {
+      const held = pendingRecord({ kind: 'held', target: 'demo' });
+      await store.putPending(session, held);
+      const first = JSON.stringify({ jsonrpc: '2.0', id: held.gatewayId, result: { action: 'accept' } });
+      const second = JSON.stringify({ jsonrpc: '2.0', id: held.gatewayId, result: { action: 'decline' } });
+      expect(await store.answerPending(session.id, held.gatewayId, first, NOW)).toBe(true);
+      expect(await store.answerPending(session.id, held.gatewayId, second, NOW)).toBe(false);
+      expect(await store.claimPending(session.id, held.gatewayId, NOW)).toBe(false);
+      expect(await store.getPending(session.id, held.gatewayId, NOW)).toEqual({
+        ...held,
+        status: 'answered',
+        answer: first,
+      });
+
+      const claimed = pendingRecord({ kind: 'held' });
+      await store.putPending(session, claimed);
+      expect(await store.claimPending(session.id, claimed.gatewayId, NOW)).toBe(true);
+      expect(await store.answerPending(session.id, claimed.gatewayId, first, NOW)).toBe(false);
+      expect((await store.getPending(session.id, claimed.gatewayId, NOW))?.answer).toBeUndefined();
+    });
+
+    it('refuses an answer to an unknown or expired request', async () => {
+      const held = pendingRecord({ kind: 'held', expiresAt: NOW + 5 });
+      await store.putPending(session, held);
+      expect(await store.answerPending(session.id, 'gw-unknown', '{}', NOW)).toBe(false);
+      expect(await store.answerPending(session.id, held.gatewayId, '{}', NOW + 5)).toBe(false);
+      expect((await store.getPending(session.id, held.gatewayId, NOW))?.status).toBe('pending');
+    });
+
+    it('deletes one, several (more than one batch) or unknown pending requests, and leaves the others', async () => {
+      const records = Array.from({ length: 30 }, () => pendingRecord());
+      for (const record of records) await store.putPending(session, record);
+      const [single, kept, ...many] = records;
+      await store.deletePending(session.id, [single!.gatewayId]);
+      await store.deletePending(session.id, [...many.map((r) => r.gatewayId), 'gw-never-existed']);
+      await store.deletePending(session.id, []);
+      const loaded = await store.loadSession(session.id, NOW);
+      expect([...(loaded?.pending.keys() ?? [])]).toEqual([kept!.gatewayId]);
+      expect(await store.claimPending(session.id, single!.gatewayId, NOW)).toBe(false);
+    });
+  });
+
+  describe('deleting a session', () => {
+    it('removes the session with the target sessions and pending requests it was loaded with (more than one batch)', async () => {
+      const session = sessionRecord();
+      await store.createSession(session);
+      await store.putTargetSession(session, targetRecord('demo'));
+      await store.putTargetSession(session, targetRecord('second'));
+      const pending = Array.from({ length: 26 }, () => pendingRecord());
+      for (const record of pending) await store.putPending(session, record);
+      const other = sessionRecord();
+      await store.createSession(other);
+      await store.putPending(other, pendingRecord());
+
+      await store.deleteSession((await store.loadSession(session.id, NOW))!);
+      expect(await store.loadSession(session.id, NOW)).toBeUndefined();
+      expect(await store.getPending(session.id, pending[0]!.gatewayId, NOW)).toBeUndefined();
+      expect(await store.claimPending(session.id, pending[25]!.gatewayId, NOW)).toBe(false);
+      // Another session's partition is untouched.
+      expect((await store.loadSession(other.id, NOW))?.pending.size).toBe(1);
+    });
+
+    it('removes only what it was loaded with: a pending request written after the load stays (until its TTL)', async () => {
+      // The interface says "everything in its partition"; the DynamoDB store deletes by the keys it loaded.
+      const session = sessionRecord();
+      await store.createSession(session);
+      const loaded = (await store.loadSession(session.id, NOW))!;
+      const late = pendingRecord();
+      await store.putPending(session, late);
+      await store.deleteSession(loaded);
+      expect(await store.loadSession(session.id, NOW)).toBeUndefined();
+      expect(await store.getPending(session.id, late.gatewayId, NOW)).toEqual(late);
+    });
+
+    it('lets a new session be created under the id of a deleted one', async () => {
+      const session = sessionRecord();
+      await store.createSession(session);
+      await store.deleteSession((await store.loadSession(session.id, NOW))!);
+      await store.createSession({ ...session, principal: 'again' });
+      expect((await store.loadSession(session.id, NOW))?.session.principal).toBe('again');
+    });
+  });
+
+  describe('an unreachable store', () => {
+    // Last: the store stays down for the rest of this block's file.
+    it('fails every operation with StoreUnavailableError (503 to the client), never with false or undefined', async () => {
+      const session = sessionRecord();
+      await store.createSession(session);
+      const pending = pendingRecord();
+      await store.putPending(session, pending);
+      subject.goDown();
+      const outcomes = await Promise.allSettled([
+        store.loadSession(session.id, NOW),
+        store.createSession(sessionRecord()),
+        store.claimPending(session.id, pending.gatewayId, NOW),
+        store.answerPending(session.id, pending.gatewayId, '{}', NOW),
+        store.getPending(session.id, pending.gatewayId, NOW),
+        store.deletePending(session.id, [pending.gatewayId]),
+      ]);
+      for (const outcome of outcomes) {
+        expect(outcome.status).toBe('rejected');
+        expect((outcome as PromiseRejectedResult).reason).toBeInstanceOf(StoreUnavailableError);
+      }
+    });
+  });
+});
