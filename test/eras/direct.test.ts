@@ -91,6 +91,12 @@ describe('2025-only target: v1 McpServer, push style without relatedRequestId (s
     }
   });
 
+  test('two requests in one call (form, then sampling)', async () => {
+    await connect('v1', a.url, () => a.stats().liveGetStreams);
+    expect((await client!.callTool('release', { version: 'v1.2' })).text).toBe('released v1.2: short and sweet');
+    expect(client!.asked.map((x) => x.method)).toEqual(['elicitation/create', 'sampling/createMessage']);
+  });
+
   test('three push-style calls in parallel share the one GET stream', async () => {
     await connect('v1', a.url, () => a.stats().liveGetStreams);
     const before = a.stats().answered['elicitation/create'] ?? 0;

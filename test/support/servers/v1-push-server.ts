@@ -136,6 +136,32 @@ function buildServer(stats: V1PushServerStats, authorized: Set<string>): McpServ
     },
   );
 
+  server.registerTool(
+    'release',
+    {
+      description: 'Two questions in one call: confirm (form), then release notes from the client LLM (sampling).',
+      inputSchema: { version: z.string() },
+    },
+    async ({ version }) => {
+      count(stats.asked, 'elicitation/create');
+      const confirm = await server.server.elicitInput({
+        mode: 'form',
+        message: `Release ${version}?`,
+        requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean' } }, required: ['confirm'] },
+      });
+      count(stats.answered, 'elicitation/create');
+      if (confirm.action !== 'accept' || confirm.content?.confirm !== true) return text(`${version} not released`);
+      count(stats.asked, 'sampling/createMessage');
+      const notes = await server.server.createMessage({
+        messages: [{ role: 'user', content: { type: 'text', text: `Release notes for ${version}` } }],
+        maxTokens: 50,
+      });
+      count(stats.answered, 'sampling/createMessage');
+      const content = Array.isArray(notes.content) ? notes.content[0] : notes.content;
+      return text(`released ${version}: ${content?.type === 'text' ? content.text : '?'}`);
+    },
+  );
+
   server.registerTool('list_workspace', { description: "Lists the client's roots." }, async () => {
     count(stats.asked, 'roots/list');
     const { roots } = await server.server.listRoots();
