@@ -12,19 +12,19 @@ import { type Exchange, type GatewayPair, type Json, startGatewayPair } from './
  * carry the call). Targets: `old` = 2025-only v1 server whose tools ask on the standalone GET stream
  * (server a), `dual` = v2 dual-era server (server b), `new` = v2 2026-07-28-only server (server c).
  *
- * Clients: the official v1 client (2025-11-25), the v2 client in its default negotiation (legacy:
- * 2025-11-25), in `mode: 'auto'` (picks 2026-07-28, which the gateway offers) and pinned to
- * 2026-07-28. (`mode: 'legacy'` is the default; direct.test.ts shows both behave alike.)
+ * Clients: the official v1 client (2025-11-25), the v2 client in its default negotiation (which is
+ * `legacy`: 2025-11-25), pinned to the 2025 era (`mode: 'legacy'`), in `mode: 'auto'` (picks
+ * 2026-07-28, which the gateway offers) and pinned to 2026-07-28.
  *
  * This file states what the gateway must do (issue 11); cells of behaviour not built yet fail here.
  */
 
 jest.setTimeout(25_000);
 
-const CALL_TIMEOUT_MS = 6000;
+const CALL_TIMEOUT_MS = 5000;
 type TargetKind = 'old' | 'dual' | 'new';
-const CLIENTS: ClientKind[] = ['v1', 'v2 default', 'v2 auto', 'v2 pin 2026-07-28'];
-const LEGACY = new Set<ClientKind>(['v1', 'v2 default']);
+const CLIENTS: ClientKind[] = ['v1', 'v2 default', 'v2 legacy', 'v2 auto', 'v2 pin 2026-07-28'];
+const LEGACY = new Set<ClientKind>(['v1', 'v2 default', 'v2 legacy']);
 
 /** The feature cells of each (client era, target) pair; the README table names what is not applicable. */
 function featuresOf(client: ClientKind, target: TargetKind): Feature[] {
