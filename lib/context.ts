@@ -1,3 +1,4 @@
+import { closest, distance } from 'fastest-levenshtein';
 import { z } from 'zod';
 import { type GatewayConfig, type GatewayConfigInput, GatewayConfigSchema } from '../lambda/config/schema';
 
@@ -49,6 +50,40 @@ const retentionDays = z
     message: `one of ${LOG_RETENTION_DAYS.join(', ')}`,
   });
 
+/**
+ * CodeDeploy's predefined Lambda traffic-shifting configurations (without the `CodeDeployDefault.Lambda`
+ * prefix). `none` moves the `live` alias to the new version at once, without CodeDeploy.
+ */
+export const GRADUAL_DEPLOYMENTS = [
+  'none',
+  'AllAtOnce',
+  'Canary10Percent5Minutes',
+  'Canary10Percent10Minutes',
+  'Canary10Percent15Minutes',
+  'Canary10Percent30Minutes',
+  'Linear10PercentEvery1Minute',
+  'Linear10PercentEvery2Minutes',
+  'Linear10PercentEvery3Minutes',
+  'Linear10PercentEvery10Minutes',
+] as const;
+export type GradualDeployment = (typeof GRADUAL_DEPLOYMENTS)[number];
+
+/**
+ * An existing VPC to attach the function to, by id only: synthesis stays offline (no lookups).
+ * Without `securityGroupIds` the stack creates a security group that allows all outbound traffic.
+ */
+export const VpcContextSchema = z.strictObject({
+  vpcId: z.string().regex(/^vpc-[0-9a-f]{8,17}$/, 'a VPC id (vpc-…)'),
+  subnetIds: z
+    .array(z.string().regex(/^subnet-[0-9a-f]{8,17}$/, 'a subnet id (subnet-…)'))
+    .min(1, 'at least one subnet (private subnets in two or more Availability Zones are recommended)'),
+  securityGroupIds: z
+    .array(z.string().regex(/^sg-[0-9a-f]{8,17}$/, 'a security group id (sg-…)'))
+    .min(1)
+    .optional(),
+});
+export type VpcContext = z.output<typeof VpcContextSchema>;
+
 /** Deployment knobs (not part of the gateway's runtime configuration). Defaults live here. */
 export const DeploymentContextSchema = z.strictObject({
   /** CloudFormation stack name. */
@@ -82,6 +117,12 @@ export const DeploymentContextSchema = z.strictObject({
         ),
     )
     .default([]),
+  /** Where the function reads its configuration: the GATEWAY_CONFIG variable (4 KB) or AWS AppConfig. */
+  configSource: z.enum(['environment', 'appconfig']).default('environment'),
+  /** How a new version reaches the `live` alias: at once, or shifted by CodeDeploy with alarm rollback. */
+  gradualDeployment: z.enum(GRADUAL_DEPLOYMENTS).default('none'),
+  /** Attach the function to these subnets of an existing VPC. */
+  vpc: VpcContextSchema.optional(),
 });
 
 export type DeploymentSettings = z.output<typeof DeploymentContextSchema>;
@@ -164,18 +205,47 @@ function describeIssues(error: z.ZodError, received: Record<string, unknown>): n
   throw new ContextError(key, `${issue.message}${where}${got}${more}`);
 }
 
-/** Catches a mistyped key (`memorysize`) that would otherwise be silently ignored. */
-function checkMistypedKeys(all: Record<string, unknown>): void {
-  const known = new Map(ALL_CONTEXT_KEYS.map((key) => [key.toLowerCase(), key]));
+/**
+ * Context keys that belong to the CDK itself rather than to this app: feature flags (`@aws-cdk/…:…`),
+ * internal and lookup keys (anything with a colon: `aws:cdk:…`, `availability-zones:…`), and the CLI's
+ * own plain keys.
+ */
+const CDK_PLAIN_KEYS = new Set(['cli-telemetry', 'acknowledged-issue-numbers', 'notices']);
+export function isCdkOwnContextKey(key: string): boolean {
+  return key.includes(':') || key.startsWith('@') || CDK_PLAIN_KEYS.has(key);
+}
+
+/** The known key a mistyped one most likely meant, if any is close enough to suggest. */
+export function suggestContextKey(key: string): string | undefined {
+  const exact = ALL_CONTEXT_KEYS.find((known) => known.toLowerCase() === key.toLowerCase());
+  if (exact) return exact;
+  // A key cut short (`sessionTimeout`) is a prefix of the one meant.
+  const extended = ALL_CONTEXT_KEYS.filter(
+    (known) => key.length >= 5 && known.toLowerCase().startsWith(key.toLowerCase()),
+  );
+  if (extended.length > 0) return closest(key, extended);
+  const candidate = closest(key, [...ALL_CONTEXT_KEYS]);
+  // Up to a third of the key may differ: catches dropped, doubled and swapped letters, not unrelated words.
+  return distance(key, candidate) <= Math.max(2, Math.floor(key.length / 3)) ? candidate : undefined;
+}
+
+/** Refuses any key this app does not know (`-c sesionTimeoutSeconds=1200` would otherwise be ignored). */
+function checkUnknownKeys(all: Record<string, unknown>): void {
   for (const key of Object.keys(all)) {
-    const match = known.get(key.toLowerCase());
-    if (match && match !== key) throw new ContextError(key, `unknown key; did you mean "${match}"?`);
+    if (ALL_CONTEXT_KEYS.includes(key) || isCdkOwnContextKey(key)) continue;
+    const suggestion = suggestContextKey(key);
+    throw new ContextError(
+      key,
+      suggestion
+        ? `unknown key; did you mean "${suggestion}"?`
+        : 'unknown key; the context keys are listed in README.md, section "Context"',
+    );
   }
 }
 
 /** Reads and validates every context key; throws a ContextError naming the first bad key. */
 export function readGatewayContext(source: ContextSource): GatewayContext {
-  if (source.getAllContext) checkMistypedKeys(source.getAllContext());
+  if (source.getAllContext) checkUnknownKeys(source.getAllContext());
 
   const configInput: Record<string, unknown> = {};
   for (const key of CONFIG_CONTEXT_KEYS) {

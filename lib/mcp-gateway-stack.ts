@@ -1,17 +1,29 @@
-import { type App, CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import {
+  type App,
+  CfnOutput,
+  Duration,
+  Fn,
+  RemovalPolicy,
+  Stack,
+  type StackProps,
+  Token,
+  Validations,
+} from 'aws-cdk-lib';
+import * as codedeploy from 'aws-cdk-lib/aws-codedeploy';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 import type { Construct } from 'constructs';
-import { type GatewayContext, readGatewayContext } from './context';
-import { McpGateway } from './mcp-gateway';
+import { type GatewayContext, type GradualDeployment, readGatewayContext, type VpcContext } from './context';
+import { LIVE_ALIAS, McpGateway } from './mcp-gateway';
 
 export interface McpGatewayStackProps extends StackProps {
   /** Validated context (lib/context.ts). */
   readonly settings: GatewayContext;
 }
 
-/** The deployable stack: one McpGateway configured from CDK context, with its URL as an output. */
+/** The deployable stack: one McpGateway configured from CDK context, with its endpoint and names as outputs. */
 export class McpGatewayStack extends Stack {
   readonly gateway: McpGateway;
 
@@ -21,6 +33,7 @@ export class McpGatewayStack extends Stack {
     const d = settings.deployment;
     this.gateway = new McpGateway(this, 'Gateway', {
       config: settings.configInput,
+      configSource: d.configSource,
       memorySize: d.memorySize,
       architecture: d.architecture === 'x86_64' ? lambda.Architecture.X86_64 : lambda.Architecture.ARM_64,
       timeout: Duration.seconds(d.timeoutSeconds),
@@ -29,18 +42,69 @@ export class McpGatewayStack extends Stack {
       alarmEmail: d.alarmEmail,
       removalPolicy: d.removalPolicy === 'destroy' ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
       secretArns: d.secretArns,
+      gradualDeployment: d.gradualDeployment === 'none' ? undefined : CODEDEPLOY_CONFIGS[d.gradualDeployment],
+      ...(d.vpc ? importVpc(this, d.vpc) : {}),
+    });
+    const region = Stack.of(this).region;
+    new CfnOutput(this, 'McpEndpoint', {
+      value: this.gateway.endpoint,
+      description: 'The MCP endpoint (Streamable HTTP): give this URL to MCP clients',
     });
     new CfnOutput(this, 'GatewayUrl', {
       value: this.gateway.url,
-      description: 'MCP endpoint (POST); use it as the server URL',
+      description: 'The function URL (ends with /); the MCP endpoint is McpEndpoint (<GatewayUrl>mcp)',
     });
     new CfnOutput(this, 'UrlAuthType', {
       value: this.gateway.urlAuthType,
-      description: 'AWS_IAM: sign requests with SigV4 (service lambda)',
+      description:
+        this.gateway.urlAuthType === lambda.FunctionUrlAuthType.AWS_IAM
+          ? `AWS_IAM: clients sign every request with SigV4 (service lambda, region ${Token.isUnresolved(region) ? 'of the stack' : region}), e.g. through mcp-proxy-for-aws`
+          : 'NONE: the function URL is public; the gateway requires a JWT (Authorization: Bearer) from the configured issuer',
     });
-    new CfnOutput(this, 'TableName', { value: this.gateway.table.tableName });
-    new CfnOutput(this, 'FunctionName', { value: this.gateway.function.functionName });
+    new CfnOutput(this, 'TableName', {
+      value: this.gateway.table.tableName,
+      description: 'The DynamoDB table holding sessions and pending requests',
+    });
+    new CfnOutput(this, 'FunctionName', {
+      value: this.gateway.function.functionName,
+      description: `The gateway function; the function URL serves its alias "${LIVE_ALIAS}"`,
+    });
+    if (this.gateway.appConfig) {
+      new CfnOutput(this, 'AppConfig', {
+        value: this.gateway.appConfig.locator,
+        description:
+          'AppConfig application/environment/configuration profile ids holding the gateway configuration; a new hosted version plus start-deployment changes it, read by each new execution environment',
+      });
+    }
   }
+}
+
+/** CodeDeploy's predefined Lambda configurations by their context names. */
+const CODEDEPLOY_CONFIGS: Record<Exclude<GradualDeployment, 'none'>, codedeploy.ILambdaDeploymentConfig> = {
+  AllAtOnce: codedeploy.LambdaDeploymentConfig.ALL_AT_ONCE,
+  Canary10Percent5Minutes: codedeploy.LambdaDeploymentConfig.CANARY_10PERCENT_5MINUTES,
+  Canary10Percent10Minutes: codedeploy.LambdaDeploymentConfig.CANARY_10PERCENT_10MINUTES,
+  Canary10Percent15Minutes: codedeploy.LambdaDeploymentConfig.CANARY_10PERCENT_15MINUTES,
+  Canary10Percent30Minutes: codedeploy.LambdaDeploymentConfig.CANARY_10PERCENT_30MINUTES,
+  Linear10PercentEvery1Minute: codedeploy.LambdaDeploymentConfig.LINEAR_10PERCENT_EVERY_1MINUTE,
+  Linear10PercentEvery2Minutes: codedeploy.LambdaDeploymentConfig.LINEAR_10PERCENT_EVERY_2MINUTES,
+  Linear10PercentEvery3Minutes: codedeploy.LambdaDeploymentConfig.LINEAR_10PERCENT_EVERY_3MINUTES,
+  Linear10PercentEvery10Minutes: codedeploy.LambdaDeploymentConfig.LINEAR_10PERCENT_EVERY_10MINUTES,
+};
+
+/** The VPC, subnets and security groups from context, by id: no lookups, so synthesis stays offline. */
+function importVpc(
+  scope: Construct,
+  vpc: VpcContext,
+): { vpc: ec2.IVpc; vpcSubnets: ec2.SubnetSelection; securityGroups?: ec2.ISecurityGroup[] } {
+  return {
+    // Availability Zones matter only when selecting subnets by type; here the subnets are given explicitly.
+    vpc: ec2.Vpc.fromVpcAttributes(scope, 'Vpc', { vpcId: vpc.vpcId, availabilityZones: Fn.getAzs() }),
+    vpcSubnets: { subnets: vpc.subnetIds.map((id, index) => ec2.Subnet.fromSubnetId(scope, `Subnet${index}`, id)) },
+    securityGroups: vpc.securityGroupIds?.map((id, index) =>
+      ec2.SecurityGroup.fromSecurityGroupId(scope, `SecurityGroup${index}`, id, { mutable: false }),
+    ),
+  };
 }
 
 /** Registers cdk-nag's AwsSolutions and Serverless packs: any unacknowledged finding fails synthesis. */

@@ -1,19 +1,23 @@
 import * as path from 'node:path';
 import { Annotations, Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
-import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
-import * as cloudwatchActions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as codedeploy from 'aws-cdk-lib/aws-codedeploy';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
-import * as sns from 'aws-cdk-lib/aws-sns';
-import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
+import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
-import { type GatewayConfig, type GatewayConfigInput, parseConfig } from '../lambda/config/schema';
-import { DEFAULT_METRICS_NAMESPACE, MetricDimension, MetricName } from '../lambda/observability/metrics';
+import { ConfigError, type GatewayConfig, type GatewayConfigInput, parseConfig } from '../lambda/config/schema';
+import { APPCONFIG_ENV, CONFIG_ENV, TABLE_NAME_ENV } from '../lambda/config/source';
+import { DEFAULT_METRICS_NAMESPACE } from '../lambda/observability/metrics';
+import { GatewayAppConfig } from './app-config';
+import { HANDLER_ENTRY, LAMBDA_BUNDLE } from './bundling';
 import { configReferences, FULL_SECRET_ARN_PATTERN } from './context';
+import { GatewayMonitoring } from './monitoring';
 
 /**
  * The DynamoDB actions the runtime performs (lambda/state/dynamo-store.ts), and nothing else.
@@ -42,13 +46,45 @@ export const REQUEST_STATE_SECRET_ENV = 'GATEWAY_REQUEST_STATE_SECRET_ARN';
 export const LAMBDA_ENVIRONMENT_LIMIT_BYTES = 4096;
 
 /** The Lambda handler, bundled by esbuild. */
-export const DEFAULT_ENTRY = path.join(__dirname, '..', 'lambda', 'handler.ts');
+export const DEFAULT_ENTRY = path.join(__dirname, '..', HANDLER_ENTRY);
 const PROJECT_ROOT = path.join(__dirname, '..');
 
 /** How clients reach the function URL: signed with SigV4, or open because the gateway checks JWTs itself. */
 export function functionUrlAuthFor(authType: string): lambda.FunctionUrlAuthType {
   return authType === 'jwt' ? lambda.FunctionUrlAuthType.NONE : lambda.FunctionUrlAuthType.AWS_IAM;
 }
+
+/** The alias that serves the function URL; a deployment moves it to the new version (or CodeDeploy shifts it). */
+export const LIVE_ALIAS = 'live';
+
+/** Request headers a browser-based MCP client sends (Streamable HTTP, both eras, resumption). */
+export const CORS_ALLOWED_HEADERS = [
+  'content-type',
+  'authorization',
+  'mcp-session-id',
+  'mcp-protocol-version',
+  'mcp-method',
+  'mcp-name',
+  'last-event-id',
+] as const;
+/** Response headers a browser script may read: the session id it must send back. */
+export const CORS_EXPOSED_HEADERS = ['mcp-session-id'] as const;
+
+/** The function URL's own CORS setting, from the configuration's `cors`; undefined when no origin is allowed. */
+export function functionUrlCors(config: GatewayConfig): lambda.FunctionUrlCorsOptions | undefined {
+  const origins = config.cors.allowedOrigins;
+  if (origins.length === 0) return undefined;
+  return {
+    allowedOrigins: [...origins],
+    allowedMethods: [lambda.HttpMethod.POST, lambda.HttpMethod.GET, lambda.HttpMethod.DELETE],
+    allowedHeaders: [...CORS_ALLOWED_HEADERS],
+    exposedHeaders: [...CORS_EXPOSED_HEADERS],
+    maxAge: Duration.hours(1),
+  };
+}
+
+/** Where the function reads its configuration (lambda/config/source.ts). */
+export type ConfigSource = 'environment' | 'appconfig';
 
 export interface McpGatewayProps {
   /**
@@ -58,6 +94,13 @@ export interface McpGatewayProps {
    * @default {} (no targets, schema defaults)
    */
   readonly config?: GatewayConfigInput;
+  /**
+   * `environment`: the configuration is the GATEWAY_CONFIG variable (it must fit Lambda's 4 KB
+   * environment; a change is a stack deployment). `appconfig`: it is an AWS AppConfig hosted
+   * configuration (up to 1 MB; a change is an AppConfig deployment), read once per cold start.
+   * @default 'environment'
+   */
+  readonly configSource?: ConfigSource;
   /** @default 1024 */
   readonly memorySize?: number;
   /** @default lambda.Architecture.ARM_64 */
@@ -70,7 +113,7 @@ export interface McpGatewayProps {
   readonly reservedConcurrency?: number;
   /** E-mail address subscribed to the alarm topic. @default - alarms notify nobody */
   readonly alarmEmail?: string;
-  /** Applies to the table and the log group. @default RemovalPolicy.RETAIN */
+  /** Applies to the table, the log group, the generated secret and the AppConfig resources. @default RemovalPolicy.RETAIN */
   readonly removalPolicy?: RemovalPolicy;
   /**
    * Secrets Manager secrets the function may read (outbound credentials, the requestState sealing key),
@@ -97,13 +140,29 @@ export interface McpGatewayProps {
   readonly metricsServiceName?: string;
   /** The duration alarm fires when the longest invocation reaches this share of the timeout. @default 0.9 */
   readonly durationAlarmRatio?: number;
+  /**
+   * Shift traffic from the old version to the new one with CodeDeploy, rolling back when the errors,
+   * throttles or gateway-errors alarm fires. @default - none: the `live` alias moves at once
+   */
+  readonly gradualDeployment?: codedeploy.ILambdaDeploymentConfig;
+  /**
+   * Attach the function to a VPC (to reach targets in a private network). The subnets then need a route
+   * to DynamoDB (a gateway endpoint or NAT), Secrets Manager and, with `configSource: 'appconfig'`,
+   * AppConfig (interface endpoints or NAT), and to every target. @default - no VPC
+   */
+  readonly vpc?: ec2.IVpc;
+  /** The subnets, with `vpc`. @default - the VPC's private subnets */
+  readonly vpcSubnets?: ec2.SubnetSelection;
+  /** Security groups, with `vpc`. @default - one that allows all outbound traffic and no inbound */
+  readonly securityGroups?: ec2.ISecurityGroup[];
   /** The handler file. @default lambda/handler.ts of this package */
   readonly entry?: string;
 }
 
 /**
- * An MCP gateway: one Lambda function behind a streaming function URL, its DynamoDB table, least-privilege
- * IAM, a log group, metrics, a dashboard and alarms.
+ * An MCP gateway: one Lambda function, published as a version behind the alias `live`, which serves a
+ * streaming function URL; its DynamoDB table, least-privilege IAM, a log group, metrics, a dashboard and
+ * alarms (GatewayMonitoring), and optionally AppConfig configuration, a VPC and CodeDeploy traffic shifting.
  *
  * @example
  * ```ts
@@ -112,19 +171,26 @@ export interface McpGatewayProps {
  *   alarmEmail: 'ops@example.com',
  * });
  * gateway.grantInvokeUrl(someRole); // when the URL uses AWS_IAM
- * new CfnOutput(this, 'Url', { value: gateway.url });
+ * new CfnOutput(this, 'Endpoint', { value: gateway.endpoint });
  * ```
  */
 export class McpGateway extends Construct {
-  /** The validated configuration as written to GATEWAY_CONFIG (tableName filled in). */
+  /** The validated configuration (tableName filled in), as written to GATEWAY_CONFIG or AppConfig. */
   readonly config: GatewayConfig;
+  readonly configSource: ConfigSource;
   readonly table: dynamodb.Table;
   readonly function: nodejs.NodejsFunction;
+  /** The alias `live`: the function URL invokes it, and a deployment moves it. */
+  readonly alias: lambda.Alias;
   readonly functionUrl: lambda.FunctionUrl;
+  /** The function URL, ending with `/`. */
   readonly url: string;
+  /** The MCP endpoint: `<url>mcp`. */
+  readonly endpoint: string;
   readonly urlAuthType: lambda.FunctionUrlAuthType;
   readonly role: iam.Role;
   readonly logGroup: logs.LogGroup;
+  readonly monitoring: GatewayMonitoring;
   readonly dashboard: cloudwatch.Dashboard;
   readonly errorsAlarm: cloudwatch.Alarm;
   readonly throttlesAlarm: cloudwatch.Alarm;
@@ -132,6 +198,10 @@ export class McpGateway extends Construct {
   readonly alarmTopic?: sns.Topic;
   /** The requestState key secret the function reads through GATEWAY_REQUEST_STATE_SECRET_ARN, if any. */
   readonly requestStateSecret?: secretsmanager.ISecret;
+  /** With `configSource: 'appconfig'`. */
+  readonly appConfig?: GatewayAppConfig;
+  /** With `gradualDeployment`. */
+  readonly deploymentGroup?: codedeploy.LambdaDeploymentGroup;
   readonly metricsNamespace: string;
   readonly metricsServiceName: string;
 
@@ -142,14 +212,18 @@ export class McpGateway extends Construct {
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
     const timeout = props.timeout ?? Duration.seconds(900);
     const extraEnvironment = props.environment ?? {};
+    this.configSource = props.configSource ?? 'environment';
     const secretArns = secretsToGrant(props.secretArns ?? [], parsed, extraEnvironment);
     const stateKeyConfigured =
       configField(parsed, 'requestStateSecretArn') !== undefined ||
       configField(parsed, 'requestStateKeys') !== undefined;
     if (parsed.pendingRequestTimeoutSeconds >= timeout.toSeconds()) {
-      throw new Error(
+      throw new ConfigError(
         `pendingRequestTimeoutSeconds (${parsed.pendingRequestTimeoutSeconds}) must be less than the function timeout (${timeout.toSeconds()} s)`,
       );
+    }
+    if (!props.vpc && (props.vpcSubnets || props.securityGroups)) {
+      throw new Error('vpcSubnets and securityGroups need vpc');
     }
     this.metricsNamespace = props.metricsNamespace ?? DEFAULT_METRICS_NAMESPACE;
     this.metricsServiceName = props.metricsServiceName ?? Stack.of(this).stackName;
@@ -211,9 +285,17 @@ export class McpGateway extends Construct {
       );
     }
 
+    // --- Configuration: in the environment, or in AppConfig (read by exactly this function, this profile).
+    if (this.configSource === 'appconfig') {
+      this.appConfig = new GatewayAppConfig(this, 'AppConfig', { config: parsed, removalPolicy });
+      this.appConfig.grantRead(this.role);
+    }
+
     // --- The function.
     const reserved = [
-      'GATEWAY_CONFIG',
+      CONFIG_ENV,
+      APPCONFIG_ENV,
+      TABLE_NAME_ENV,
       'POWERTOOLS_METRICS_NAMESPACE',
       'POWERTOOLS_SERVICE_NAME',
       'NODE_OPTIONS',
@@ -224,14 +306,20 @@ export class McpGateway extends Construct {
     }
     const environment: Record<string, string> = {
       ...extraEnvironment,
-      GATEWAY_CONFIG: Stack.of(this).toJsonString(this.config),
       POWERTOOLS_METRICS_NAMESPACE: this.metricsNamespace,
       POWERTOOLS_SERVICE_NAME: this.metricsServiceName,
       NODE_OPTIONS: '--enable-source-maps',
     };
+    if (this.appConfig) {
+      environment[APPCONFIG_ENV] = this.appConfig.locator;
+      environment[TABLE_NAME_ENV] = this.table.tableName;
+    } else {
+      environment[CONFIG_ENV] = Stack.of(this).toJsonString(this.config);
+    }
     if (this.requestStateSecret) environment[REQUEST_STATE_SECRET_ENV] = this.requestStateSecret.secretFullArn!;
     checkEnvironmentSize(environment, parsed, input.tableName);
-    warnAboutInlineSecrets(this, parsed);
+    warnAboutInlineSecrets(this, parsed, this.configSource);
+    const vpcSubnets = props.vpc ? (props.vpcSubnets ?? { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS }) : undefined;
 
     this.function = new nodejs.NodejsFunction(this, 'Function', {
       entry: props.entry ?? DEFAULT_ENTRY,
@@ -247,62 +335,59 @@ export class McpGateway extends Construct {
       logGroup: this.logGroup,
       environment,
       description: 'MCP gateway (streaming function URL)',
-      bundling: {
-        format: nodejs.OutputFormat.ESM,
-        // Pinned SDK versions travel with the code instead of whatever the runtime ships.
-        bundleAwsSDK: true,
-        minify: true,
-        keepNames: true,
-        sourceMap: true,
-        sourcesContent: false,
-        mainFields: ['module', 'main'],
-        // Some bundled CommonJS still calls require() for Node built-ins; ESM has no require.
-        banner:
-          "import { createRequire as __gatewayCreateRequire } from 'node:module'; const require = __gatewayCreateRequire(import.meta.url);",
-        forceDockerBundling: false,
-      },
+      vpc: props.vpc,
+      vpcSubnets,
+      securityGroups: props.securityGroups,
+      bundling: cdkBundling(),
     });
+    if (props.vpc) this.grantVpcNetworking(props.vpc.selectSubnets(vpcSubnets).subnetIds);
 
+    // --- Version, alias `live`, and the streaming function URL on the alias: rollback is moving the alias.
+    this.alias = new lambda.Alias(this, 'Live', {
+      aliasName: LIVE_ALIAS,
+      version: this.function.currentVersion,
+      description: 'The version the function URL serves',
+    });
     this.urlAuthType = functionUrlAuthFor(parsed.auth.type);
-    this.functionUrl = this.function.addFunctionUrl({
+    this.functionUrl = this.alias.addFunctionUrl({
       authType: this.urlAuthType,
       invokeMode: lambda.InvokeMode.RESPONSE_STREAM,
+      cors: functionUrlCors(parsed),
     });
     this.url = this.functionUrl.url;
+    this.endpoint = `${this.url}mcp`;
 
     // --- Alarms, optional e-mail, dashboard.
-    if (props.alarmEmail) {
-      this.alarmTopic = new sns.Topic(this, 'AlarmTopic', { displayName: 'MCP gateway alarms', enforceSSL: true });
-      const subscription = new subscriptions.EmailSubscription(props.alarmEmail);
-      this.alarmTopic.addSubscription(subscription);
-      Validations.of(this.alarmTopic).acknowledge({
-        id: 'Serverless-SNSRedrivePolicy',
+    this.monitoring = new GatewayMonitoring(this, 'Monitoring', {
+      function: this.function,
+      table: this.table,
+      timeout,
+      metricsNamespace: this.metricsNamespace,
+      metricsServiceName: this.metricsServiceName,
+      targetNames: parsed.targets.map((target) => target.name),
+      alarmEmail: props.alarmEmail,
+      durationAlarmRatio: props.durationAlarmRatio,
+    });
+    this.dashboard = this.monitoring.dashboard;
+    this.errorsAlarm = this.monitoring.errorsAlarm;
+    this.throttlesAlarm = this.monitoring.throttlesAlarm;
+    this.durationAlarm = this.monitoring.durationAlarm;
+    this.alarmTopic = this.monitoring.alarmTopic;
+
+    // --- Optional gradual deployment: CodeDeploy shifts the alias and rolls back on these alarms.
+    if (props.gradualDeployment) {
+      this.deploymentGroup = new codedeploy.LambdaDeploymentGroup(this, 'Deployment', {
+        alias: this.alias,
+        deploymentConfig: props.gradualDeployment,
+        alarms: [this.monitoring.errorsAlarm, this.monitoring.throttlesAlarm, this.monitoring.gatewayErrorsAlarm],
+        autoRollback: { failedDeployment: true, stoppedDeployment: true, deploymentInAlarm: true },
+      });
+      Validations.of(this.deploymentGroup.role).acknowledge({
+        id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSCodeDeployRoleForLambdaLimited]',
         reason:
-          'The only subscription is an e-mail address; a redrive queue for undeliverable alarm e-mails would itself need monitoring and adds nothing an operator would act on.',
+          'AWSCodeDeployRoleForLambdaLimited is the AWS-maintained least-privilege policy for CodeDeploy Lambda deployments (alias update, alarm reads); a hand-written copy would drift from what CodeDeploy needs.',
       });
     }
-    const five = Duration.minutes(5);
-    this.errorsAlarm = this.alarm(
-      'ErrorsAlarm',
-      this.function.metricErrors({ period: five, statistic: 'Sum' }),
-      1,
-      'The gateway function failed (unhandled errors or crashes) at least once in 5 minutes.',
-    );
-    this.throttlesAlarm = this.alarm(
-      'ThrottlesAlarm',
-      this.function.metricThrottles({ period: five, statistic: 'Sum' }),
-      1,
-      'Invocations of the gateway function were throttled (concurrency limit reached).',
-    );
-    const ratio = props.durationAlarmRatio ?? 0.9;
-    this.durationAlarm = this.alarm(
-      'DurationAlarm',
-      this.function.metricDuration({ period: five, statistic: 'Maximum' }),
-      Math.round(timeout.toMilliseconds() * ratio),
-      `An invocation ran for ${Math.round(ratio * 100)}% or more of the ${timeout.toSeconds()} s timeout: a wait was not bounded and the stream risks being cut.`,
-    );
-
-    this.dashboard = this.createDashboard(parsed, timeout);
 
     // --- cdk-nag acknowledgements, each with its reason.
     Validations.of(this.function).acknowledge(
@@ -319,9 +404,9 @@ export class McpGateway extends Construct {
     );
   }
 
-  /** Lets a principal call the URL when it uses AWS_IAM auth (lambda:InvokeFunctionUrl on this function). */
+  /** Lets a principal call the URL when it uses AWS_IAM auth (both invoke actions, on the `live` alias). */
   grantInvokeUrl(grantee: iam.IGrantable): iam.Grant {
-    return this.function.grantInvokeUrl(grantee);
+    return this.alias.grantInvokeUrl(grantee);
   }
 
   /** A metric the gateway publishes through Powertools Metrics (EMF). */
@@ -330,139 +415,93 @@ export class McpGateway extends Construct {
     dimensions: Record<string, string> = {},
     options: cloudwatch.MetricOptions = {},
   ): cloudwatch.Metric {
-    return new cloudwatch.Metric({
-      namespace: this.metricsNamespace,
-      metricName: name,
-      dimensionsMap: { service: this.metricsServiceName, ...dimensions },
-      period: Duration.minutes(5),
-      ...options,
-    });
+    return this.monitoring.gatewayMetric(name, dimensions, options);
   }
 
-  private alarm(id: string, metric: cloudwatch.IMetric, threshold: number, description: string): cloudwatch.Alarm {
-    const alarm = new cloudwatch.Alarm(this, id, {
-      metric,
-      threshold,
-      evaluationPeriods: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      alarmDescription: description,
-    });
-    if (this.alarmTopic) {
-      alarm.addAlarmAction(new cloudwatchActions.SnsAction(this.alarmTopic));
-      alarm.addOkAction(new cloudwatchActions.SnsAction(this.alarmTopic));
-    }
-    return alarm;
+  /**
+   * What Lambda needs to attach the function to the VPC (it creates and removes the network interfaces
+   * with the function's role). The two Describe actions support no resource-level permission; the others
+   * are limited to network interfaces of this account and region, and to these subnets and groups.
+   */
+  private grantVpcNetworking(subnetIds: string[]): void {
+    const stack = Stack.of(this);
+    const ec2Arn = (resource: string) => stack.formatArn({ service: 'ec2', resource });
+    this.role.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'GatewayVpcDescribe',
+        actions: ['ec2:DescribeNetworkInterfaces', 'ec2:DescribeSubnets'],
+        resources: ['*'],
+      }),
+    );
+    this.role.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'GatewayVpcInterfaces',
+        actions: [
+          'ec2:AssignPrivateIpAddresses',
+          'ec2:CreateNetworkInterface',
+          'ec2:DeleteNetworkInterface',
+          'ec2:UnassignPrivateIpAddresses',
+        ],
+        resources: [
+          ec2Arn('network-interface/*'),
+          ...subnetIds.map((id) => ec2Arn(`subnet/${id}`)),
+          ...this.function.connections.securityGroups.map((group) => ec2Arn(`security-group/${group.securityGroupId}`)),
+        ],
+      }),
+    );
+    const reason =
+      'In a VPC, Lambda manages the function\'s network interfaces with its role: ec2:DescribeNetworkInterfaces and ec2:DescribeSubnets support no resource-level permission ("*"), and the interfaces it creates have ids unknown in advance (network-interface/* of this account and region); creation is limited to the configured subnets and security groups.';
+    Validations.of(this.role.node.findChild('DefaultPolicy')).acknowledge(
+      { id: 'AwsSolutions-IAM5[Resource::*]', reason },
+      {
+        id: 'AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:network-interface/*]',
+        reason,
+      },
+    );
   }
+}
 
-  /** CloudWatch SEARCH over one gateway metric, one line per value of `dimension`. */
-  private search(metricName: string, dimension: string, statistic: string, label: string): cloudwatch.MathExpression {
-    const schema = `{${this.metricsNamespace},${dimension},service}`;
-    return new cloudwatch.MathExpression({
-      expression: `SEARCH('${schema} service="${this.metricsServiceName}" MetricName="${metricName}"', '${statistic}', 300)`,
-      label,
-      period: Duration.minutes(5),
-      usingMetrics: {},
-    });
-  }
-
-  private createDashboard(config: GatewayConfig, timeout: Duration): cloudwatch.Dashboard {
-    const fn = this.function;
-    const five = Duration.minutes(5);
-    const dashboard = new cloudwatch.Dashboard(this, 'Dashboard', { defaultInterval: Duration.hours(3) });
-    dashboard.addWidgets(
-      new cloudwatch.GraphWidget({
-        title: 'Invocations, errors, throttles',
-        left: [
-          fn.metricInvocations({ period: five }),
-          fn.metricErrors({ period: five }),
-          fn.metricThrottles({ period: five }),
-        ],
-        width: 8,
-      }),
-      new cloudwatch.GraphWidget({
-        title: 'Duration (ms)',
-        left: [
-          fn.metricDuration({ period: five, statistic: 'p50' }),
-          fn.metricDuration({ period: five, statistic: 'p99' }),
-          fn.metricDuration({ period: five, statistic: 'Maximum' }),
-        ],
-        leftAnnotations: [{ value: timeout.toMilliseconds(), label: 'timeout', color: cloudwatch.Color.RED }],
-        width: 8,
-      }),
-      new cloudwatch.GraphWidget({
-        title: 'Concurrent executions',
-        left: [fn.metric('ConcurrentExecutions', { period: five, statistic: 'Maximum' })],
-        width: 8,
-      }),
-    );
-    dashboard.addWidgets(
-      new cloudwatch.GraphWidget({
-        title: 'Input requests relayed / answered / expired (by method)',
-        left: [
-          this.search(MetricName.RelayedInputRequests, MetricDimension.method, 'Sum', 'relayed'),
-          this.search(MetricName.AnsweredInputRequests, MetricDimension.method, 'Sum', 'answered'),
-          this.search(MetricName.ExpiredInputRequests, MetricDimension.method, 'Sum', 'expired'),
-        ],
-        width: 8,
-      }),
-      new cloudwatch.GraphWidget({
-        title: 'Errors answered to clients (by code)',
-        left: [this.search(MetricName.GatewayErrors, MetricDimension.code, 'Sum', 'errors')],
-        width: 8,
-      }),
-      new cloudwatch.GraphWidget({
-        title: 'Target latency p99 (ms)',
-        left:
-          config.targets.length > 0
-            ? config.targets.map((target) =>
-                this.gatewayMetric(
-                  MetricName.TargetLatency,
-                  { [MetricDimension.target]: target.name },
-                  { statistic: 'p99', label: target.name },
-                ),
-              )
-            : [this.search(MetricName.TargetLatency, MetricDimension.target, 'p99', 'latency')],
-        width: 8,
-      }),
-    );
-    dashboard.addWidgets(
-      new cloudwatch.GraphWidget({
-        title: 'DynamoDB consumed capacity',
-        left: [
-          this.table.metricConsumedReadCapacityUnits({ period: five }),
-          this.table.metricConsumedWriteCapacityUnits({ period: five }),
-        ],
-        width: 12,
-      }),
-      new cloudwatch.AlarmStatusWidget({
-        title: 'Alarms',
-        alarms: [this.errorsAlarm, this.throttlesAlarm, this.durationAlarm],
-        width: 12,
-      }),
-    );
-    return dashboard;
-  }
+/** The shared esbuild options (lib/bundling.ts) in CDK's NodejsFunction terms; local esbuild, never Docker. */
+export function cdkBundling(): nodejs.BundlingOptions {
+  return {
+    format: nodejs.OutputFormat.ESM,
+    target: LAMBDA_BUNDLE.target,
+    // Pinned SDK versions travel with the code instead of whatever the runtime ships.
+    bundleAwsSDK: true,
+    minify: LAMBDA_BUNDLE.minify,
+    keepNames: LAMBDA_BUNDLE.keepNames,
+    sourceMap: LAMBDA_BUNDLE.sourcemap,
+    sourcesContent: LAMBDA_BUNDLE.sourcesContent,
+    mainFields: [...LAMBDA_BUNDLE.mainFields],
+    banner: LAMBDA_BUNDLE.banner,
+    forceDockerBundling: false,
+  };
 }
 
 /**
  * Lambda refuses a function whose environment exceeds 4 KB, but only at deploy time; fail at synth
- * instead. A generated table name is counted at its maximum length (255).
+ * instead. A generated table name is counted at its maximum length (255); an unresolved token (an ARN,
+ * the AppConfig ids) generously at 256 bytes.
  */
 function checkEnvironmentSize(
   environment: Record<string, string>,
   config: GatewayConfig,
   tableName: string | undefined,
 ): void {
-  const configBytes = Buffer.byteLength(JSON.stringify({ ...config, tableName: tableName ?? 'x'.repeat(255) }));
-  let total = configBytes + 'GATEWAY_CONFIG'.length;
+  let total = 0;
   for (const [key, value] of Object.entries(environment)) {
-    // An unresolved token (an ARN) is counted generously.
-    if (key !== 'GATEWAY_CONFIG') total += key.length + (Token.isUnresolved(value) ? 256 : Buffer.byteLength(value));
+    total += key.length;
+    if (key === CONFIG_ENV) {
+      total += Buffer.byteLength(JSON.stringify({ ...config, tableName: tableName ?? 'x'.repeat(255) }));
+    } else {
+      total += Token.isUnresolved(value) ? 256 : Buffer.byteLength(value);
+    }
   }
   if (total > LAMBDA_ENVIRONMENT_LIMIT_BYTES) {
-    throw new Error(
-      `targets: the gateway configuration needs ${total} bytes of Lambda environment, more than the ${LAMBDA_ENVIRONMENT_LIMIT_BYTES}-byte limit; shorten the targets (move credentials to secrets)`,
+    throw new ConfigError(
+      CONFIG_ENV in environment
+        ? `targets: the gateway configuration needs ${total} bytes of Lambda environment, more than the ${LAMBDA_ENVIRONMENT_LIMIT_BYTES}-byte limit; keep it in AWS AppConfig instead (context configSource=appconfig), or shorten the targets (move credentials to secrets)`
+        : `environment: the function's variables need ${total} bytes, more than the ${LAMBDA_ENVIRONMENT_LIMIT_BYTES}-byte Lambda limit`,
     );
   }
 }
@@ -480,7 +519,7 @@ function configField(config: GatewayConfig, key: string): unknown {
 function secretsToGrant(named: string[], config: GatewayConfig, environment: Record<string, string>): string[] {
   named.forEach((arn, index) => {
     if (!FULL_SECRET_ARN_PATTERN.test(arn)) {
-      throw new Error(
+      throw new ConfigError(
         `secretArns[${index}]: "${arn}" is not a full Secrets Manager secret ARN (with its 6-character suffix, no wildcards)`,
       );
     }
@@ -490,14 +529,14 @@ function secretsToGrant(named: string[], config: GatewayConfig, environment: Rec
     const where = reference.path.join('.');
     if (reference.kind === 'fromEnv') {
       if (!(reference.value in environment)) {
-        throw new Error(
+        throw new ConfigError(
           `${where}: the function has no environment variable ${reference.value} (pass it in \`environment\`, or use {"secretArn": ...})`,
         );
       }
       continue;
     }
     if (!FULL_SECRET_ARN_PATTERN.test(reference.value)) {
-      throw new Error(
+      throw new ConfigError(
         `${where}: "${reference.value}" must be a full Secrets Manager secret ARN (with its 6-character suffix), so the function is granted exactly that secret`,
       );
     }
@@ -506,8 +545,9 @@ function secretsToGrant(named: string[], config: GatewayConfig, environment: Rec
   return [...new Set(all)];
 }
 
-/** Secret material given inline ends up in plain text in the template and the function configuration. */
-function warnAboutInlineSecrets(scope: Construct, config: GatewayConfig): void {
+/** Secret material given inline ends up in plain text in the template and the function configuration or AppConfig. */
+function warnAboutInlineSecrets(scope: Construct, config: GatewayConfig, source: ConfigSource): void {
+  const where = source === 'appconfig' ? 'the AppConfig configuration' : 'the function environment';
   const CREDENTIAL_HEADER = /authorization|api[-_]?key|token|secret|password|cookie|credential/i;
   const inline = config.targets.flatMap((target) =>
     Object.entries((target.headers ?? {}) as Record<string, unknown>)
@@ -517,13 +557,13 @@ function warnAboutInlineSecrets(scope: Construct, config: GatewayConfig): void {
   if (inline.length > 0) {
     Annotations.of(scope).addWarningV2(
       'mcp-gateway:inline-target-headers',
-      `static target headers that look like credentials (${inline.join(', ')}) are stored in plain text in the CloudFormation template and the function environment; use {"secretArn": "..."} references instead.`,
+      `static target headers that look like credentials (${inline.join(', ')}) are stored in plain text in the CloudFormation template and ${where}; use {"secretArn": "..."} references instead.`,
     );
   }
   if (configField(config, 'requestStateKeys') !== undefined) {
     Annotations.of(scope).addWarningV2(
       'mcp-gateway:inline-request-state-keys',
-      'requestStateKeys are stored in plain text in the CloudFormation template and the function environment; prefer requestStateSecretArn (or neither: the stack then generates a secret).',
+      `requestStateKeys are stored in plain text in the CloudFormation template and ${where}; prefer requestStateSecretArn (or neither: the stack then generates a secret).`,
     );
   }
 }

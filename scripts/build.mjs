@@ -1,22 +1,13 @@
-// Bundles the Lambda handler with esbuild into dist/lambda/index.mjs (ESM: import.meta works, and
-// cold-start import is faster than CJS). The CDK stack bundles the same entry the same way.
+// Bundles the Lambda handler with esbuild into dist/lambda/index.mjs, with the same options the CDK
+// stack uses to bundle what it deploys (lib/bundling.ts). Run through tsx (`npm run build`), which
+// loads that TypeScript module.
 
 import { statSync } from 'node:fs';
 import { build } from 'esbuild';
+import { esbuildOptions, HANDLER_ENTRY } from '../lib/bundling.ts';
 
+const OUTFILE = 'dist/lambda/index.mjs';
 const started = Date.now();
-await build({
-  entryPoints: ['lambda/handler.ts'],
-  outfile: 'dist/lambda/index.mjs',
-  bundle: true,
-  platform: 'node',
-  target: 'node22',
-  format: 'esm',
-  minify: true,
-  sourcemap: 'linked',
-  // Some bundled CommonJS code calls require() for node builtins; give ESM a require.
-  banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
-  logLevel: 'warning',
-});
-const kb = (statSync('dist/lambda/index.mjs').size / 1024).toFixed(0);
-console.log(`built dist/lambda/index.mjs: ${kb} KiB in ${Date.now() - started} ms`);
+await build(esbuildOptions(HANDLER_ENTRY, OUTFILE));
+const kb = (statSync(OUTFILE).size / 1024).toFixed(0);
+console.log(`built ${OUTFILE}: ${kb} KiB in ${Date.now() - started} ms`);

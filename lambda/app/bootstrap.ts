@@ -1,10 +1,12 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createInboundAuth, type InboundAuthOptions } from '../auth/inbound';
 import { Catalog } from '../catalog/catalog';
-import { type GatewayConfig, parseConfig } from '../config/schema';
+import type { GatewayConfig } from '../config/schema';
+import { loadConfig } from '../config/source';
 import { keySecretsFromConfig, resolveKeySecrets } from '../crypto/keys';
 import { type KeySecrets, SealedBox } from '../crypto/sealed-box';
 import type { FetchHandler } from '../http/exchange';
+import { ActiveCalls } from '../legacy/active-calls';
 import { createLogger, type GatewayLogger } from '../observability/logger';
 import { LATEST_LEGACY_VERSION, legacyVersionsOf } from '../protocol/versions';
 import { createDocumentClient } from '../state/dynamo-client';
@@ -57,6 +59,9 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
     keepAliveMs: options.keepAliveMs ?? 15_000,
     requestState: new RequestStateSealer(SealedBox.fromSecrets(secrets), config.requestStateTtlSeconds),
     legacySessions: new LegacySessionPool(targets, logger),
+    activeCalls: new ActiveCalls(),
+    // Only bridged calls (a 2026-07-28 client, a 2025 target that asks for input) write here.
+    rounds: store,
   };
 }
 
@@ -66,8 +71,7 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
  * GATEWAY_KEEPALIVE_MS (SSE keep-alive interval, default 15 s).
  */
 export async function createGatewayFromEnvironment(env: NodeJS.ProcessEnv = process.env): Promise<FetchHandler> {
-  const raw = env.GATEWAY_CONFIG ? JSON.parse(env.GATEWAY_CONFIG) : {};
-  const config = parseConfig(raw, 'GATEWAY_CONFIG');
+  const config = await loadConfig(env); // GATEWAY_CONFIG or AppConfig (lambda/config/source.ts), once per cold start
   const documentClient = createDocumentClient({ endpoint: env.DYNAMODB_ENDPOINT || undefined });
   const keepAliveMs = env.GATEWAY_KEEPALIVE_MS ? Number(env.GATEWAY_KEEPALIVE_MS) : undefined;
   const logger = createLogger(config.logLevel);

@@ -87,6 +87,6 @@ async function route(deps: GatewayDeps, request: Request, exchange: ExchangeCont
 
 /** The stateless path is handed no store, so it cannot read or write session state by mistake. */
 function statelessDeps(deps: GatewayDeps): StatelessDeps {
-  const { store: _store, auth: _auth, ...rest } = deps;
+  const { store: _store, auth: _auth, activeCalls: _calls, ...rest } = deps;
   return rest;
 }

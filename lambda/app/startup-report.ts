@@ -2,12 +2,49 @@ import type { NamedEntry } from '../catalog/naming';
 import { overlongNames, shouldPrefix } from '../catalog/naming';
 import { describeError } from '../observability/logger';
 import type { Prompt, Tool } from '../protocol/types';
-import { LATEST_LEGACY_VERSION, legacyVersionsOf } from '../protocol/versions';
+import { LATEST_LEGACY_VERSION, legacyVersionsOf, MODERN_PROTOCOL_VERSION } from '../protocol/versions';
+import { type LegacyTargetClient, LegacyUnsupportedError } from '../targets/legacy-client';
+import type { ModernTargetClient } from '../targets/modern-client';
 import type { GatewayDeps } from './deps';
 
+const LISTS = [
+  ['tools/list', 'tools'],
+  ['prompts/list', 'prompts'],
+] as const;
+
+const itemNames = (items: unknown): string[] => ((items as Array<Tool | Prompt> | undefined) ?? []).map((i) => i.name);
+
+/** Names listed through a throw-away legacy target session. */
+async function listLegacy(client: LegacyTargetClient, version: string, signal: AbortSignal): Promise<string[]> {
+  const names: string[] = [];
+  const { session } = await client.initialize(version, {}, signal);
+  for (const [method, field] of LISTS) {
+    const response = await client.request(
+      session,
+      { jsonrpc: '2.0', id: `gw-startup-${field}`, method, params: {} },
+      { signal },
+    );
+    if ('result' in response) names.push(...itemNames(response.result[field]));
+  }
+  await client.terminate(session).catch(() => undefined);
+  return names;
+}
+
+/** Names listed with 2026-07-28 requests (no session). */
+async function listModern(client: ModernTargetClient, signal: AbortSignal): Promise<string[]> {
+  const names: string[] = [];
+  for (const [method, field] of LISTS) {
+    const meta = { protocolVersion: MODERN_PROTOCOL_VERSION, clientCapabilities: {} };
+    const { response } = await client.request(method, {}, meta, { signal });
+    if ('result' in response) names.push(...itemNames(response.result[field]));
+  }
+  return names;
+}
+
 /**
- * Lists every target once at start-up (a throw-away legacy target session, no client capabilities)
- * and reports what operators should fix early: unreachable targets and exposed names over 64 characters.
+ * Lists every target once at start-up (no client capabilities) and reports what operators should fix
+ * early: unreachable targets and exposed names over 64 characters. A target that refuses the 2025
+ * handshake (2026-07-28 only) is listed with 2026-07-28 requests: it is reachable.
  */
 export async function reportTargetsAtStartup(
   deps: GatewayDeps,
@@ -18,27 +55,17 @@ export async function reportTargetsAtStartup(
   const reachable: string[] = [];
   await Promise.all(
     deps.targets.names.map(async (name) => {
-      const client = deps.targets.legacyClient(name);
-      if (!client) return;
+      const legacy = deps.targets.legacyClient(name);
+      const modern = deps.targets.modernClient(name);
+      if (!legacy || !modern) return;
       const signal = AbortSignal.timeout(timeoutMs);
       try {
-        const { session } = await client.initialize(version, {}, signal);
-        for (const [method, field] of [
-          ['tools/list', 'tools'],
-          ['prompts/list', 'prompts'],
-        ] as const) {
-          const response = await client.request(
-            session,
-            { jsonrpc: '2.0', id: `gw-startup-${field}`, method, params: {} },
-            { signal },
-          );
-          if ('result' in response) {
-            const items = (response.result[field] as Array<Tool | Prompt> | undefined) ?? [];
-            entries.push(...items.map((item) => ({ target: name, name: item.name })));
-          }
-        }
+        const names = await listLegacy(legacy, version, signal).catch((error: unknown) => {
+          if (error instanceof LegacyUnsupportedError) return listModern(modern, signal);
+          throw error;
+        });
+        entries.push(...names.map((item) => ({ target: name, name: item })));
         reachable.push(name);
-        await client.terminate(session).catch(() => undefined);
       } catch (error) {
         deps.logger.warn('target not reachable at start-up', { target: name, error: describeError(error) });
       }

@@ -72,6 +72,32 @@ export const OAuthClientCredentialsSchema = z.strictObject({
   authMethod: z.enum(['client_secret_basic', 'client_secret_post']).default('client_secret_basic'),
 });
 
+/**
+ * A tool-name glob for `targets[].tools`: matched against the target's own tool names (before any
+ * `target___` prefix). `*` matches any run of characters, `?` one character; everything else is
+ * literal, so other glob syntax (`[…]`, `{…}`, `!`) is refused rather than guessed at.
+ */
+export const TOOL_GLOB_PATTERN = /^[A-Za-z0-9_.\-/*?]{1,128}$/;
+const toolGlob = z
+  .string()
+  .regex(
+    TOOL_GLOB_PATTERN,
+    'a tool-name glob: letters, digits, "_", "-", ".", "/", with "*" (any run) and "?" (one character); at most 128 characters',
+  );
+
+/** Which of a target's tools are exposed: `include` (default: all), then `exclude` removes matches. */
+export const ToolFilterSchema = z
+  .strictObject({
+    include: z
+      .array(toolGlob)
+      .min(1, 'an empty include list would hide every tool; remove the target instead')
+      .optional(),
+    exclude: z.array(toolGlob).optional(),
+  })
+  .refine((filter) => filter.include !== undefined || filter.exclude !== undefined, {
+    message: 'give "include", "exclude" or both',
+  });
+
 export const TargetConfigSchema = z.strictObject({
   name: targetName,
   url: z.url({ protocol: /^https?$/, error: 'an http(s) URL' }),
@@ -87,6 +113,30 @@ export const TargetConfigSchema = z.strictObject({
    * falls back to `initialize`; 'legacy' (2025-11-25 and earlier) or 'modern' (2026-07-28) skip the probe.
    */
   era: z.enum(['auto', 'legacy', 'modern']).optional(),
+  /** Tool filtering by glob on the target's own tool names; filtered tools are absent and cannot be called. */
+  tools: ToolFilterSchema.optional(),
+});
+
+/**
+ * A browser origin as it appears in the `Origin` header: `scheme://host[:port]`, no path, no trailing
+ * slash (the function URL's CORS setting compares it exactly), or `*` for any origin.
+ */
+export const ORIGIN_PATTERN =
+  /^[a-z][a-z0-9+.-]*:\/\/(?:\[[0-9a-f:.]+\]|[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*)(?::(?:[1-9]\d{0,4}))?$/i;
+const origin = z
+  .string()
+  .max(253)
+  .refine(
+    (value) => value === '*' || (ORIGIN_PATTERN.test(value) && Number(/:(\d+)$/.exec(value)?.[1] ?? 1) <= 65535),
+    {
+      message: 'an origin "scheme://host[:port]" (no path, no trailing slash) or "*"',
+    },
+  );
+
+/** Cross-origin access for browser-based clients (MCP Inspector, web apps). Default: none. */
+export const CorsConfigSchema = z.strictObject({
+  /** At most 100, the function URL's limit. */
+  allowedOrigins: z.array(origin).max(100).default([]),
 });
 
 /** A tool pattern for `confirmTools`: `target___tool`, or `target___*` for every tool of a target. */
@@ -155,6 +205,8 @@ export const GatewayConfigSchema = z
     requestStateSecretArn: secretArn.optional(),
     /** How long a sealed requestState stays valid (the client must retry within it). */
     requestStateTtlSeconds: z.number().int().min(30).max(3600).default(600),
+    /** Origins allowed to call the gateway from a browser (CORS); in AWS also the function URL's CORS setting. */
+    cors: CorsConfigSchema.default({ allowedOrigins: [] }),
   })
   .superRefine((config, ctx) => {
     const seen = new Set<string>();
@@ -185,6 +237,8 @@ export type AuthConfig = z.output<typeof AuthConfigSchema>;
 export type CredentialValue = z.output<typeof CredentialValueSchema>;
 export type CredentialReference = z.output<typeof CredentialReferenceSchema>;
 export type OAuthClientCredentials = z.output<typeof OAuthClientCredentialsSchema>;
+export type ToolFilter = z.output<typeof ToolFilterSchema>;
+export type CorsConfig = z.output<typeof CorsConfigSchema>;
 
 /** Every Secrets Manager ARN the configuration refers to (for least-privilege grants). */
 export function secretArnsIn(config: GatewayConfig): string[] {

@@ -20,12 +20,20 @@ export type SecretReader = (
   versionStage: 'AWSCURRENT' | 'AWSPREVIOUS',
 ) => Promise<string | undefined>;
 
-/** Keys available without I/O: configured ones, or a random key (with a log line saying so). */
-export function keySecretsFromConfig(config: GatewayConfig, logger: GatewayLogger): KeySecrets {
+/**
+ * Keys available without I/O: configured ones, or a random key (with a log line saying so). `local`:
+ * the one-process local server, where a random key is the expected default (INFO, not WARN).
+ */
+export function keySecretsFromConfig(config: GatewayConfig, logger: GatewayLogger, local = false): KeySecrets {
   if (config.requestStateKeys) return config.requestStateKeys;
-  logger.warn(
-    'no requestState key configured: generated a random one for this process; 2026-07-28 retries that reach another process will be refused (configure requestStateKeys or requestStateSecretArn)',
-  );
+  if (local)
+    logger.info(
+      'generated a random requestState key for this process; set requestStateKeys to share one across processes',
+    );
+  else
+    logger.warn(
+      'no requestState key configured: generated a random one for this process; 2026-07-28 retries that reach another process will be refused (configure requestStateKeys or requestStateSecretArn)',
+    );
   return { current: randomSecret() };
 }
 

@@ -10,7 +10,14 @@ import {
   notConfirmedResult,
 } from '../policy/confirm-tools';
 import { capabilitiesForLegacyTarget, clientAccepts, elicitationModes } from '../protocol/capabilities';
-import { errorHeaders, GatewayError, httpStatusOf, rpcError, rpcErrorOf } from '../protocol/errors';
+import {
+  DependencyFailedError,
+  errorHeaders,
+  GatewayError,
+  httpStatusOf,
+  rpcError,
+  rpcErrorOf,
+} from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest, ProgressToken } from '../protocol/types';
 import { DeferredResponse } from '../relay/deferred-response';
@@ -48,7 +55,7 @@ export interface RelayInput {
 /** A relayed call still running after this long answers as a stream, so keep-alives can flow. */
 const STREAM_AFTER_MS = 1000;
 
-type EndReason = 'client-gone' | 'deadline' | 'pending-timeout';
+type EndReason = 'client-gone' | 'client-cancelled' | 'deadline' | 'pending-timeout';
 
 /**
  * Relays one client request of a 2025 session (tools/call, prompts/get, resources/read,
@@ -72,8 +79,10 @@ export function relayCall(input: RelayInput): Promise<Response> {
     streamAfterMs: Math.min(STREAM_AFTER_MS, input.deps.keepAliveMs),
     onClientGone: () => relay.stop('client-gone'),
   });
-  void relay.run(out).then(({ message, error }) => {
-    out.finish(message, error ? httpStatusOf(error) : 200, error ? errorHeaders(error) : {});
+  void relay.run(out).then(({ message, error, silent }) => {
+    // A call the client cancelled gets no response on its stream (the spec: the receiver SHOULD NOT send one).
+    if (silent && out.streaming) out.end();
+    else out.finish(message, error ? httpStatusOf(error) : 200, error ? errorHeaders(error) : {});
   });
   return out.response;
 }
@@ -91,6 +100,7 @@ class Relay {
   private out?: DeferredResponse;
   private finished = false;
   private endReason?: EndReason;
+  private cancelWatch?: NodeJS.Timeout;
 
   constructor(private readonly input: RelayInput) {
     this.upstreamId = upstreamRequestId(input.request.id);
@@ -113,20 +123,30 @@ class Relay {
     return this.finished ? undefined : this.out?.stream();
   }
 
-  async run(out: DeferredResponse): Promise<{ message: JSONRPCMessage; error?: unknown }> {
+  async run(out: DeferredResponse): Promise<{ message: JSONRPCMessage; error?: unknown; silent?: boolean }> {
     this.out = out;
-    const { exchange } = this.input;
+    const { exchange, loaded } = this.input;
     const onClientGone = () => this.stop('client-gone');
     exchange.signal.addEventListener('abort', onClientGone, { once: true });
     const deadline = setTimeout(() => this.stop('deadline'), Math.max(0, exchange.deadline - Date.now()));
     deadline.unref();
-    let outcome: { message: JSONRPCMessage; error?: unknown };
+    const unregister = this.input.deps.activeCalls.register(loaded.session.id, this.upstreamId, {
+      cancelByClient: (reason) => this.stop('client-cancelled', reason ?? 'gateway: client cancelled'),
+    });
+    let outcome: { message: JSONRPCMessage; error?: unknown; silent?: boolean };
     try {
       outcome = { message: await this.forward() };
     } catch (error) {
+      // A stream that ended without a response may be the target honouring a cancellation sent from another instance.
+      if (!this.endReason && error instanceof DependencyFailedError && (await this.cancelledElsewhere())) {
+        this.stop('client-cancelled', 'gateway: the client cancelled the call');
+      }
       outcome = { message: this.failure(error), error: this.endReason ? undefined : error };
+      if (this.endReason === 'client-cancelled') outcome.silent = true;
     }
     this.finished = true;
+    unregister();
+    clearTimeout(this.cancelWatch);
     clearTimeout(deadline);
     exchange.signal.removeEventListener('abort', onClientGone);
     await this.queue;
@@ -150,6 +170,7 @@ class Relay {
       onNotification: (notification: JSONRPCNotification) =>
         this.enqueue(async () => this.onNotification(notification)),
     };
+    this.watchForCancellation();
     let response = await upstream.call(
       { id: this.upstreamId, method: request.method, params: this.input.params },
       options,
@@ -339,6 +360,8 @@ class Relay {
         );
       case 'client-gone':
         return rpcErrorOf(id, 'ClientGone', 'Client went away');
+      case 'client-cancelled':
+        return rpcErrorOf(id, 'ClientCancelled', 'Request cancelled by the client');
       default:
         if (!(error instanceof GatewayError) || error.spec.status >= 500 || error.spec.retryable) {
           this.log.warn('relayed call failed', { error: describeError(error) });
@@ -417,12 +440,34 @@ class Relay {
     this.stop('pending-timeout');
   }
 
+  /**
+   * A client's cancellation that reached another instance leaves a marker; the target was told
+   * there (if its session was known by then), but a target need not end the call's stream, so this
+   * invocation looks for the marker while the call runs long (after 1 s, then every 2–5 s: a quick
+   * call costs no read), and tells the target again when it stops (a repeat is ignored).
+   */
+  private watchForCancellation(delayMs = 1000): void {
+    this.cancelWatch = setTimeout(() => {
+      void this.cancelledElsewhere().then((cancelled) => {
+        if (cancelled) this.stop('client-cancelled', 'gateway: the client cancelled the call');
+        else if (!this.finished && !this.endReason) this.watchForCancellation(Math.min(5000, delayMs + 1000));
+      });
+    }, delayMs);
+    this.cancelWatch.unref();
+  }
+
+  private cancelledElsewhere(): Promise<boolean> {
+    const { deps, loaded } = this.input;
+    return deps.store.isCancelled(loaded.session.id, this.upstreamId).catch(() => false);
+  }
+
   /** Ends the call early: the target is told (by the upstream, on abort), the pending records go. */
-  stop(reason: EndReason): void {
+  stop(reason: EndReason, abortReason: unknown = `gateway: ${reason}`): void {
     if (this.finished || this.endReason) return;
     this.endReason = reason;
-    this.log.info('relayed call stopped', { reason });
-    this.upstreamAbort.abort(`gateway: ${reason}`);
+    if (reason === 'client-cancelled') this.log.info('the client cancelled the call');
+    else this.log.info('relayed call stopped', { reason });
+    this.upstreamAbort.abort(abortReason);
   }
 
   private async cleanup(): Promise<void> {

@@ -1,7 +1,10 @@
 import type { SharedDeps } from '../relay/shared-deps';
 import type { SessionStore } from '../state/store';
+import type { ActiveCalls } from './active-calls';
 
 /** What the 2025-era path is built from: the shared parts and the session store. */
 export interface LegacyDeps extends SharedDeps {
   store: SessionStore;
+  /** The calls this instance holds (a cancellation that arrives here stops them at once). */
+  activeCalls: ActiveCalls;
 }

@@ -41,14 +41,29 @@ async function handleNotification(ctx: SessionExchange, notification: JSONRPCNot
   const { deps, loaded } = ctx;
   switch (notification.method) {
     case 'notifications/cancelled': {
-      const requestId = (notification.params as { requestId?: string | number } | undefined)?.requestId;
-      if (requestId === undefined) return;
-      // The call may stream from another instance: tell every target of the session; unknown ids are ignored.
-      await forEachTargetSession(ctx, {
-        jsonrpc: '2.0',
-        method: 'notifications/cancelled',
-        params: { ...notification.params, requestId: upstreamRequestId(requestId) },
-      });
+      const params = notification.params as { requestId?: string | number; reason?: unknown } | undefined;
+      if (params?.requestId === undefined) return;
+      const upstreamId = upstreamRequestId(params.requestId);
+      const reason = typeof params.reason === 'string' ? params.reason : undefined;
+      // Held here: the call stops, and its target is told with the client's reason.
+      const held = deps.activeCalls.get(loaded.session.id, upstreamId);
+      if (held) {
+        held.cancelByClient(reason);
+        return;
+      }
+      // Held by another instance: every target of the session is told (unknown ids are ignored), and a
+      // marker lets the holding instance end the call even when its target keeps the stream open.
+      await Promise.all([
+        forEachTargetSession(ctx, {
+          jsonrpc: '2.0',
+          method: 'notifications/cancelled',
+          params: { ...notification.params, requestId: upstreamId },
+        }),
+        deps.store
+          .markCancelled(loaded.session.id, upstreamId, loaded.session.expiresAt)
+          .catch((error) => deps.logger.warn('cancellation marker not written', { error: describeError(error) })),
+      ]);
+      deps.logger.info('the client cancelled a call held by another instance', { sessionId: loaded.session.id });
       return;
     }
     case 'notifications/roots/list_changed':

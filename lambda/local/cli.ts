@@ -1,54 +1,47 @@
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import { ConfigError, type GatewayConfigInput } from '../config/schema';
+import { type FlagName, type FlagValues, helpText, type ParsedFlags, parseFlags, UsageError } from './cli-flags';
+import { isAddressInUse } from './demo-targets';
 import { startLocalGateway } from './local-gateway';
+import { readyLines } from './ready-lines';
 
 // The local server runs on the developer's Node 20; the Lambda runs Node 22+, where the AWS SDK's
 // notice about future Node 22 requirements does not apply. Silenced here only (set it to 'false' to see it).
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
-const USAGE = 'usage: npm start -- [--port N] [--host H] [--config FILE] [--dynamodb-endpoint URL] [--no-demo]';
+/** Exit statuses (also in --help). */
+const START_FAILED = 1;
+const BAD_COMMAND_LINE = 2;
 
-async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      port: { type: 'string' },
-      host: { type: 'string' },
-      config: { type: 'string' },
-      'dynamodb-endpoint': { type: 'string' },
-      'no-demo': { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    strict: true,
-  });
+async function main(flags: ParsedFlags): Promise<void> {
+  const { values, given } = flags;
   if (values.help) {
-    console.log(USAGE);
+    console.log(helpText());
     return;
   }
-  const port = values.port === undefined ? 8080 : Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535)
-    throw new ConfigError(`--port: not a port number: ${values.port}`);
-  let config: GatewayConfigInput | undefined;
-  if (values.config) {
-    try {
-      config = JSON.parse(readFileSync(values.config, 'utf8'));
-    } catch (error) {
-      throw new ConfigError(`--config ${values.config}: ${(error as Error).message}`);
-    }
+  if (values.lambda) {
+    // Lambda-faithful local mode (lambda/local/lambda-runtime/) is being built on its own branch.
+    console.error('--lambda: not available yet');
+    process.exitCode = START_FAILED;
+    return;
   }
   const gateway = await startLocalGateway({
-    host: values.host ?? '127.0.0.1',
-    port,
-    config,
+    host: values.host,
+    port: values.port,
+    config: values.config === undefined ? undefined : readConfig(values.config),
     dynamodbEndpoint: values['dynamodb-endpoint'],
+    dynamodbPort: values['dynamodb-port'],
     demo: !values['no-demo'],
+    demoTargets: {
+      demo: { url: values['demo-url'], port: values['demo-port'], fallbackToFreePort: !given.has('demo-port') },
+      demoModern: {
+        url: values['demo-modern-url'],
+        port: values['demo-modern-port'],
+        fallbackToFreePort: !given.has('demo-modern-port'),
+      },
+    },
   });
-  const targets = gateway.config.targets.map((t) => `${t.name} → ${t.url}`).join(', ') || 'none';
-  console.log(`MCP gateway ready: ${gateway.url}`);
-  console.log(`  targets: ${targets}`);
-  console.log(
-    `  DynamoDB: ${values['dynamodb-endpoint'] ?? `embedded (${gateway.dynamodbEndpoint})`}, table ${gateway.config.tableName}`,
-  );
+  for (const line of readyLines(gateway)) console.log(line);
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -62,11 +55,46 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
 }
 
-main().catch((error) => {
-  const message =
-    error instanceof ConfigError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')
-      ? `${(error as Error).message}\n${USAGE}`
-      : `failed to start: ${(error as Error).message}`;
-  console.error(message);
-  process.exit(1);
-});
+function readConfig(file: string): GatewayConfigInput {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new ConfigError(`--config ${file}: ${(error as Error).message}`);
+  }
+}
+
+/** A busy port, named by the flag that chose it. */
+function portInUse(error: NodeJS.ErrnoException & { port?: number }, values: FlagValues): string {
+  const ports: Array<[FlagName, number | undefined]> = [
+    ['port', values.port],
+    ['dynamodb-port', values['dynamodb-port']],
+    ['demo-port', values['demo-port']],
+    ['demo-modern-port', values['demo-modern-port']],
+  ];
+  const flag = ports.find(([, port]) => port === error.port)?.[0];
+  const where = flag ? `--${flag} ${error.port}` : `port ${error.port}`;
+  return `${where}: in use by another process; choose another port${flag ? ` with --${flag} N` : ''} (0 picks a free one)`;
+}
+
+function run(): void {
+  let flags: ParsedFlags;
+  try {
+    flags = parseFlags(process.argv.slice(2));
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    console.error(`${error.message}; npm start -- --help lists the flags`);
+    process.exit(BAD_COMMAND_LINE);
+  }
+  main(flags).catch((error: unknown) => {
+    const message =
+      error instanceof ConfigError
+        ? error.message
+        : isAddressInUse(error)
+          ? portInUse(error, flags.values)
+          : `failed to start: ${(error as Error).message}`;
+    console.error(message);
+    process.exit(START_FAILED);
+  });
+}
+
+run();

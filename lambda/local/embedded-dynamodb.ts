@@ -1,18 +1,18 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-/** An in-memory DynamoDB API (dynalite) on a free loopback port: the local default store. */
-export async function startEmbeddedDynamo(): Promise<{ endpoint: string; close(): Promise<void> }> {
+/** An in-memory DynamoDB API (dynalite) on a loopback port (default 0: a free one): the local default store. */
+export async function startEmbeddedDynamo(port = 0): Promise<{ endpoint: string; close(): Promise<void> }> {
   // Loaded lazily: dynalite is a development dependency and never part of the Lambda bundle.
   const { default: dynalite } = await import('dynalite');
   const server: Server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
+    server.listen(port, '127.0.0.1', () => resolve());
   });
-  const { port } = server.address() as AddressInfo;
+  const { port: listening } = server.address() as AddressInfo;
   return {
-    endpoint: `http://127.0.0.1:${port}`,
+    endpoint: `http://127.0.0.1:${listening}`,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

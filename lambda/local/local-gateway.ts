@@ -3,10 +3,11 @@ import type { GatewayDeps } from '../app/deps';
 import { createGateway } from '../app/gateway';
 import { reportTargetsAtStartup } from '../app/startup-report';
 import { type GatewayConfig, type GatewayConfigInput, parseConfig } from '../config/schema';
+import { keySecretsFromConfig } from '../crypto/keys';
 import type { GatewayLogger } from '../observability/logger';
 import { createLogger, describeError } from '../observability/logger';
 import { createDocumentClient, ensureTable } from '../state/dynamo-client';
-import { type DemoTarget, startDemoTarget } from './demo-target';
+import { type DemoTargets, type DemoTargetsOptions, startDemoTargets } from './demo-targets';
 import { startEmbeddedDynamo } from './embedded-dynamodb';
 import { serveOnNode } from './node-adapter';
 
@@ -17,8 +18,14 @@ export interface LocalGatewayOptions {
   config?: GatewayConfigInput;
   /** Use this DynamoDB API instead of the embedded one; the table is created if missing. */
   dynamodbEndpoint?: string;
-  /** Start the demo target in-process as target `demo` (default true). */
+  /** Port of the embedded DynamoDB (default 0: a free one). */
+  dynamodbPort?: number;
+  /**
+   * The demo targets `demo` (2025-11-25) and `demo-modern` (2026-07-28), added to the configured
+   * targets: started in-process (default), or already running ones (`url`); `false` for none.
+   */
   demo?: boolean;
+  demoTargets?: DemoTargetsOptions;
   logger?: GatewayLogger;
   keepAliveMs?: number;
   requestTimeoutMs?: number;
@@ -33,7 +40,9 @@ export interface LocalGateway {
   config: GatewayConfig;
   deps: GatewayDeps;
   dynamodbEndpoint: string;
-  demo?: DemoTarget;
+  /** The embedded DynamoDB runs in this process (no `dynamodbEndpoint` was given). */
+  dynamodbEmbedded: boolean;
+  demo?: DemoTargets;
   close(): Promise<void>;
 }
 
@@ -46,18 +55,19 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
   try {
     let endpoint = options.dynamodbEndpoint;
     if (!endpoint) {
-      const embedded = await startEmbeddedDynamo();
+      const embedded = await startEmbeddedDynamo(options.dynamodbPort);
       closers.push(embedded.close);
       endpoint = embedded.endpoint;
     }
-    const raw: GatewayConfigInput = { ...options.config, targets: [...(options.config?.targets ?? [])] };
-    let demo: DemoTarget | undefined;
+    const targets = [...(options.config?.targets ?? [])];
+    let demo: DemoTargets | undefined;
     if (options.demo ?? true) {
-      demo = await startDemoTarget();
+      demo = await startDemoTargets(options.demoTargets);
       closers.push(demo.close);
-      if (!raw.targets!.some((t) => t.name === 'demo')) raw.targets!.push({ name: 'demo', url: demo.url });
+      // A configured target of the same name wins.
+      for (const target of demo.targets) if (!targets.some((t) => t.name === target.name)) targets.push(target);
     }
-    const config = parseConfig(raw);
+    const config = parseConfig({ ...options.config, targets });
     const documentClient = createDocumentClient({ endpoint });
     const logger = options.logger ?? createLogger(config.logLevel);
     try {
@@ -73,6 +83,8 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
       documentClient,
       logger,
       keepAliveMs: options.keepAliveMs,
+      // One process: a random key is the expected default here, said at INFO (the Lambda warns).
+      requestStateKeys: keySecretsFromConfig(config, logger, true),
       ...options.auth,
     });
     if (options.startupReport ?? true) await reportTargetsAtStartup(deps);
@@ -82,7 +94,15 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
       requestTimeoutMs: options.requestTimeoutMs,
     });
     closers.push(running.close);
-    return { url: running.url, config, deps, dynamodbEndpoint: endpoint, demo, close: closeAll };
+    return {
+      url: running.url,
+      config,
+      deps,
+      dynamodbEndpoint: endpoint,
+      dynamodbEmbedded: !options.dynamodbEndpoint,
+      demo,
+      close: closeAll,
+    };
   } catch (error) {
     await closeAll();
     throw error;

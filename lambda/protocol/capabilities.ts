@@ -105,3 +105,10 @@ export function mergeCapabilities(a: ModernClientCapabilities, b: ModernClientCa
   }
   return out as ModernClientCapabilities;
 }
+
+/** Whether the client declared anything a server may ask of it (elicitation, sampling, roots). */
+export function declaresInput(capabilities: AnyClientCapabilities): boolean {
+  return (
+    capabilities.elicitation !== undefined || capabilities.sampling !== undefined || capabilities.roots !== undefined
+  );
+}

@@ -61,6 +61,8 @@ export const ERROR_TABLE = {
   // A relayed call that ended without the target's answer.
   RequestTimeout: { code: RpcCode.RequestTimeout, status: 200, retryable: true },
   ClientGone: { code: RpcCode.RequestTimeout, status: 200 },
+  /** Only to a JSON request: a streamed call the client cancelled ends without a response, as the spec asks. */
+  ClientCancelled: { code: RpcCode.RequestTimeout, status: 200 },
   CrossEraInputUnsupported: { code: RpcCode.InternalError, status: 200, type: 'CrossEraInputUnsupported' },
   InputRequestFailed: { code: RpcCode.InternalError, status: 200, type: 'InputRequestFailed' },
   TooManyInputRounds: { code: RpcCode.InternalError, status: 200, type: 'TooManyInputRounds' },

@@ -32,10 +32,14 @@ export class DeferredResponse {
       this.resolve = resolve;
     });
     if (options.accept.sse && !options.accept.json) this.stream();
-    else if (options.accept.sse && options.streamAfterMs !== undefined) {
-      this.timer = setTimeout(() => this.stream(), options.streamAfterMs);
-      this.timer.unref();
-    }
+    else if (options.streamAfterMs !== undefined) this.streamAfter(options.streamAfterMs);
+  }
+
+  /** Opens the stream after `ms` unless the call is over by then (a long wait gets keep-alives). */
+  streamAfter(ms: number): void {
+    if (!this.options.accept.sse || this.sse || this.timer || this.finished) return;
+    this.timer = setTimeout(() => this.stream(), ms);
+    this.timer.unref();
   }
 
   get streaming(): boolean {
@@ -53,6 +57,14 @@ export class DeferredResponse {
       this.resolve(sse.response(this.options.headers));
     }
     return this.sse;
+  }
+
+  /** Ends a stream whose last message was already sent (a held call); a JSON answer cannot be left without a body. */
+  end(): void {
+    if (this.finished) return;
+    this.finished = true;
+    clearTimeout(this.timer);
+    this.sse?.close();
   }
 
   /** Ends the call with its last message: the last event of the stream, or the JSON body with `status` and `headers`. */

@@ -1,7 +1,7 @@
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import type { JSONRPCErrorResponse, JSONRPCResultResponse } from '../protocol/types';
-import type { PendingRecord, SessionStore } from '../state/store';
+import type { PendingRecord, PendingStore } from '../state/store';
 
 /**
  * Gateway-held requests (pending records of kind `held`): requests the gateway itself asks a 2025
@@ -15,15 +15,17 @@ import type { PendingRecord, SessionStore } from '../state/store';
 const POLL_MIN_MS = 100;
 const POLL_MAX_MS = 1000;
 
-export type HeldAnswer = JSONRPCResultResponse | JSONRPCErrorResponse | 'timeout' | 'client-gone';
+export type HeldAnswer = JSONRPCResultResponse | JSONRPCErrorResponse | 'timeout' | 'client-gone' | 'gone';
 
 export async function waitForHeldAnswer(
-  store: SessionStore,
+  store: PendingStore,
   logger: GatewayLogger,
   sessionId: string,
   gatewayId: string,
   until: number,
   stop: AbortSignal,
+  /** The record exists already: its disappearing (removed, expired) ends the wait with 'gone'. */
+  options: { goneIsFinal?: boolean } = {},
 ): Promise<HeldAnswer> {
   let interval = POLL_MIN_MS;
   while (Date.now() < until) {
@@ -31,6 +33,7 @@ export async function waitForHeldAnswer(
     let record: PendingRecord | undefined;
     try {
       record = await store.getPending(sessionId, gatewayId);
+      if (!record && options.goneIsFinal) return 'gone';
     } catch (error) {
       // A transient store failure: keep waiting (bounded by the deadline).
       logger.warn('polling a gateway-held request failed', { sessionId, error: describeError(error) });
@@ -46,7 +49,7 @@ export async function waitForHeldAnswer(
 
 /** Stores the client's answer to a held request (exactly once); false when it was answered or expired. */
 export async function storeHeldAnswer(
-  store: SessionStore,
+  store: PendingStore,
   sessionId: string,
   answer: JSONRPCResultResponse | JSONRPCErrorResponse,
 ): Promise<boolean> {

@@ -22,6 +22,7 @@ const pk = (sessionId: string) => `S#${sessionId}`;
 const SESSION_SK = 'SESSION';
 const targetSk = (target: string) => `T#${target}`;
 const pendingSk = (gatewayId: string) => `P#${gatewayId}`;
+const cancelledSk = (upstreamId: string) => `C#${upstreamId}`;
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
@@ -81,6 +82,7 @@ export class DynamoSessionStore implements SessionStore {
       session: session as unknown as SessionRecord,
       targets: new Map(),
       pending: new Map(),
+      cancelled: new Set(),
     };
     for (const item of items) {
       const sk = item.sk as string;
@@ -88,7 +90,7 @@ export class DynamoSessionStore implements SessionStore {
       if (sk.startsWith('T#')) loaded.targets.set(sk.slice(2), rest as unknown as TargetSessionRecord);
       else if (sk.startsWith('P#') && (item.expiresAt as number) > now) {
         loaded.pending.set(sk.slice(2), rest as unknown as PendingRecord);
-      }
+      } else if (sk.startsWith('C#')) loaded.cancelled?.add(sk.slice(2));
     }
     return loaded;
   }
@@ -123,11 +125,36 @@ export class DynamoSessionStore implements SessionStore {
       { pk: pk(loaded.session.id), sk: SESSION_SK },
       ...[...loaded.targets.keys()].map((name) => ({ pk: pk(loaded.session.id), sk: targetSk(name) })),
       ...[...loaded.pending.keys()].map((id) => ({ pk: pk(loaded.session.id), sk: pendingSk(id) })),
+      ...[...(loaded.cancelled ?? [])].map((id) => ({ pk: pk(loaded.session.id), sk: cancelledSk(id) })),
     ];
     await this.batchDelete(keys);
   }
 
-  async putPending(session: SessionRecord, pending: PendingRecord): Promise<void> {
+  async markCancelled(sessionId: string, upstreamId: string, expiresAt: number): Promise<void> {
+    await guarded(() =>
+      this.client.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: { pk: pk(sessionId), sk: cancelledSk(upstreamId), expiresAt },
+        }),
+      ),
+    );
+  }
+
+  async isCancelled(sessionId: string, upstreamId: string): Promise<boolean> {
+    const out = await guarded(() =>
+      this.client.send(
+        new GetCommand({
+          TableName: this.tableName,
+          Key: { pk: pk(sessionId), sk: cancelledSk(upstreamId) },
+          ConsistentRead: true,
+        }),
+      ),
+    );
+    return out.Item !== undefined;
+  }
+
+  async putPending(session: Pick<SessionRecord, 'id'>, pending: PendingRecord): Promise<void> {
     await guarded(() =>
       this.client.send(
         new PutCommand({

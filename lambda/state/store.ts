@@ -50,6 +50,8 @@ export interface PendingRecord {
   targetSessionId?: string;
   /** The target's own JSON-RPC id for the request. */
   targetRequestId: RequestId;
+  /** The protocol version of the target session (when the record does not live in that session's partition). */
+  targetProtocolVersion?: string;
   /** The client's request (e.g. its tools/call) this server request belongs to. */
   clientRequestId: RequestId;
   status: PendingStatus;
@@ -63,6 +65,8 @@ export interface LoadedSession {
   session: SessionRecord;
   targets: Map<string, TargetSessionRecord>;
   pending: Map<string, PendingRecord>;
+  /** Upstream ids of calls the client cancelled (markers, removed with the session). */
+  cancelled?: Set<string>;
 }
 
 export interface SessionStore {
@@ -73,12 +77,29 @@ export interface SessionStore {
   setLogLevel(session: SessionRecord, level: string): Promise<void>;
   /** Removes the session and everything in its partition. */
   deleteSession(loaded: LoadedSession): Promise<void>;
-  putPending(session: SessionRecord, pending: PendingRecord): Promise<void>;
+  /** Writes a new pending record into the partition of `session` (a session, or a bridged call's own). */
+  putPending(session: Pick<SessionRecord, 'id'>, pending: PendingRecord): Promise<void>;
   /** Claims a pending request exactly once (pending → answered); false when absent, expired or already claimed. */
   claimPending(sessionId: string, gatewayId: string, now?: number): Promise<boolean>;
   deletePending(sessionId: string, gatewayIds: string[]): Promise<void>;
   /** One pending request, read consistently (the invocation waiting for a gateway-authored request polls it). */
   getPending(sessionId: string, gatewayId: string, now?: number): Promise<PendingRecord | undefined>;
+  /**
+   * The client cancelled a call that another instance may hold: a marker that instance finds (the
+   * call's upstream id), expiring with `expiresAt`.
+   */
+  markCancelled(sessionId: string, upstreamId: string, expiresAt: number): Promise<void>;
+  /** Whether the client cancelled this call (a consistent read). */
+  isCancelled(sessionId: string, upstreamId: string): Promise<boolean>;
   /** Stores the answer to a gateway-authored request and marks it answered, exactly once; false when absent, expired or answered. */
   answerPending(sessionId: string, gatewayId: string, answer: string, now?: number): Promise<boolean>;
 }
+
+/**
+ * The pending-record operations alone: what a bridged 2026-07-28 call needs. Its records live in a
+ * partition of their own (keyed like a session, with no session item), never in a client's session.
+ */
+export type PendingStore = Pick<
+  SessionStore,
+  'putPending' | 'claimPending' | 'getPending' | 'answerPending' | 'deletePending'
+>;

@@ -7,12 +7,14 @@ import {
   needsConfirmation,
   notConfirmedResult,
 } from '../policy/confirm-tools';
-import { elicitationModes } from '../protocol/capabilities';
+import { elicitationModes, missingCapability } from '../protocol/capabilities';
 import { GatewayError, rpcErrorOf } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { InputRequest, InputRequiredResult, JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
+import type { Era } from '../protocol/versions';
 import { ProgressMapper } from '../relay/progress';
 import type { Caller, Upstream } from '../targets/upstream';
+import { BridgeHolder, bridgeFailure, continueBridge } from './bridge';
 import type { StatelessDeps } from './deps';
 import { mapResponse } from './outcome';
 import { argumentsDigest, type OpenedState, type StateBinding } from './request-state';
@@ -43,9 +45,21 @@ export interface CallContext {
   paramHeaders: Record<string, string>;
   /** Each notification the target sends before its response, already mapped to the client's token. */
   onNotification(notification: JSONRPCNotification): void;
+  /**
+   * Sends a message to the client on a stream that stays open, for a round of a bridged call; false
+   * when the client takes no `text/event-stream` (then the call cannot be held).
+   */
+  emit(message: JSONRPCResponse): boolean;
+  /** This request may wait long (a bridged retry): let keep-alives flow. */
+  keepAlive(): void;
+  /** Epoch ms by which this invocation must be done. */
+  deadline: number;
+  /** The client accepts `text/event-stream` (a bridged call needs a stream it can hold open). */
+  canStream: boolean;
 }
 
-export async function forwardCall(ctx: CallContext): Promise<JSONRPCResponse> {
+/** The call's response, or undefined when it was already sent (a bridged call: round 1 went out on the held stream). */
+export async function forwardCall(ctx: CallContext): Promise<JSONRPCResponse | undefined> {
   const { deps, request, principal, caller } = ctx;
   const { method, params } = request;
   const sealer = deps.requestState;
@@ -132,53 +146,121 @@ export async function forwardCall(ctx: CallContext): Promise<JSONRPCResponse> {
     if (opened.targetState !== undefined) upstreamParams.requestState = opened.targetState;
   }
 
-  const upstream = await deps.targets.open(target, caller, ctx.signal);
-  const response = await callOnce(ctx, upstream, method, upstreamParams);
   const sealRelay = (targetState: unknown) =>
     sealer.seal(binding, {
       kind: 'relay',
       targetState: typeof targetState === 'string' ? targetState : undefined,
       confirmed,
     });
-  return mapResponse(
-    { ...response, id: request.id },
-    {
-      caps: request.clientCapabilities,
-      era: upstream.era,
-      method,
-      target,
-      sealRelay,
-      isRetry: opened !== undefined,
-    },
+  const outcome = (response: JSONRPCResponse, era: Era) =>
+    mapResponse(
+      { ...response, id: request.id },
+      {
+        caps: request.clientCapabilities,
+        era,
+        method,
+        target,
+        sealRelay,
+        isRetry: opened !== undefined,
+      },
+    );
+  const sealRound = (bridge: { id: string; round: number }) =>
+    sealer.seal(binding, { kind: 'bridge', confirmed, bridge });
+  const inputRound = (inputRequests: Record<string, InputRequest>, bridge: { id: string; round: number }) =>
+    complete({ resultType: 'input_required', inputRequests, requestState: sealRound(bridge) });
+
+  // The retry of a bridged round: the answers go to the target, and what it does next comes back.
+  if (opened?.kind === 'bridge' && opened.bridge) {
+    ctx.keepAlive();
+    const payload = await continueBridge(
+      {
+        store: deps.rounds,
+        targets: deps.targets,
+        logger: deps.logger,
+        pendingTimeoutSeconds: deps.config.pendingRequestTimeoutSeconds,
+      },
+      opened.bridge,
+      inputResponses,
+      ctx.deadline,
+      ctx.signal,
+    );
+    const next = { id: opened.bridge.id, round: opened.bridge.round + 1 };
+    if (payload.kind === 'input') return inputRound(payload.inputRequests ?? {}, next);
+    if (payload.kind === 'result' && payload.response) return outcome(payload.response, 'legacy');
+    return bridgeFailure(payload, request.id);
+  }
+
+  const upstream = await deps.targets.open(target, caller, ctx.signal);
+  const response = await callOnce(ctx, upstream, method, upstreamParams, (inputRequests, bridge) =>
+    ctx.emit(inputRound(inputRequests, bridge)),
   );
+  return response && outcome(response, upstream.era);
 }
 
 /**
  * One request to the target. A legacy target that asks for input in the middle of the call
- * (elicitation/create, sampling/createMessage, roots/list on its stream) cannot be bridged to a
- * 2026 client yet: its request is refused, the call cancelled at the target, and the client gets
- * CrossEraInputUnsupported instead of waiting for an answer that never comes.
+ * (elicitation/create, sampling/createMessage, roots/list on its call's stream or its session's GET
+ * stream) is bridged (./bridge.ts): its requests become input_required rounds and this invocation
+ * holds the call until it ends (undefined is returned then: the rounds already went out). A request
+ * the client did not declare, or a client that takes no stream, cannot be bridged: the target's
+ * request is refused, the call cancelled at the target, and the client gets a clear error
+ * (-32021, or CrossEraInputUnsupported) instead of waiting for an answer that never comes.
  */
 async function callOnce(
   ctx: CallContext,
   upstream: Upstream,
   method: string,
   params: Record<string, unknown>,
-): Promise<JSONRPCResponse> {
-  const { request } = ctx;
+  emitRound: (inputRequests: Record<string, InputRequest>, bridge: { id: string; round: number }) => boolean,
+): Promise<JSONRPCResponse | undefined> {
+  const { request, deps } = ctx;
   // 2025 has no multi round-trip fields; a retry re-issues the call (see the -32042 translation).
   const sent = upstream.era === 'legacy' ? (({ inputResponses: _r, requestState: _s, ...p }) => p)(params) : params;
   const progress = new ProgressMapper(request.progressToken);
   const crossEra = new AbortController();
   let refusedMethod: string | undefined;
-  const crossEraError = () =>
-    new GatewayError(
-      'CrossEraInputUnsupported',
-      `Target ${upstream.target} speaks protocol 2025-11-25 and asked for input (${refusedMethod}) during the call; relaying that to a 2026-07-28 request is not supported yet. Call this tool from a 2025-11-25 session, or ask the target's operator to support 2026-07-28.`,
-      { target: upstream.target, inputMethod: refusedMethod },
+  let missing: ReturnType<typeof missingCapability>;
+  let holder: BridgeHolder | undefined;
+  let bridgeError: unknown;
+  const bridge = () => {
+    holder ??= new BridgeHolder(
+      { store: deps.rounds, logger: deps.logger, pendingTimeoutSeconds: deps.config.pendingRequestTimeoutSeconds },
+      {
+        upstream,
+        clientRequestId: request.id,
+        emitFirstRound: (inputRequests, round) => {
+          if (!emitRound(inputRequests, { id: holder!.id, round: round + 1 }))
+            crossEra.abort('gateway: client takes no stream');
+        },
+        abandon: () => crossEra.abort('gateway: pending-timeout'),
+        fail: (error) => {
+          bridgeError = error;
+          crossEra.abort('gateway: input round not recorded');
+        },
+      },
     );
+    return holder;
+  };
+  const crossEraError = () =>
+    missing
+      ? new GatewayError(
+          'MissingCapability',
+          `Missing required client capability: target ${upstream.target} asked for ${refusedMethod} during the call`,
+          { requiredCapabilities: missing },
+        )
+      : new GatewayError(
+          'CrossEraInputUnsupported',
+          `Target ${upstream.target} speaks protocol 2025-11-25 and asked for input (${refusedMethod}) during the call; the gateway relays that as input_required rounds only to a request that accepts text/event-stream.`,
+          { target: upstream.target, inputMethod: refusedMethod },
+        );
   const onServerRequest = (serverRequest: JSONRPCRequest) => {
     if (refusedMethod) return;
+    const requestParams = serverRequest.params as Record<string, unknown> | undefined;
+    missing = missingCapability(request.clientCapabilities, serverRequest.method, requestParams);
+    if (!missing && ctx.canStream) {
+      bridge().onServerRequest(serverRequest);
+      return;
+    }
     refusedMethod = serverRequest.method;
     const refusal = rpcErrorOf(
       serverRequest.id,
@@ -203,9 +285,19 @@ async function callOnce(
         },
       },
     );
+    if (holder?.bridged) {
+      await holder.finish({ response });
+      return undefined;
+    }
+    if (bridgeError) throw bridgeError;
     if (refusedMethod) throw crossEraError();
     return response;
   } catch (error) {
+    if (holder?.bridged) {
+      await holder.finish({ error });
+      return undefined;
+    }
+    if (bridgeError) throw bridgeError;
     if (refusedMethod) throw crossEraError();
     throw error;
   }

@@ -1,4 +1,5 @@
 import type { SharedDeps } from '../relay/shared-deps';
+import type { PendingStore } from '../state/store';
 import type { LegacySessionPool } from './legacy-sessions';
 import type { RequestStateSealer } from './request-state';
 
@@ -8,4 +9,9 @@ export interface StatelessDeps extends SharedDeps {
   requestState: RequestStateSealer;
   /** Legacy target sessions of modern callers, in this instance's memory. */
   legacySessions: LegacySessionPool;
+  /**
+   * Pending records of bridged calls only (a 2026-07-28 client and a 2025-only target that asks for
+   * input): a same-era 2026-07-28 request never touches it.
+   */
+  rounds: PendingStore;
 }

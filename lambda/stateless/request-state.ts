@@ -9,11 +9,12 @@ import type { SealedBox } from '../crypto/sealed-box';
  * target knows it), a digest of the arguments, and an expiry. A retry whose state fails any check is
  * refused before the target is called.
  *
- * Two kinds: `relay` wraps a target's input_required round (carrying the target's own requestState,
- * if it sent one); `confirm` is the gateway's own confirmation round (confirmTools).
+ * Three kinds: `relay` wraps a target's input_required round (carrying the target's own requestState,
+ * if it sent one); `confirm` is the gateway's own confirmation round (confirmTools); `bridge` is a round
+ * of a 2025 target's call held by another invocation (its id and the round the retry answers).
  */
 
-export type StateKind = 'relay' | 'confirm';
+export type StateKind = 'relay' | 'confirm' | 'bridge';
 
 export interface StateBinding {
   principal: string;
@@ -31,6 +32,8 @@ export interface OpenedState {
   targetState?: string;
   /** The user already confirmed this call (confirmTools): later rounds do not ask again. */
   confirmed: boolean;
+  /** A bridged call (kind `bridge`): where its rounds are kept, and which round this retry answers. */
+  bridge?: { id: string; round: number };
 }
 
 export type StateRejection = 'malformed' | 'expired' | 'principal' | 'target' | 'method' | 'name' | 'arguments';
@@ -47,6 +50,9 @@ interface Payload {
   e: number;
   s?: string;
   c?: 1;
+  /** Bridge id and round (kind `bridge`). */
+  b?: string;
+  r?: number;
 }
 
 export class RequestStateSealer {
@@ -68,6 +74,10 @@ export class RequestStateSealer {
     };
     if (state.targetState !== undefined) payload.s = state.targetState;
     if (state.confirmed) payload.c = 1;
+    if (state.bridge) {
+      payload.b = state.bridge.id;
+      payload.r = state.bridge.round;
+    }
     return this.box.seal(payload);
   }
 
@@ -77,9 +87,13 @@ export class RequestStateSealer {
     now = Date.now(),
   ): { ok: true; state: OpenedState } | { ok: false; reason: StateRejection } {
     const payload = this.box.open(sealed) as Partial<Payload> | undefined;
-    if (payload?.v !== 1 || (payload.k !== 'relay' && payload.k !== 'confirm') || typeof payload.e !== 'number') {
+    const kinds: unknown[] = ['relay', 'confirm', 'bridge'];
+    if (payload?.v !== 1 || !kinds.includes(payload.k) || typeof payload.e !== 'number') {
       return { ok: false, reason: 'malformed' };
     }
+    const bridged = payload.k === 'bridge';
+    if (bridged && (typeof payload.b !== 'string' || typeof payload.r !== 'number'))
+      return { ok: false, reason: 'malformed' };
     if (payload.e * 1000 <= now) return { ok: false, reason: 'expired' };
     if (payload.p !== binding.principal) return { ok: false, reason: 'principal' };
     if (payload.t !== binding.target) return { ok: false, reason: 'target' };
@@ -89,9 +103,10 @@ export class RequestStateSealer {
     return {
       ok: true,
       state: {
-        kind: payload.k,
+        kind: payload.k as StateKind,
         targetState: typeof payload.s === 'string' ? payload.s : undefined,
         confirmed: payload.c === 1,
+        ...(bridged ? { bridge: { id: payload.b as string, round: payload.r as number } } : {}),
       },
     };
   }

@@ -3,7 +3,7 @@ import type { ExchangeContext } from '../http/exchange';
 import { type AcceptPreference, accepted, jsonResponse } from '../http/responses';
 import { describeError } from '../observability/logger';
 import { capabilitiesForModernTarget } from '../protocol/capabilities';
-import { errorHeaders, GatewayError, httpStatusOf, rpcError } from '../protocol/errors';
+import { errorHeaders, GatewayError, httpStatusOf, rpcError, rpcErrorOf } from '../protocol/errors';
 import { MCP_HEADERS } from '../protocol/headers';
 import type { ClientMessage, JSONRPCResponse } from '../protocol/jsonrpc';
 import { META_KEYS } from '../protocol/meta';
@@ -67,7 +67,9 @@ export async function handleStatelessPost(input: StatelessInput): Promise<Respon
   }
   const request = validation.request;
   const started = Date.now();
-  const signal = withDeadline(input.exchange);
+  const deadline = deadlineSignal(input.exchange);
+  // Everything but a relayed call ends when the client goes away; a call decides itself (it may be held).
+  const signal = AbortSignal.any([deadline, input.exchange.signal]);
   const caller: Caller = {
     era: 'modern',
     protocolVersion: request.protocolVersion,
@@ -77,7 +79,7 @@ export async function handleStatelessPost(input: StatelessInput): Promise<Respon
     sessions: deps.legacySessions.slotsFor(input.principal, capabilitiesForModernTarget(request.clientCapabilities)),
   };
   try {
-    const response = await dispatch(input, request, caller, signal);
+    const response = await dispatch(input, request, caller, signal, deadline);
     deps.logger.debug('stateless request', { method: request.method, ms: Date.now() - started });
     return response;
   } catch (error) {
@@ -90,6 +92,7 @@ async function dispatch(
   request: ModernRequest,
   caller: Caller,
   signal: AbortSignal,
+  deadline: AbortSignal,
 ): Promise<Response> {
   const { deps } = input;
   const scope = { caller, signal };
@@ -110,7 +113,7 @@ async function dispatch(
       return jsonResponse(200, toClient(deps, { ...response, id: request.id }));
     }
     default:
-      return relayCall(input, request, caller, signal);
+      return relayCall(input, request, caller, deadline);
   }
 }
 
@@ -123,29 +126,53 @@ async function relayCall(
   input: StatelessInput,
   request: ModernRequest,
   caller: Caller,
-  signal: AbortSignal,
+  deadline: AbortSignal,
 ): Promise<Response> {
-  const { deps, accept } = input;
-  const clientGone = new AbortController();
-  const out = new DeferredResponse({ accept, keepAliveMs: deps.keepAliveMs, onClientGone: () => clientGone.abort() });
+  const { deps, accept, exchange } = input;
+  // Closing the request cancels it, until a bridged call has sent its first round: from then on the
+  // client is expected to hang up, and this invocation holds the target's call regardless.
+  let held = false;
+  const cancelled = new AbortController();
+  const onGone = () => {
+    if (!held) cancelled.abort('gateway: client closed the request');
+  };
+  exchange.signal.addEventListener('abort', onGone, { once: true });
+  const out = new DeferredResponse({ accept, keepAliveMs: deps.keepAliveMs, onClientGone: onGone });
   const streamAllowed = request.progressToken !== undefined || request.logLevel !== undefined;
   void forwardCall({
     deps,
     request,
     principal: input.principal,
     caller,
-    signal: AbortSignal.any([signal, clientGone.signal]),
+    signal: AbortSignal.any([deadline, cancelled.signal]),
     paramHeaders: paramHeaders(input.headers),
     onNotification: (notification) => {
-      if (streamAllowed) out.stream()?.send(notification);
+      if (streamAllowed && !held) out.stream()?.send(notification);
     },
+    emit: (message) => {
+      const stream = out.stream();
+      if (!stream) return false;
+      held = true;
+      stream.send(toClient(deps, message));
+      return true;
+    },
+    keepAlive: () => out.streamAfter(deps.keepAliveMs),
+    deadline: exchange.deadline,
+    canStream: accept.sse,
   })
-    .then((response) => out.finish(toClient(deps, response)))
+    .then((response) => (response ? out.finish(toClient(deps, response)) : out.end()))
     .catch((error: unknown) => {
+      if (cancelled.signal.aborted) {
+        // Closing a 2026-07-28 request is its cancellation: the target was told, nobody waits for an answer.
+        deps.logger.info('the client cancelled the call (closed the request)', { method: request.method });
+        out.finish(rpcErrorOf(request.id, 'ClientCancelled', 'Request cancelled by the client'));
+        return;
+      }
       const failure = asGatewayError(error);
       logFailure(deps, request, failure);
       out.finish(rpcError(request.id, failure), httpStatusOf(failure), errorHeaders(failure));
-    });
+    })
+    .finally(() => exchange.signal.removeEventListener('abort', onGone));
   return out.response;
 }
 
@@ -218,8 +245,7 @@ function paramHeaders(headers: Headers): Record<string, string> {
   return out;
 }
 
-/** Aborted when the client goes away or the invocation's deadline comes. */
-function withDeadline(exchange: ExchangeContext): AbortSignal {
-  const remaining = Math.max(0, exchange.deadline - Date.now());
-  return AbortSignal.any([exchange.signal, AbortSignal.timeout(remaining)]);
+/** Aborted when the invocation's deadline comes. */
+function deadlineSignal(exchange: ExchangeContext): AbortSignal {
+  return AbortSignal.timeout(Math.max(0, exchange.deadline - Date.now()));
 }

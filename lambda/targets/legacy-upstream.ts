@@ -1,12 +1,13 @@
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
-import { capabilitiesForLegacyTarget } from '../protocol/capabilities';
+import { capabilitiesForLegacyTarget, declaresInput } from '../protocol/capabilities';
 import { rpcErrorOf } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import type { Era } from '../protocol/versions';
 import { TargetSessionExpiredError } from './endpoint';
 import type { LegacySession, LegacyTargetClient } from './legacy-client';
+import type { StandaloneStreams } from './standalone-streams';
 import type {
   Caller,
   StoredTargetSession,
@@ -38,6 +39,8 @@ export class LegacyUpstream implements Upstream {
     /** The version spoken to the target. */
     private readonly protocolVersion: string,
     private readonly logger: GatewayLogger,
+    /** The target sessions' GET streams on this instance. */
+    private readonly streams?: StandaloneStreams,
   ) {}
 
   get target(): string {
@@ -67,12 +70,20 @@ export class LegacyUpstream implements Upstream {
     try {
       for (let attempt = 0; ; attempt++) {
         const session = await this.open(options.signal);
+        // A call that can relay the target's requests listens on the session's GET stream too (opened
+        // first). It costs a request (and a connection) per call, so only callers that can take requests pay it.
+        const detach =
+          options.onServerRequest && this.streams && declaresInput(this.caller.capabilities)
+            ? await this.streams.attach(this.client, session, { ...listeners, progressToken: options.progressToken })
+            : undefined;
         try {
           return await this.client.request(session, message, { signal: options.signal, listeners });
         } catch (error) {
           if (!(error instanceof TargetSessionExpiredError) || attempt > 0) throw error;
           this.logger.info('target session expired; re-initializing', { target: this.target });
           this.caller.sessions.forget(this.target);
+        } finally {
+          detach?.();
         }
       }
     } finally {

@@ -10,6 +10,7 @@ import { type LegacySession, LegacyTargetClient, LegacyUnsupportedError } from '
 import { LegacyUpstream } from './legacy-upstream';
 import { ModernTargetClient } from './modern-client';
 import { ModernUpstream } from './modern-upstream';
+import { StandaloneStreams, type StandaloneStreamsOptions } from './standalone-streams';
 import type { Caller, Upstream, UpstreamCallOptions, UpstreamRequest } from './upstream';
 
 /**
@@ -18,6 +19,8 @@ import type { Caller, Upstream, UpstreamCallOptions, UpstreamRequest } from './u
  */
 export class Targets {
   readonly eras: EraProbe;
+  /** The legacy target sessions' GET streams on this instance. */
+  readonly streams: StandaloneStreams;
   private readonly legacy = new Map<string, LegacyTargetClient>();
   private readonly modern = new Map<string, ModernTargetClient>();
 
@@ -30,8 +33,10 @@ export class Targets {
       /** The version spoken to legacy targets for 2026-07-28 callers (the newest configured legacy version). */
       legacyVersion: string;
       eras?: EraProbeOptions;
+      streams?: StandaloneStreamsOptions;
     },
   ) {
+    this.streams = new StandaloneStreams(options.logger, options.streams);
     for (const config of configs) {
       const endpoint = new TargetEndpoint(config, options.credentials?.get(config.name) ?? NO_CREDENTIALS);
       this.legacy.set(config.name, new LegacyTargetClient(endpoint, options.clientInfo));
@@ -62,7 +67,7 @@ export class Targets {
     }
     if (era === 'modern') return this.watched(new ModernUpstream(modern, caller));
     const version = caller.era === 'legacy' ? caller.protocolVersion : this.options.legacyVersion;
-    const upstream = new LegacyUpstream(legacy, caller, version, this.options.logger);
+    const upstream = new LegacyUpstream(legacy, caller, version, this.options.logger, this.streams);
     if (caller.era === 'modern') return this.watched(upstream);
     return this.watched(
       new FallbackUpstream(upstream, () => {
@@ -87,6 +92,11 @@ export class Targets {
   /** The legacy-era client of a target (start-up checks). */
   legacyClient(name: string): LegacyTargetClient | undefined {
     return this.legacy.get(name);
+  }
+
+  /** The 2026-07-28 client of a target (start-up checks of a target that refuses the 2025 handshake). */
+  modernClient(name: string): ModernTargetClient | undefined {
+    return this.modern.get(name);
   }
 
   /** A target that failed may have changed (redeployed, upgraded): its era is learned again next time. */

@@ -8,7 +8,10 @@ import {
   type ContextSource,
   contextDefaults,
   DEPLOYMENT_CONTEXT_KEYS,
+  GRADUAL_DEPLOYMENTS,
+  isCdkOwnContextKey,
   readGatewayContext,
+  suggestContextKey,
 } from '../../lib/context';
 
 const ROOT = join(__dirname, '..', '..');
@@ -57,6 +60,8 @@ describe('CDK context', () => {
       logRetentionDays: 30,
       removalPolicy: 'retain',
       secretArns: [],
+      configSource: 'environment',
+      gradualDeployment: 'none',
     });
     expect(settings.config).toEqual(GatewayConfigSchema.parse({}));
     expect(settings.tableNameGiven).toBe(false);
@@ -147,38 +152,98 @@ describe('CDK context', () => {
     expect(error.message).toContain('did you mean "memorySize"');
   });
 
-  const hasSecretReferences = GatewayConfigSchema.safeParse({
-    targets: [
-      {
-        name: 'a',
-        url: 'https://a.example',
-        headers: { authorization: { secretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:x-AbC123' } },
-      },
+  test.each([
+    ['sesionTimeoutSeconds', 'sessionTimeoutSeconds'],
+    ['sessionTimeout', 'sessionTimeoutSeconds'],
+    ['target', 'targets'],
+    ['alarmEmial', 'alarmEmail'],
+    ['memory_size', 'memorySize'],
+    ['gradualDeploy', 'gradualDeployment'],
+    ['configsource', 'configSource'],
+  ])('an unknown key (%s) fails synthesis with a suggestion (%s)', (key, suggestion) => {
+    const error = errorOf({ [key]: '1200' });
+    expect(error.key).toBe(key);
+    expect(error.message).toBe(`Invalid CDK context "${key}": unknown key; did you mean "${suggestion}"?`);
+  });
+
+  test('an unknown key with nothing close fails pointing at the documentation', () => {
+    const error = errorOf({ colour: 'blue' });
+    expect(error.message).toBe(
+      'Invalid CDK context "colour": unknown key; the context keys are listed in README.md, section "Context"',
+    );
+  });
+
+  test("the CDK's own keys are not ours to refuse", () => {
+    const cdkOwn = {
+      '@aws-cdk/core:newStyleStackSynthesis': true,
+      'aws:cdk:bundling-stacks': [],
+      'aws:cdk:version-reporting': false,
+      'availability-zones:account=123456789012:region=eu-west-1': ['eu-west-1a'],
+      'cli-telemetry': false,
+      'acknowledged-issue-numbers': [12345],
+    };
+    for (const key of Object.keys(cdkOwn)) expect(isCdkOwnContextKey(key)).toBe(true);
+    expect(read(cdkOwn).deployment.stackName).toBe('McpGateway');
+    expect(isCdkOwnContextKey('sesionTimeoutSeconds')).toBe(false);
+    expect(suggestContextKey('totallyDifferent')).toBeUndefined();
+  });
+
+  test('deployment keys: configSource, gradualDeployment and vpc (by id, no lookups)', () => {
+    expect(read({}).deployment).toMatchObject({ configSource: 'environment', gradualDeployment: 'none' });
+    expect(read({}).deployment.vpc).toBeUndefined();
+    const vpc = {
+      vpcId: 'vpc-0123456789abcdef0',
+      subnetIds: ['subnet-0123456789abcdef0', 'subnet-0fedcba9876543210'],
+      securityGroupIds: ['sg-0123456789abcdef0'],
+    };
+    const settings = read({
+      configSource: 'appconfig',
+      gradualDeployment: 'Canary10Percent5Minutes',
+      vpc: JSON.stringify(vpc),
+    }).deployment;
+    expect(settings).toMatchObject({ configSource: 'appconfig', gradualDeployment: 'Canary10Percent5Minutes', vpc });
+    for (const value of GRADUAL_DEPLOYMENTS)
+      expect(read({ gradualDeployment: value }).deployment.gradualDeployment).toBe(value);
+  });
+
+  test.each([
+    ['configSource', 'ssm', /configSource/],
+    ['gradualDeployment', 'Canary50Percent', /gradualDeployment/],
+    ['vpc', '{"subnetIds":["subnet-0123456789abcdef0"]}', /at vpc\.vpcId/],
+    ['vpc', '{"vpcId":"vpc-0123456789abcdef0","subnetIds":[]}', /at least one subnet/],
+    ['vpc', '{"vpcId":"vpc-0123456789abcdef0","subnetIds":["subnet-x"]}', /a subnet id/],
+    [
+      'vpc',
+      '{"vpcId":"vpc-0123456789abcdef0","subnetIds":["subnet-0123456789abcdef0"],"securityGroupIds":["default"]}',
+      /a security group id/,
     ],
-  }).success;
-  (hasSecretReferences ? test : test.skip)(
-    'secret references in targets must be full ARNs; environment references cannot work in Lambda',
-    () => {
-      const partial = errorOf({
-        targets: [
-          {
-            name: 'a',
-            url: 'https://a.example',
-            headers: { authorization: { secretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/a' } },
-          },
-        ],
-      });
-      expect(partial.key).toBe('targets');
-      expect(partial.message).toContain(
-        'targets.0.headers.authorization.secretArn must be a full Secrets Manager secret ARN',
-      );
-      const fromEnv = errorOf({
-        targets: [{ name: 'a', url: 'https://a.example', headers: { 'x-api-key': { fromEnv: 'API_KEY' } } }],
-      });
-      expect(fromEnv.key).toBe('targets');
-      expect(fromEnv.message).toContain('targets.0.headers.x-api-key.fromEnv');
-    },
-  );
+    ['vpc', '{"vpcId":"vpc-0123456789abcdef0","subnetIds":["subnet-0123456789abcdef0"],"subnets":[]}', /vpc/],
+  ])('invalid %s (%p) fails naming the key and the problem', (key, value, message) => {
+    const error = errorOf({ [key]: value });
+    expect(error.key).toBe(key);
+    expect(error.message).toMatch(message);
+  });
+
+  test('secret references in targets must be full ARNs; environment references cannot work in Lambda', () => {
+    const partial = errorOf({
+      targets: [
+        {
+          name: 'a',
+          url: 'https://a.example',
+          headers: { authorization: { secretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/a' } },
+        },
+      ],
+    });
+    expect(partial.key).toBe('targets');
+    expect(partial.message).toContain(
+      'targets.0.headers.authorization.secretArn must be a full Secrets Manager secret ARN',
+    );
+    const fromEnv = errorOf({
+      targets: [{ name: 'a', url: 'https://a.example', headers: { 'x-api-key': { fromEnv: 'API_KEY' } } }],
+    });
+    expect(fromEnv.key).toBe('targets');
+    expect(fromEnv.message).toContain('targets.0.headers.x-api-key.fromEnv');
+  });
 
   test('pending requests must expire before the function times out', () => {
     const error = errorOf({ timeoutSeconds: 300, pendingRequestTimeoutSeconds: 300 });
@@ -202,18 +267,14 @@ describe('CDK context', () => {
     expect(read(cdkJson.context).config).toEqual(GatewayConfigSchema.parse({}));
   });
 
-  const hasStateSecret = 'requestStateSecretArn' in GatewayConfigSchema.shape;
-  (hasStateSecret ? test : test.skip)(
-    'requestStateSecretArn must be a full ARN, so exactly that secret is granted',
-    () => {
-      const error = errorOf({
-        requestStateSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/state',
-      });
-      expect(error.key).toBe('requestStateSecretArn');
-      const arn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/state-AbC123';
-      expect((read({ requestStateSecretArn: arn }).config as Record<string, unknown>).requestStateSecretArn).toBe(arn);
-    },
-  );
+  test('requestStateSecretArn must be a full ARN, so exactly that secret is granted', () => {
+    const error = errorOf({
+      requestStateSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/state',
+    });
+    expect(error.key).toBe('requestStateSecretArn');
+    const arn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/state-AbC123';
+    expect(read({ requestStateSecretArn: arn }).config.requestStateSecretArn).toBe(arn);
+  });
 
   test('the README documents every context key', () => {
     const doc = readFileSync(join(ROOT, 'README.md'), 'utf8');

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { App, Stack, Validations } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
@@ -7,7 +7,8 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
-import { GatewayConfigSchema } from '../../lambda/config/schema';
+import type { GatewayConfigInput } from '../../lambda/config/schema';
+import { SECRET_ARN_ENV } from '../../lambda/crypto/keys';
 import { MetricName } from '../../lambda/observability/metrics';
 import {
   functionUrlAuthFor,
@@ -21,8 +22,7 @@ import { buildGatewayApp, type McpGatewayStack } from '../../lib/mcp-gateway-sta
 
 const ROOT = join(__dirname, '..', '..');
 const SECRET = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/upstream-AbC123';
-const jwtAuth = { type: 'jwt', discoveryUrl: 'https://idp.example.com/.well-known/openid-configuration' };
-const jwtSupported = GatewayConfigSchema.safeParse({ auth: jwtAuth }).success;
+const jwtAuth = { type: 'jwt', discoveryUrl: 'https://idp.example.com/.well-known/openid-configuration' } as const;
 
 /**
  * Apps here skip esbuild (`aws:cdk:bundling-stacks: []`) and CDK's built-in CloudFormation schema
@@ -93,14 +93,10 @@ describe('McpGateway stack (defaults)', () => {
     });
   });
 
-  const iamSupported = GatewayConfigSchema.safeParse({ auth: { type: 'iam' } }).success;
-  (jwtSupported && iamSupported ? test : test.skip)(
-    'context auth jwt gives a public URL; auth iam keeps AWS_IAM',
-    () => {
-      synth({ auth: JSON.stringify(jwtAuth) }).template.hasResourceProperties('AWS::Lambda::Url', { AuthType: 'NONE' });
-      synth({ auth: '{"type":"iam"}' }).template.hasResourceProperties('AWS::Lambda::Url', { AuthType: 'AWS_IAM' });
-    },
-  );
+  test('context auth jwt gives a public URL; auth iam keeps AWS_IAM', () => {
+    synth({ auth: JSON.stringify(jwtAuth) }).template.hasResourceProperties('AWS::Lambda::Url', { AuthType: 'NONE' });
+    synth({ auth: '{"type":"iam"}' }).template.hasResourceProperties('AWS::Lambda::Url', { AuthType: 'AWS_IAM' });
+  });
 
   test('URL auth follows the gateway auth type: NONE only when the gateway validates JWTs itself', () => {
     expect(functionUrlAuthFor('jwt')).toBe(lambda.FunctionUrlAuthType.NONE);
@@ -189,7 +185,7 @@ describe('McpGateway stack (defaults)', () => {
   });
 
   test('alarms: errors, throttles and duration near the timeout; no topic without an e-mail', () => {
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 3);
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 6); // the other three: test/cdk/deploy-features.test.ts
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       MetricName: 'Errors',
       Namespace: 'AWS/Lambda',
@@ -250,11 +246,7 @@ describe('McpGateway stack (defaults)', () => {
         }),
       },
     });
-    const keysModule = join(ROOT, 'lambda', 'crypto', 'keys.ts');
-    if (existsSync(keysModule)) {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      expect(require(keysModule).SECRET_ARN_ENV).toBe(REQUEST_STATE_SECRET_ENV);
-    }
+    expect(SECRET_ARN_ENV).toBe(REQUEST_STATE_SECRET_ENV);
     expect(Annotations.fromStack(stack).findWarning('*', Match.stringLikeRegexp('requestState'))).toHaveLength(0);
   });
 });
@@ -328,7 +320,7 @@ describe('McpGateway stack (tuned by context)', () => {
       },
     });
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as any[];
-    expect(alarms).toHaveLength(3);
+    expect(alarms).toHaveLength(6);
     for (const alarm of alarms) {
       expect(alarm.Properties.AlarmActions).toEqual([{ Ref: expect.stringMatching(/AlarmTopic/) }]);
       expect(alarm.Properties.OKActions).toEqual([{ Ref: expect.stringMatching(/AlarmTopic/) }]);
@@ -366,64 +358,54 @@ describe('McpGateway construct guards', () => {
     expect(() => gateway({ secretArns: [SECRET] })).not.toThrow();
   });
 
-  const hasStateSecret = 'requestStateSecretArn' in GatewayConfigSchema.shape;
-  (hasStateSecret ? test : test.skip)(
-    'a configured requestStateSecretArn is granted exactly; no secret is generated',
-    () => {
-      const arn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/state-XyZ789';
-      const g = gateway({ config: { requestStateSecretArn: arn } as never });
-      const template = Template.fromStack(Stack.of(g));
-      template.resourceCountIs('AWS::SecretsManager::Secret', 0);
-      expect(allStatements(template).filter((s) => s.Sid === 'GatewaySecrets')).toEqual([
-        { Sid: 'GatewaySecrets', Effect: 'Allow', Action: 'secretsmanager:GetSecretValue', Resource: arn },
-      ]);
-      expect(
-        onlyResource(template, 'AWS::Lambda::Function').Properties.Environment.Variables[REQUEST_STATE_SECRET_ENV],
-      ).toBeUndefined();
-      expect(() =>
-        gateway({
-          config: {
-            requestStateSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/state',
-          } as never,
-        }),
-      ).toThrow(/^requestStateSecretArn: /);
-    },
-  );
+  test('a configured requestStateSecretArn is granted exactly; no secret is generated', () => {
+    const arn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/state-XyZ789';
+    const g = gateway({ config: { requestStateSecretArn: arn } });
+    const template = Template.fromStack(Stack.of(g));
+    template.resourceCountIs('AWS::SecretsManager::Secret', 0);
+    expect(allStatements(template).filter((s) => s.Sid === 'GatewaySecrets')).toEqual([
+      { Sid: 'GatewaySecrets', Effect: 'Allow', Action: 'secretsmanager:GetSecretValue', Resource: arn },
+    ]);
+    expect(
+      onlyResource(template, 'AWS::Lambda::Function').Properties.Environment.Variables[REQUEST_STATE_SECRET_ENV],
+    ).toBeUndefined();
+    expect(() =>
+      gateway({
+        config: {
+          requestStateSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/state',
+        },
+      }),
+    ).toThrow(/^requestStateSecretArn: /);
+  });
 
   const A = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/a-AAAAAA';
   const B = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/b-BBBBBB';
-  const referencesSupported = GatewayConfigSchema.safeParse({
-    targets: [{ name: 'a', url: 'https://a.example', headers: { authorization: { secretArn: A } } }],
-  }).success;
-  (referencesSupported ? test : test.skip)(
-    'secrets referenced by targets (headers, OAuth) are granted exactly, once each',
-    () => {
-      const config = {
-        targets: [
-          { name: 'a', url: 'https://a.example/mcp', headers: { authorization: { secretArn: A, prefix: 'Bearer ' } } },
-          {
-            name: 'b',
-            url: 'https://b.example/mcp',
-            headers: { 'x-tenant': 'acme', 'x-api-key': { secretArn: A, key: 'apiKey' } },
-            oauth: { tokenUrl: 'https://idp.example/token', clientId: 'gateway', clientSecret: { secretArn: B } },
-          },
-        ],
-      };
-      const g = gateway({ config: config as never, requestStateSecret: undefined });
-      const statements = allStatements(Template.fromStack(Stack.of(g))).filter((st) => st.Sid === 'GatewaySecrets');
-      expect(statements).toHaveLength(1);
-      expect(statements[0].Resource).toEqual([A, B, { Ref: expect.stringMatching(/^GatewayRequestStateKey/) }]);
-      expect(
-        Annotations.fromStack(Stack.of(g)).findWarning('*', Match.stringLikeRegexp('look like credentials')),
-      ).toHaveLength(0);
+  test('secrets referenced by targets (headers, OAuth) are granted exactly, once each', () => {
+    const config: GatewayConfigInput = {
+      targets: [
+        { name: 'a', url: 'https://a.example/mcp', headers: { authorization: { secretArn: A, prefix: 'Bearer ' } } },
+        {
+          name: 'b',
+          url: 'https://b.example/mcp',
+          headers: { 'x-tenant': 'acme', 'x-api-key': { secretArn: A, key: 'apiKey' } },
+          oauth: { tokenUrl: 'https://idp.example/token', clientId: 'gateway', clientSecret: { secretArn: B } },
+        },
+      ],
+    };
+    const g = gateway({ config: config, requestStateSecret: undefined });
+    const statements = allStatements(Template.fromStack(Stack.of(g))).filter((st) => st.Sid === 'GatewaySecrets');
+    expect(statements).toHaveLength(1);
+    expect(statements[0].Resource).toEqual([A, B, { Ref: expect.stringMatching(/^GatewayRequestStateKey/) }]);
+    expect(
+      Annotations.fromStack(Stack.of(g)).findWarning('*', Match.stringLikeRegexp('look like credentials')),
+    ).toHaveLength(0);
 
-      const envRef = {
-        targets: [{ name: 'a', url: 'https://a.example', headers: { 'x-api-key': { fromEnv: 'API_KEY' } } }],
-      };
-      expect(() => gateway({ config: envRef as never })).toThrow(/^targets\.0\.headers\.x-api-key\.fromEnv: /);
-      expect(() => gateway({ config: envRef as never, environment: { API_KEY: 'not-secret-in-tests' } })).not.toThrow();
-    },
-  );
+    const envRef = {
+      targets: [{ name: 'a', url: 'https://a.example', headers: { 'x-api-key': { fromEnv: 'API_KEY' } } }],
+    };
+    expect(() => gateway({ config: envRef })).toThrow(/^targets\.0\.headers\.x-api-key\.fromEnv: /);
+    expect(() => gateway({ config: envRef, environment: { API_KEY: 'not-secret-in-tests' } })).not.toThrow();
+  });
 
   test('a requestState secret imported by partial ARN is refused (the grant would need a wildcard)', () => {
     const app = new App(FAST);
@@ -473,9 +455,8 @@ describe('McpGateway construct guards', () => {
     );
   });
 
-  // Activates by itself once the configuration schema accepts JWT auth.
-  (jwtSupported ? test : test.skip)('with gateway JWT auth the URL is public (NONE) and still streams', () => {
-    const g = gateway({ config: { auth: jwtAuth } as never });
+  test('with gateway JWT auth the URL is public (NONE) and still streams', () => {
+    const g = gateway({ config: { auth: jwtAuth } });
     const template = Template.fromStack(Stack.of(g));
     template.hasResourceProperties('AWS::Lambda::Url', { AuthType: 'NONE', InvokeMode: 'RESPONSE_STREAM' });
     template.hasResourceProperties('AWS::Lambda::Permission', {
@@ -491,8 +472,8 @@ describe('cdk-nag', () => {
     const contexts: Array<Record<string, unknown>> = [
       {},
       { alarmEmail: 'ops@example.com', secretArns: [SECRET], reservedConcurrency: 5 },
+      { auth: jwtAuth }, // public URL (NONE)
     ];
-    if (jwtSupported) contexts.push({ auth: jwtAuth }); // public URL (NONE)
     for (const context of contexts) {
       const { stack } = synth(context);
       for (const pack of [new AwsSolutionsChecks(), new ServerlessChecks()]) {

@@ -22,9 +22,16 @@ describe('cdk synth (offline)', () => {
     const stack = buildGatewayApp(app);
     const assembly = app.synth(); // runs cdk-nag too: any unacknowledged finding throws
     const template = assembly.getStackByName(stack.stackName).template as {
-      Resources: Record<string, { Type: string }>;
+      Resources: Record<string, { Type: string; Properties: Record<string, unknown> }>;
+      Outputs: Record<string, { Value: unknown }>;
     };
     expect(Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function')).toHaveLength(1);
+    // The function URL serves the published version through the alias `live`; the endpoint output ends with /mcp.
+    const url = Object.values(template.Resources).find((r) => r.Type === 'AWS::Lambda::Url');
+    expect(url?.Properties.Qualifier).toBe('live');
+    expect(Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Alias')).toHaveLength(1);
+    const outputs = template.Outputs;
+    expect(outputs.McpEndpoint.Value).toEqual({ 'Fn::Join': ['', [outputs.GatewayUrl.Value, 'mcp']] });
 
     const assets = readdirSync(outdir).filter(
       (name) => name.startsWith('asset.') && existsSync(join(outdir, name, 'index.mjs')),
@@ -48,9 +55,30 @@ describe('cdk synth (offline)', () => {
     expect(loaded).toBe('function');
   }, 90_000);
 
-  test('the cdk CLI fails on invalid context and names the key', async () => {
+  test('bin/app.ts: a misspelled key fails with one line, a suggestion, no stack trace and exit code 1', async () => {
     const run = promisify(execFile);
-    const failure = await run(CDK, ['synth', '-q', '-o', join(outdir, 'cli'), '-c', 'sessionTimeoutSeconds=60'], {
+    const failure = await run(join(ROOT, 'node_modules', '.bin', 'tsx'), [join(ROOT, 'bin', 'app.ts')], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        CDK_CONTEXT_JSON: JSON.stringify({ sesionTimeoutSeconds: '1200' }),
+        CDK_OUTDIR: join(outdir, 'app'),
+      },
+    }).then(
+      () => undefined,
+      (error: { code: number; stderr: string; stdout: string }) => error,
+    );
+    expect(failure).toBeDefined();
+    expect(failure!.code).toBe(1);
+    expect(failure!.stdout).toBe('');
+    expect(failure!.stderr).toBe(
+      'Invalid CDK context "sesionTimeoutSeconds": unknown key; did you mean "sessionTimeoutSeconds"?\n',
+    );
+  }, 60_000);
+
+  test('the cdk CLI fails on invalid context and names the key, without a stack trace', async () => {
+    const run = promisify(execFile);
+    const failure = await run(CDK, ['synth', '-q', '-o', join(outdir, 'cli'), '-c', 'sesionTimeoutSeconds=1200'], {
       cwd: ROOT,
       env: { ...process.env, CDK_DISABLE_CLI_TELEMETRY: 'true' },
     }).then(
@@ -59,6 +87,10 @@ describe('cdk synth (offline)', () => {
     );
     expect(failure).toBeDefined();
     expect(failure!.code).not.toBe(0);
-    expect(`${failure!.stderr}${failure!.stdout}`).toContain('Invalid CDK context "sessionTimeoutSeconds"');
+    const printed = `${failure!.stderr}${failure!.stdout}`;
+    expect(printed).toContain(
+      'Invalid CDK context "sesionTimeoutSeconds": unknown key; did you mean "sessionTimeoutSeconds"?',
+    );
+    expect(printed).not.toMatch(/^\s+at /m); // no stack trace from the app
   }, 90_000);
 });

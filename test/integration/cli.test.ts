@@ -1,52 +1,59 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildGatewayDeps } from '../../lambda/app/bootstrap';
 import { reportTargetsAtStartup } from '../../lambda/app/startup-report';
 import { parseConfig } from '../../lambda/config/schema';
+import { FLAGS } from '../../lambda/local/cli-flags';
 import { startDemoTarget } from '../../lambda/local/demo-target';
+import { startModernDemoTarget } from '../../lambda/local/modern-demo-target';
 import type { GatewayLogger } from '../../lambda/observability/logger';
 import type { DynamoSessionStore } from '../../lambda/state/dynamo-store';
+import { runCli } from '../support/cli';
 import { initSession, post, readMessage } from '../support/mcp-http';
 
 /** `npm start` as a newcomer runs it: flags, the embedded defaults, a bad config, signals. */
-function runCli(args: string[]) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'lambda/local/cli.ts', ...args], {
-    cwd: join(__dirname, '../..'),
-    env: { ...process.env, GATEWAY_LOG_LEVEL: 'SILENT' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const ready = async () => {
-    for (let i = 0; i < 300 && !/MCP gateway ready: (\S+)/.test(stdout); i++) {
-      if (child.exitCode !== null) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    return /MCP gateway ready: (\S+)/.exec(stdout)?.[1];
-  };
-  return { child, exited, ready, output: () => ({ stdout, stderr }) };
-}
+// Free ports: the fixed defaults (8080, 3001, 3002) may be taken on a shared machine.
+const FREE_PORTS = ['--port', '0', '--demo-port', '0', '--demo-modern-port', '0'];
 
 describe('npm start', () => {
-  it('starts on its embedded defaults with the demo target, serves MCP, and exits cleanly on SIGTERM', async () => {
-    const cli = runCli(['--port', '0']);
-    const url = await cli.ready();
-    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
-    expect(cli.output().stdout).toContain('targets: demo → http://127.0.0.1:');
-    const { headers } = await initSession(url!, {});
-    const res = await post(url!, headers, {
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'tools/call',
-      params: { name: 'demo___echo', arguments: { text: 'cli' } },
-    });
-    expect((await readMessage(res)).result.content[0].text).toBe('echo: cli');
-    cli.child.kill('SIGTERM');
+  it('starts with no WARN, serves both demo targets over MCP, and exits cleanly on SIGTERM', async () => {
+    const cli = runCli(FREE_PORTS, {}); // the default log level (INFO)
+    try {
+      const url = await cli.ready();
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+      const { stdout, stderr } = cli.output();
+      expect(stdout).toMatch(
+        /targets: demo → http:\/\/127\.0\.0\.1:\d+\/mcp, demo-modern → http:\/\/127\.0\.0\.1:\d+\/mcp/,
+      );
+      // What it generated is said at INFO; nothing on a default start is a WARN (or worse).
+      const logLevels = `${stdout}${stderr}`
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => (JSON.parse(line) as { level: string; message: string }).level);
+      expect(logLevels.length).toBeGreaterThan(0);
+      expect(logLevels.filter((level) => level !== 'INFO' && level !== 'DEBUG')).toEqual([]);
+      expect(stdout).toContain(
+        '"level":"INFO","message":"generated a random requestState key for this process; set requestStateKeys to share one across processes"',
+      );
+      expect(stderr).toBe('');
+      const { headers } = await initSession(url!, {});
+      const echo = async (tool: string) => {
+        const res = await post(url!, headers, {
+          jsonrpc: '2.0',
+          id: tool,
+          method: 'tools/call',
+          params: { name: tool, arguments: { text: 'cli' } },
+        });
+        return (await readMessage(res)).result.content[0].text;
+      };
+      expect(await echo('demo___echo')).toBe('echo: cli');
+      expect(await echo('demo-modern___echo')).toBe('echo: cli');
+    } finally {
+      cli.child.kill('SIGTERM');
+    }
     expect(await cli.exited).toBe(0);
   }, 40_000);
 
@@ -62,16 +69,55 @@ describe('npm start', () => {
     expect(cli.output().stderr).toContain('sessionTimeoutSeconds');
   }, 40_000);
 
-  it('refuses an unknown flag with the usage line', async () => {
-    const cli = runCli(['--prot', '1']);
+  it('refuses an unknown flag and a bad value with one line and exit status 2', async () => {
+    const unknown = runCli(['--prot', '1']);
+    const badValue = runCli(['--demo-port', 'x']);
+    expect(await unknown.exited).toBe(2);
+    expect(unknown.output()).toEqual({
+      stdout: '',
+      stderr: 'unknown flag --prot (did you mean --port?); npm start -- --help lists the flags\n',
+    });
+    expect(await badValue.exited).toBe(2);
+    expect(badValue.output().stderr).toBe(
+      '--demo-port: not a port number: x (0–65535); npm start -- --help lists the flags\n',
+    );
+  }, 40_000);
+
+  it('--help lists every flag and exits 0', async () => {
+    const cli = runCli(['--help']);
+    expect(await cli.exited).toBe(0);
+    const { stdout } = cli.output();
+    expect(stdout).toMatch(/^Usage: npm start -- \[flags\]/);
+    for (const name of Object.keys(FLAGS)) expect(stdout).toContain(`--${name}`);
+  }, 40_000);
+
+  it('names the flag whose chosen port is in use (exit 1), without starting anything', async () => {
+    const busy = createServer();
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+    const { port } = busy.address() as AddressInfo;
+    try {
+      const cli = runCli(['--port', '0', '--demo-port', String(port), '--demo-modern-port', '0']);
+      expect(await cli.exited).toBe(1);
+      expect(cli.output().stderr).toBe(
+        `--demo-port ${port}: in use by another process; choose another port with --demo-port N (0 picks a free one)\n`,
+      );
+      expect(cli.output().stdout).not.toContain('MCP gateway ready');
+    } finally {
+      await new Promise((resolve) => busy.close(resolve));
+    }
+  }, 40_000);
+
+  it('--lambda is parsed but not available yet', async () => {
+    const cli = runCli(['--lambda']);
     expect(await cli.exited).toBe(1);
-    expect(cli.output().stderr).toContain('usage: npm start --');
+    expect(cli.output().stderr).toBe('--lambda: not available yet\n');
   }, 40_000);
 });
 
 describe('start-up report', () => {
-  it('reports exposed names longer than 64 characters and unreachable targets', async () => {
+  it('reports exposed names longer than 64 characters and unreachable targets; a 2026-07-28-only target is reachable', async () => {
     const demo = await startDemoTarget();
+    const modern = await startModernDemoTarget();
     const warnings: Array<[string, unknown]> = [];
     const logger: GatewayLogger = {
       debug: () => undefined,
@@ -81,25 +127,31 @@ describe('start-up report', () => {
     };
     try {
       const long = 'a-very-long-target-name-that-pushes-every-exposed-name-over-64';
+      const longModern = 'a-modern-only-target-whose-name-pushes-exposed-names-over-64';
       const config = parseConfig({
         targets: [
           { name: long, url: demo.url },
+          { name: longModern, url: modern.url },
           { name: 'down', url: 'http://127.0.0.1:9/mcp' },
         ],
       });
       const report = await reportTargetsAtStartup(
         buildGatewayDeps(config, { logger, store: {} as DynamoSessionStore }),
       );
-      expect(report.reachable).toEqual([long]);
+      expect([...report.reachable].sort()).toEqual([long, longModern].sort());
       expect(report.longNames).toContain(`${long}___access_github_repo`);
+      expect(report.longNames).toContain(`${longModern}___confirm_stateless`);
       expect(warnings.map(([m]) => m)).toEqual(
         expect.arrayContaining([
           'target not reachable at start-up',
           'exposed names longer than 64 characters; some clients refuse them',
         ]),
       );
+      const unreachable = warnings.filter(([m]) => m === 'target not reachable at start-up');
+      expect(unreachable.map(([, extra]) => (extra as { target: string }).target)).toEqual(['down']);
     } finally {
       await demo.close();
+      await modern.close();
     }
   });
 });

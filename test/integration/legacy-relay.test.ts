@@ -1,4 +1,5 @@
 import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
+import { clickOnConsentPage } from '../support/consent-page';
 import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
 import { type GatewayKind, type GatewayUnderTest, startGateway } from '../support/gateways';
 import { callAndAnswer, eventually, initSession, type Json, post, sessionItems, sseEvents } from '../support/mcp-http';
@@ -78,14 +79,15 @@ describe.each(kinds)('relay through the %s', (kind) => {
         url,
         headers,
         { id: 'u', params: { name: 'demo___access_github_repo', arguments: { repo: 'o/r' } } },
-        () => ({
-          result: { action: 'accept' },
-        }),
+        async (asked) => {
+          await clickOnConsentPage(asked.params.url, 'allow'); // the user allows it on the target's page
+          return { result: { action: 'accept' } };
+        },
       );
       const [asked, completed] = call.messages;
       expect(asked.params).toMatchObject({
         mode: 'url',
-        url: expect.stringContaining('repo=o%2Fr'),
+        url: `${new URL(demo.url).origin}/consent/${asked.params.elicitationId}`, // the target's consent page
         elicitationId: expect.any(String),
       });
       expect(completed).toEqual({
@@ -156,11 +158,13 @@ describe.each(kinds)('relay through the %s', (kind) => {
       );
       expect(first.response.id).toBe('first');
       expect(first.response.error.code).toBe(-32042);
-      expect(first.response.error.data.elicitations[0]).toMatchObject({
+      const [asked] = first.response.error.data.elicitations;
+      expect(asked).toMatchObject({
         mode: 'url',
-        url: `https://auth.example/consent?resource=${resource}`,
+        url: `${new URL(demo.url).origin}/consent/${asked.elicitationId}`,
         elicitationId: expect.any(String),
       });
+      await clickOnConsentPage(asked.url, 'allow');
       const retry = await callAndAnswer(
         url,
         headers,

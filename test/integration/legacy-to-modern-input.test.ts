@@ -2,6 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { type CallToolResult, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
+import { clickOnConsentPage } from '../support/consent-page';
 import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
 import { type GatewayKind, type GatewayUnderTest, startGateway } from '../support/gateways';
 import { callAndAnswer, eventually, initSession, type Json, post, sessionItems, sseEvents } from '../support/mcp-http';
@@ -96,13 +97,14 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
       url,
       headers,
       { id: 'u', params: { name: 'new___access_github_repo', arguments: { repo: 'o/r' } } },
-      () => ({
-        result: { action: 'accept' },
-      }),
+      async (asked) => {
+        await clickOnConsentPage(asked.params.url, 'allow'); // the user allows it on the target's page
+        return { result: { action: 'accept' } };
+      },
     );
     expect(call.messages[0].params).toMatchObject({
       mode: 'url',
-      url: expect.stringContaining('repo=o%2Fr'),
+      url: expect.stringMatching(new RegExp(`^${new URL(target.url).origin}/consent/`)), // the target's consent page
       elicitationId: expect.stringMatching(/^gw-elicitation-/),
     });
     expect(call.response.result.content).toEqual([{ type: 'text', text: 'accessed o/r' }]);
@@ -301,7 +303,10 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
     const asked: string[] = [];
     client.setRequestHandler(ElicitRequestSchema, async (request) => {
       asked.push(request.params.message);
-      if (request.params.mode === 'url') return { action: 'accept' };
+      if (request.params.mode === 'url') {
+        await clickOnConsentPage(request.params.url, 'allow');
+        return { action: 'accept' };
+      }
       return { action: 'accept', content: { confirm: true } };
     });
     await client.connect(new StreamableHTTPClientTransport(new URL(url)));

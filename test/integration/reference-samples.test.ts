@@ -5,8 +5,10 @@ import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
   ListRootsRequestSchema,
+  UrlElicitationRequiredError,
 } from '@modelcontextprotocol/sdk/types.js';
 import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
+import { clickOnConsentPage } from '../support/consent-page';
 import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
 import { type GatewayKind, type GatewayUnderTest, startGateway } from '../support/gateways';
 import { initSession, type Json, sseEvents } from '../support/mcp-http';
@@ -130,7 +132,8 @@ describe.each(kinds)('reference clients through the %s', (kind) => {
       if (data.method === 'elicitation/create') {
         const elicitation_id = data.id;
         const url = data.params.url;
-        opened.push(url); // webbrowser.open(url); input("Press Enter ...")
+        opened.push(url); // webbrowser.open(url)
+        await clickOnConsentPage(url, 'allow'); // the user completes the page; input("Press Enter ...")
         // Send elicitation response
         await requests_post(gateway_url, headers, { jsonrpc: '2.0', id: elicitation_id, result: { action: 'accept' } });
       } else if ('result' in data) {
@@ -138,9 +141,8 @@ describe.each(kinds)('reference clients through the %s', (kind) => {
         break;
       }
     }
-    expect(opened).toEqual([
-      expect.stringMatching(/^https:\/\/github\.example\/login\/oauth\/authorize\?repo=my-org%2Fmy-repo&elicitation=/),
-    ]);
+    // The demo target's own consent page (it used to be a github.example URL that does not resolve).
+    expect(opened).toEqual([expect.stringMatching(new RegExp(`^${new URL(demo.url).origin}/consent/[0-9a-f-]{36}$`))]);
     expect(result).toEqual({ content: [{ type: 'text', text: 'accessed my-org/my-repo' }] });
   });
 
@@ -156,7 +158,10 @@ describe.each(kinds)('reference clients through the %s', (kind) => {
       );
       client.setRequestHandler(ElicitRequestSchema, async (request) => {
         asked.push(request.params.message);
-        if (request.params.mode === 'url') return { action: 'accept' };
+        if (request.params.mode === 'url') {
+          await clickOnConsentPage(request.params.url, 'allow');
+          return { action: 'accept' };
+        }
         const action = /a(\d)/.exec(request.params.message)?.[1];
         // Answers arrive out of order on purpose: later calls answer first.
         await new Promise((resolve) => setTimeout(resolve, action ? (6 - Number(action)) * 25 : 0));
@@ -210,19 +215,19 @@ describe.each(kinds)('reference clients through the %s', (kind) => {
     });
 
     it('surfaces the -32042 error as the SDK’s UrlElicitationRequiredError', async () => {
-      await expect(
-        client.callTool({ name: 'demo___url_required', arguments: { resource: `sdk-${kind.replace(' ', '-')}` } }),
-      ).rejects.toMatchObject({
+      const resource = `sdk-${kind.replace(' ', '-')}`;
+      const refused = await client
+        .callTool({ name: 'demo___url_required', arguments: { resource } })
+        .catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(UrlElicitationRequiredError);
+      expect(refused).toMatchObject({
         code: -32042,
       });
-      expect(
-        textOf(
-          await client.callTool({
-            name: 'demo___url_required',
-            arguments: { resource: `sdk-${kind.replace(' ', '-')}` },
-          }),
-        ),
-      ).toBe(`authorized sdk-${kind.replace(' ', '-')}`);
+      // The user completes the page the error names, then the client retries.
+      await clickOnConsentPage((refused as UrlElicitationRequiredError).elicitations[0]!.url, 'allow');
+      expect(textOf(await client.callTool({ name: 'demo___url_required', arguments: { resource } }))).toBe(
+        `authorized ${resource}`,
+      );
     });
   });
 });

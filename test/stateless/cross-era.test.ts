@@ -1,8 +1,9 @@
 import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
 import type { LocalGateway } from '../../lambda/local/local-gateway';
 import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
-import { initSession, post as post2025, readMessage } from '../support/mcp-http';
-import { type Json, meta, modernCall, modernHeaders, sseMessages, startGateway } from './helpers';
+import { clickOnConsentPage } from '../support/consent-page';
+import { eventually, initSession, post as post2025, readMessage } from '../support/mcp-http';
+import { type Json, meta, modernCall, modernHeaders, post, sseMessages, startGateway } from './helpers';
 
 /**
  * Across eras: a 2026-07-28 client calling a 2025-only target, and a 2025 session calling a
@@ -67,8 +68,9 @@ describe('2026-07-28 client → 2025-only target (DynamoDB unreachable)', () => 
     });
   });
 
-  test('a target elicitation cannot cross eras: a clear error, the call is cancelled at the target, no hang', async () => {
+  test('a target elicitation becomes a bridged input round, which needs DynamoDB: without it a clear 503, the call is cancelled at the target, no hang', async () => {
     const started = Date.now();
+    const cancelledBefore = legacyTarget.stats().cancelledRequestIds.length;
     const res = await modernCall(
       url,
       'tools/call',
@@ -76,8 +78,25 @@ describe('2026-07-28 client → 2025-only target (DynamoDB unreachable)', () => 
       'e1',
     );
     expect(Date.now() - started).toBeLessThan(5000);
-    expect(res.status).toBe(200);
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('1');
     expect(res.body.error.code).toBe(-32603);
+    expect(res.body.error.data).toMatchObject({ type: 'ServiceUnavailable', retryable: true });
+    await eventually(() => expect(legacyTarget.stats().cancelledRequestIds.length).toBe(cancelledBefore + 1));
+  });
+
+  test('a JSON-only request cannot hold a bridged call: CrossEraInputUnsupported, cancelled at the target, no hang', async () => {
+    const res = await post(
+      url,
+      { ...modernHeaders('tools/call', 'old___use_aws'), Accept: 'application/json' },
+      {
+        jsonrpc: '2.0',
+        id: 'j1',
+        method: 'tools/call',
+        params: { name: 'old___use_aws', arguments: { command: 'aws s3 ls' }, _meta: meta() },
+      },
+    );
+    expect(res.status).toBe(200);
     expect(res.body.error.message).toContain('elicitation/create');
     expect(res.body.error.data).toMatchObject({
       type: 'CrossEraInputUnsupported',
@@ -100,9 +119,10 @@ describe('2026-07-28 client → 2025-only target (DynamoDB unreachable)', () => 
       params: {
         mode: 'url',
         message: 'Authorization required for r-1',
-        url: 'https://auth.example/consent?resource=r-1',
+        url: expect.stringMatching(new RegExp(`^${new URL(legacyTarget.url).origin}/consent/[0-9a-f-]{36}$`)),
       },
     });
+    await clickOnConsentPage(request.params.url, 'allow');
     const retry = await modernCall(
       url,
       'tools/call',

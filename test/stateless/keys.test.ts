@@ -1,5 +1,5 @@
 import { parseConfig } from '../../lambda/config/schema';
-import { resolveKeySecrets, type SecretReader } from '../../lambda/crypto/keys';
+import { keySecretsFromConfig, resolveKeySecrets, type SecretReader } from '../../lambda/crypto/keys';
 import { SealedBox } from '../../lambda/crypto/sealed-box';
 import { SILENT } from './helpers';
 
@@ -60,6 +60,24 @@ test('no key anywhere: a random one, with a warning', async () => {
   );
   expect(secrets.current.length).toBeGreaterThanOrEqual(32);
   expect(warnings[0]).toContain('random');
+});
+
+test('the local server says its random key at INFO: one process is the expected case there', () => {
+  const lines: Array<[string, string]> = [];
+  const logger = {
+    ...SILENT,
+    info: (m: string) => void lines.push(['INFO', m]),
+    warn: (m: string) => void lines.push(['WARN', m]),
+  } as never;
+  expect(keySecretsFromConfig(parseConfig({}), logger, true).current.length).toBeGreaterThanOrEqual(32);
+  expect(lines).toEqual([
+    [
+      'INFO',
+      'generated a random requestState key for this process; set requestStateKeys to share one across processes',
+    ],
+  ]);
+  expect(keySecretsFromConfig(parseConfig({}), logger).current.length).toBeGreaterThanOrEqual(32);
+  expect(lines[1]?.[0]).toBe('WARN');
 });
 
 test('a too short or missing secret fails the cold start with a message naming it', async () => {

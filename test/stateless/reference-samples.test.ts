@@ -1,5 +1,6 @@
 import type { LocalGateway } from '../../lambda/local/local-gateway';
 import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
+import { clickOnConsentPage } from '../support/consent-page';
 import { type Json, startGateway } from './helpers';
 
 /**
@@ -103,7 +104,10 @@ test('URL mode sample (2026-07-28): input_required with a URL request, then the 
   const print = (line: string) => printed.push(line);
   const opened: string[] = [];
   const webbrowser = { open: (url: string) => opened.push(url) };
-  const input = (_prompt: string) => ''; // "Press Enter after completing authentication..."
+  // "Press Enter after completing authentication...": the user has completed the page that was opened.
+  const input = async (_prompt: string) => {
+    for (const page of opened) await clickOnConsentPage(page, 'allow');
+  };
 
   const META = {
     'io.modelcontextprotocol/protocolVersion': '2026-07-28',
@@ -137,7 +141,7 @@ test('URL mode sample (2026-07-28): input_required with a URL request, then the 
       const params = input_request.params;
       print(`URL elicitation: ${params.message}`);
       webbrowser.open(params.url);
-      input('Press Enter after completing authentication...');
+      await input('Press Enter after completing authentication...');
       input_responses[key] = { action: 'accept' };
     }
 
@@ -161,7 +165,8 @@ test('URL mode sample (2026-07-28): input_required with a URL request, then the 
 
   print(`Tool result: ${JSON.stringify(result)}`);
   expect(printed[0]).toBe('URL elicitation: Authorize access to my-org/my-repo');
-  expect(opened).toEqual(['https://github.example/login/oauth/authorize?repo=my-org%2Fmy-repo']);
+  // The demo target's own consent page (it used to be a github.example URL that does not resolve).
+  expect(opened).toEqual([expect.stringMatching(new RegExp(`^${new URL(target.url).origin}/consent/[0-9a-f-]{36}$`))]);
   expect(result.resultType).toBe('complete');
   expect(result.content).toEqual([{ type: 'text', text: 'accessed my-org/my-repo' }]);
 });

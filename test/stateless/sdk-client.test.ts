@@ -1,6 +1,7 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { LocalGateway } from '../../lambda/local/local-gateway';
 import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
+import { clickOnConsentPage } from '../support/consent-page';
 import { startGateway } from './helpers';
 
 /**
@@ -29,7 +30,7 @@ afterAll(async () => {
 });
 
 async function connect(
-  answer: (request: { params: Record<string, unknown> }) => Record<string, unknown>,
+  answer: (request: { params: Record<string, unknown> }) => Record<string, unknown> | Promise<Record<string, unknown>>,
   seen: string[],
 ): Promise<Client> {
   const client = new Client(
@@ -38,7 +39,7 @@ async function connect(
   );
   client.setRequestHandler('elicitation/create', async (request) => {
     seen.push(String(request.params.message));
-    return answer(request as { params: Record<string, unknown> }) as never;
+    return (await answer(request as { params: Record<string, unknown> })) as never;
   });
   await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
   clients.push(client);
@@ -61,10 +62,11 @@ test('pinned v2 client: form elicitation through the gateway with the automatic 
 
 test('pinned v2 client: URL elicitation, and a decline reaches the target as a decline', async () => {
   const seen: string[] = [];
-  const client = await connect(
-    (request) => (request.params.mode === 'url' ? { action: 'accept' } : { action: 'decline' }),
-    seen,
-  );
+  const client = await connect(async (request) => {
+    if (request.params.mode !== 'url') return { action: 'decline' };
+    await clickOnConsentPage(String(request.params.url), 'allow'); // the user allows it on the target's page
+    return { action: 'accept' };
+  }, seen);
   const url = await client.callTool({ name: 'modern___access_github_repo', arguments: { repo: 'my-org/my-repo' } });
   expect(url.content).toEqual([{ type: 'text', text: 'accessed my-org/my-repo' }]);
   const declined = await client.callTool({ name: 'modern___use_aws', arguments: { command: 'rm -rf /' } });

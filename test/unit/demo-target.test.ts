@@ -15,6 +15,7 @@ import {
   UrlElicitationRequiredError,
 } from '@modelcontextprotocol/sdk/types.js';
 import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
+import { clickOnConsentPage } from '../support/consent-page';
 
 /** One HTTP exchange seen by the client transport's fetch. */
 interface Exchange {
@@ -97,8 +98,14 @@ interface TestClient {
   logs: unknown[];
 }
 
-function elicitAnswer(params: ElicitRequest['params']): ElicitResult {
-  if (params.mode === 'url') return { action: 'accept' };
+type Answer = (params: ElicitRequest['params']) => ElicitResult | Promise<ElicitResult>;
+
+/** A user who allows on the consent page (as the reference samples do: open the URL, finish there, accept). */
+async function elicitAnswer(params: ElicitRequest['params']): Promise<ElicitResult> {
+  if (params.mode === 'url') {
+    await clickOnConsentPage(params.url, 'allow');
+    return { action: 'accept' };
+  }
   const props = params.requestedSchema.properties;
   if ('confirm' in props) return { action: 'accept', content: { confirm: true } };
   if ('name' in props) return { action: 'accept', content: { name: 'Ada' } };
@@ -125,7 +132,7 @@ const opened: TestClient[] = [];
 async function connect(
   target: DemoTarget,
   capabilities: ClientCapabilities = FULL_CAPS,
-  answer: (params: ElicitRequest['params']) => ElicitResult = elicitAnswer,
+  answer: Answer = elicitAnswer,
 ): Promise<TestClient> {
   const log: Exchange[] = [];
   const client = new Client({ name: 'demo-target-test', version: '1.0.0' }, { capabilities });
@@ -275,9 +282,8 @@ describe('demo target', () => {
     const el = tc.elicitations[tc.elicitations.length - 1];
     if (el.mode !== 'url') throw new Error('expected a URL elicitation');
     expect(el.message).toBe('Authorize access to octo/repo');
-    expect(el.url).toBe(
-      `https://github.example/login/oauth/authorize?repo=octo%2Frepo&elicitation=${el.elicitationId}`,
-    );
+    // The target's own consent page (it used to be a github.example URL that does not resolve).
+    expect(el.url).toBe(`${new URL(target.url).origin}/consent/${el.elicitationId}`);
     expect(tc.completions).toContain(el.elicitationId);
     const post = postsCarrying(tc, 'notifications/elicitation/complete').find((e) =>
       e.sse.some((m) => m.params?.elicitationId === el.elicitationId),
@@ -290,27 +296,36 @@ describe('demo target', () => {
     ]);
   });
 
-  it('url_required: -32042 first, then succeeds', async () => {
-    let caught: unknown;
-    try {
-      await tc.client.callTool({ name: 'url_required', arguments: { resource: 'db' } });
-    } catch (err) {
-      caught = err;
-    }
-    expect(caught).toBeInstanceOf(McpError);
-    expect(caught).toBeInstanceOf(UrlElicitationRequiredError);
-    const err = caught as UrlElicitationRequiredError;
+  it('url_required: -32042 naming the consent page until the resource is allowed there, then succeeds', async () => {
+    const urlRequired = async (): Promise<UrlElicitationRequiredError> => {
+      let caught: unknown;
+      try {
+        await tc.client.callTool({ name: 'url_required', arguments: { resource: 'db' } });
+      } catch (err) {
+        caught = err;
+      }
+      expect(caught).toBeInstanceOf(McpError);
+      expect(caught).toBeInstanceOf(UrlElicitationRequiredError);
+      return caught as UrlElicitationRequiredError;
+    };
+    const err = await urlRequired();
     expect(err.code).toBe(ErrorCode.UrlElicitationRequired);
     expect(err.code).toBe(-32042);
     expect(err.elicitations).toHaveLength(1);
-    expect(err.elicitations[0]).toEqual(
+    const [asked] = err.elicitations;
+    expect(asked).toEqual(
       expect.objectContaining({
         mode: 'url',
-        url: 'https://auth.example/consent?resource=db',
+        url: `${new URL(target.url).origin}/consent/${asked?.elicitationId}`,
         elicitationId: expect.any(String),
-        message: expect.any(String),
+        message: 'Authorization required for db',
       }),
     );
+    // A retry before the person has allowed it: the same request again, not a success.
+    expect((await urlRequired()).elicitations).toEqual([asked]);
+    expect((await clickOnConsentPage(asked!.url, 'allow')).status).toBe(200);
+    // The completion notification reaches this session (on its GET stream): the SDK client may retry on it.
+    await waitFor(() => tc.completions.includes(asked!.elicitationId), 'notifications/elicitation/complete');
     expect(await call(tc, 'url_required', { resource: 'db' })).toEqual({ text: 'authorized db', isError: false });
   });
 

@@ -1,0 +1,25 @@
+/**
+ * The relayed calls this instance holds, by session and upstream request id: a client's
+ * `notifications/cancelled` that reaches the same instance stops its call at once. (On Lambda an
+ * execution environment runs one invocation at a time, so a cancellation always reaches another
+ * one: that goes through a marker in DynamoDB, see call-relay.ts.)
+ */
+export interface CancellableCall {
+  cancelByClient(reason: string | undefined): void;
+}
+
+export class ActiveCalls {
+  private readonly calls = new Map<string, CancellableCall>();
+
+  register(sessionId: string, upstreamId: string, call: CancellableCall): () => void {
+    const key = `${sessionId}\u0000${upstreamId}`;
+    this.calls.set(key, call);
+    return () => {
+      if (this.calls.get(key) === call) this.calls.delete(key);
+    };
+  }
+
+  get(sessionId: string, upstreamId: string): CancellableCall | undefined {
+    return this.calls.get(`${sessionId}\u0000${upstreamId}`);
+  }
+}

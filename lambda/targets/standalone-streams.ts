@@ -1,0 +1,207 @@
+import { createParser } from 'eventsource-parser';
+import type { GatewayLogger } from '../observability/logger';
+import { describeError } from '../observability/logger';
+import { MCP_HEADERS } from '../protocol/headers';
+import { isNotification, isRequest } from '../protocol/jsonrpc';
+import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
+import type { LegacySession, LegacyTargetClient } from './legacy-client';
+import type { StreamListeners } from './sse-reader';
+
+/**
+ * The standalone GET stream of legacy target sessions. A target may send its requests to the user
+ * (elicitation, sampling, roots) and notifications there instead of on the call's POST stream: the
+ * official SDKs do so for every request not tied to the call (v1 `server.server.elicitInput(params)`
+ * without `relatedRequestId`, v2 `ctx.mcpReq.elicitInput` in a 2025 session), and drop them when no
+ * GET stream is open. So a call that can relay such requests attaches to its target session's
+ * stream first, and the stream is open before the call is sent.
+ *
+ * - One GET connection per (target session, instance), shared by the calls of that session that run
+ *   here; opened on the first attach, closed when the last call detaches (nothing outlives the
+ *   invocations that use it, as Lambda requires).
+ * - A request on the stream belongs to no call: it goes to the call that attached first (still
+ *   attached). Progress goes to the call whose token it names; other notifications to the first call.
+ * - 409 (the target allows one GET stream per session and another instance holds it): retried every
+ *   `retryMs` while calls are attached; meanwhile that instance relays the requests on its own call's
+ *   stream of the same client session.
+ * - A stream that ends early is reopened, with `Last-Event-ID` when the target gave event ids.
+ * - 405 (no GET stream): remembered per target for `unsupportedTtlMs`; calls then go ahead without.
+ */
+
+export interface StandaloneListener extends StreamListeners {
+  /** The progress token this call's request carries upstream, to route progress to it. */
+  progressToken?: string;
+}
+
+interface Connection {
+  target: string;
+  client: LegacyTargetClient;
+  session: LegacySession;
+  listeners: StandaloneListener[];
+  abort?: AbortController;
+  lastEventId?: string;
+  retry?: NodeJS.Timeout;
+  /** Resolves once the stream answered (open, refused, busy) or could not be reached. */
+  ready?: Promise<void>;
+}
+
+export interface StandaloneStreamsOptions {
+  /** How long to wait for the GET's response headers before sending the call anyway. */
+  openTimeoutMs?: number;
+  retryMs?: number;
+  unsupportedTtlMs?: number;
+}
+
+export class StandaloneStreams {
+  private readonly connections = new Map<string, Connection>();
+  private readonly unsupported = new Map<string, number>();
+  private readonly openTimeoutMs: number;
+  private readonly retryMs: number;
+  private readonly unsupportedTtlMs: number;
+  /** GET requests sent (for tests and metrics). */
+  opened = 0;
+
+  constructor(
+    private readonly logger: GatewayLogger,
+    options: StandaloneStreamsOptions = {},
+  ) {
+    this.openTimeoutMs = options.openTimeoutMs ?? 500;
+    this.retryMs = options.retryMs ?? 1000;
+    this.unsupportedTtlMs = options.unsupportedTtlMs ?? 10 * 60_000;
+  }
+
+  /**
+   * Attaches a call's listeners to its target session's stream, opening the stream if needed; resolves
+   * when the stream is open (or known unavailable), so the call can be sent. Returns the detach function.
+   */
+  async attach(client: LegacyTargetClient, session: LegacySession, listener: StandaloneListener): Promise<() => void> {
+    const target = client.name;
+    const sessionId = session.targetSessionId;
+    const refusedAt = this.unsupported.get(target);
+    if (!sessionId || (refusedAt !== undefined && Date.now() - refusedAt < this.unsupportedTtlMs))
+      return () => undefined;
+    const key = `${target}\u0000${sessionId}`;
+    let connection = this.connections.get(key);
+    if (!connection) {
+      connection = { target, client, session, listeners: [] };
+      this.connections.set(key, connection);
+    }
+    connection.listeners.push(listener);
+    const current = connection;
+    if (!current.abort && !current.retry) current.ready = this.open(key, current);
+    await current.ready;
+    return () => this.detach(key, current, listener);
+  }
+
+  private detach(key: string, connection: Connection, listener: StandaloneListener): void {
+    connection.listeners = connection.listeners.filter((l) => l !== listener);
+    if (connection.listeners.length > 0) return;
+    clearTimeout(connection.retry);
+    connection.retry = undefined;
+    connection.abort?.abort();
+    connection.abort = undefined;
+    if (this.connections.get(key) === connection) this.connections.delete(key);
+  }
+
+  /** One GET; settles when its headers arrive (or the wait is over), then reads in the background. */
+  private open(key: string, connection: Connection): Promise<void> {
+    const abort = new AbortController();
+    connection.abort = abort;
+    this.opened++;
+    const headersIn = (async () => {
+      const headers = await connection.client.endpoint.headers({
+        [MCP_HEADERS.protocolVersion]: connection.session.protocolVersion,
+        [MCP_HEADERS.sessionId]: connection.session.targetSessionId ?? '',
+        accept: 'text/event-stream',
+        ...(connection.lastEventId ? { [MCP_HEADERS.lastEventId]: connection.lastEventId } : {}),
+      });
+      delete headers['content-type'];
+      return fetch(connection.client.endpoint.config.url, { method: 'GET', headers, signal: abort.signal });
+    })();
+    const settled = headersIn.then(
+      (res) => this.onResponse(key, connection, abort, res),
+      (error: unknown) => {
+        if (!abort.signal.aborted) {
+          this.logger.debug('standalone stream not opened', { target: connection.target, error: describeError(error) });
+          this.scheduleRetry(key, connection, abort);
+        }
+      },
+    );
+    // The call goes ahead once the stream is open, or after the wait: a slow GET must not stall it.
+    return Promise.race([settled, new Promise<void>((resolve) => setTimeout(resolve, this.openTimeoutMs).unref())]);
+  }
+
+  private onResponse(key: string, connection: Connection, abort: AbortController, res: Response): void {
+    const type = res.headers.get('content-type') ?? '';
+    if (res.ok && type.includes('text/event-stream') && res.body) {
+      void this.read(connection, res.body).then(() => {
+        // Ended early (the target closed it, or a proxy): reopen while calls still need it.
+        if (!abort.signal.aborted && connection.abort === abort) this.scheduleRetry(key, connection, abort, 0);
+      });
+      return;
+    }
+    void res.body?.cancel().catch(() => undefined);
+    if (res.status === 405) {
+      this.unsupported.set(connection.target, Date.now());
+      this.logger.debug('target has no standalone stream', { target: connection.target });
+      return;
+    }
+    // 409: another instance holds the session's stream. 404: the session is gone (the call re-initializes).
+    if (res.status !== 404) this.scheduleRetry(key, connection, abort);
+  }
+
+  private scheduleRetry(key: string, connection: Connection, abort: AbortController, delayMs = this.retryMs): void {
+    if (connection.abort !== abort || connection.listeners.length === 0) return;
+    connection.abort = undefined;
+    connection.retry = setTimeout(() => {
+      connection.retry = undefined;
+      if (connection.listeners.length > 0 && this.connections.get(key) === connection) {
+        connection.ready = this.open(key, connection);
+      }
+    }, delayMs);
+    connection.retry.unref();
+  }
+
+  private async read(connection: Connection, body: NonNullable<Response['body']>): Promise<void> {
+    const parser = createParser({
+      onEvent: (event) => {
+        if (event.id) connection.lastEventId = event.id;
+        if (!event.data) return;
+        let message: unknown;
+        try {
+          message = JSON.parse(event.data);
+        } catch {
+          return;
+        }
+        if (isRequest(message)) this.route(connection, message);
+        else if (isNotification(message)) this.routeNotification(connection, message);
+      },
+    });
+    const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        parser.feed(value);
+      }
+    } catch {
+      // aborted (the last call detached) or broken: the caller decides whether to reopen
+    } finally {
+      reader.cancel().catch(() => undefined);
+    }
+  }
+
+  private route(connection: Connection, request: JSONRPCRequest): void {
+    const first = connection.listeners[0];
+    if (first?.onServerRequest) first.onServerRequest(request);
+    else this.logger.info('request on a standalone stream with no call to relay it', { target: connection.target });
+  }
+
+  private routeNotification(connection: Connection, notification: JSONRPCNotification): void {
+    const token = (notification.params as { progressToken?: unknown } | undefined)?.progressToken;
+    const owner =
+      notification.method === 'notifications/progress'
+        ? connection.listeners.find((l) => l.progressToken !== undefined && l.progressToken === token)
+        : connection.listeners[0];
+    owner?.onNotification?.(notification);
+  }
+}

@@ -1,0 +1,79 @@
+import { ConfigError, GatewayConfigSchema, parseConfig } from '../../lambda/config/schema';
+
+/** The configuration fields whose runtime behaviour is built elsewhere: CORS and per-target tool filters. */
+
+function target(tools: unknown) {
+  return { targets: [{ name: 'docs', url: 'https://docs.example.com/mcp', tools }] };
+}
+
+describe('cors', () => {
+  test('default: no origin is allowed', () => {
+    expect(parseConfig({}).cors).toEqual({ allowedOrigins: [] });
+  });
+
+  test.each([
+    'http://localhost:6274',
+    'https://app.example.com',
+    'https://app.example.com:8443',
+    'http://127.0.0.1:8080',
+    'http://[::1]:6274',
+    'vscode-webview://abcdef',
+    '*',
+  ])('accepts the origin %s', (value) => {
+    expect(parseConfig({ cors: { allowedOrigins: [value] } }).cors.allowedOrigins).toEqual([value]);
+  });
+
+  test.each([
+    ['a trailing slash', 'https://app.example.com/'],
+    ['a path', 'https://app.example.com/mcp'],
+    ['no scheme', 'localhost:6274'],
+    ['a port above 65535', 'http://localhost:65536'],
+    ['port 0', 'http://localhost:0'],
+    ['a query', 'https://app.example.com?x=1'],
+    ['a partial wildcard', 'https://*.example.com'],
+    ['an empty string', ''],
+  ])('refuses an origin with %s, naming the field', (_why, value) => {
+    expect(() => parseConfig({ cors: { allowedOrigins: [value] } })).toThrow(
+      /cors\.allowedOrigins\.0: an origin "scheme:\/\/host\[:port\]"/,
+    );
+  });
+
+  test('refuses unknown keys and more than 100 origins (the function URL limit)', () => {
+    expect(() => parseConfig({ cors: { allowedOrigin: ['*'] } })).toThrow(/cors\.allowedOrigin: /);
+    const many = Array.from({ length: 101 }, (_, i) => `https://app${i}.example.com`);
+    expect(() => parseConfig({ cors: { allowedOrigins: many } })).toThrow(/cors\.allowedOrigins: /);
+  });
+});
+
+describe('targets[].tools', () => {
+  test('include and exclude globs are kept as given; no filter by default', () => {
+    expect(parseConfig(target({ include: ['search_*', 'get_?'], exclude: ['*_admin'] })).targets[0].tools).toEqual({
+      include: ['search_*', 'get_?'],
+      exclude: ['*_admin'],
+    });
+    expect(parseConfig(target(undefined)).targets[0].tools).toBeUndefined();
+    expect(parseConfig(target({ exclude: ['delete_*', 'ns/tool.v2'] })).targets[0].tools).toEqual({
+      exclude: ['delete_*', 'ns/tool.v2'],
+    });
+  });
+
+  test.each([
+    ['an empty filter', {}, /targets\.0\.tools: give "include", "exclude" or both/],
+    ['an empty include list', { include: [] }, /targets\.0\.tools\.include: an empty include list/],
+    ['character classes', { include: ['[ab]*'] }, /targets\.0\.tools\.include\.0: a tool-name glob/],
+    ['braces', { exclude: ['{a,b}'] }, /targets\.0\.tools\.exclude\.0: a tool-name glob/],
+    ['negation', { exclude: ['!a'] }, /targets\.0\.tools\.exclude\.0: a tool-name glob/],
+    ['spaces', { exclude: ['a b'] }, /targets\.0\.tools\.exclude\.0: a tool-name glob/],
+    ['an empty pattern', { exclude: [''] }, /targets\.0\.tools\.exclude\.0: a tool-name glob/],
+    ['a non-list', { include: 'a*' }, /targets\.0\.tools\.include: /],
+    ['an unknown key', { only: ['a'] }, /targets\.0\.tools\.only: /],
+  ])('refuses %s, naming the field', (_why, tools, message) => {
+    expect(() => parseConfig(target(tools))).toThrow(ConfigError);
+    expect(() => parseConfig(target(tools))).toThrow(message);
+  });
+
+  test('a pattern longer than a tool name can be (128) is refused', () => {
+    expect(GatewayConfigSchema.safeParse(target({ include: ['a'.repeat(128)] })).success).toBe(true);
+    expect(GatewayConfigSchema.safeParse(target({ include: ['a'.repeat(129)] })).success).toBe(false);
+  });
+});

@@ -1,0 +1,27 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+
+/**
+ * `npm start` in a child process, as a person runs it: `ready()` resolves with the printed URL (or
+ * undefined if it exited first). Log level SILENT unless `env` says otherwise.
+ */
+export function runCli(args: string[], env: NodeJS.ProcessEnv = { GATEWAY_LOG_LEVEL: 'SILENT' }) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'lambda/local/cli.ts', ...args], {
+    cwd: join(__dirname, '../..'),
+    env: { ...process.env, GATEWAY_LOG_LEVEL: undefined, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const ready = async () => {
+    for (let i = 0; i < 300 && !/MCP gateway ready: (\S+)/.test(stdout); i++) {
+      if (child.exitCode !== null) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return /MCP gateway ready: (\S+)/.exec(stdout)?.[1];
+  };
+  return { child, exited, ready, output: () => ({ stdout, stderr }) };
+}
