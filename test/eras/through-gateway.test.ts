@@ -66,8 +66,10 @@ afterAll(async () => {
 const last = <T>(list: T[]): T | undefined => list[list.length - 1];
 const GW_ID = /^gw-/;
 
-function targetLogLevel(target: TargetKind, client: EraClient): () => string | undefined {
-  if (target === 'old') return () => last(a.stats().logLevels);
+function targetLogLevel(target: TargetKind, client: EraClient): (() => string | undefined) | undefined {
+  // A 2026-07-28 client's _meta logLevel for a 2025-only target: the gateway may set the target
+  // session's level or filter itself; only what the client receives is checked.
+  if (target === 'old') return is2026(client) ? undefined : () => last(a.stats().logLevels);
   if (target === 'new') return () => last(c.stats().modern.calls)?.logLevel;
   return is2026(client) ? () => last(b.stats().modern.calls)?.logLevel : () => last(b.stats().legacy.logLevels);
 }
@@ -148,7 +150,8 @@ describe('server requests on a 2025 target’s standalone GET stream', () => {
       const from = pair.exchanges.length;
       const results = await Promise.all(['x1', 'x2', 'x3'].map((env) => client!.callTool('old___deploy', { env })));
       expect(results.map((r) => r.text)).toEqual(['deployed to x1', 'deployed to x2', 'deployed to x3']);
-      expect(client.asked.map((x) => [x.id, x.params.message]).sort()).toEqual([
+      const asked = [...client.asked].sort((x, y) => String(x.params.message).localeCompare(String(y.params.message)));
+      expect(asked.map((x) => [x.id, x.params.message])).toEqual([
         [expect.stringMatching(GW_ID), 'Deploy to x1?'],
         [expect.stringMatching(GW_ID), 'Deploy to x2?'],
         [expect.stringMatching(GW_ID), 'Deploy to x3?'],
