@@ -121,6 +121,13 @@ describe('2025-only target: v1 McpServer, push style without relatedRequestId (s
     expect(a.stats().lastEventIds).toHaveLength(before.lastEventIds.length + 1);
   });
 
+  test('a tool that ends the GET stream mid-call (SSE polling) still reaches the client through Last-Event-ID', async () => {
+    await connect('v1', a.url, () => a.stats().liveGetStreams);
+    const before = a.stats().lastEventIds.length;
+    expect((await client!.callTool('deploy_polling', { env: 'polled' })).text).toBe('deployed to polled');
+    expect(a.stats().lastEventIds).toHaveLength(before + 1);
+  });
+
   test('a client pinned to 2026-07-28 cannot use it (no server/discover, no 2026-07-28)', async () => {
     await expect(connectClient('v2 pin 2026-07-28', a.url)).rejects.toThrow();
   });

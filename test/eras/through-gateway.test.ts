@@ -161,14 +161,21 @@ describe('server requests on a 2025 target’s standalone GET stream', () => {
     },
   );
 
-  test('a GET stream the target ends early is reopened (Last-Event-ID) and what it sent meanwhile still reaches the client', async () => {
-    client = await connectClient('v1', pair.url, CALL_TIMEOUT_MS);
-    expect((await client.callTool('old___deploy', { env: 'before' })).text).toBe('deployed to before');
-    const before = a.stats();
-    a.closeGetStreams();
-    expect((await client.callTool('old___deploy', { env: 'after' })).text).toBe('deployed to after');
-    expect(a.stats().getRequests).toBeGreaterThan(before.getRequests);
-  });
+  test.each(CLIENTS)(
+    '%s: a GET stream the target ends mid-call (SSE polling) is reopened with Last-Event-ID; the request sent meanwhile reaches the client',
+    async (kind) => {
+      client = await connectClient(kind, pair.url, CALL_TIMEOUT_MS);
+      const before = a.stats().lastEventIds.length;
+      expect((await client.callTool('old___deploy_polling', { env: 'polled' })).text).toBe('deployed to polled');
+      expect(a.stats().lastEventIds.length).toBeGreaterThan(before);
+      expect(client.asked).toEqual([
+        expect.objectContaining({
+          method: 'elicitation/create',
+          params: expect.objectContaining({ message: 'Deploy to polled?' }),
+        }),
+      ]);
+    },
+  );
 });
 
 describe('two requests in one call of a 2025-only target (form, then sampling)', () => {

@@ -84,6 +84,29 @@ function buildServer(stats: V1PushServerStats, authorized: Set<string>): McpServ
   );
 
   server.registerTool(
+    'deploy_polling',
+    {
+      description:
+        'Logs on the GET stream, ends it (SSE polling: the client reconnects with Last-Event-ID), then asks (form).',
+      inputSchema: { env: z.string() },
+    },
+    async ({ env }, extra) => {
+      await server.sendLoggingMessage({ level: 'info', data: `preparing ${env}` }, extra.sessionId);
+      extra.closeStandaloneSSEStream?.();
+      count(stats.asked, 'elicitation/create');
+      // Sent while the GET stream is closed: kept in the event store until the client resumes.
+      const answer = await server.server.elicitInput({
+        mode: 'form',
+        message: `Deploy to ${env}?`,
+        requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean' } }, required: ['confirm'] },
+      });
+      count(stats.answered, 'elicitation/create');
+      if (answer.action === 'accept' && answer.content?.confirm === true) return text(`deployed to ${env}`);
+      return text(`not deployed to ${env} (${answer.action})`);
+    },
+  );
+
+  server.registerTool(
     'connect_account',
     { description: 'Sends the user to a consent page (URL elicitation).', inputSchema: { service: z.string() } },
     async ({ service }) => {
