@@ -10,6 +10,7 @@ import {
 import { elicitationModes, missingCapability } from '../protocol/capabilities';
 import { GatewayError, rpcErrorOf } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
+import { atOrAbove } from '../protocol/log-levels';
 import type { InputRequest, InputRequiredResult, JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import type { Era } from '../protocol/versions';
 import { ProgressMapper } from '../relay/progress';
@@ -280,7 +281,9 @@ async function callOnce(
         onNotification: (notification) => {
           const mapped = progress.map(notification);
           // Log messages only for a client that asked for them (per-request logLevel).
-          if (!mapped || (mapped.method === 'notifications/message' && request.logLevel === undefined)) return;
+          // Log messages only for a client that asked for them, at its level or above: a pooled 2025 target
+          // session may have been opened at another caller's level.
+          if (!mapped || (mapped.method === 'notifications/message' && !atOrAbove(mapped, request.logLevel))) return;
           ctx.onNotification(mapped);
         },
       },

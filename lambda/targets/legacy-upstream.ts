@@ -83,7 +83,7 @@ export class LegacyUpstream implements Upstream {
           this.logger.info('target session expired; re-initializing', { target: this.target });
           this.caller.sessions.forget(this.target);
         } finally {
-          detach?.();
+          await detach?.();
         }
       }
     } finally {

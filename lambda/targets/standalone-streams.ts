@@ -42,7 +42,12 @@ interface Connection {
   retry?: NodeJS.Timeout;
   /** Resolves once the stream answered (open, refused, busy) or could not be reached. */
   ready?: Promise<void>;
+  /** Chunks read so far (drain watches it). */
+  received: number;
 }
+
+/** How long a finishing call waits at most for its session's GET stream to deliver what is in flight. */
+const DRAIN_MAX_MS = 50;
 
 export interface StandaloneStreamsOptions {
   /** How long to wait for the GET's response headers before sending the call anyway. */
@@ -71,25 +76,46 @@ export class StandaloneStreams {
 
   /**
    * Attaches a call's listeners to its target session's stream, opening the stream if needed; resolves
-   * when the stream is open (or known unavailable), so the call can be sent. Returns the detach function.
+   * when the stream is open (or known unavailable), so the call can be sent. Returns the detach
+   * function: it first lets what the target already sent on the stream be read (a target writes a
+   * log message there just before it answers on the call's stream, and the two race), then detaches.
    */
-  async attach(client: LegacyTargetClient, session: LegacySession, listener: StandaloneListener): Promise<() => void> {
+  async attach(
+    client: LegacyTargetClient,
+    session: LegacySession,
+    listener: StandaloneListener,
+  ): Promise<() => Promise<void>> {
     const target = client.name;
     const sessionId = session.targetSessionId;
     const refusedAt = this.unsupported.get(target);
-    if (!sessionId || (refusedAt !== undefined && Date.now() - refusedAt < this.unsupportedTtlMs))
-      return () => undefined;
+    if (!sessionId || (refusedAt !== undefined && Date.now() - refusedAt < this.unsupportedTtlMs)) {
+      return async () => undefined;
+    }
     const key = `${target}\u0000${sessionId}`;
     let connection = this.connections.get(key);
     if (!connection) {
-      connection = { target, client, session, listeners: [] };
+      connection = { target, client, session, listeners: [], received: 0 };
       this.connections.set(key, connection);
     }
     connection.listeners.push(listener);
     const current = connection;
     if (!current.abort && !current.retry) current.ready = this.open(key, current);
     await current.ready;
-    return () => this.detach(key, current, listener);
+    return async () => {
+      await this.drain(current);
+      this.detach(key, current, listener);
+    };
+  }
+
+  /** Waits while the stream is still delivering: a few event-loop turns, longer (bounded) while data flows. */
+  private async drain(connection: Connection): Promise<void> {
+    if (!connection.abort) return;
+    const until = Date.now() + DRAIN_MAX_MS;
+    do {
+      const seen = connection.received;
+      for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve));
+      if (connection.received === seen) return;
+    } while (Date.now() < until);
   }
 
   private detach(key: string, connection: Connection, listener: StandaloneListener): void {
@@ -181,6 +207,7 @@ export class StandaloneStreams {
       for (;;) {
         const { done, value } = await reader.read();
         if (done) return;
+        connection.received++;
         parser.feed(value);
       }
     } catch {
