@@ -5,4 +5,9 @@ import { createGatewayFromEnvironment } from './app/bootstrap';
  * Lambda entry point: function URL with InvokeMode RESPONSE_STREAM. `awslambda` is a global of the
  * Node.js managed runtime. The gateway is built on the first invocation of each execution environment.
  */
-export const handler = awslambda.streamifyResponse(createStreamingHandler(() => createGatewayFromEnvironment()));
+export const handler = awslambda.streamifyResponse(
+  createStreamingHandler(() => createGatewayFromEnvironment(), {
+    // Only in a real execution environment (or `--lambda`), never in a test process that imports this module.
+    gracefulShutdown: process.env.AWS_LAMBDA_RUNTIME_API !== undefined,
+  }),
+);

@@ -1,6 +1,6 @@
 import type { LambdaFunctionURLEvent, StreamifyHandler } from 'aws-lambda';
 import { errorResponse } from '../http/errors';
-import type { FetchHandler } from '../http/exchange';
+import type { FetchHandler, ShutdownableHandler } from '../http/exchange';
 import { GatewayError } from '../protocol/errors';
 import { eventToRequest, principalFromEvent, writeResponse } from './function-url';
 
@@ -10,7 +10,16 @@ export const DEADLINE_MARGIN_MS = 1000;
 export interface StreamingHandlerOptions {
   /** Where unexpected errors are reported (never to the client). Defaults to console.error. */
   onError?: (error: unknown) => void;
+  /**
+   * Handle SIGTERM (only in a Lambda execution environment: Lambda sends it before shutting an
+   * environment down when an extension is registered, and `npm start -- --lambda` when it stops): the
+   * handler's calls are ended (`shutdown`), the invocation's response is finished, then the process exits.
+   */
+  gracefulShutdown?: boolean;
 }
+
+/** How long SIGTERM waits for the running invocation's response to be written after its calls ended. */
+const FLUSH_ON_SHUTDOWN_MS = 300;
 
 /** The generic answer to any unexpected failure: the error text never leaves the function. */
 export function internalErrorResponse(): Response {
@@ -36,7 +45,38 @@ export function createStreamingHandler(
     return fetchHandler;
   };
 
+  const inFlight = new Set<Promise<void>>();
+  if (options.gracefulShutdown) {
+    process.once('SIGTERM', () => {
+      void (async () => {
+        const loaded = (await fetchHandler?.catch(() => undefined)) as ShutdownableHandler | undefined;
+        await loaded?.shutdown?.().catch(onError);
+        const flushed = Promise.allSettled([...inFlight]);
+        await Promise.race([flushed, new Promise((resolve) => setTimeout(resolve, FLUSH_ON_SHUTDOWN_MS))]);
+        process.exit(0);
+      })();
+    });
+  }
+
   return async (event, responseStream, context) => {
+    let settled!: () => void;
+    const invocation = new Promise<void>((resolve) => {
+      settled = resolve;
+    });
+    inFlight.add(invocation);
+    try {
+      await invoke(event, responseStream, context);
+    } finally {
+      inFlight.delete(invocation);
+      settled();
+    }
+  };
+
+  async function invoke(
+    event: LambdaFunctionURLEvent,
+    responseStream: awslambda.HttpResponseStream,
+    context: { getRemainingTimeInMillis(): number },
+  ): Promise<void> {
     // Client-disconnect detection: 'close'/'error' before the response finished. Real Lambda may never
     // signal this (see building-blocks §3.3), so the deadline below is the backstop.
     const controller = new AbortController();
@@ -66,5 +106,5 @@ export function createStreamingHandler(
       // The body failed after the headers went out; writeResponse has already ended the stream.
       onError(error);
     }
-  };
+  }
 }

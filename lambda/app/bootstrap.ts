@@ -5,7 +5,7 @@ import type { GatewayConfig } from '../config/schema';
 import { loadConfig } from '../config/source';
 import { keySecretsFromConfig, resolveKeySecrets } from '../crypto/keys';
 import { type KeySecrets, SealedBox } from '../crypto/sealed-box';
-import type { FetchHandler } from '../http/exchange';
+import type { ShutdownableHandler } from '../http/exchange';
 import { ActiveCalls } from '../legacy/active-calls';
 import { createLogger, type GatewayLogger } from '../observability/logger';
 import { LATEST_LEGACY_VERSION, legacyVersionsOf } from '../protocol/versions';
@@ -70,12 +70,17 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
  * GATEWAY_CONFIG (JSON, the shared schema), optionally DYNAMODB_ENDPOINT (local runs only) and
  * GATEWAY_KEEPALIVE_MS (SSE keep-alive interval, default 15 s).
  */
-export async function createGatewayFromEnvironment(env: NodeJS.ProcessEnv = process.env): Promise<FetchHandler> {
+export async function createGatewayFromEnvironment(env: NodeJS.ProcessEnv = process.env): Promise<ShutdownableHandler> {
   const config = await loadConfig(env); // GATEWAY_CONFIG or AppConfig (lambda/config/source.ts), once per cold start
   const documentClient = createDocumentClient({ endpoint: env.DYNAMODB_ENDPOINT || undefined });
   const keepAliveMs = env.GATEWAY_KEEPALIVE_MS ? Number(env.GATEWAY_KEEPALIVE_MS) : undefined;
   const logger = createLogger(config.logLevel);
   // Once per cold start: configuration, else Secrets Manager (GATEWAY_REQUEST_STATE_SECRET_ARN), else random.
   const requestStateKeys = await resolveKeySecrets(config, logger, env);
-  return createGateway(buildGatewayDeps(config, { documentClient, keepAliveMs, logger, requestStateKeys }));
+  const deps = buildGatewayDeps(config, { documentClient, keepAliveMs, logger, requestStateKeys });
+  // On SIGTERM the calls this environment holds are cancelled at their targets and their records removed.
+  return Object.assign(createGateway(deps), { shutdown: () => deps.activeCalls.shutdown(LAMBDA_SHUTDOWN_MS) });
 }
+
+/** Lambda gives a runtime 300–500 ms between SIGTERM and SIGKILL (with extensions registered). */
+const LAMBDA_SHUTDOWN_MS = 400;

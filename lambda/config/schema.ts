@@ -176,6 +176,11 @@ export const GatewayConfigSchema = z
     toolNamePrefix: z.enum(['always', 'conditional', 'never']).default('always'),
     sessionTimeoutSeconds: z.number().int().min(900).max(28800).default(3600),
     pendingRequestTimeoutSeconds: z.number().int().min(1).max(3600).default(300),
+    /**
+     * Requests of targets (and the gateway's own) waiting for one session's client at once; beyond
+     * it a target's request is refused (-32603 TooManyPendingRequests) instead of stored.
+     */
+    maxPendingRequestsPerSession: z.number().int().min(1).max(1000).default(100),
     supportedVersions: z
       .array(z.enum(ALL_PROTOCOL_VERSIONS))
       .min(1)

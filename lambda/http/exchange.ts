@@ -13,3 +13,6 @@ export interface ExchangeContext {
 }
 
 export type FetchHandler = (request: Request, ctx: ExchangeContext) => Promise<Response>;
+
+/** A handler that can end what it holds before its process exits (graceful shutdown, SIGTERM). */
+export type ShutdownableHandler = FetchHandler & { shutdown?: () => Promise<void> };

@@ -6,6 +6,8 @@
  */
 export interface CancellableCall {
   cancelByClient(reason: string | undefined): void;
+  /** Graceful shutdown: cancel at the target, tell the client, remove the records; resolves when done. */
+  shutdown(): Promise<void>;
 }
 
 export class ActiveCalls {
@@ -21,5 +23,23 @@ export class ActiveCalls {
 
   get(sessionId: string, upstreamId: string): CancellableCall | undefined {
     return this.calls.get(`${sessionId}\u0000${upstreamId}`);
+  }
+
+  get size(): number {
+    return this.calls.size;
+  }
+
+  /**
+   * SIGTERM: every call held here is cancelled at its target, its client told (-32001, retryable)
+   * and its pending records removed, before the process exits; bounded by `timeoutMs`.
+   */
+  async shutdown(timeoutMs: number): Promise<void> {
+    const all = Promise.all([...this.calls.values()].map((call) => call.shutdown()));
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, timeoutMs);
+    });
+    await Promise.race([all, bound]);
+    clearTimeout(timer);
   }
 }

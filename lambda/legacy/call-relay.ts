@@ -24,8 +24,8 @@ import { DeferredResponse } from '../relay/deferred-response';
 import { waitForHeldAnswer } from '../relay/held';
 import { upstreamRequestId } from '../relay/ids';
 import { ProgressMapper } from '../relay/progress';
-import { newPendingRecord } from '../state/records';
-import type { LoadedSession, PendingRecord } from '../state/store';
+import { CLAIM_LEASE_MS, HOLDER_LEASE_MS, HOLDER_RENEW_MS, newPendingRecord } from '../state/records';
+import type { CallEndReason, LoadedSession, PendingRecord } from '../state/store';
 import {
   type InputRequestEntry,
   inputRequiredOf,
@@ -55,7 +55,10 @@ export interface RelayInput {
 /** A relayed call still running after this long answers as a stream, so keep-alives can flow. */
 const STREAM_AFTER_MS = 1000;
 
-type EndReason = 'client-gone' | 'client-cancelled' | 'deadline' | 'pending-timeout';
+type EndReason = 'client-gone' | 'client-cancelled' | 'deadline' | 'pending-timeout' | 'answer-lost' | 'shutdown';
+
+/** How soon the holder looks again when it could not decide a pending timeout (DynamoDB unreachable). */
+const TIMEOUT_RECHECK_MS = 2000;
 
 /**
  * Relays one client request of a 2025 session (tools/call, prompts/get, resources/read,
@@ -83,6 +86,7 @@ export function relayCall(input: RelayInput): Promise<Response> {
     // A call the client cancelled gets no response on its stream (the spec: the receiver SHOULD NOT send one).
     if (silent && out.streaming) out.end();
     else out.finish(message, error ? httpStatusOf(error) : 200, error ? errorHeaders(error) : {});
+    relay.markDone();
   });
   return out.response;
 }
@@ -101,8 +105,17 @@ class Relay {
   private finished = false;
   private endReason?: EndReason;
   private cancelWatch?: NodeJS.Timeout;
+  private leaseRenewal?: NodeJS.Timeout;
+  /** Resolved once the call is over: records removed and the client's response finished. */
+  readonly markDone: () => void;
+  private readonly done: Promise<void>;
 
   constructor(private readonly input: RelayInput) {
+    let resolve!: () => void;
+    this.done = new Promise<void>((r) => {
+      resolve = r;
+    });
+    this.markDone = resolve;
     this.upstreamId = upstreamRequestId(input.request.id);
     this.progress = new ProgressMapper(
       (input.params._meta as { progressToken?: ProgressToken } | undefined)?.progressToken,
@@ -132,14 +145,19 @@ class Relay {
     deadline.unref();
     const unregister = this.input.deps.activeCalls.register(loaded.session.id, this.upstreamId, {
       cancelByClient: (reason) => this.stop('client-cancelled', reason ?? 'gateway: client cancelled'),
+      shutdown: () => {
+        this.stop('shutdown', 'gateway: shutting down');
+        return this.done;
+      },
     });
     let outcome: { message: JSONRPCMessage; error?: unknown; silent?: boolean };
     try {
       outcome = { message: await this.forward() };
     } catch (error) {
       // A stream that ended without a response may be the target honouring a cancellation sent from another instance.
-      if (!this.endReason && error instanceof DependencyFailedError && (await this.cancelledElsewhere())) {
-        this.stop('client-cancelled', 'gateway: the client cancelled the call');
+      if (!this.endReason && error instanceof DependencyFailedError) {
+        const marker = await this.cancelledElsewhere();
+        if (marker) this.stopFor(marker);
       }
       outcome = { message: this.failure(error), error: this.endReason ? undefined : error };
       if (this.endReason === 'client-cancelled') outcome.silent = true;
@@ -147,6 +165,7 @@ class Relay {
     this.finished = true;
     unregister();
     clearTimeout(this.cancelWatch);
+    clearTimeout(this.leaseRenewal);
     clearTimeout(deadline);
     exchange.signal.removeEventListener('abort', onClientGone);
     await this.queue;
@@ -299,6 +318,7 @@ class Relay {
   ): Promise<Array<Exclude<Awaited<ReturnType<typeof waitForHeldAnswer>>, string>> | 'timeout' | 'ended'> {
     const { deps, loaded, request, target } = this.input;
     const sent: Array<{ gatewayId: string; method: string }> = [];
+    await this.checkPendingCap(requests.length);
     for (const entry of requests) {
       const record = newPendingRecord(deps.config.pendingRequestTimeoutSeconds, {
         kind: 'held',
@@ -308,6 +328,7 @@ class Relay {
       });
       await deps.store.putPending(loaded.session, record);
       this.held.push(record.gatewayId);
+      this.renewLeases();
       sent.push({ gatewayId: record.gatewayId, method: entry.method });
     }
     const stream = this.stream();
@@ -360,6 +381,18 @@ class Relay {
         );
       case 'client-gone':
         return rpcErrorOf(id, 'ClientGone', 'Client went away');
+      case 'answer-lost':
+        return rpcErrorOf(
+          id,
+          'AnswerLost',
+          'The answer to a request of the target could not be delivered (the target refused it); the call was ended — retry the call',
+        );
+      case 'shutdown':
+        return rpcErrorOf(
+          id,
+          'ShuttingDown',
+          'The gateway instance holding this call is shutting down; the call was cancelled at the target — retry it',
+        );
       case 'client-cancelled':
         return rpcErrorOf(id, 'ClientCancelled', 'Request cancelled by the client');
       default:
@@ -396,11 +429,18 @@ class Relay {
       target,
       targetSessionId: upstream.session?.targetSessionId,
       targetRequestId: serverRequest.id,
+      targetProtocolVersion: upstream.session?.protocolVersion,
       clientRequestId: this.input.request.id,
     });
     try {
+      await this.checkPendingCap(1);
       await deps.store.putPending(loaded.session, record);
     } catch (error) {
+      if (error instanceof GatewayError && error.kind === 'TooManyPendingRequests') {
+        this.log.warn('refused a server request: too many pending requests in the session');
+        await upstream.reply(rpcError(serverRequest.id, error));
+        return;
+      }
       // Unrecorded, the client's answer could not be matched: refuse it at the target, which can fall back.
       this.log.warn('pending request not recorded; refused at the target', { error: describeError(error) });
       await upstream.reply(
@@ -414,6 +454,7 @@ class Relay {
     );
     timer.unref();
     this.relayed.set(record.gatewayId, { record, timer });
+    this.renewLeases();
     stream.send({ ...serverRequest, id: record.gatewayId });
     recordRelayedInput(serverRequest.method);
     this.log.info('relayed a server request', {
@@ -427,17 +468,80 @@ class Relay {
     if (message) this.stream()?.send(message);
   }
 
-  /** A pending request nobody answered in time: cancel the call unless another instance claimed it. */
+  /**
+   * A pending request nobody answered in time ends the call with -32001 unless the target took an
+   * answer: the holder expires the record (pending, or a delivery claim older than its lease → expired),
+   * so no answer can be delivered afterwards. When that is refused it reads why: answered (the target
+   * carries on), a delivery in flight (look again when its claim lapses), gone (end the call). A
+   * DynamoDB failure is no verdict: it looks again shortly (the deadline bounds it all).
+   */
   private async onPendingTimeout(gatewayId: string): Promise<void> {
     const entry = this.relayed.get(gatewayId);
-    if (!entry || this.finished) return;
-    const stillPending = await this.input.deps.store
-      .claimPending(this.input.loaded.session.id, gatewayId, 0)
-      .catch(() => false);
-    if (!stillPending) return; // answered meanwhile: the target carries on
-    this.log.info('pending request timed out', { gatewayRequestId: gatewayId });
+    if (!entry || this.finished || this.endReason) return;
+    const { store } = this.input.deps;
+    const sessionId = this.input.loaded.session.id;
+    const again = (ms: number) => {
+      entry.timer = setTimeout(() => void this.onPendingTimeout(gatewayId), ms);
+      entry.timer.unref();
+    };
+    let record: PendingRecord | undefined;
+    try {
+      if (await store.expirePending(sessionId, gatewayId)) {
+        this.log.info('pending request timed out', { gatewayRequestId: gatewayId });
+        recordExpiredInput(entry.record.method);
+        this.stop('pending-timeout');
+        return;
+      }
+      record = await store.getPending(sessionId, gatewayId, 0);
+    } catch (error) {
+      this.log.warn('pending timeout undecided: DynamoDB failed; looking again', { error: describeError(error) });
+      again(TIMEOUT_RECHECK_MS);
+      return;
+    }
+    if (record?.status === 'answered') return; // the target took the answer and carries on
+    if (record?.status === 'delivering') {
+      again(Math.max(100, (record.claimedAt ?? 0) + CLAIM_LEASE_MS - Date.now() + 100));
+      return;
+    }
+    this.log.info('pending request timed out (its record is gone)', { gatewayRequestId: gatewayId });
     recordExpiredInput(entry.record.method);
     this.stop('pending-timeout');
+  }
+
+  /** The cap on pending requests per session (the Query costs only calls that relay something). */
+  private async checkPendingCap(adding: number): Promise<void> {
+    const { deps, loaded } = this.input;
+    const cap = deps.config.maxPendingRequestsPerSession;
+    const count = await deps.store.countPending(loaded.session.id, cap);
+    if (count + adding > cap) {
+      throw new GatewayError(
+        'TooManyPendingRequests',
+        `Too many pending requests in this session (${count} waiting for the client, at most ${cap}: maxPendingRequestsPerSession); answer or cancel some first`,
+        { limit: cap },
+      );
+    }
+  }
+
+  /**
+   * While this call has records waiting for the client, their holder lease is renewed, so an
+   * instance that answers knows the call is still held; a holder that died stops being answered.
+   */
+  private renewLeases(): void {
+    if (this.leaseRenewal) return;
+    const renew = () => {
+      this.leaseRenewal = setTimeout(() => {
+        if (this.finished) return;
+        const ids = [...this.relayed.keys(), ...this.held];
+        void this.input.deps.store
+          .renewHolder(this.input.loaded.session.id, ids, Date.now() + HOLDER_LEASE_MS)
+          .catch((error) => this.log.warn('renewing the holder lease failed', { error: describeError(error) }))
+          .finally(() => {
+            if (!this.finished) renew();
+          });
+      }, HOLDER_RENEW_MS);
+      this.leaseRenewal.unref();
+    };
+    renew();
   }
 
   /**
@@ -448,17 +552,23 @@ class Relay {
    */
   private watchForCancellation(delayMs = 1000): void {
     this.cancelWatch = setTimeout(() => {
-      void this.cancelledElsewhere().then((cancelled) => {
-        if (cancelled) this.stop('client-cancelled', 'gateway: the client cancelled the call');
+      void this.cancelledElsewhere().then((marker) => {
+        if (marker) this.stopFor(marker);
         else if (!this.finished && !this.endReason) this.watchForCancellation(Math.min(5000, delayMs + 1000));
       });
     }, delayMs);
     this.cancelWatch.unref();
   }
 
-  private cancelledElsewhere(): Promise<boolean> {
+  private cancelledElsewhere(): Promise<CallEndReason | undefined> {
     const { deps, loaded } = this.input;
-    return deps.store.isCancelled(loaded.session.id, this.upstreamId).catch(() => false);
+    return deps.store.isCancelled(loaded.session.id, this.upstreamId).catch(() => undefined);
+  }
+
+  /** A marker another instance wrote: the client cancelled, or the target refused an answer of this call. */
+  private stopFor(marker: CallEndReason): void {
+    if (marker === 'answer-undeliverable') this.stop('answer-lost', 'gateway: an answer could not be delivered');
+    else this.stop('client-cancelled', 'gateway: the client cancelled the call');
   }
 
   /** Ends the call early: the target is told (by the upstream, on abort), the pending records go. */

@@ -7,7 +7,8 @@ import type { ClientMessage } from '../protocol/jsonrpc';
 import type { InitializeRequestParams, InitializeResult, JSONRPCRequest, RequestId } from '../protocol/types';
 import { legacyVersionsOf } from '../protocol/versions';
 import { newSessionId } from '../state/records';
-import type { LoadedSession, SessionRecord } from '../state/store';
+import type { SessionRecord } from '../state/store';
+import { deliverAnswer } from './answer';
 import type { LegacyDeps } from './deps';
 import { handleSessionMessage } from './session-router';
 
@@ -40,7 +41,14 @@ export async function handleLegacyPost(input: LegacyInput): Promise<Response> {
       data: { supported: deps.config.supportedVersions, requested: versionHeader },
     });
   }
-  const loaded = await loadOwnSession(input);
+  if (message.kind === 'response') {
+    // An answer reads the session and its one pending record, never the whole partition.
+    const gatewayId = typeof message.message.id === 'string' ? message.message.id : '';
+    const loaded = await loadOwnSession(input, (id) => deps.store.loadForAnswer(id, gatewayId));
+    if (loaded instanceof Response) return loaded;
+    return deliverAnswer(deps, loaded, message.message, { [MCP_HEADERS.sessionId]: loaded.session.id });
+  }
+  const loaded = await loadOwnSession(input, (id) => deps.store.loadSession(id));
   if (loaded instanceof Response) return loaded;
   return handleSessionMessage(
     {
@@ -56,10 +64,10 @@ export async function handleLegacyPost(input: LegacyInput): Promise<Response> {
 
 /** DELETE ends the session (and everything in its partition), and its target sessions. */
 export async function handleLegacyDelete(input: Omit<LegacyInput, 'message' | 'accept'>): Promise<Response> {
-  const loaded = await loadOwnSession(input);
+  const loaded = await loadOwnSession(input, (id) => input.deps.store.loadSession(id));
   if (loaded instanceof Response) return loaded;
   try {
-    await input.deps.store.deleteSession(loaded);
+    await input.deps.store.deleteSession(loaded.session.id);
   } catch (error) {
     return errorResponse(null, error);
   }
@@ -75,18 +83,19 @@ export async function handleLegacyDelete(input: Omit<LegacyInput, 'message' | 'a
 }
 
 /** 400 without a session id; 404 for unknown, expired, deleted, or another principal's session. */
-async function loadOwnSession(
+async function loadOwnSession<T extends { session: SessionRecord }>(
   input: Omit<LegacyInput, 'message' | 'accept'> & { message?: ClientMessage },
-): Promise<LoadedSession | Response> {
+  load: (sessionId: string) => Promise<T | undefined>,
+): Promise<T | Response> {
   const { deps, headers, principal } = input;
   const id = input.message ? idOf(input.message) : null;
   const sessionId = headers.get(MCP_HEADERS.sessionId);
   if (!sessionId) {
     return refuse('SessionRequired', 'Bad Request: Mcp-Session-Id header is required (send initialize first)', { id });
   }
-  let loaded: LoadedSession | undefined;
+  let loaded: T | undefined;
   try {
-    loaded = isWellFormedSessionId(sessionId) ? await deps.store.loadSession(sessionId) : undefined;
+    loaded = isWellFormedSessionId(sessionId) ? await load(sessionId) : undefined;
   } catch (error) {
     deps.logger.error('loading the session failed', { error: describeError(error) });
     return errorResponse(id, error);

@@ -11,7 +11,6 @@ import { LIST_METHODS, listingKindOf } from '../protocol/methods';
 import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import { upstreamRequestId } from '../relay/ids';
 import type { LoadedSession } from '../state/store';
-import { deliverAnswer } from './answer';
 import { relayCall } from './call-relay';
 import type { LegacyDeps } from './deps';
 import { sessionCaller } from './session-caller';
@@ -24,11 +23,15 @@ export interface SessionExchange {
   headers: Record<string, string>;
 }
 
-/** Everything a 2025-era client sends within a session, after the session was loaded and checked. */
-export async function handleSessionMessage(ctx: SessionExchange, message: ClientMessage): Promise<Response> {
+/**
+ * Everything a 2025-era client sends within a session, after the session was loaded and checked,
+ * except answers (legacy-path.ts hands those to answer.ts with their one pending record).
+ */
+export async function handleSessionMessage(
+  ctx: SessionExchange,
+  message: Exclude<ClientMessage, { kind: 'response' }>,
+): Promise<Response> {
   switch (message.kind) {
-    case 'response':
-      return deliverAnswer(ctx.deps, ctx.loaded, message.message, ctx.headers);
     case 'notification':
       await handleNotification(ctx, message.message);
       return accepted(ctx.headers);

@@ -46,6 +46,9 @@ export interface LocalGateway {
   close(): Promise<void>;
 }
 
+/** How long a shutdown waits for held calls to end cleanly before the server closes anyway. */
+const SHUTDOWN_GRACE_MS = 3000;
+
 /** The gateway as `npm start` runs it: the same core as the Lambda, on node:http. */
 export async function startLocalGateway(options: LocalGatewayOptions = {}): Promise<LocalGateway> {
   const closers: Array<() => Promise<void>> = [];
@@ -93,7 +96,12 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
       port: options.port ?? 8080,
       requestTimeoutMs: options.requestTimeoutMs,
     });
-    closers.push(running.close);
+    closers.push(async () => {
+      // Graceful: calls held here are cancelled at their targets, their clients told (-32001) and
+      // their pending records removed before the server stops (bounded).
+      await deps.activeCalls.shutdown(SHUTDOWN_GRACE_MS);
+      await running.close();
+    });
     return {
       url: running.url,
       config,

@@ -37,6 +37,11 @@ export const ERROR_TABLE = {
   SessionRequired: { code: RpcCode.InvalidRequest, status: 400 },
   SessionNotFound: { code: RpcCode.InvalidRequest, status: 404 },
   AnswerRefused: { code: RpcCode.InvalidRequest, status: 400 },
+  /** More pending requests in one session than `maxPendingRequestsPerSession`. */
+  TooManyPendingRequests: { code: RpcCode.InternalError, status: 200, type: 'TooManyPendingRequests' },
+  /** JSON nested deeper than the gateway follows (a whole message, or a target's response). */
+  NestingTooDeep: { code: RpcCode.InvalidRequest, status: 400 },
+  ParamsTooDeep: { code: RpcCode.InvalidParams, status: 400 },
   // A valid request the gateway answers with an error (in-band: HTTP 200, so SDK clients show it).
   MethodNotFound: { code: RpcCode.MethodNotFound, status: 200 },
   InvalidParams: { code: RpcCode.InvalidParams, status: 200 },
@@ -50,7 +55,18 @@ export const ERROR_TABLE = {
   RequestStateRefused: { code: RpcCode.InvalidParams, status: 400 },
   // Dependencies.
   DependencyFailed: { code: RpcCode.InternalError, status: 200, retryable: true, type: 'DependencyFailedException' },
-  AnswerNotDelivered: { code: RpcCode.InternalError, status: 502, type: 'DependencyFailedException' },
+  /** The target did not take the client's answer, provably: the claim was released, so sending the answer again works. */
+  AnswerNotDelivered: {
+    code: RpcCode.InternalError,
+    status: 502,
+    retryable: true,
+    retryAfterSeconds: 1,
+    type: 'DependencyFailedException',
+  },
+  /** The target refused the answer (a 4xx): resending cannot help; the call is ended with an error. */
+  AnswerRejected: { code: RpcCode.InternalError, status: 502, type: 'DependencyFailedException' },
+  /** What the gateway must keep (a session, a held answer) exceeds DynamoDB's 400 KB item limit. */
+  ItemTooLarge: { code: RpcCode.InvalidParams, status: 413, type: 'ItemTooLarge' },
   StoreUnavailable: {
     code: RpcCode.InternalError,
     status: 503,
@@ -61,6 +77,10 @@ export const ERROR_TABLE = {
   // A relayed call that ended without the target's answer.
   RequestTimeout: { code: RpcCode.RequestTimeout, status: 200, retryable: true },
   ClientGone: { code: RpcCode.RequestTimeout, status: 200 },
+  /** The instance holding the call is shutting down (SIGTERM): the call was cancelled at the target first. */
+  ShuttingDown: { code: RpcCode.RequestTimeout, status: 503, retryable: true, retryAfterSeconds: 1 },
+  /** The answer to a request of the target could not be delivered, so the call cannot go on. */
+  AnswerLost: { code: RpcCode.RequestTimeout, status: 200, retryable: true },
   /** Only to a JSON request: a streamed call the client cancelled ends without a response, as the spec asks. */
   ClientCancelled: { code: RpcCode.RequestTimeout, status: 200 },
   CrossEraInputUnsupported: { code: RpcCode.InternalError, status: 200, type: 'CrossEraInputUnsupported' },
@@ -109,6 +129,22 @@ export class DependencyFailedError extends GatewayError {
 
   override get rpcMessage(): string {
     return `DependencyFailedException: ${this.message}`;
+  }
+}
+
+/** DynamoDB's item size limit (400 KB, attribute names and values included). */
+export const DYNAMODB_ITEM_LIMIT_BYTES = 400 * 1024;
+
+/** Something the gateway must store does not fit one DynamoDB item: refused, never retryable. */
+export class ItemTooLargeError extends GatewayError {
+  constructor(what: string, bytes: number, options?: { cause?: unknown }) {
+    super(
+      'ItemTooLarge',
+      `${what} is too large to keep: about ${bytes} bytes, over DynamoDB's 400 KB item limit (${DYNAMODB_ITEM_LIMIT_BYTES} bytes)`,
+      { limitBytes: DYNAMODB_ITEM_LIMIT_BYTES, sizeBytes: bytes },
+      options,
+    );
+    this.name = 'ItemTooLargeError';
   }
 }
 

@@ -1,5 +1,6 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
+  BatchGetCommand,
   BatchWriteCommand,
   DeleteCommand,
   type DynamoDBDocumentClient,
@@ -8,7 +9,11 @@ import {
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import { DYNAMODB_ITEM_LIMIT_BYTES, ItemTooLargeError } from '../protocol/errors';
+import { CLAIM_LEASE_MS, newClaimToken } from './records';
 import {
+  type CallEndReason,
+  type LoadedAnswer,
   type LoadedSession,
   type PendingRecord,
   type SessionRecord,
@@ -25,15 +30,40 @@ const pendingSk = (gatewayId: string) => `P#${gatewayId}`;
 const cancelledSk = (upstreamId: string) => `C#${upstreamId}`;
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
+/** Everything at or after 'S' in a partition: the session item and its target sessions (`C#`, `P#` sort before). */
+const SESSION_AND_TARGETS = 'S';
 
-/** Wraps SDK failures other than a refused condition, so callers can answer "try again". */
-async function guarded<T>(operation: () => Promise<T>): Promise<T> {
+/**
+ * The longest one DynamoDB operation may take, retries included (the client's own request timeout
+ * and retries are in dynamo-client.ts): past it the operation is abandoned and the request answers
+ * 503 + Retry-After. DynamoDB answers in milliseconds; this only bounds an outage.
+ */
+export const STORE_OPERATION_TIMEOUT_MS = 5000;
+
+/**
+ * Wraps SDK failures other than a refused condition, so callers can answer "try again" — except
+ * DynamoDB's item size limit, which no retry fixes (4xx naming the limit).
+ */
+async function guarded<T>(operation: (signal: AbortSignal) => Promise<T>): Promise<T> {
   try {
-    return await operation();
+    return await operation(AbortSignal.timeout(STORE_OPERATION_TIMEOUT_MS));
   } catch (error) {
-    if (error instanceof ConditionalCheckFailedException) throw error;
+    if (error instanceof ConditionalCheckFailedException || error instanceof ItemTooLargeError) throw error;
+    const { name, message } = error as { name?: string; message?: string };
+    if (name === 'ValidationException' && /item size|maximum allowed size/i.test(message ?? '')) {
+      throw new ItemTooLargeError('the item', DYNAMODB_ITEM_LIMIT_BYTES, { cause: error });
+    }
     throw new StoreUnavailableError(error);
   }
+}
+
+/**
+ * Refuses an item over DynamoDB's limit before sending it (its JSON size, a slight over-estimate of
+ * DynamoDB's own measure), so the client learns which limit it hit instead of a retryable 503.
+ */
+function checkSize(what: string, item: unknown): void {
+  const bytes = Buffer.byteLength(JSON.stringify(item));
+  if (bytes > DYNAMODB_ITEM_LIMIT_BYTES) throw new ItemTooLargeError(what, bytes);
 }
 
 export class DynamoSessionStore implements SessionStore {
@@ -43,7 +73,8 @@ export class DynamoSessionStore implements SessionStore {
   ) {}
 
   async createSession(session: SessionRecord): Promise<void> {
-    await guarded(() =>
+    checkSize('the session (its client capabilities and clientInfo)', session);
+    await guarded((abortSignal) =>
       this.client.send(
         new PutCommand({
           TableName: this.tableName,
@@ -51,6 +82,7 @@ export class DynamoSessionStore implements SessionStore {
           // Ids carry 256 random bits, but a collision must never overwrite another caller's session.
           ConditionExpression: 'attribute_not_exists(pk)',
         }),
+        { abortSignal },
       ),
     );
   }
@@ -59,15 +91,16 @@ export class DynamoSessionStore implements SessionStore {
     const items: Record<string, unknown>[] = [];
     let startKey: Record<string, unknown> | undefined;
     do {
-      const page = await guarded(() =>
+      const page = await guarded((abortSignal) =>
         this.client.send(
           new QueryCommand({
             TableName: this.tableName,
-            KeyConditionExpression: 'pk = :pk',
-            ExpressionAttributeValues: { ':pk': pk(sessionId) },
+            KeyConditionExpression: 'pk = :pk AND sk >= :from',
+            ExpressionAttributeValues: { ':pk': pk(sessionId), ':from': SESSION_AND_TARGETS },
             ConsistentRead: true,
             ExclusiveStartKey: startKey,
           }),
+          { abortSignal },
         ),
       );
       items.push(...((page.Items ?? []) as Record<string, unknown>[]));
@@ -78,36 +111,60 @@ export class DynamoSessionStore implements SessionStore {
     // DynamoDB deletes expired items lazily (and dynalite never): expiry is checked on every read.
     if (!sessionItem || (sessionItem.expiresAt as number) <= now) return undefined;
     const { pk: _pk, sk: _sk, ...session } = sessionItem;
-    const loaded: LoadedSession = {
-      session: session as unknown as SessionRecord,
-      targets: new Map(),
-      pending: new Map(),
-      cancelled: new Set(),
-    };
+    const loaded: LoadedSession = { session: session as unknown as SessionRecord, targets: new Map() };
     for (const item of items) {
       const sk = item.sk as string;
       const { pk: _p, sk: _s, ...rest } = item;
       if (sk.startsWith('T#')) loaded.targets.set(sk.slice(2), rest as unknown as TargetSessionRecord);
-      else if (sk.startsWith('P#') && (item.expiresAt as number) > now) {
-        loaded.pending.set(sk.slice(2), rest as unknown as PendingRecord);
-      } else if (sk.startsWith('C#')) loaded.cancelled?.add(sk.slice(2));
     }
     return loaded;
   }
 
+  async loadForAnswer(sessionId: string, gatewayId: string, now = nowSeconds()): Promise<LoadedAnswer | undefined> {
+    const keys = [
+      { pk: pk(sessionId), sk: SESSION_SK },
+      { pk: pk(sessionId), sk: pendingSk(gatewayId) },
+    ];
+    let items: Record<string, unknown>[] = [];
+    // Unprocessed keys (throttling) are read again, a bounded number of times.
+    for (let attempt = 0, wanted = keys; wanted.length > 0; attempt++) {
+      if (attempt === 3) throw new StoreUnavailableError(new Error('unprocessed reads after 3 attempts'));
+      const out = await guarded((abortSignal) =>
+        this.client.send(
+          new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: wanted, ConsistentRead: true } } }),
+          { abortSignal },
+        ),
+      );
+      items = [...items, ...((out.Responses?.[this.tableName] ?? []) as Record<string, unknown>[])];
+      wanted = (out.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as typeof keys;
+      if (wanted.length) await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** attempt));
+    }
+    const sessionItem = items.find((item) => item.sk === SESSION_SK);
+    if (!sessionItem || (sessionItem.expiresAt as number) <= now) return undefined;
+    const { pk: _pk, sk: _sk, ...session } = sessionItem;
+    const pendingItem = items.find((item) => item.sk === pendingSk(gatewayId));
+    let pending: PendingRecord | undefined;
+    if (pendingItem && (pendingItem.expiresAt as number) > now) {
+      const { pk: _p, sk: _s, ...record } = pendingItem;
+      pending = record as unknown as PendingRecord;
+    }
+    return { session: session as unknown as SessionRecord, pending };
+  }
+
   async putTargetSession(session: SessionRecord, target: TargetSessionRecord): Promise<void> {
-    await guarded(() =>
+    await guarded((abortSignal) =>
       this.client.send(
         new PutCommand({
           TableName: this.tableName,
           Item: { pk: pk(session.id), sk: targetSk(target.target), ...target, expiresAt: session.expiresAt },
         }),
+        { abortSignal },
       ),
     );
   }
 
   async setLogLevel(session: SessionRecord, level: string): Promise<void> {
-    await guarded(() =>
+    await guarded((abortSignal) =>
       this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
@@ -116,66 +173,180 @@ export class DynamoSessionStore implements SessionStore {
           ConditionExpression: 'attribute_exists(pk)',
           ExpressionAttributeValues: { ':level': level },
         }),
+        { abortSignal },
       ),
     );
   }
 
-  async deleteSession(loaded: LoadedSession): Promise<void> {
-    const keys = [
-      { pk: pk(loaded.session.id), sk: SESSION_SK },
-      ...[...loaded.targets.keys()].map((name) => ({ pk: pk(loaded.session.id), sk: targetSk(name) })),
-      ...[...loaded.pending.keys()].map((id) => ({ pk: pk(loaded.session.id), sk: pendingSk(id) })),
-      ...[...(loaded.cancelled ?? [])].map((id) => ({ pk: pk(loaded.session.id), sk: cancelledSk(id) })),
-    ];
+  async deleteSession(sessionId: string): Promise<void> {
+    // Everything in the partition (pending records and markers included): only DELETE pays for this read.
+    const keys: Array<{ pk: string; sk: string }> = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await guarded((abortSignal) =>
+        this.client.send(
+          new QueryCommand({
+            TableName: this.tableName,
+            KeyConditionExpression: 'pk = :pk',
+            ExpressionAttributeValues: { ':pk': pk(sessionId) },
+            ProjectionExpression: 'pk, sk',
+            ConsistentRead: true,
+            ExclusiveStartKey: startKey,
+          }),
+          { abortSignal },
+        ),
+      );
+      keys.push(...((page.Items ?? []) as Array<{ pk: string; sk: string }>));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    // The session item first: once it is gone no request can use the partition, whatever else fails.
+    keys.sort((a, b) => (a.sk === SESSION_SK ? -1 : b.sk === SESSION_SK ? 1 : 0));
     await this.batchDelete(keys);
   }
 
-  async markCancelled(sessionId: string, upstreamId: string, expiresAt: number): Promise<void> {
-    await guarded(() =>
+  async markCancelled(
+    sessionId: string,
+    upstreamId: string,
+    expiresAt: number,
+    reason: CallEndReason = 'cancelled',
+  ): Promise<void> {
+    await guarded((abortSignal) =>
       this.client.send(
         new PutCommand({
           TableName: this.tableName,
-          Item: { pk: pk(sessionId), sk: cancelledSk(upstreamId), expiresAt },
+          Item: { pk: pk(sessionId), sk: cancelledSk(upstreamId), expiresAt, reason },
         }),
+        { abortSignal },
       ),
     );
   }
 
-  async isCancelled(sessionId: string, upstreamId: string): Promise<boolean> {
-    const out = await guarded(() =>
+  async isCancelled(sessionId: string, upstreamId: string): Promise<CallEndReason | undefined> {
+    const out = await guarded((abortSignal) =>
       this.client.send(
         new GetCommand({
           TableName: this.tableName,
           Key: { pk: pk(sessionId), sk: cancelledSk(upstreamId) },
           ConsistentRead: true,
         }),
+        { abortSignal },
       ),
     );
-    return out.Item !== undefined;
+    if (!out.Item) return undefined;
+    return out.Item.reason === 'answer-undeliverable' ? 'answer-undeliverable' : 'cancelled';
   }
 
   async putPending(session: Pick<SessionRecord, 'id'>, pending: PendingRecord): Promise<void> {
-    await guarded(() =>
+    await guarded((abortSignal) =>
       this.client.send(
         new PutCommand({
           TableName: this.tableName,
           Item: { pk: pk(session.id), sk: pendingSk(pending.gatewayId), ...pending },
           ConditionExpression: 'attribute_not_exists(pk)',
         }),
+        { abortSignal },
       ),
     );
   }
 
-  async claimPending(sessionId: string, gatewayId: string, now = nowSeconds()): Promise<boolean> {
-    return this.settlePending(sessionId, gatewayId, now);
+  async countPending(sessionId: string, limit: number, now = nowSeconds()): Promise<number> {
+    let count = 0;
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await guarded((abortSignal) =>
+        this.client.send(
+          new QueryCommand({
+            TableName: this.tableName,
+            KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
+            FilterExpression: 'expiresAt > :now',
+            ExpressionAttributeValues: { ':pk': pk(sessionId), ':p': 'P#', ':now': now },
+            Select: 'COUNT',
+            ConsistentRead: true,
+            ExclusiveStartKey: startKey,
+          }),
+          { abortSignal },
+        ),
+      );
+      count += page.Count ?? 0;
+      startKey = page.LastEvaluatedKey;
+    } while (startKey && count < limit);
+    return count;
+  }
+
+  async claimPending(sessionId: string, gatewayId: string, now = nowSeconds()): Promise<string | undefined> {
+    const token = newClaimToken();
+    const nowMs = Date.now();
+    const claimed = await this.conditionalUpdate(sessionId, gatewayId, {
+      UpdateExpression: 'SET #status = :delivering, #claim = :token, claimedAt = :nowMs',
+      // Pending, or a delivery whose instance died mid-way (its claim is older than the lease);
+      // never after expiry, never when the holder's lease ran out (nobody would get the target's result).
+      ConditionExpression:
+        '(#status = :pending OR (#status = :delivering AND claimedAt < :staleBefore)) AND expiresAt > :now AND ' +
+        '(attribute_not_exists(holderUntil) OR holderUntil > :nowMs)',
+      ExpressionAttributeNames: { '#status': 'status', '#claim': 'claim' },
+      ExpressionAttributeValues: {
+        ':delivering': 'delivering',
+        ':pending': 'pending',
+        ':token': token,
+        ':nowMs': nowMs,
+        ':staleBefore': nowMs - CLAIM_LEASE_MS,
+        ':now': now,
+      },
+    });
+    return claimed ? token : undefined;
+  }
+
+  settleClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean> {
+    return this.conditionalUpdate(sessionId, gatewayId, {
+      UpdateExpression: 'SET #status = :answered REMOVE #claim, claimedAt',
+      ConditionExpression: '#status = :delivering AND #claim = :token',
+      ExpressionAttributeNames: { '#status': 'status', '#claim': 'claim' },
+      ExpressionAttributeValues: { ':answered': 'answered', ':delivering': 'delivering', ':token': token },
+    });
+  }
+
+  releaseClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean> {
+    return this.conditionalUpdate(sessionId, gatewayId, {
+      UpdateExpression: 'SET #status = :pending REMOVE #claim, claimedAt',
+      ConditionExpression: '#status = :delivering AND #claim = :token',
+      ExpressionAttributeNames: { '#status': 'status', '#claim': 'claim' },
+      ExpressionAttributeValues: { ':pending': 'pending', ':delivering': 'delivering', ':token': token },
+    });
+  }
+
+  expirePending(sessionId: string, gatewayId: string): Promise<boolean> {
+    return this.conditionalUpdate(sessionId, gatewayId, {
+      UpdateExpression: 'SET #status = :expired',
+      ConditionExpression: '#status = :pending OR (#status = :delivering AND claimedAt < :staleBefore)',
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: {
+        ':expired': 'expired',
+        ':pending': 'pending',
+        ':delivering': 'delivering',
+        ':staleBefore': Date.now() - CLAIM_LEASE_MS,
+      },
+    });
+  }
+
+  async renewHolder(sessionId: string, gatewayIds: string[], until: number): Promise<void> {
+    await Promise.all(
+      gatewayIds.map((gatewayId) =>
+        this.conditionalUpdate(sessionId, gatewayId, {
+          UpdateExpression: 'SET holderUntil = :until',
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeValues: { ':until': until },
+        }),
+      ),
+    );
   }
 
   async deletePending(sessionId: string, gatewayIds: string[]): Promise<void> {
     const [only] = gatewayIds;
     if (only !== undefined && gatewayIds.length === 1) {
-      await guarded(() =>
+      await guarded((abortSignal) =>
         this.client.send(
           new DeleteCommand({ TableName: this.tableName, Key: { pk: pk(sessionId), sk: pendingSk(only) } }),
+          { abortSignal },
         ),
       );
       return;
@@ -184,13 +355,14 @@ export class DynamoSessionStore implements SessionStore {
   }
 
   async getPending(sessionId: string, gatewayId: string, now = nowSeconds()): Promise<PendingRecord | undefined> {
-    const out = await guarded(() =>
+    const out = await guarded((abortSignal) =>
       this.client.send(
         new GetCommand({
           TableName: this.tableName,
           Key: { pk: pk(sessionId), sk: pendingSk(gatewayId) },
           ConsistentRead: true,
         }),
+        { abortSignal },
       ),
     );
     if (!out.Item || (out.Item.expiresAt as number) <= now) return undefined;
@@ -199,28 +371,43 @@ export class DynamoSessionStore implements SessionStore {
   }
 
   async answerPending(sessionId: string, gatewayId: string, answer: string, now = nowSeconds()): Promise<boolean> {
-    return this.settlePending(sessionId, gatewayId, now, answer);
+    // The answer is kept in the record: it must fit one item with the record's other attributes.
+    checkSize('the answer', { answer, gatewayId, pad: 'x'.repeat(1024) });
+    return this.conditionalUpdate(sessionId, gatewayId, {
+      UpdateExpression: 'SET #status = :answered, #answer = :answer',
+      ConditionExpression:
+        '#status = :pending AND expiresAt > :now AND (attribute_not_exists(holderUntil) OR holderUntil > :nowMs)',
+      ExpressionAttributeNames: { '#status': 'status', '#answer': 'answer' },
+      ExpressionAttributeValues: {
+        ':answered': 'answered',
+        ':pending': 'pending',
+        ':now': now,
+        ':nowMs': Date.now(),
+        ':answer': answer,
+      },
+    });
   }
 
-  /** pending → answered, at most once and only before expiry; optionally keeping the answer. */
-  private async settlePending(sessionId: string, gatewayId: string, now: number, answer?: string): Promise<boolean> {
-    const keepAnswer = answer !== undefined;
+  /** One conditional UpdateItem on a pending record: false when the condition refused it. */
+  private async conditionalUpdate(
+    sessionId: string,
+    gatewayId: string,
+    update: {
+      UpdateExpression: string;
+      ConditionExpression: string;
+      ExpressionAttributeNames?: Record<string, string>;
+      ExpressionAttributeValues?: Record<string, unknown>;
+    },
+  ): Promise<boolean> {
     try {
-      await guarded(() =>
+      await guarded((abortSignal) =>
         this.client.send(
           new UpdateCommand({
             TableName: this.tableName,
             Key: { pk: pk(sessionId), sk: pendingSk(gatewayId) },
-            UpdateExpression: keepAnswer ? 'SET #status = :answered, #answer = :answer' : 'SET #status = :answered',
-            ConditionExpression: '#status = :pending AND expiresAt > :now',
-            ExpressionAttributeNames: { '#status': 'status', ...(keepAnswer ? { '#answer': 'answer' } : {}) },
-            ExpressionAttributeValues: {
-              ':answered': 'answered',
-              ':pending': 'pending',
-              ':now': now,
-              ...(keepAnswer ? { ':answer': answer } : {}),
-            },
+            ...update,
           }),
+          { abortSignal },
         ),
       );
       return true;
@@ -236,8 +423,8 @@ export class DynamoSessionStore implements SessionStore {
       // Unprocessed items are retried a bounded number of times (throttling), then reported.
       for (let attempt = 0; requests.length > 0; attempt++) {
         if (attempt === 5) throw new StoreUnavailableError(new Error('unprocessed deletes after 5 attempts'));
-        const result = await guarded(() =>
-          this.client.send(new BatchWriteCommand({ RequestItems: { [this.tableName]: requests } })),
+        const result = await guarded((abortSignal) =>
+          this.client.send(new BatchWriteCommand({ RequestItems: { [this.tableName]: requests } }), { abortSignal }),
         );
         requests = (result.UnprocessedItems?.[this.tableName] ?? []) as typeof requests;
         if (requests.length) await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** attempt));

@@ -1,4 +1,8 @@
+import { DYNAMODB_ITEM_LIMIT_BYTES, ItemTooLargeError } from '../protocol/errors';
+import { CLAIM_LEASE_MS, newClaimToken } from './records';
 import {
+  type CallEndReason,
+  type LoadedAnswer,
   type LoadedSession,
   type PendingRecord,
   type SessionRecord,
@@ -27,6 +31,12 @@ const cancelledSk = (upstreamId: string) => `C#${upstreamId}`;
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
+/** DynamoDB's item limit, measured as the DynamoDB store measures it (the item's JSON). */
+function checkSize(what: string, item: unknown): void {
+  const bytes = Buffer.byteLength(JSON.stringify(item));
+  if (bytes > DYNAMODB_ITEM_LIMIT_BYTES) throw new ItemTooLargeError(what, bytes);
+}
+
 /** What the document client stores: a deep copy without `undefined` attributes (removeUndefinedValues). */
 function copy<T>(value: T): T {
   return JSON.parse(JSON.stringify(value)) as T;
@@ -47,6 +57,7 @@ export class MemorySessionStore implements SessionStore {
 
   async createSession(session: SessionRecord): Promise<void> {
     this.available();
+    checkSize('the session (its client capabilities and clientInfo)', session);
     const partition = this.partition(session.id);
     if (partition.has(SESSION_SK)) throw new ConditionRefusedError('createSession');
     partition.set(SESSION_SK, copy(session) as unknown as Item);
@@ -57,20 +68,22 @@ export class MemorySessionStore implements SessionStore {
     const partition = this.partitions.get(sessionId);
     const sessionItem = partition?.get(SESSION_SK);
     if (!partition || !sessionItem || (sessionItem.expiresAt as number) <= now) return undefined;
-    const loaded: LoadedSession = {
-      session: copy(sessionItem) as unknown as SessionRecord,
-      targets: new Map(),
-      pending: new Map(),
-      cancelled: new Set(),
-    };
+    const loaded: LoadedSession = { session: copy(sessionItem) as unknown as SessionRecord, targets: new Map() };
     // Sorted by sort key, as a Query returns a partition.
     for (const [sk, item] of [...partition].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
       if (sk.startsWith('T#')) loaded.targets.set(sk.slice(2), copy(item) as unknown as TargetSessionRecord);
-      else if (sk.startsWith('P#') && (item.expiresAt as number) > now) {
-        loaded.pending.set(sk.slice(2), copy(item) as unknown as PendingRecord);
-      } else if (sk.startsWith('C#')) loaded.cancelled?.add(sk.slice(2));
     }
     return loaded;
+  }
+
+  async loadForAnswer(sessionId: string, gatewayId: string, now = nowSeconds()): Promise<LoadedAnswer | undefined> {
+    this.available();
+    const partition = this.partitions.get(sessionId);
+    const sessionItem = partition?.get(SESSION_SK);
+    if (!partition || !sessionItem || (sessionItem.expiresAt as number) <= now) return undefined;
+    const item = partition.get(pendingSk(gatewayId));
+    const pending = item && (item.expiresAt as number) > now ? (copy(item) as unknown as PendingRecord) : undefined;
+    return { session: copy(sessionItem) as unknown as SessionRecord, pending };
   }
 
   async putTargetSession(session: SessionRecord, target: TargetSessionRecord): Promise<void> {
@@ -86,26 +99,26 @@ export class MemorySessionStore implements SessionStore {
     item.logLevel = level;
   }
 
-  async deleteSession(loaded: LoadedSession): Promise<void> {
+  async deleteSession(sessionId: string): Promise<void> {
     this.available();
-    const partition = this.partitions.get(loaded.session.id);
-    if (!partition) return;
-    // Exactly the items the caller loaded, as the DynamoDB store deletes them (by key).
-    partition.delete(SESSION_SK);
-    for (const name of loaded.targets.keys()) partition.delete(targetSk(name));
-    for (const id of loaded.pending.keys()) partition.delete(pendingSk(id));
-    for (const id of loaded.cancelled ?? []) partition.delete(cancelledSk(id));
-    this.dropIfEmpty(loaded.session.id);
+    this.partitions.delete(sessionId);
   }
 
-  async markCancelled(sessionId: string, upstreamId: string, expiresAt: number): Promise<void> {
+  async markCancelled(
+    sessionId: string,
+    upstreamId: string,
+    expiresAt: number,
+    reason: CallEndReason = 'cancelled',
+  ): Promise<void> {
     this.available();
-    this.partition(sessionId).set(cancelledSk(upstreamId), { expiresAt });
+    this.partition(sessionId).set(cancelledSk(upstreamId), { expiresAt, reason });
   }
 
-  async isCancelled(sessionId: string, upstreamId: string): Promise<boolean> {
+  async isCancelled(sessionId: string, upstreamId: string): Promise<CallEndReason | undefined> {
     this.available();
-    return this.partitions.get(sessionId)?.has(cancelledSk(upstreamId)) ?? false;
+    const item = this.partitions.get(sessionId)?.get(cancelledSk(upstreamId));
+    if (!item) return undefined;
+    return item.reason === 'answer-undeliverable' ? 'answer-undeliverable' : 'cancelled';
   }
 
   async putPending(session: Pick<SessionRecord, 'id'>, pending: PendingRecord): Promise<void> {
@@ -116,8 +129,54 @@ export class MemorySessionStore implements SessionStore {
     partition.set(sk, copy(pending) as unknown as Item);
   }
 
-  async claimPending(sessionId: string, gatewayId: string, now = nowSeconds()): Promise<boolean> {
-    return this.settle(sessionId, gatewayId, now);
+  async countPending(sessionId: string, _limit: number, now = nowSeconds()): Promise<number> {
+    this.available();
+    let count = 0;
+    for (const [sk, item] of this.partitions.get(sessionId) ?? []) {
+      if (sk.startsWith('P#') && (item.expiresAt as number) > now) count++;
+    }
+    return count; // every live record: the cap is small, so there is no need to stop at `limit`
+  }
+
+  async claimPending(sessionId: string, gatewayId: string, now = nowSeconds()): Promise<string | undefined> {
+    this.available();
+    const item = this.partitions.get(sessionId)?.get(pendingSk(gatewayId));
+    const nowMs = Date.now();
+    if (!item || !((item.expiresAt as number) > now)) return undefined;
+    const claimable =
+      item.status === 'pending' ||
+      (item.status === 'delivering' && (item.claimedAt as number) < nowMs - CLAIM_LEASE_MS);
+    if (!claimable || (item.holderUntil !== undefined && (item.holderUntil as number) <= nowMs)) return undefined;
+    const token = newClaimToken();
+    Object.assign(item, { status: 'delivering', claim: token, claimedAt: nowMs });
+    return token;
+  }
+
+  async settleClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean> {
+    return this.fromClaim(sessionId, gatewayId, token, 'answered');
+  }
+
+  async releaseClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean> {
+    return this.fromClaim(sessionId, gatewayId, token, 'pending');
+  }
+
+  async expirePending(sessionId: string, gatewayId: string): Promise<boolean> {
+    this.available();
+    const item = this.partitions.get(sessionId)?.get(pendingSk(gatewayId));
+    const expirable =
+      item?.status === 'pending' ||
+      (item?.status === 'delivering' && (item.claimedAt as number) < Date.now() - CLAIM_LEASE_MS);
+    if (!item || !expirable) return false;
+    item.status = 'expired';
+    return true;
+  }
+
+  async renewHolder(sessionId: string, gatewayIds: string[], until: number): Promise<void> {
+    this.available();
+    for (const id of gatewayIds) {
+      const item = this.partitions.get(sessionId)?.get(pendingSk(id));
+      if (item) item.holderUntil = until;
+    }
   }
 
   async deletePending(sessionId: string, gatewayIds: string[]): Promise<void> {
@@ -136,7 +195,14 @@ export class MemorySessionStore implements SessionStore {
   }
 
   async answerPending(sessionId: string, gatewayId: string, answer: string, now = nowSeconds()): Promise<boolean> {
-    return this.settle(sessionId, gatewayId, now, answer);
+    this.available();
+    checkSize('the answer', { answer, gatewayId, pad: 'x'.repeat(1024) });
+    const item = this.partitions.get(sessionId)?.get(pendingSk(gatewayId));
+    if (item?.status !== 'pending' || !((item.expiresAt as number) > now)) return false;
+    if (item.holderUntil !== undefined && (item.holderUntil as number) <= Date.now()) return false;
+    item.status = 'answered';
+    item.answer = answer;
+    return true;
   }
 
   /** How many items the store holds (every partition); tests check what was cleaned up. */
@@ -146,13 +212,21 @@ export class MemorySessionStore implements SessionStore {
     return count;
   }
 
-  /** pending → answered, at most once and only before expiry; optionally keeping the answer. */
-  private settle(sessionId: string, gatewayId: string, now: number, answer?: string): boolean {
+  /** The pending records of a partition, expired ones included (tests look at what the gateway stored). */
+  pendingRecords(sessionId: string): PendingRecord[] {
+    return [...(this.partitions.get(sessionId) ?? [])]
+      .filter(([sk]) => sk.startsWith('P#'))
+      .map(([, item]) => copy(item) as unknown as PendingRecord);
+  }
+
+  /** delivering → `to`, only by the claim's owner. */
+  private fromClaim(sessionId: string, gatewayId: string, token: string, to: 'answered' | 'pending'): boolean {
     this.available();
     const item = this.partitions.get(sessionId)?.get(pendingSk(gatewayId));
-    if (item?.status !== 'pending' || !((item.expiresAt as number) > now)) return false;
-    item.status = 'answered';
-    if (answer !== undefined) item.answer = answer;
+    if (item?.status !== 'delivering' || item.claim !== token) return false;
+    item.status = to;
+    delete item.claim;
+    delete item.claimedAt;
     return true;
   }
 

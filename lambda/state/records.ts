@@ -25,6 +25,7 @@ export function newPendingRecord(
     clientRequestId: RequestId;
     targetSessionId?: string;
     targetRequestId?: RequestId;
+    targetProtocolVersion?: string;
   },
 ): PendingRecord {
   const now = Math.floor(Date.now() / 1000);
@@ -36,5 +37,25 @@ export function newPendingRecord(
     status: 'pending',
     createdAt: now,
     expiresAt: now + timeoutSeconds,
+    holderUntil: Date.now() + HOLDER_LEASE_MS,
   };
 }
+
+/** A delivery claim: who is delivering an answer right now (random, compared on settle/release). */
+export function newClaimToken(): string {
+  return randomBytes(12).toString('base64url');
+}
+
+/**
+ * How long a delivery claim protects a record: longer than a delivery can take (its attempts are
+ * bounded by DELIVERY_TIMEOUT_MS in targets/), so a live delivery is never taken over, while one whose
+ * instance died mid-way is (by the client's retry, or the holder's timeout) after this long.
+ */
+export const CLAIM_LEASE_MS = 30_000;
+
+/**
+ * The holder's lease on its waiting records: renewed every HOLDER_RENEW_MS while it waits; a holder
+ * that died stops its records being answered within HOLDER_LEASE_MS.
+ */
+export const HOLDER_LEASE_MS = 30_000;
+export const HOLDER_RENEW_MS = 10_000;

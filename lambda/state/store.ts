@@ -31,7 +31,13 @@ export interface TargetSessionRecord {
   declaredCapabilities: ClientCapabilities;
 }
 
-export type PendingStatus = 'pending' | 'answered';
+/**
+ * `pending` → `delivering` (claimed by the instance that took the client's answer, with a token) →
+ * `answered` once the target took it; back to `pending` when the delivery provably failed (released,
+ * so the client's retry of the answer is accepted). `expired`: the holder gave up waiting.
+ * Claim, deliver, settle — or release (DESIGN.md).
+ */
+export type PendingStatus = 'pending' | 'delivering' | 'answered' | 'expired';
 
 /**
  * `relayed`: a target's request, forwarded to the client; the answer goes to the target (from any
@@ -59,28 +65,68 @@ export interface PendingRecord {
   expiresAt: number;
   /** Held requests only: the client's answer as JSON, stored by answerPending. */
   answer?: string;
+  /** While `delivering`: who claimed it (a random token) and when (epoch ms); a claim older than the lease may be taken over. */
+  claim?: string;
+  claimedAt?: number;
+  /**
+   * The holder's lease (epoch ms): the invocation that holds the call renews it while it waits; past
+   * it the holder is presumed dead and the record can no longer be answered (nobody would receive
+   * what the target does next).
+   */
+  holderUntil?: number;
 }
 
+/** What a request of a session reads: the session and its target sessions (never its pending records). */
 export interface LoadedSession {
   session: SessionRecord;
   targets: Map<string, TargetSessionRecord>;
-  pending: Map<string, PendingRecord>;
-  /** Upstream ids of calls the client cancelled (markers, removed with the session). */
-  cancelled?: Set<string>;
 }
+
+/** What an answer POST reads: the session and the one pending record it answers (one request). */
+export interface LoadedAnswer {
+  session: SessionRecord;
+  pending?: PendingRecord;
+}
+
+/** Why a call's marker was written: the client cancelled it, or the answer to its request could not be delivered. */
+export type CallEndReason = 'cancelled' | 'answer-undeliverable';
 
 export interface SessionStore {
   createSession(session: SessionRecord): Promise<void>;
-  /** One read: the session with its target sessions and pending requests; undefined when absent or expired. */
+  /**
+   * One read: the session with its target sessions; undefined when absent or expired. It does not
+   * grow with the number of pending records (they sort before the session item).
+   */
   loadSession(sessionId: string, now?: number): Promise<LoadedSession | undefined>;
+  /** One read: the session and one pending record (absent or expired → undefined). */
+  loadForAnswer(sessionId: string, gatewayId: string, now?: number): Promise<LoadedAnswer | undefined>;
   putTargetSession(session: SessionRecord, target: TargetSessionRecord): Promise<void>;
   setLogLevel(session: SessionRecord, level: string): Promise<void>;
   /** Removes the session and everything in its partition. */
-  deleteSession(loaded: LoadedSession): Promise<void>;
+  deleteSession(sessionId: string): Promise<void>;
   /** Writes a new pending record into the partition of `session` (a session, or a bridged call's own). */
   putPending(session: Pick<SessionRecord, 'id'>, pending: PendingRecord): Promise<void>;
-  /** Claims a pending request exactly once (pending → answered); false when absent, expired or already claimed. */
-  claimPending(sessionId: string, gatewayId: string, now?: number): Promise<boolean>;
+  /**
+   * Live pending records of the partition (the per-session cap), up to `limit`: only a call that
+   * relays something pays for this read.
+   */
+  countPending(sessionId: string, limit: number, now?: number): Promise<number>;
+  /**
+   * Claims a pending request for delivery (pending → delivering), exactly once: the claim token, or
+   * undefined when absent, expired, answered, claimed by a live delivery, or its holder's lease ran out.
+   */
+  claimPending(sessionId: string, gatewayId: string, now?: number): Promise<string | undefined>;
+  /** The target took the answer: delivering → answered (only by the claim's owner). */
+  settleClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean>;
+  /** The delivery provably did not reach the target: delivering → pending, so the client may send the answer again. */
+  releaseClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean>;
+  /**
+   * The holder stops waiting: pending (or a delivery claim older than the lease) → expired. False
+   * when the answer was taken meanwhile (answered, or a live delivery in flight) or the record is gone.
+   */
+  expirePending(sessionId: string, gatewayId: string): Promise<boolean>;
+  /** The holder is alive: extends the lease of its waiting records (see PendingRecord.holderUntil). */
+  renewHolder(sessionId: string, gatewayIds: string[], until: number): Promise<void>;
   deletePending(sessionId: string, gatewayIds: string[]): Promise<void>;
   /** One pending request, read consistently (the invocation waiting for a gateway-authored request polls it). */
   getPending(sessionId: string, gatewayId: string, now?: number): Promise<PendingRecord | undefined>;
@@ -88,9 +134,9 @@ export interface SessionStore {
    * The client cancelled a call that another instance may hold: a marker that instance finds (the
    * call's upstream id), expiring with `expiresAt`.
    */
-  markCancelled(sessionId: string, upstreamId: string, expiresAt: number): Promise<void>;
-  /** Whether the client cancelled this call (a consistent read). */
-  isCancelled(sessionId: string, upstreamId: string): Promise<boolean>;
+  markCancelled(sessionId: string, upstreamId: string, expiresAt: number, reason?: CallEndReason): Promise<void>;
+  /** Whether the call was ended elsewhere, and why (a consistent read). */
+  isCancelled(sessionId: string, upstreamId: string): Promise<CallEndReason | undefined>;
   /** Stores the answer to a gateway-authored request and marks it answered, exactly once; false when absent, expired or answered. */
   answerPending(sessionId: string, gatewayId: string, answer: string, now?: number): Promise<boolean>;
 }
@@ -101,5 +147,13 @@ export interface SessionStore {
  */
 export type PendingStore = Pick<
   SessionStore,
-  'putPending' | 'claimPending' | 'getPending' | 'answerPending' | 'deletePending'
+  | 'putPending'
+  | 'claimPending'
+  | 'settleClaim'
+  | 'releaseClaim'
+  | 'expirePending'
+  | 'renewHolder'
+  | 'getPending'
+  | 'answerPending'
+  | 'deletePending'
 >;

@@ -6,8 +6,9 @@ import { GatewayError, rpcError } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { InputRequest, JSONRPCRequest, RequestId } from '../protocol/types';
 import { waitForHeldAnswer } from '../relay/held';
-import { newPendingRecord } from '../state/records';
+import { CLAIM_LEASE_MS, HOLDER_LEASE_MS, HOLDER_RENEW_MS, newPendingRecord } from '../state/records';
 import type { PendingStore } from '../state/store';
+import { MessageRejectedError, TargetSessionExpiredError } from '../targets/endpoint';
 import type { Targets } from '../targets/targets';
 import type { Upstream } from '../targets/upstream';
 
@@ -61,6 +62,7 @@ export class BridgeHolder {
   private readonly nextRecords: string[] = [];
   private queue: Promise<void> = Promise.resolve();
   private timer?: NodeJS.Timeout;
+  private leaseRenewal?: NodeJS.Timeout;
   private over = false;
 
   constructor(
@@ -93,6 +95,7 @@ export class BridgeHolder {
     return this.enqueue(async () => {
       this.over = true;
       clearTimeout(this.timer);
+      clearTimeout(this.leaseRenewal);
       if (this.round === 0) return;
       const payload: BridgePayload =
         'response' in outcome
@@ -118,6 +121,7 @@ export class BridgeHolder {
       this.settings.logger.warn('bridged round failed', { bridge: this.id, error: describeError(error) });
       if (!this.over) {
         this.over = true;
+        clearTimeout(this.leaseRenewal);
         this.call.fail(error);
       }
     });
@@ -143,6 +147,7 @@ export class BridgeHolder {
       });
       record.targetProtocolVersion = session?.protocolVersion;
       await store.putPending({ id: this.id }, record);
+      this.renewLeases();
       this.ids.push(record.gatewayId);
       this.methods.set(record.gatewayId, request.method);
       roundIds.push(record.gatewayId);
@@ -159,6 +164,8 @@ export class BridgeHolder {
     });
     next.gatewayId = nextKey(this.id, this.round + 1);
     next.targetRequestId = next.gatewayId;
+    // Filled by this holder only; the retry waiting on it is bounded by its own deadline.
+    delete next.holderUntil;
     await store.putPending({ id: this.id }, next);
     this.nextRecords.push(next.gatewayId);
     if (this.round === 1) this.call.emitFirstRound(inputRequests, this.round);
@@ -179,13 +186,44 @@ export class BridgeHolder {
     await this.settings.store.answerPending(this.id, key, JSON.stringify({ jsonrpc: '2.0', id: key, result: payload }));
   }
 
-  /** No retry answered the round in time: claim what is left, cancel at the target, remove everything. */
+  /**
+   * No retry answered the round in time: expire what is left (a request still pending, or a
+   * delivery claim that lapsed), cancel at the target, remove everything. A record answered meanwhile
+   * lets the target carry on; a delivery in flight is looked at again when its claim lapses; one
+   * expired or removed by a retry whose delivery the target refused ends the call too.
+   */
   private async checkAbandoned(roundIds: string[]): Promise<void> {
     if (this.over) return;
     const { store } = this.settings;
-    const unanswered = await Promise.all(roundIds.map((id) => store.claimPending(this.id, id, 0).catch(() => false)));
-    if (!unanswered.some(Boolean)) return; // answered: the target carries on
+    let abandon = false;
+    let recheckMs: number | undefined;
+    try {
+      for (const id of roundIds) {
+        if (await store.expirePending(this.id, id)) {
+          abandon = true;
+          continue;
+        }
+        const record = await store.getPending(this.id, id, 0);
+        if (record?.status === 'delivering') {
+          recheckMs = Math.max(100, (record.claimedAt ?? 0) + CLAIM_LEASE_MS - Date.now() + 100);
+        } else if (record?.status !== 'answered') abandon = true;
+      }
+    } catch (error) {
+      this.settings.logger.warn('bridged round undecided: DynamoDB failed; looking again', {
+        bridge: this.id,
+        error: describeError(error),
+      });
+      recheckMs = 2000;
+    }
+    if (!abandon) {
+      if (recheckMs !== undefined) {
+        this.timer = setTimeout(() => void this.enqueue(() => this.checkAbandoned(roundIds)), recheckMs);
+        this.timer.unref();
+      }
+      return; // answered: the target carries on
+    }
     this.over = true;
+    clearTimeout(this.leaseRenewal);
     for (const id of roundIds) recordExpiredInput(this.methods.get(id) ?? 'unknown');
     this.settings.logger.info('bridged round abandoned: no retry in time; cancelling at the target', {
       target: this.call.upstream.target,
@@ -194,6 +232,29 @@ export class BridgeHolder {
     });
     this.call.abandon();
     await store.deletePending(this.id, [...this.ids, ...this.nextRecords]).catch(() => undefined);
+  }
+
+  /** While this holder lives, the retry (any instance) may deliver answers to its target's requests. */
+  private renewLeases(): void {
+    if (this.leaseRenewal) return;
+    const renew = () => {
+      this.leaseRenewal = setTimeout(() => {
+        if (this.over) return;
+        void this.settings.store
+          .renewHolder(this.id, [...this.ids], Date.now() + HOLDER_LEASE_MS)
+          .catch((error) =>
+            this.settings.logger.warn('renewing the holder lease failed', {
+              bridge: this.id,
+              error: describeError(error),
+            }),
+          )
+          .finally(() => {
+            if (!this.over) renew();
+          });
+      }, HOLDER_RENEW_MS);
+      this.leaseRenewal.unref();
+    };
+    renew();
   }
 }
 
@@ -212,10 +273,21 @@ export async function continueBridge(
       'Invalid params: this input round was already answered or has expired; send the request again without requestState and inputResponses',
       { reason: 'expired' },
     );
+  // Claim, deliver, settle — or release (as legacy/answer.ts): an answer that provably did not reach
+  // the target is released, so the client's retry of the same round delivers it.
   for (const [gatewayId, answer] of Object.entries(inputResponses ?? {})) {
     const record = await store.getPending(bridge.id, gatewayId);
     if (record?.kind !== 'relayed') throw stale();
-    if (!(await store.claimPending(bridge.id, gatewayId))) throw stale();
+    if (record.holderUntil !== undefined && record.holderUntil <= Date.now() && record.status === 'pending') {
+      throw new GatewayError(
+        'RequestStateRefused',
+        'Invalid params: the call behind this input round is no longer held by any gateway instance; send the request again without requestState and inputResponses',
+        { reason: 'expired' },
+      );
+    }
+    if (record.status === 'answered') continue; // delivered by an earlier retry of this round
+    const token = await store.claimPending(bridge.id, gatewayId);
+    if (!token) throw stale();
     const toTarget: JSONRPCResponse = {
       jsonrpc: '2.0',
       id: record.targetRequestId,
@@ -228,14 +300,27 @@ export async function continueBridge(
         toTarget,
       );
     } catch (error) {
+      const rejected = error instanceof MessageRejectedError || error instanceof TargetSessionExpiredError;
       logger.warn('delivering a bridged answer to the target failed', {
         target: record.target,
+        outcome: rejected ? 'refused: the call is ended' : 'not delivered: released for a retry',
         error: describeError(error),
       });
-      throw new GatewayError('DependencyFailed', `target ${record.target}: did not take the answer`, {
-        target: record.target,
-      });
+      await store.releaseClaim(bridge.id, gatewayId, token).catch(() => undefined);
+      if (rejected) {
+        // The holder finds the record expired and cancels the call at the target (checkAbandoned).
+        await store.expirePending(bridge.id, gatewayId).catch(() => undefined);
+        throw new GatewayError('DependencyFailed', `target ${record.target}: refused the answer; the call was ended`, {
+          target: record.target,
+        });
+      }
+      throw new GatewayError(
+        'AnswerNotDelivered',
+        `DependencyFailedException: target ${record.target} did not take the answer; send the same retry again`,
+        { target: record.target },
+      );
     }
+    await store.settleClaim(bridge.id, gatewayId, token).catch(() => undefined);
     recordAnsweredInput(record.method);
   }
   const key = nextKey(bridge.id, bridge.round);

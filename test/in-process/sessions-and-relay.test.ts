@@ -101,7 +101,7 @@ describe('a relayed call', () => {
       headers,
       { id: 7, params: { name: 'demo___use_aws', arguments: { command: 'ls' } } },
       async (asked) => {
-        expect((await gateway.store.loadSession(sessionId))?.pending.get(asked.id)).toMatchObject({
+        expect(gateway.store.pendingRecords(sessionId).find((r) => r.gatewayId === asked.id)).toMatchObject({
           status: 'pending',
           target: 'demo',
           clientRequestId: 7,
@@ -120,7 +120,7 @@ describe('a relayed call', () => {
     const duplicate = await gateway.post(headers, { jsonrpc: '2.0', id: call.messages[0].id, ...accept });
     statuses.push(duplicate.status, (await duplicate.json()).error.code);
     expect(statuses).toEqual([400, -32600]);
-    await eventually(async () => expect((await gateway.store.loadSession(sessionId))?.pending.size).toBe(0));
+    await eventually(async () => expect(gateway.store.pendingRecords(sessionId)).toHaveLength(0));
   });
 
   it("refuses another session's answer and an id that was never sent, with 400 and -32600", async () => {
@@ -205,11 +205,11 @@ describe('the end of a call', () => {
     );
     for await (const event of sseEvents(res)) {
       if (event.message?.method !== 'elicitation/create') continue;
-      expect((await gateway.store.loadSession(sessionId))?.pending.size).toBe(1);
+      expect(gateway.store.pendingRecords(sessionId)).toHaveLength(1);
       break; // leaving the loop cancels the body
     }
     client.abort();
-    await eventually(async () => expect((await gateway.store.loadSession(sessionId))?.pending.size).toBe(0));
+    await eventually(async () => expect(gateway.store.pendingRecords(sessionId)).toHaveLength(0));
     await eventually(() => expect(demo.stats().cancelledRequestIds).toContain('c.s.gone'));
   });
 });

@@ -487,9 +487,10 @@ describe.each(kinds)('relay through the %s', (kind) => {
       );
       await eventually(() => expect(dynamo.counts.get('DeleteItem')).toBe(1));
       const oneRound = Object.fromEntries(dynamo.counts);
-      // call: Query; round: PutItem (pending), Query + UpdateItem (the answer); end: DeleteItem (cleanup).
+      // call: Query; round: Query (the per-session cap) + PutItem (pending); the answer: BatchGetItem (the
+      // session and its one record), UpdateItem (claim) + UpdateItem (settle); end: DeleteItem (cleanup).
       expect(withoutInput).toEqual({ Query: 1 });
-      expect(oneRound).toEqual({ Query: 2, PutItem: 1, UpdateItem: 1, DeleteItem: 1 });
+      expect(oneRound).toEqual({ Query: 2, PutItem: 1, BatchGetItem: 1, UpdateItem: 2, DeleteItem: 1 });
     });
   });
 });

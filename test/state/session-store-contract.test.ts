@@ -1,7 +1,8 @@
+import { ItemTooLargeError } from '../../lambda/protocol/errors';
 import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
 import { DynamoSessionStore } from '../../lambda/state/dynamo-store';
 import { MemorySessionStore } from '../../lambda/state/memory-store';
-import { newPendingRecord, newSessionId } from '../../lambda/state/records';
+import { CLAIM_LEASE_MS, newPendingRecord, newSessionId } from '../../lambda/state/records';
 import {
   type PendingRecord,
   type SessionRecord,
@@ -101,7 +102,7 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       const loaded = await store.loadSession(session.id, NOW);
       expect(loaded?.session).toEqual(session);
       expect(loaded?.targets.size).toBe(0);
-      expect(loaded?.pending.size).toBe(0);
+      expect(await store.countPending(session.id, 10, NOW)).toBe(0);
       expect(await store.loadSession(newSessionId(), NOW)).toBeUndefined();
     });
 
@@ -190,11 +191,13 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       await store.createSession(session);
     });
 
-    it('loads the pending requests of the session, reads one consistently, and refuses a second put of an id', async () => {
+    it('reads one pending request consistently (alone, or with its session for an answer), and refuses a second put of an id', async () => {
       const pending = pendingRecord();
       await store.putPending(session, pending);
       expect(await store.getPending(session.id, pending.gatewayId, NOW)).toEqual(pending);
-      expect((await store.loadSession(session.id, NOW))?.pending.get(pending.gatewayId)).toEqual(pending);
+      expect(await store.loadForAnswer(session.id, pending.gatewayId, NOW)).toEqual({ session, pending });
+      expect(await store.loadForAnswer(session.id, 'gw-unknown', NOW)).toEqual({ session, pending: undefined });
+      expect(await store.loadForAnswer(newSessionId(), pending.gatewayId, NOW)).toBeUndefined();
       await expect(store.putPending(session, { ...pending, method: 'sampling/createMessage' })).rejects.toThrow();
       expect((await store.getPending(session.id, pending.gatewayId, NOW))?.method).toBe('elicitation/create');
       expect(await store.getPending(session.id, 'gw-unknown', NOW)).toBeUndefined();
@@ -205,9 +208,9 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       await store.putPending(session, pending);
       const other = sessionRecord();
       await store.createSession(other);
-      expect((await store.loadSession(other.id, NOW))?.pending.size).toBe(0);
+      expect(await store.countPending(other.id, 10, NOW)).toBe(0);
       expect(await store.getPending(other.id, pending.gatewayId, NOW)).toBeUndefined();
-      expect(await store.claimPending(other.id, pending.gatewayId, NOW)).toBe(false);
+      expect(await store.claimPending(other.id, pending.gatewayId, NOW)).toBeUndefined();
       expect((await store.getPending(session.id, pending.gatewayId, NOW))?.status).toBe('pending');
     });
 
@@ -218,16 +221,43 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       expect(await store.getPending(session.id, pending.gatewayId, NOW + 5)).toBeUndefined();
       const loaded = await store.loadSession(session.id, NOW + 5);
       expect(loaded?.session.id).toBe(session.id);
-      expect(loaded?.pending.size).toBe(0);
+      expect(await store.countPending(session.id, 10, NOW + 4)).toBe(1);
+      expect(await store.countPending(session.id, 10, NOW + 5)).toBe(0);
     });
 
-    it('claims a pending request exactly once: pending → answered, then false', async () => {
+    it('loads a session without its pending requests: the read does not grow with them', async () => {
+      for (let i = 0; i < 5; i++) await store.putPending(session, pendingRecord());
+      const loaded = await store.loadSession(session.id, NOW);
+      expect(Object.keys(loaded ?? {}).sort()).toEqual(['session', 'targets']);
+      expect(await store.countPending(session.id, 10, NOW)).toBe(5);
+    });
+
+    it('claims a pending request exactly once (pending → delivering, with a token); settling makes it answered', async () => {
       const pending = pendingRecord();
       await store.putPending(session, pending);
-      expect(await store.claimPending(session.id, pending.gatewayId, NOW)).toBe(true);
-      expect(await store.claimPending(session.id, pending.gatewayId, NOW)).toBe(false);
-      expect((await store.getPending(session.id, pending.gatewayId, NOW))?.status).toBe('answered');
-      expect((await store.loadSession(session.id, NOW))?.pending.get(pending.gatewayId)?.status).toBe('answered');
+      const token = await store.claimPending(session.id, pending.gatewayId, NOW);
+      expect(token).toEqual(expect.any(String));
+      expect(await store.claimPending(session.id, pending.gatewayId, NOW)).toBeUndefined();
+      expect((await store.getPending(session.id, pending.gatewayId, NOW))?.status).toBe('delivering');
+      expect(await store.settleClaim(session.id, pending.gatewayId, 'not-the-token')).toBe(false);
+      expect(await store.settleClaim(session.id, pending.gatewayId, token!)).toBe(true);
+      expect(await store.settleClaim(session.id, pending.gatewayId, token!)).toBe(false);
+      expect(await store.getPending(session.id, pending.gatewayId, NOW)).toEqual({ ...pending, status: 'answered' });
+      expect(await store.claimPending(session.id, pending.gatewayId, NOW)).toBeUndefined();
+      expect(await store.expirePending(session.id, pending.gatewayId)).toBe(false);
+    });
+
+    it('releases a claim (the delivery did not reach the target): pending again, claimable by the next answer', async () => {
+      const pending = pendingRecord();
+      await store.putPending(session, pending);
+      const first = await store.claimPending(session.id, pending.gatewayId, NOW);
+      expect(await store.releaseClaim(session.id, pending.gatewayId, 'not-the-token')).toBe(false);
+      expect(await store.releaseClaim(session.id, pending.gatewayId, first!)).toBe(true);
+      expect(await store.getPending(session.id, pending.gatewayId, NOW)).toEqual(pending);
+      const second = await store.claimPending(session.id, pending.gatewayId, NOW);
+      expect(second).toEqual(expect.any(String));
+      expect(second).not.toBe(first);
+      expect(await store.releaseClaim(session.id, pending.gatewayId, first!)).toBe(false);
     });
 
     it('lets exactly one of several concurrent claims win (two instances answering at once)', async () => {
@@ -239,13 +269,46 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       expect(claims.filter(Boolean)).toHaveLength(1);
     });
 
-    it('refuses to claim an unknown or expired request; time 0 claims regardless of expiry (the timeout path)', async () => {
+    it('refuses to claim an unknown or expired request; the holder expires it regardless of time, once', async () => {
       const pending = pendingRecord({ expiresAt: NOW + 5 });
       await store.putPending(session, pending);
-      expect(await store.claimPending(session.id, 'gw-unknown', NOW)).toBe(false);
-      expect(await store.claimPending(session.id, pending.gatewayId, NOW + 5)).toBe(false);
-      expect(await store.claimPending(session.id, pending.gatewayId, 0)).toBe(true);
-      expect(await store.claimPending(session.id, pending.gatewayId, 0)).toBe(false);
+      expect(await store.claimPending(session.id, 'gw-unknown', NOW)).toBeUndefined();
+      expect(await store.claimPending(session.id, pending.gatewayId, NOW + 5)).toBeUndefined();
+      expect(await store.expirePending(session.id, pending.gatewayId)).toBe(true);
+      expect(await store.expirePending(session.id, pending.gatewayId)).toBe(false);
+      expect(await store.claimPending(session.id, pending.gatewayId, NOW)).toBeUndefined();
+      expect(await store.expirePending(session.id, 'gw-unknown')).toBe(false);
+    });
+
+    it('does not let the holder expire a request whose answer is being delivered (a fresh claim)', async () => {
+      const pending = pendingRecord();
+      await store.putPending(session, pending);
+      const token = await store.claimPending(session.id, pending.gatewayId, NOW);
+      expect(await store.expirePending(session.id, pending.gatewayId)).toBe(false);
+      expect(await store.settleClaim(session.id, pending.gatewayId, token!)).toBe(true);
+    });
+
+    it('takes over a claim older than the lease (its instance died mid-delivery): a new claim or the holder', async () => {
+      const stale = Date.now() - CLAIM_LEASE_MS - 1000;
+      const claimed = pendingRecord({ status: 'delivering', claim: 'dead', claimedAt: stale });
+      const expiring = pendingRecord({ status: 'delivering', claim: 'dead', claimedAt: stale });
+      await store.putPending(session, claimed);
+      await store.putPending(session, expiring);
+      expect(await store.claimPending(session.id, claimed.gatewayId, NOW)).toEqual(expect.any(String));
+      expect(await store.settleClaim(session.id, claimed.gatewayId, 'dead')).toBe(false);
+      expect(await store.expirePending(session.id, expiring.gatewayId)).toBe(true);
+    });
+
+    it("refuses to claim or answer once the holder's lease ran out (the instance holding the call died); renewing extends it", async () => {
+      const lapsed = pendingRecord({ holderUntil: Date.now() - 1 });
+      const heldLapsed = pendingRecord({ kind: 'held', holderUntil: Date.now() - 1 });
+      const renewed = pendingRecord({ holderUntil: Date.now() - 1 });
+      for (const record of [lapsed, heldLapsed, renewed]) await store.putPending(session, record);
+      expect(await store.claimPending(session.id, lapsed.gatewayId, NOW)).toBeUndefined();
+      expect(await store.answerPending(session.id, heldLapsed.gatewayId, '{}', NOW)).toBe(false);
+      await store.renewHolder(session.id, [renewed.gatewayId, 'gw-unknown'], Date.now() + 60_000);
+      expect(await store.claimPending(session.id, renewed.gatewayId, NOW)).toEqual(expect.any(String));
+      expect(await store.getPending(session.id, 'gw-unknown', NOW)).toBeUndefined();
     });
 
     it('stores the answer to a held request exactly once; a claim and an answer exclude each other', async () => {
@@ -255,7 +318,7 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       const second = JSON.stringify({ jsonrpc: '2.0', id: held.gatewayId, result: { action: 'decline' } });
       expect(await store.answerPending(session.id, held.gatewayId, first, NOW)).toBe(true);
       expect(await store.answerPending(session.id, held.gatewayId, second, NOW)).toBe(false);
-      expect(await store.claimPending(session.id, held.gatewayId, NOW)).toBe(false);
+      expect(await store.claimPending(session.id, held.gatewayId, NOW)).toBeUndefined();
       expect(await store.getPending(session.id, held.gatewayId, NOW)).toEqual({
         ...held,
         status: 'answered',
@@ -264,7 +327,7 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
 
       const claimed = pendingRecord({ kind: 'held' });
       await store.putPending(session, claimed);
-      expect(await store.claimPending(session.id, claimed.gatewayId, NOW)).toBe(true);
+      expect(await store.claimPending(session.id, claimed.gatewayId, NOW)).toEqual(expect.any(String));
       expect(await store.answerPending(session.id, claimed.gatewayId, first, NOW)).toBe(false);
       expect((await store.getPending(session.id, claimed.gatewayId, NOW))?.answer).toBeUndefined();
     });
@@ -284,50 +347,67 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       await store.deletePending(session.id, [single!.gatewayId]);
       await store.deletePending(session.id, [...many.map((r) => r.gatewayId), 'gw-never-existed']);
       await store.deletePending(session.id, []);
-      const loaded = await store.loadSession(session.id, NOW);
-      expect([...(loaded?.pending.keys() ?? [])]).toEqual([kept!.gatewayId]);
-      expect(await store.claimPending(session.id, single!.gatewayId, NOW)).toBe(false);
+      expect(await store.countPending(session.id, 100, NOW)).toBe(1);
+      expect(await store.getPending(session.id, kept!.gatewayId, NOW)).toEqual(kept);
+      expect(await store.claimPending(session.id, single!.gatewayId, NOW)).toBeUndefined();
     });
   });
 
   describe('deleting a session', () => {
-    it('removes the session with the target sessions and pending requests it was loaded with (more than one batch)', async () => {
+    it('removes everything in its partition: target sessions, pending requests, markers (more than one batch)', async () => {
       const session = sessionRecord();
       await store.createSession(session);
       await store.putTargetSession(session, targetRecord('demo'));
       await store.putTargetSession(session, targetRecord('second'));
       const pending = Array.from({ length: 26 }, () => pendingRecord());
       for (const record of pending) await store.putPending(session, record);
+      await store.markCancelled(session.id, 'c.n.1', session.expiresAt);
       const other = sessionRecord();
       await store.createSession(other);
       await store.putPending(other, pendingRecord());
 
-      await store.deleteSession((await store.loadSession(session.id, NOW))!);
+      await store.deleteSession(session.id);
       expect(await store.loadSession(session.id, NOW)).toBeUndefined();
       expect(await store.getPending(session.id, pending[0]!.gatewayId, NOW)).toBeUndefined();
-      expect(await store.claimPending(session.id, pending[25]!.gatewayId, NOW)).toBe(false);
+      expect(await store.claimPending(session.id, pending[25]!.gatewayId, NOW)).toBeUndefined();
+      expect(await store.isCancelled(session.id, 'c.n.1')).toBeUndefined();
       // Another session's partition is untouched.
-      expect((await store.loadSession(other.id, NOW))?.pending.size).toBe(1);
-    });
-
-    it('removes only what it was loaded with: a pending request written after the load stays (until its TTL)', async () => {
-      // The interface says "everything in its partition"; the DynamoDB store deletes by the keys it loaded.
-      const session = sessionRecord();
-      await store.createSession(session);
-      const loaded = (await store.loadSession(session.id, NOW))!;
-      const late = pendingRecord();
-      await store.putPending(session, late);
-      await store.deleteSession(loaded);
-      expect(await store.loadSession(session.id, NOW)).toBeUndefined();
-      expect(await store.getPending(session.id, late.gatewayId, NOW)).toEqual(late);
+      expect(await store.countPending(other.id, 10, NOW)).toBe(1);
     });
 
     it('lets a new session be created under the id of a deleted one', async () => {
       const session = sessionRecord();
       await store.createSession(session);
-      await store.deleteSession((await store.loadSession(session.id, NOW))!);
+      await store.deleteSession(session.id);
       await store.createSession({ ...session, principal: 'again' });
       expect((await store.loadSession(session.id, NOW))?.session.principal).toBe('again');
+    });
+  });
+
+  describe('markers and limits', () => {
+    it('says why a call was ended elsewhere: cancelled by the client, or an answer the target refused', async () => {
+      const session = sessionRecord();
+      await store.createSession(session);
+      await store.markCancelled(session.id, 'c.n.1', session.expiresAt);
+      await store.markCancelled(session.id, 'c.n.2', session.expiresAt, 'answer-undeliverable');
+      expect(await store.isCancelled(session.id, 'c.n.1')).toBe('cancelled');
+      expect(await store.isCancelled(session.id, 'c.n.2')).toBe('answer-undeliverable');
+      expect(await store.isCancelled(session.id, 'c.n.3')).toBeUndefined();
+    });
+
+    it("refuses a session or a held answer over DynamoDB's 400 KB item limit with ItemTooLargeError (never 503)", async () => {
+      const big = sessionRecord({ clientInfo: { name: 'x'.repeat(500 * 1024), version: '1' } });
+      await expect(store.createSession(big)).rejects.toBeInstanceOf(ItemTooLargeError);
+      expect(await store.loadSession(big.id, NOW)).toBeUndefined();
+      const session = sessionRecord();
+      await store.createSession(session);
+      const held = pendingRecord({ kind: 'held' });
+      await store.putPending(session, held);
+      const answer = JSON.stringify({ jsonrpc: '2.0', id: held.gatewayId, result: { text: 'y'.repeat(420 * 1024) } });
+      await expect(store.answerPending(session.id, held.gatewayId, answer, NOW)).rejects.toBeInstanceOf(
+        ItemTooLargeError,
+      );
+      expect((await store.getPending(session.id, held.gatewayId, NOW))?.status).toBe('pending');
     });
   });
 
@@ -343,6 +423,12 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
         store.loadSession(session.id, NOW),
         store.createSession(sessionRecord()),
         store.claimPending(session.id, pending.gatewayId, NOW),
+        store.settleClaim(session.id, pending.gatewayId, 'token'),
+        store.releaseClaim(session.id, pending.gatewayId, 'token'),
+        store.expirePending(session.id, pending.gatewayId),
+        store.renewHolder(session.id, [pending.gatewayId], Date.now()),
+        store.loadForAnswer(session.id, pending.gatewayId, NOW),
+        store.countPending(session.id, 10, NOW),
         store.answerPending(session.id, pending.gatewayId, '{}', NOW),
         store.getPending(session.id, pending.gatewayId, NOW),
         store.deletePending(session.id, [pending.gatewayId]),

@@ -36,7 +36,10 @@ export async function ensureBundle(mode: 'if-stale' | 'never'): Promise<string> 
     }
   }
   try {
-    if (isStale()) await promisify(execFile)(process.execPath, ['scripts/build.mjs'], { cwd: PROJECT_ROOT });
+    // Through tsx, as `npm run build` runs it: the script imports lib/bundling.ts.
+    if (isStale()) {
+      await promisify(execFile)(process.execPath, ['--import', 'tsx', 'scripts/build.mjs'], { cwd: PROJECT_ROOT });
+    }
   } finally {
     rmSync(LOCK, { recursive: true, force: true });
   }
