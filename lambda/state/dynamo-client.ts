@@ -13,18 +13,30 @@ export interface DynamoClientOptions {
   region?: string;
 }
 
+/**
+ * How long DynamoDB may take, per attempt and in all (STORE_OPERATION_TIMEOUT_MS in dynamo-store.ts
+ * caps an operation at 5 s whatever the retries do). Without `throwOnRequestTimeout` the SDK only
+ * logs a request over `requestTimeout` and keeps waiting — a silent DynamoDB would hang requests.
+ * DynamoDB answers in milliseconds; 2 s per attempt only bounds an outage (a paused dynalite, a
+ * network partition). Throttling and timeouts are retried by the SDK (standard mode, 3 attempts).
+ */
+export const DYNAMODB_TIMEOUTS = { connectionTimeout: 1000, requestTimeout: 2000, maxAttempts: 3 } as const;
+
 /** One document client per process, reused across invocations (keep-alive sockets). */
 export function createDocumentClient(options: DynamoClientOptions = {}): DynamoDBDocumentClient {
   const local = options.endpoint !== undefined;
+  const timeouts = {
+    connectionTimeout: DYNAMODB_TIMEOUTS.connectionTimeout,
+    requestTimeout: DYNAMODB_TIMEOUTS.requestTimeout,
+    throwOnRequestTimeout: true,
+  };
   const client = new DynamoDBClient({
     region: options.region ?? process.env.AWS_REGION ?? (local ? 'local' : undefined),
     endpoint: options.endpoint,
     // Local endpoints accept any credentials; never fall back to a developer's real ones there.
     credentials: local ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined,
-    maxAttempts: 3,
-    requestHandler: local
-      ? { httpAgent: new Agent({ keepAlive: true }), connectionTimeout: 2000, requestTimeout: 5000 }
-      : undefined,
+    maxAttempts: DYNAMODB_TIMEOUTS.maxAttempts,
+    requestHandler: local ? { httpAgent: new Agent({ keepAlive: true }), ...timeouts } : timeouts,
   });
   return DynamoDBDocumentClient.from(client, {
     marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: true },

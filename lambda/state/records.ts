@@ -54,8 +54,14 @@ export function newClaimToken(): string {
 export const CLAIM_LEASE_MS = 30_000;
 
 /**
- * The holder's lease on its waiting records: renewed every HOLDER_RENEW_MS while it waits; a holder
- * that died stops its records being answered within HOLDER_LEASE_MS.
+ * The holder's lease on its waiting records: renewed every HOLDER_RENEW_MS (a third of it) while it
+ * waits; a holder that died stops its records being answered within HOLDER_LEASE_MS. 30 s, or
+ * GATEWAY_HOLDER_LEASE_MS (fault tests shorten it, so a killed instance is noticed in seconds).
  */
-export const HOLDER_LEASE_MS = 30_000;
-export const HOLDER_RENEW_MS = 10_000;
+export const HOLDER_LEASE_MS = leaseFromEnvironment(process.env.GATEWAY_HOLDER_LEASE_MS);
+export const HOLDER_RENEW_MS = Math.floor(HOLDER_LEASE_MS / 3);
+
+function leaseFromEnvironment(value: string | undefined): number {
+  const ms = Number(value);
+  return Number.isInteger(ms) && ms >= 300 ? ms : 30_000;
+}

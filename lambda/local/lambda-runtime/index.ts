@@ -155,7 +155,7 @@ function functionEnvironment(
     const value = process.env[name];
     if (value !== undefined) environment[name] = value;
   }
-  for (const name of ['GATEWAY_LOG_LEVEL', 'GATEWAY_KEEPALIVE_MS']) {
+  for (const name of ['GATEWAY_LOG_LEVEL', 'GATEWAY_KEEPALIVE_MS', 'GATEWAY_HOLDER_LEASE_MS']) {
     const value = process.env[name];
     if (value !== undefined) environment[name] = value;
   }
