@@ -77,6 +77,8 @@ export class ExecutionEnvironment {
   private initialized?: { resolve(): void; reject(error: Error): void };
   private readonly exited: Promise<void>;
   private markExited!: () => void;
+  /** Shutting down (terminate): never frozen again. */
+  private terminating = false;
 
   private constructor(private readonly spec: EnvironmentSpec) {
     this.server = createServer((req, res) => this.route(req, res));
@@ -224,6 +226,21 @@ export class ExecutionEnvironment {
     });
   }
 
+  /**
+   * Shutdown of a busy environment: SIGTERM first (as Lambda does before shutting an environment down
+   * when an extension is registered), so the function can end what its invocation holds — the gateway
+   * cancels its calls at their targets and removes their pending records — then SIGKILL after `graceMs`.
+   */
+  async terminate(graceMs: number): Promise<void> {
+    if (this.child && this.child.exitCode === null && this.child.signalCode === null) {
+      this.terminating = true;
+      this.signal('SIGCONT');
+      this.signal('SIGTERM');
+      await Promise.race([this.exited, new Promise((resolve) => setTimeout(resolve, graceMs).unref())]);
+    }
+    await this.kill();
+  }
+
   /** Ends the environment (idle reaping, timeout, shutdown); bounded. */
   async kill(): Promise<void> {
     if (this.child && this.child.exitCode === null && this.child.signalCode === null) {
@@ -260,8 +277,9 @@ export class ExecutionEnvironment {
     }
     const active = this.active;
     if (this.state !== 'busy' || !active) return;
-    // The invocation is over by the runtime's own signal. Freeze first, then let the pool reuse it.
-    this.signal('SIGSTOP');
+    // The invocation is over by the runtime's own signal. Freeze first, then let the pool reuse it —
+    // unless the environment is being shut down: then it must run on to its own exit.
+    if (!this.terminating) this.signal('SIGSTOP');
     this.state = 'frozen';
     this.freezes++;
     this.idleSince = Date.now();

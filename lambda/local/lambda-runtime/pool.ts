@@ -2,6 +2,9 @@ import type { ServerResponse } from 'node:http';
 import type { LambdaFunctionURLEvent } from 'aws-lambda';
 import { type EnvironmentSpec, type EnvironmentState, ExecutionEnvironment } from './environment';
 
+
+/** How long a busy environment may take to end its invocation's calls on shutdown (SIGTERM → SIGKILL). */
+const SHUTDOWN_GRACE_MS = 2000;
 /** How long an invocation waits for an environment that is finishing rather than start a new one. */
 const REUSE_WAIT_MS = 100;
 
@@ -180,7 +183,10 @@ export class EnvironmentPool {
     };
   }
 
-  /** Kills every environment, busy ones too (their clients' streams are cut). */
+  /**
+   * Kills every environment. Busy ones get SIGTERM first and up to SHUTDOWN_GRACE_MS to finish what
+   * their invocation holds (the gateway ends its calls with an error and removes their records).
+   */
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.reaper);
@@ -192,6 +198,10 @@ export class EnvironmentPool {
     const all = [...this.live];
     this.live.clear();
     this.warm.length = 0;
-    await Promise.all(all.map((environment) => environment.kill()));
+    await Promise.all(
+      all.map((environment) =>
+        environment.state === 'busy' ? environment.terminate(SHUTDOWN_GRACE_MS) : environment.kill(),
+      ),
+    );
   }
 }
