@@ -99,7 +99,11 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
     closers.push(async () => {
       // Graceful: calls held here are cancelled at their targets, their clients told (-32001) and
       // their pending records removed before the server stops (bounded).
-      await deps.activeCalls.shutdown(SHUTDOWN_GRACE_MS);
+      if (deps.activeCalls.size > 0) {
+        await deps.activeCalls.shutdown(SHUTDOWN_GRACE_MS);
+        // Their last events are written to the sockets before the connections are closed.
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
       await running.close();
     });
     return {

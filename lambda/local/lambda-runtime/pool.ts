@@ -2,7 +2,6 @@ import type { ServerResponse } from 'node:http';
 import type { LambdaFunctionURLEvent } from 'aws-lambda';
 import { type EnvironmentSpec, type EnvironmentState, ExecutionEnvironment } from './environment';
 
-
 /** How long a busy environment may take to end its invocation's calls on shutdown (SIGTERM → SIGKILL). */
 const SHUTDOWN_GRACE_MS = 2000;
 /** How long an invocation waits for an environment that is finishing rather than start a new one. */
