@@ -1,5 +1,5 @@
 import type { LambdaFunctionURLEvent, StreamifyHandler } from 'aws-lambda';
-import { errorResponse } from '../http/errors';
+import { errorResponse, unrepresentableMethod } from '../http/errors';
 import type { FetchHandler, ShutdownableHandler } from '../http/exchange';
 import { GatewayError } from '../protocol/errors';
 import { eventToRequest, principalFromEvent, writeResponse } from './function-url';
@@ -88,6 +88,11 @@ export function createStreamingHandler(
 
     let response: Response;
     try {
+      const unrepresentable = unrepresentableMethod(event.requestContext.http.method);
+      if (unrepresentable) {
+        await writeResponse(unrepresentable, responseStream, controller.signal);
+        return;
+      }
       const handle = await load();
       response = await handle(eventToRequest(event, controller.signal), {
         signal: controller.signal,

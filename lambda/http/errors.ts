@@ -19,3 +19,14 @@ export function refuse(
 export function methodNotAllowed(allow: string): Response {
   return refuse('MethodNotAllowed', 'Method not allowed', { headers: { allow } });
 }
+
+/** Methods a fetch `Request` cannot carry (the Fetch standard forbids them): it throws on construction. */
+const FORBIDDEN_METHODS = new Set(['CONNECT', 'TRACE', 'TRACK']);
+
+/**
+ * The adapters' answer to a request whose method fetch cannot represent: 405 like every other
+ * method the endpoint does not serve (the core never sees it), instead of a failed construction (500).
+ */
+export function unrepresentableMethod(method: string): Response | undefined {
+  return FORBIDDEN_METHODS.has(method.toUpperCase()) ? methodNotAllowed('POST, DELETE') : undefined;
+}

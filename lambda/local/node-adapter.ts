@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { refuse } from '../http/errors';
+import { refuse, unrepresentableMethod } from '../http/errors';
 import type { FetchHandler } from '../http/exchange';
 
 /**
@@ -45,6 +45,8 @@ export async function serveOnNode(handler: FetchHandler, options: NodeServerOpti
       if (!res.writableFinished) abort.abort();
     });
     const method = req.method ?? 'GET';
+    const unrepresentable = unrepresentableMethod(method);
+    if (unrepresentable) return send(res, unrepresentable, abort);
     const hasBody = method !== 'GET' && method !== 'HEAD';
     // Buffered like a function URL does (6 MB at most); a web stream per request costs more than the body.
     const body = hasBody ? await readBody(req, MAX_REQUEST_BYTES) : undefined;

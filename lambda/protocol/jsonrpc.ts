@@ -20,7 +20,30 @@ export type ParseOutcome =
   | { ok: true; value: ClientMessage }
   | { ok: false; kind: RefusalKind; code: number; message: string; id: RequestId | null };
 
-type RefusalKind = Extract<ErrorKind, 'ParseError' | 'InvalidRequest'>;
+type RefusalKind = Extract<ErrorKind, 'ParseError' | 'InvalidRequest' | 'NestingTooDeep' | 'ParamsTooDeep'>;
+
+/**
+ * How deeply nested a message may be. JSON.parse copes with far more, but the gateway and the SDKs
+ * walk and re-serialize messages recursively (JSON.stringify overflowed the stack at a few thousand
+ * levels), so deeper input is refused where it enters: a client's message (-32602 for params,
+ * -32600 otherwise) and a target's (targets/: DependencyFailedException). MCP's own structures are
+ * a few levels deep; 128 leaves arguments and schemas plenty of room.
+ */
+export const MAX_JSON_DEPTH = 128;
+
+/** Whether `value` nests objects/arrays deeper than `max` (iterative: it must not overflow itself). */
+export function nestedDeeperThan(value: unknown, max: number = MAX_JSON_DEPTH): boolean {
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length > 0) {
+    const [current, depth] = stack.pop() as [unknown, number];
+    if (typeof current !== 'object' || current === null) continue;
+    if (depth >= max) return true;
+    for (const child of Object.values(current)) {
+      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+    }
+  }
+  return false;
+}
 
 function refusal(kind: RefusalKind, message: string, id: RequestId | null): ParseOutcome {
   return { ok: false, kind, code: ERROR_TABLE[kind].code, message, id };
@@ -92,6 +115,12 @@ export function parseClientMessage(text: string): ParseOutcome {
     return refusal('InvalidRequest', 'Invalid Request: JSON-RPC batches are not supported', null);
   }
   const id = isObject(raw) && isId(raw.id) ? raw.id : null;
+  if (nestedDeeperThan(raw)) {
+    // In a request or notification only `params` can nest; in anything else (an answer) it is the message.
+    return isObject(raw) && typeof raw.method === 'string'
+      ? refusal('ParamsTooDeep', `Invalid params: nested deeper than ${MAX_JSON_DEPTH} levels`, id)
+      : refusal('NestingTooDeep', `Invalid Request: nested deeper than ${MAX_JSON_DEPTH} levels`, id);
+  }
   if (isObject(raw) && raw.jsonrpc === '2.0') {
     if (typeof raw.method === 'string' && isParams(raw.params)) {
       if (!('id' in raw) && onlyKeys(raw, ['jsonrpc', 'method', 'params'])) {

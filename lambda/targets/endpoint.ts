@@ -1,10 +1,10 @@
 import type { TargetConfig } from '../config/schema';
 import { recordTargetLatency } from '../observability/metrics';
 import { DependencyFailedError } from '../protocol/errors';
-import { isResponse, type JSONRPCResponse } from '../protocol/jsonrpc';
+import { isResponse, type JSONRPCResponse, nestedDeeperThan } from '../protocol/jsonrpc';
 import type { JSONRPCMessage, JSONRPCRequest } from '../protocol/types';
 import { NO_CREDENTIALS, type TargetCredentials } from './credentials';
-import { readResponseStream, type StreamListeners } from './sse-reader';
+import { readResponseStream, type StreamListeners, TooDeepError } from './sse-reader';
 
 /**
  * One target's HTTP endpoint, for both eras: the gateway's own credentials, one POST that reads a
@@ -140,6 +140,7 @@ export class TargetEndpoint {
     try {
       if (contentType.includes('json')) body = await res.json();
       else await res.body?.cancel();
+      if (nestedDeeperThan(body)) throw new TooDeepError();
     } catch (error) {
       throw this.failure(error, `HTTP ${res.status} with an unreadable body`);
     }
@@ -219,6 +220,7 @@ export class TargetEndpoint {
 
   private failure(error: unknown, reason: string): Error {
     if (error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError')) return error;
+    if (error instanceof TooDeepError) return new DependencyFailedError(this.name, error.message, { cause: error });
     if (error instanceof DependencyFailedError) return error;
     return new DependencyFailedError(this.name, reason, { cause: error });
   }

@@ -1,5 +1,12 @@
 import { createParser } from 'eventsource-parser';
-import { isNotification, isRequest, isResponse, type JSONRPCResponse } from '../protocol/jsonrpc';
+import {
+  isNotification,
+  isRequest,
+  isResponse,
+  type JSONRPCResponse,
+  MAX_JSON_DEPTH,
+  nestedDeeperThan,
+} from '../protocol/jsonrpc';
 import type { JSONRPCNotification, JSONRPCRequest, RequestId } from '../protocol/types';
 
 /** What a target streams while it answers one request (both eras). */
@@ -29,6 +36,8 @@ export async function readResponseStream(
       } catch {
         return; // not ours to interpret; a well-formed response still ends the call
       }
+      // Relaying it would overflow the stack somewhere (re-serializing, mapping): the call fails instead.
+      if (nestedDeeperThan(message)) throw new TooDeepError();
       if (isResponse(message)) {
         if (message.id === id) response = message;
       } else if (isRequest(message)) listeners.onServerRequest?.(message);
@@ -46,4 +55,12 @@ export async function readResponseStream(
     reader.cancel().catch(() => undefined);
   }
   return response;
+}
+
+/** A target's message nested deeper than MAX_JSON_DEPTH. */
+export class TooDeepError extends Error {
+  constructor() {
+    super(`sent a message nested deeper than ${MAX_JSON_DEPTH} levels`);
+    this.name = 'TooDeepError';
+  }
 }
