@@ -129,7 +129,13 @@ export async function forwardCall(ctx: CallContext): Promise<JSONRPCResponse | u
             params: confirmationForm(exposed, target, name, args),
           } as InputRequest,
         },
-        requestState: sealer.seal(binding, { kind: 'confirm', confirmed: false }),
+        // A short window (confirmationTtlSeconds): nothing is stored, so this is what bounds replays.
+        requestState: sealer.seal(
+          binding,
+          { kind: 'confirm', confirmed: false },
+          undefined,
+          deps.config.confirmationTtlSeconds,
+        ),
       };
       return complete(result as unknown as Record<string, unknown>);
     }

@@ -61,7 +61,8 @@ export class RequestStateSealer {
     private readonly ttlSeconds: number,
   ) {}
 
-  seal(binding: StateBinding, state: OpenedState, now = Date.now()): string {
+  /** `ttlSeconds`: a shorter lifetime than the configured one (the confirmation window), never a longer one. */
+  seal(binding: StateBinding, state: OpenedState, now = Date.now(), ttlSeconds = this.ttlSeconds): string {
     const payload: Payload = {
       v: 1,
       k: state.kind,
@@ -70,7 +71,7 @@ export class RequestStateSealer {
       m: binding.method,
       n: binding.name,
       d: binding.argsDigest,
-      e: Math.floor(now / 1000) + this.ttlSeconds,
+      e: Math.floor(now / 1000) + Math.min(ttlSeconds, this.ttlSeconds),
     };
     if (state.targetState !== undefined) payload.s = state.targetState;
     if (state.confirmed) payload.c = 1;
