@@ -38,6 +38,12 @@ export interface JwtOptions {
   clockToleranceSeconds?: number;
   /** Pause after a failed discovery fetch before trying again (default 5 s). */
   discoveryRetryMs?: number;
+  /**
+   * While the JWKS cannot be fetched (issuer down, timeout), the last key set fetched is still used
+   * for this long after it was last known good (default 1 h): an issuer outage longer than the cache
+   * does not lock out valid tokens. A kid it does not know is still 503 (it may be a new key).
+   */
+  jwksStaleMs?: number;
   logger?: GatewayLogger;
 }
 
@@ -247,13 +253,42 @@ export class JwtAuthenticator implements InboundAuth {
       throw new Error('discovery document: jwks_uri must be https (http only on a loopback host)');
     }
     const { createRemoteJWKSet } = await import('jose');
-    const keys = createRemoteJWKSet(jwksUri, {
+    const remote = createRemoteJWKSet(jwksUri, {
       cooldownDuration: this.options.jwksCooldownMs ?? 30_000,
       cacheMaxAge: this.options.jwksMaxAgeMs ?? 600_000,
       timeoutDuration: this.timeoutMs,
     });
     this.options.logger?.info('token issuer discovered', { issuer: doc.issuer });
-    return { issuer: doc.issuer, keys };
+    return { issuer: doc.issuer, keys: await this.serveStale(remote) };
+  }
+
+  /** The remote key set, falling back to the last good set for `jwksStaleMs` when it cannot be fetched. */
+  private async serveStale(remote: Awaited<ReturnType<typeof import('jose')['createRemoteJWKSet']>>) {
+    const { createLocalJWKSet } = await import('jose');
+    const staleMs = this.options.jwksStaleMs ?? 3_600_000;
+    let lastGood: { keys: JWTVerifyGetKey; at: number } | undefined;
+    const keys: JWTVerifyGetKey = async (header, token) => {
+      try {
+        const key = await remote(header, token);
+        const jwks = remote.jwks();
+        if (jwks) lastGood = { keys: createLocalJWKSet(jwks), at: Date.now() };
+        return key;
+      } catch (error) {
+        // A token fault (no key with that kid in a set just fetched, …) is the token's: 401 as before.
+        const fetchFailed = !TOKEN_FAULTS[(error as { code?: string }).code ?? ''];
+        if (!fetchFailed || !lastGood || Date.now() - lastGood.at > staleMs) throw error;
+        try {
+          const key = await lastGood.keys(header, token);
+          this.options.logger?.warn('JWKS unavailable: verified with the last key set fetched', {
+            error: describeError(error),
+          });
+          return key;
+        } catch {
+          throw error; // not in the old set either: maybe a new key — 503, not 401
+        }
+      }
+    };
+    return keys;
   }
 }
 
