@@ -7,7 +7,7 @@ import type { ClientMessage } from '../protocol/jsonrpc';
 import type { InitializeRequestParams, InitializeResult, JSONRPCRequest, RequestId } from '../protocol/types';
 import { legacyVersionsOf } from '../protocol/versions';
 import { newSessionId } from '../state/records';
-import type { SessionRecord } from '../state/store';
+import type { LoadedSession, SessionRecord } from '../state/store';
 import { deliverAnswer } from './answer';
 import type { LegacyDeps } from './deps';
 import { handleSessionMessage } from './session-router';
@@ -48,7 +48,7 @@ export async function handleLegacyPost(input: LegacyInput): Promise<Response> {
     if (loaded instanceof Response) return loaded;
     return deliverAnswer(deps, loaded, message.message, { [MCP_HEADERS.sessionId]: loaded.session.id });
   }
-  const loaded = await loadOwnSession(input, (id) => deps.store.loadSession(id));
+  const loaded = await loadOwnSession(input, (id) => loadLiveSession(deps, id));
   if (loaded instanceof Response) return loaded;
   return handleSessionMessage(
     {
@@ -64,22 +64,44 @@ export async function handleLegacyPost(input: LegacyInput): Promise<Response> {
 
 /** DELETE ends the session (and everything in its partition), and its target sessions. */
 export async function handleLegacyDelete(input: Omit<LegacyInput, 'message' | 'accept'>): Promise<Response> {
-  const loaded = await loadOwnSession(input, (id) => input.deps.store.loadSession(id));
+  const loaded = await loadOwnSession(input, (id) => loadLiveSession(input.deps, id));
   if (loaded instanceof Response) return loaded;
   try {
     await input.deps.store.deleteSession(loaded.session.id);
   } catch (error) {
     return errorResponse(null, error);
   }
+  await terminateTargetSessions(input.deps, loaded);
+  input.deps.logger.info('session deleted', { sessionId: loaded.session.id });
+  return new Response(null, { status: 200 });
+}
+
+/** Ends the session's target sessions (best effort: targets MAY answer 405). */
+async function terminateTargetSessions(deps: LegacyDeps, loaded: LoadedSession): Promise<void> {
   await Promise.all(
     [...loaded.targets.values()].map((record) =>
-      input.deps.targets
+      deps.targets
         .terminate(record.target, { targetSessionId: record.targetSessionId, protocolVersion: record.protocolVersion })
         .catch(() => undefined),
     ),
   );
-  input.deps.logger.info('session deleted', { sessionId: loaded.session.id });
-  return new Response(null, { status: 200 });
+}
+
+/**
+ * The session when it is live. An expired one that is still stored (DynamoDB's TTL deletes items
+ * lazily, within days) is ended now, as DELETE ends one: its target sessions are terminated and its
+ * partition removed — so a client that comes back after expiry ends what it left upstream. Either way
+ * the client sees 404 (the same read; nothing extra for a live session).
+ */
+async function loadLiveSession(deps: LegacyDeps, sessionId: string): Promise<LoadedSession | undefined> {
+  const loaded = await deps.store.loadSession(sessionId, undefined, { includeExpired: true });
+  if (!loaded || loaded.session.expiresAt > Math.floor(Date.now() / 1000)) return loaded;
+  await terminateTargetSessions(deps, loaded);
+  await deps.store
+    .deleteSession(sessionId)
+    .catch((error) => deps.logger.warn('removing an expired session failed', { error: describeError(error) }));
+  deps.logger.info('expired session ended', { sessionId });
+  return undefined;
 }
 
 /** 400 without a session id; 404 for unknown, expired, deleted, or another principal's session. */

@@ -87,7 +87,11 @@ export class DynamoSessionStore implements SessionStore {
     );
   }
 
-  async loadSession(sessionId: string, now = nowSeconds()): Promise<LoadedSession | undefined> {
+  async loadSession(
+    sessionId: string,
+    now = nowSeconds(),
+    options: { includeExpired?: boolean } = {},
+  ): Promise<LoadedSession | undefined> {
     const items: Record<string, unknown>[] = [];
     let startKey: Record<string, unknown> | undefined;
     do {
@@ -109,7 +113,7 @@ export class DynamoSessionStore implements SessionStore {
 
     const sessionItem = items.find((item) => item.sk === SESSION_SK);
     // DynamoDB deletes expired items lazily (and dynalite never): expiry is checked on every read.
-    if (!sessionItem || (sessionItem.expiresAt as number) <= now) return undefined;
+    if (!sessionItem || ((sessionItem.expiresAt as number) <= now && !options.includeExpired)) return undefined;
     const { pk: _pk, sk: _sk, ...session } = sessionItem;
     const loaded: LoadedSession = { session: session as unknown as SessionRecord, targets: new Map() };
     for (const item of items) {

@@ -63,11 +63,16 @@ export class MemorySessionStore implements SessionStore {
     partition.set(SESSION_SK, copy(session) as unknown as Item);
   }
 
-  async loadSession(sessionId: string, now = nowSeconds()): Promise<LoadedSession | undefined> {
+  async loadSession(
+    sessionId: string,
+    now = nowSeconds(),
+    options: { includeExpired?: boolean } = {},
+  ): Promise<LoadedSession | undefined> {
     this.available();
     const partition = this.partitions.get(sessionId);
     const sessionItem = partition?.get(SESSION_SK);
-    if (!partition || !sessionItem || (sessionItem.expiresAt as number) <= now) return undefined;
+    if (!partition || !sessionItem) return undefined;
+    if ((sessionItem.expiresAt as number) <= now && !options.includeExpired) return undefined;
     const loaded: LoadedSession = { session: copy(sessionItem) as unknown as SessionRecord, targets: new Map() };
     // Sorted by sort key, as a Query returns a partition.
     for (const [sk, item] of [...partition].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {

@@ -97,7 +97,11 @@ export interface SessionStore {
    * One read: the session with its target sessions; undefined when absent or expired. It does not
    * grow with the number of pending records (they sort before the session item).
    */
-  loadSession(sessionId: string, now?: number): Promise<LoadedSession | undefined>;
+  loadSession(
+    sessionId: string,
+    now?: number,
+    options?: { includeExpired?: boolean },
+  ): Promise<LoadedSession | undefined>;
   /** One read: the session and one pending record (absent or expired → undefined). */
   loadForAnswer(sessionId: string, gatewayId: string, now?: number): Promise<LoadedAnswer | undefined>;
   putTargetSession(session: SessionRecord, target: TargetSessionRecord): Promise<void>;

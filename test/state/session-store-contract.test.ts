@@ -132,6 +132,17 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       expect(await store.loadSession(session.id, NOW)).toBeDefined();
     });
 
+    it('loads an expired session that is still stored only when asked to (to end it)', async () => {
+      const session = sessionRecord({ expiresAt: NOW + 10 });
+      await store.createSession(session);
+      await store.putTargetSession(session, targetRecord());
+      expect(await store.loadSession(session.id, NOW + 10)).toBeUndefined();
+      const expired = await store.loadSession(session.id, NOW + 10, { includeExpired: true });
+      expect(expired?.session).toEqual(session);
+      expect([...(expired?.targets.keys() ?? [])]).toEqual(['demo']);
+      expect(await store.loadSession(newSessionId(), NOW, { includeExpired: true })).toBeUndefined();
+    });
+
     it('reads the clock itself when no time is given', async () => {
       const past = sessionRecord({ createdAt: 1_000, expiresAt: 2_000 });
       const future = sessionRecord({ createdAt: NOW, expiresAt: Math.floor(Date.now() / 1000) + 3600 });
