@@ -187,3 +187,73 @@ describe.each(kinds)('answers delivered through faults, %s', (kind) => {
 async function pendingOf(endpoint: string, sessionId: string): Promise<Json[]> {
   return (await sessionItems(endpoint, sessionId)).filter((item) => String(item.sk).startsWith('P#'));
 }
+
+/**
+ * The same for a 2026-07-28 client whose 2025-only target asks for input (bridged rounds,
+ * stateless/bridge.ts continueBridge): the retry carrying the answer claims, delivers, settles — or
+ * releases, so the same retry sent again is delivered.
+ */
+describe('bridged 2026-07-28 rounds delivered through faults (local server)', () => {
+  const gw = withGateway(
+    (targets) => ({
+      logLevel: 'SILENT',
+      pendingRequestTimeoutSeconds: PENDING_TIMEOUT_S,
+      targets: [{ name: 'demo', url: targets.demo.url, era: 'legacy' }],
+    }),
+    { targets: { demo: proxiedDemo } },
+  );
+  const proxy = () => (gw.targets.demo as unknown as Target).proxy;
+  afterEach(() => {
+    proxy().rule = () => 'pass';
+  });
+  const meta = {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientCapabilities': ALL,
+  };
+  /** A 2026-07-28 tools/call of use_aws; its first message (a held round-1 stream stays open: we leave it). */
+  const call = async (id: string, extra: Json = {}): Promise<{ status: number; message: Json }> => {
+    const res = await post(
+      gw.url,
+      { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'demo___use_aws' },
+      {
+        jsonrpc: '2.0',
+        id,
+        method: 'tools/call',
+        params: { name: 'demo___use_aws', arguments: { command: 'bridged' }, ...extra, _meta: meta },
+      },
+      AbortSignal.timeout(15_000),
+    );
+    for await (const event of sseEvents(res)) if (event.message) return { status: res.status, message: event.message };
+    throw new Error('no message');
+  };
+  const retry = (round: Json, id: string) => {
+    const [key] = Object.keys(round.result.inputRequests);
+    return call(id, {
+      inputResponses: { [key!]: { action: 'accept', content: { confirm: true } } },
+      requestState: round.result.requestState,
+    });
+  };
+
+  it('retries a delivery that failed once (502): the retry completes the call', async () => {
+    proxy().rule = failFirstAnswers(1, { status: 502 });
+    const { message: round } = await call('b1');
+    expect(round.result.resultType).toBe('input_required');
+    const { message: done } = await retry(round, 'b2');
+    expect(done.result).toMatchObject({ resultType: 'complete', content: [{ text: 'executed: bridged' }] });
+  }, 20_000);
+
+  it('releases an answer the target never got: 502 retryable, and the same retry sent again completes the call', async () => {
+    let failing = true;
+    proxy().rule = (request) => (failing && isAnswer(request.body) ? 'reset' : 'pass');
+    const { message: round } = await call('b3');
+    const refused = await retry(round, 'b4');
+    expect(refused.status).toBe(502);
+    expect(refused.message.error).toMatchObject({
+      code: -32603,
+      data: { type: 'DependencyFailedException', retryable: true },
+    });
+    failing = false;
+    const { message: done } = await retry(round, 'b5');
+    expect(done.result).toMatchObject({ resultType: 'complete', content: [{ text: 'executed: bridged' }] });
+  }, 20_000);
+});
