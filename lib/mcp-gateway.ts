@@ -25,6 +25,7 @@ import { GatewayMonitoring } from './monitoring';
  * command in the store fails the tests until it is granted here (and an unused grant fails too).
  */
 export const TABLE_ACTIONS = [
+  'dynamodb:BatchGetItem',
   'dynamodb:BatchWriteItem',
   'dynamodb:DeleteItem',
   'dynamodb:GetItem',
