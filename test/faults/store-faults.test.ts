@@ -285,3 +285,49 @@ describe.each(kinds)("DynamoDB's 400 KB item limit, %s", (kind) => {
     expect(final?.result.content[0].text).toBe('confirmed: deploy');
   });
 });
+
+describe('the per-session cap on pending requests (maxPendingRequestsPerSession)', () => {
+  const gw = withGateway(
+    { logLevel: 'SILENT', maxPendingRequestsPerSession: 1 },
+    { targets: { demo: () => startDemoTarget() } },
+  );
+
+  it('refuses a target request beyond the cap (the target reports it), while the first keeps waiting and completes', async () => {
+    const { headers } = await initSession(gw.url, { capabilities: ALL });
+    const first = await post(gw.url, headers, {
+      jsonrpc: '2.0',
+      id: 'first',
+      method: 'tools/call',
+      params: { name: 'demo___use_aws', arguments: { command: 'first' } },
+    });
+    const events = sseEvents(first);
+    const asked = (await events.next()).value?.message;
+    expect(asked?.method).toBe('elicitation/create');
+    // A second call of the same session asks too: refused at the target, which falls back (demo: an error result).
+    const second = await readMessage(
+      await post(gw.url, headers, {
+        jsonrpc: '2.0',
+        id: 'second',
+        method: 'tools/call',
+        params: { name: 'demo___use_aws', arguments: { command: 'second' } },
+      }),
+    );
+    expect(second.result.isError).toBe(true);
+    expect(second.result.content[0].text).toMatch(/Too many pending requests in this session/);
+    const answer = await post(gw.url, headers, {
+      jsonrpc: '2.0',
+      id: asked?.id,
+      result: { action: 'accept', content: { confirm: true } },
+    });
+    expect(answer.status).toBe(202);
+    let final: Json | undefined;
+    for (let next = await events.next(); !next.done; next = await events.next()) {
+      if (next.value.message?.id === 'first') {
+        final = next.value.message;
+        break;
+      }
+    }
+    await events.return(undefined);
+    expect(final?.result.content[0].text).toBe('executed: first');
+  });
+});
