@@ -53,6 +53,7 @@ export function createStreamingHandler(
         signal: controller.signal,
         deadline: Date.now() + context.getRemainingTimeInMillis() - DEADLINE_MARGIN_MS,
         platformPrincipal: principalFromEvent(event),
+        requestId: context.awsRequestId,
       });
     } catch (error) {
       // A rejection caused by the client leaving is expected; anything else is worth a log line.

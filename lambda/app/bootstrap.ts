@@ -7,6 +7,7 @@ import { keySecretsFromConfig, resolveKeySecrets } from '../crypto/keys';
 import { type KeySecrets, SealedBox } from '../crypto/sealed-box';
 import type { FetchHandler } from '../http/exchange';
 import { ActiveCalls } from '../legacy/active-calls';
+import { createActiveTracer, tracingEnabled } from '../observability/active-tracing';
 import { createLogger, type GatewayLogger } from '../observability/logger';
 import { LATEST_LEGACY_VERSION, legacyVersionsOf } from '../protocol/versions';
 import { createDocumentClient } from '../state/dynamo-client';
@@ -65,10 +66,15 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
   };
 }
 
+/** Set by the CDK stack: the function URL's own CORS setting answers CORS (lambda/http/cors.ts). */
+export const CORS_BY_ENV = 'GATEWAY_CORS';
+
 /**
  * The Lambda's gateway, built once per cold start from the environment the CDK stack writes:
- * GATEWAY_CONFIG (JSON, the shared schema), optionally DYNAMODB_ENDPOINT (local runs only) and
- * GATEWAY_KEEPALIVE_MS (SSE keep-alive interval, default 15 s).
+ * GATEWAY_CONFIG (JSON, the shared schema), optionally DYNAMODB_ENDPOINT (local runs only),
+ * GATEWAY_KEEPALIVE_MS (SSE keep-alive interval, default 15 s), GATEWAY_CORS=function-url (the
+ * function URL answers CORS, so the function sets no CORS headers) and GATEWAY_TRACING=active
+ * (X-Ray active tracing with Powertools Tracer).
  */
 export async function createGatewayFromEnvironment(env: NodeJS.ProcessEnv = process.env): Promise<FetchHandler> {
   const config = await loadConfig(env); // GATEWAY_CONFIG or AppConfig (lambda/config/source.ts), once per cold start
@@ -77,5 +83,12 @@ export async function createGatewayFromEnvironment(env: NodeJS.ProcessEnv = proc
   const logger = createLogger(config.logLevel);
   // Once per cold start: configuration, else Secrets Manager (GATEWAY_REQUEST_STATE_SECRET_ARN), else random.
   const requestStateKeys = await resolveKeySecrets(config, logger, env);
-  return createGateway(buildGatewayDeps(config, { documentClient, keepAliveMs, logger, requestStateKeys }));
+  const tracer = tracingEnabled(env)
+    ? await createActiveTracer(env.POWERTOOLS_SERVICE_NAME ?? GATEWAY_INFO.name)
+    : undefined;
+  tracer?.instrumentClient(documentClient);
+  return createGateway(buildGatewayDeps(config, { documentClient, keepAliveMs, logger, requestStateKeys }), {
+    cors: env[CORS_BY_ENV] === 'function-url' ? 'platform' : 'gateway',
+    tracer,
+  });
 }
