@@ -5,6 +5,7 @@ import type { GatewayConfig } from '../config/schema';
 import { loadConfig } from '../config/source';
 import { keySecretsFromConfig, resolveKeySecrets } from '../crypto/keys';
 import { type KeySecrets, SealedBox } from '../crypto/sealed-box';
+import { CORS_BY_ENV } from '../http/cors';
 import type { FetchHandler } from '../http/exchange';
 import { ActiveCalls } from '../legacy/active-calls';
 import { createActiveTracer, tracingEnabled } from '../observability/active-tracing';
@@ -65,9 +66,6 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
     rounds: store,
   };
 }
-
-/** Set by the CDK stack: the function URL's own CORS setting answers CORS (lambda/http/cors.ts). */
-export const CORS_BY_ENV = 'GATEWAY_CORS';
 
 /**
  * The Lambda's gateway, built once per cold start from the environment the CDK stack writes:

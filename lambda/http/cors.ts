@@ -16,6 +16,9 @@
  * headers at all: one source, no duplicated or disagreeing values (lambda/README.md, "CORS").
  */
 
+/** Set to `function-url` by the CDK stack: the function URL's own CORS setting answers CORS, not the function. */
+export const CORS_BY_ENV = 'GATEWAY_CORS';
+
 /** Request headers a browser-based MCP client sends (Streamable HTTP, both eras, resumption, tracing). */
 export const CORS_ALLOWED_HEADERS = [
   'content-type',
