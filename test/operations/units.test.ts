@@ -1,4 +1,5 @@
 import { CorsPolicy } from '../../lambda/http/cors';
+import { configureMetrics, MetricName, recordTargetListFailure } from '../../lambda/observability/metrics';
 import { startTrace, traceFromHeaders } from '../../lambda/observability/trace-context';
 import { ToolFilters, toolFilterFor } from '../../lambda/policy/tool-filter';
 
@@ -91,5 +92,29 @@ describe('W3C trace context', () => {
 
   test('started traces differ', () => {
     expect(startTrace().traceId).not.toBe(startTrace().traceId);
+  });
+});
+
+describe('TargetListFailures', () => {
+  afterEach(() => configureMetrics({}));
+
+  test('one EMF count per target that could not be listed, by target', () => {
+    configureMetrics({ enabled: true, namespace: 'Test', serviceName: 'svc' });
+    const written: string[] = [];
+    const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      written.push(String(chunk));
+      return true;
+    });
+    try {
+      recordTargetListFailure('docs');
+    } finally {
+      spy.mockRestore();
+    }
+    const [line] = written
+      .flatMap((chunk) => chunk.split('\n'))
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
+    expect(line).toMatchObject({ [MetricName.TargetListFailures]: 1, target: 'docs', service: 'svc' });
+    expect(line._aws.CloudWatchMetrics[0].Dimensions[0]).toEqual(expect.arrayContaining(['target']));
   });
 });
