@@ -123,6 +123,8 @@ export const DeploymentContextSchema = z.strictObject({
   gradualDeployment: z.enum(GRADUAL_DEPLOYMENTS).default('none'),
   /** Attach the function to these subnets of an existing VPC. */
   vpc: VpcContextSchema.optional(),
+  /** AWS X-Ray active tracing (needs X-Ray permissions on Resource "*"). */
+  tracing: z.enum(['off', 'active']).default('off'),
 });
 
 export type DeploymentSettings = z.output<typeof DeploymentContextSchema>;

@@ -43,6 +43,7 @@ export class McpGatewayStack extends Stack {
       removalPolicy: d.removalPolicy === 'destroy' ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
       secretArns: d.secretArns,
       gradualDeployment: d.gradualDeployment === 'none' ? undefined : CODEDEPLOY_CONFIGS[d.gradualDeployment],
+      activeTracing: d.tracing === 'active',
       ...(d.vpc ? importVpc(this, d.vpc) : {}),
     });
     const region = Stack.of(this).region;

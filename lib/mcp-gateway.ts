@@ -13,6 +13,8 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import { ConfigError, type GatewayConfig, type GatewayConfigInput, parseConfig } from '../lambda/config/schema';
 import { APPCONFIG_ENV, CONFIG_ENV, TABLE_NAME_ENV } from '../lambda/config/source';
+import { CORS_ALLOWED_HEADERS, CORS_BY_ENV, CORS_EXPOSED_HEADERS, CORS_MAX_AGE_SECONDS } from '../lambda/http/cors';
+import { TRACING_ENV } from '../lambda/observability/active-tracing';
 import { DEFAULT_METRICS_NAMESPACE } from '../lambda/observability/metrics';
 import { GatewayAppConfig } from './app-config';
 import { HANDLER_ENTRY, LAMBDA_BUNDLE } from './bundling';
@@ -58,20 +60,14 @@ export function functionUrlAuthFor(authType: string): lambda.FunctionUrlAuthType
 /** The alias that serves the function URL; a deployment moves it to the new version (or CodeDeploy shifts it). */
 export const LIVE_ALIAS = 'live';
 
-/** Request headers a browser-based MCP client sends (Streamable HTTP, both eras, resumption). */
-export const CORS_ALLOWED_HEADERS = [
-  'content-type',
-  'authorization',
-  'mcp-session-id',
-  'mcp-protocol-version',
-  'mcp-method',
-  'mcp-name',
-  'last-event-id',
-] as const;
-/** Response headers a browser script may read: the session id it must send back. */
-export const CORS_EXPOSED_HEADERS = ['mcp-session-id'] as const;
+/** The same lists the gateway core answers with locally (lambda/http/cors.ts), so the two never differ. */
+export { CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS };
 
-/** The function URL's own CORS setting, from the configuration's `cors`; undefined when no origin is allowed. */
+/**
+ * The function URL's own CORS setting, from the configuration's `cors`; undefined when no origin is
+ * allowed. Deployed, this is the only CORS: the function is told (GATEWAY_CORS=function-url) to add no
+ * CORS headers, because the URL answers preflights itself and its headers would take precedence anyway.
+ */
 export function functionUrlCors(config: GatewayConfig): lambda.FunctionUrlCorsOptions | undefined {
   const origins = config.cors.allowedOrigins;
   if (origins.length === 0) return undefined;
@@ -80,7 +76,7 @@ export function functionUrlCors(config: GatewayConfig): lambda.FunctionUrlCorsOp
     allowedMethods: [lambda.HttpMethod.POST, lambda.HttpMethod.GET, lambda.HttpMethod.DELETE],
     allowedHeaders: [...CORS_ALLOWED_HEADERS],
     exposedHeaders: [...CORS_EXPOSED_HEADERS],
-    maxAge: Duration.hours(1),
+    maxAge: Duration.seconds(CORS_MAX_AGE_SECONDS),
   };
 }
 
@@ -158,6 +154,12 @@ export interface McpGatewayProps {
   readonly securityGroups?: ec2.ISecurityGroup[];
   /** The handler file. @default lambda/handler.ts of this package */
   readonly entry?: string;
+  /**
+   * AWS X-Ray active tracing: Lambda records each invocation, and the function adds a subsegment per
+   * MCP request (Powertools Tracer) with DynamoDB and target calls under it, annotated with the
+   * request's W3C trace id. Needs `xray:PutTraceSegments`/`PutTelemetryRecords` on `*`. @default false
+   */
+  readonly activeTracing?: boolean;
 }
 
 /**
@@ -301,6 +303,8 @@ export class McpGateway extends Construct {
       'POWERTOOLS_SERVICE_NAME',
       'NODE_OPTIONS',
       REQUEST_STATE_SECRET_ENV,
+      CORS_BY_ENV,
+      TRACING_ENV,
     ];
     for (const key of Object.keys(extraEnvironment)) {
       if (reserved.includes(key)) throw new Error(`environment: ${key} is set by the construct`);
@@ -310,7 +314,10 @@ export class McpGateway extends Construct {
       POWERTOOLS_METRICS_NAMESPACE: this.metricsNamespace,
       POWERTOOLS_SERVICE_NAME: this.metricsServiceName,
       NODE_OPTIONS: '--enable-source-maps',
+      // The function URL's CORS setting (from the same `cors`) is the only CORS when deployed.
+      [CORS_BY_ENV]: 'function-url',
     };
+    if (props.activeTracing) environment[TRACING_ENV] = 'active';
     if (this.appConfig) {
       environment[APPCONFIG_ENV] = this.appConfig.locator;
       environment[TABLE_NAME_ENV] = this.table.tableName;
@@ -340,6 +347,7 @@ export class McpGateway extends Construct {
       vpcSubnets,
       securityGroups: props.securityGroups,
       bundling: cdkBundling(),
+      tracing: props.activeTracing ? lambda.Tracing.ACTIVE : lambda.Tracing.DISABLED,
     });
     if (props.vpc) this.grantVpcNetworking(props.vpc.selectSubnets(vpcSubnets).subnetIds);
 
@@ -391,18 +399,24 @@ export class McpGateway extends Construct {
     }
 
     // --- cdk-nag acknowledgements, each with its reason.
-    Validations.of(this.function).acknowledge(
-      {
-        id: 'Serverless-LambdaDLQ',
+    Validations.of(this.function).acknowledge({
+      id: 'Serverless-LambdaDLQ',
+      reason:
+        'Invoked only synchronously through its function URL; a dead-letter queue applies to asynchronous invocations, which never happen.',
+    });
+    if (props.activeTracing) {
+      Validations.of(this.role).acknowledge({
+        id: 'AwsSolutions-IAM5[Resource::*]',
         reason:
-          'Invoked only synchronously through its function URL; a dead-letter queue applies to asynchronous invocations, which never happen.',
-      },
-      {
+          'Active tracing (opted in with tracing=active): xray:PutTraceSegments and xray:PutTelemetryRecords support no resource-level permissions, so X-Ray requires Resource "*"; the two actions only write trace data.',
+      });
+    } else {
+      Validations.of(this.function).acknowledge({
         id: 'Serverless-LambdaTracing',
         reason:
-          'X-Ray tracing needs xray:PutTraceSegments on Resource "*", which the no-wildcard IAM policy forbids; requests are correlated through structured logs (session, gateway request id, target) and metrics instead.',
-      },
-    );
+          'X-Ray active tracing is off by default because it needs xray:PutTraceSegments on Resource "*"; it is one context key away (tracing=active). Without it, every log line and the access log carry the request id and W3C trace id, which targets receive too.',
+      });
+    }
   }
 
   /** Lets a principal call the URL when it uses AWS_IAM auth (both invoke actions, on the `live` alias). */

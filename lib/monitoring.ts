@@ -30,6 +30,8 @@ export interface GatewayMonitoringProps {
   readonly gatewayErrorsThreshold?: number;
   /** Relayed input requests (elicitation, sampling, roots) that expired unanswered, per 5 minutes. @default 3 */
   readonly expiredInputThreshold?: number;
+  /** Lists in which a target could not be listed (any target), per 5 minutes. @default 5 */
+  readonly targetListFailuresThreshold?: number;
 }
 
 /**
@@ -49,6 +51,8 @@ export class GatewayMonitoring extends Construct {
   readonly expiredInputAlarm: cloudwatch.Alarm;
   /** ReadThrottleEvents + WriteThrottleEvents of the table. */
   readonly tableThrottlesAlarm: cloudwatch.Alarm;
+  /** TargetListFailures over every target. */
+  readonly targetListFailuresAlarm: cloudwatch.Alarm;
   readonly alarmTopic?: sns.Topic;
   private readonly props: GatewayMonitoringProps;
 
@@ -107,6 +111,19 @@ export class GatewayMonitoring extends Construct {
       expiredThreshold,
       `${expiredThreshold} or more relayed elicitation, sampling or roots requests expired unanswered in 5 minutes: clients are not answering, or answers are not reaching the gateway.`,
     );
+    const listThreshold = props.targetListFailuresThreshold ?? 5;
+    this.targetListFailuresAlarm = this.alarm(
+      'TargetListFailuresAlarm',
+      // Summed over targets like the expired-input alarm; the dashboard shows which target (by dimension).
+      new cloudwatch.MathExpression({
+        expression: `SELECT SUM(${MetricName.TargetListFailures}) FROM SCHEMA("${props.metricsNamespace}", ${MetricDimension.target}, service) WHERE service = '${props.metricsServiceName}'`,
+        usingMetrics: {},
+        period: five,
+        label: 'target list failures',
+      }),
+      listThreshold,
+      `A target could not be listed ${listThreshold} or more times in 5 minutes: its tools are missing from clients' lists. The log line "target skipped in an aggregated list" names it; GET /health?targets=1 shows its last error.`,
+    );
     this.tableThrottlesAlarm = this.alarm(
       'TableThrottlesAlarm',
       new cloudwatch.MathExpression({
@@ -134,6 +151,7 @@ export class GatewayMonitoring extends Construct {
       this.gatewayErrorsAlarm,
       this.expiredInputAlarm,
       this.tableThrottlesAlarm,
+      this.targetListFailuresAlarm,
     ];
   }
 
@@ -223,8 +241,9 @@ export class GatewayMonitoring extends Construct {
         width: 8,
       }),
       new cloudwatch.GraphWidget({
-        title: 'Errors answered to clients (by code)',
+        title: 'Errors answered to clients (by code); targets not listed (by target)',
         left: [this.search(MetricName.GatewayErrors, MetricDimension.code, 'Sum', 'errors')],
+        right: [this.search(MetricName.TargetListFailures, MetricDimension.target, 'Sum', 'not listed')],
         width: 8,
       }),
       new cloudwatch.GraphWidget({

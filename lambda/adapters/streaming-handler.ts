@@ -75,7 +75,7 @@ export function createStreamingHandler(
   async function invoke(
     event: LambdaFunctionURLEvent,
     responseStream: awslambda.HttpResponseStream,
-    context: { getRemainingTimeInMillis(): number },
+    context: { getRemainingTimeInMillis(): number; awsRequestId?: string },
   ): Promise<void> {
     // Client-disconnect detection: 'close'/'error' before the response finished. Real Lambda may never
     // signal this (see building-blocks §3.3), so the deadline below is the backstop.
@@ -98,6 +98,7 @@ export function createStreamingHandler(
         signal: controller.signal,
         deadline: Date.now() + context.getRemainingTimeInMillis() - DEADLINE_MARGIN_MS,
         platformPrincipal: principalFromEvent(event),
+        requestId: context.awsRequestId,
       });
     } catch (error) {
       // A rejection caused by the client leaving is expected; anything else is worth a log line.

@@ -5,8 +5,10 @@ import type { GatewayConfig } from '../config/schema';
 import { loadConfig } from '../config/source';
 import { keySecretsFromConfig, resolveKeySecrets } from '../crypto/keys';
 import { type KeySecrets, SealedBox } from '../crypto/sealed-box';
+import { CORS_BY_ENV } from '../http/cors';
 import type { ShutdownableHandler } from '../http/exchange';
 import { ActiveCalls } from '../legacy/active-calls';
+import { createActiveTracer, tracingEnabled } from '../observability/active-tracing';
 import { createLogger, type GatewayLogger } from '../observability/logger';
 import { LATEST_LEGACY_VERSION, legacyVersionsOf } from '../protocol/versions';
 import { createDocumentClient } from '../state/dynamo-client';
@@ -67,8 +69,10 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
 
 /**
  * The Lambda's gateway, built once per cold start from the environment the CDK stack writes:
- * GATEWAY_CONFIG (JSON, the shared schema), optionally DYNAMODB_ENDPOINT (local runs only) and
- * GATEWAY_KEEPALIVE_MS (SSE keep-alive interval, default 15 s).
+ * GATEWAY_CONFIG (JSON, the shared schema), optionally DYNAMODB_ENDPOINT (local runs only),
+ * GATEWAY_KEEPALIVE_MS (SSE keep-alive interval, default 15 s), GATEWAY_CORS=function-url (the
+ * function URL answers CORS, so the function sets no CORS headers) and GATEWAY_TRACING=active
+ * (X-Ray active tracing with Powertools Tracer).
  */
 export async function createGatewayFromEnvironment(env: NodeJS.ProcessEnv = process.env): Promise<ShutdownableHandler> {
   const config = await loadConfig(env); // GATEWAY_CONFIG or AppConfig (lambda/config/source.ts), once per cold start
@@ -77,9 +81,17 @@ export async function createGatewayFromEnvironment(env: NodeJS.ProcessEnv = proc
   const logger = createLogger(config.logLevel);
   // Once per cold start: configuration, else Secrets Manager (GATEWAY_REQUEST_STATE_SECRET_ARN), else random.
   const requestStateKeys = await resolveKeySecrets(config, logger, env);
+  const tracer = tracingEnabled(env)
+    ? await createActiveTracer(env.POWERTOOLS_SERVICE_NAME ?? GATEWAY_INFO.name)
+    : undefined;
+  tracer?.instrumentClient(documentClient);
   const deps = buildGatewayDeps(config, { documentClient, keepAliveMs, logger, requestStateKeys });
+  const gateway = createGateway(deps, {
+    cors: env[CORS_BY_ENV] === 'function-url' ? 'platform' : 'gateway',
+    tracer,
+  });
   // On SIGTERM the calls this environment holds are cancelled at their targets and their records removed.
-  return Object.assign(createGateway(deps), { shutdown: () => deps.activeCalls.shutdown(LAMBDA_SHUTDOWN_MS) });
+  return Object.assign(gateway, { shutdown: () => deps.activeCalls.shutdown(LAMBDA_SHUTDOWN_MS) });
 }
 
 /** Lambda gives a runtime 300–500 ms between SIGTERM and SIGKILL (with extensions registered). */

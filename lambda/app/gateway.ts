@@ -2,14 +2,17 @@ import { errorResponse, methodNotAllowed, refuse } from '../http/errors';
 import type { ExchangeContext, FetchHandler } from '../http/exchange';
 import { parseAccept, readBodyLimited } from '../http/responses';
 import { handleLegacyDelete, handleLegacyPost } from '../legacy/legacy-path';
+import type { RequestTracer } from '../observability/active-tracing';
 import { describeError } from '../observability/logger';
 import { recordError } from '../observability/metrics';
+import { noteRequest } from '../observability/request-context';
 import { GatewayError, onGatewayError } from '../protocol/errors';
 import { MCP_HEADERS } from '../protocol/headers';
 import { type ClientMessage, parseClientMessage } from '../protocol/jsonrpc';
 import type { StatelessDeps } from '../stateless/deps';
 import { handleStatelessPost, isModernRequest } from '../stateless/stateless-path';
 import type { GatewayDeps } from './deps';
+import { withOperations } from './operations';
 
 export const MCP_PATH = '/mcp';
 
@@ -21,8 +24,8 @@ onGatewayError((code) => recordError(code));
  * rules (path, method, body size, JSON-RPC shape), picks the protocol era of the request and
  * hands it to that era's path. Nothing here knows about Lambda or node:http.
  */
-export function createGateway(deps: GatewayDeps): FetchHandler {
-  return async (request: Request, exchange: ExchangeContext): Promise<Response> => {
+export function createGateway(deps: GatewayDeps, options: GatewayOptions = {}): FetchHandler {
+  const core = async (request: Request, exchange: ExchangeContext): Promise<Response> => {
     try {
       return await route(deps, request, exchange);
     } catch (error) {
@@ -30,6 +33,15 @@ export function createGateway(deps: GatewayDeps): FetchHandler {
       return errorResponse(null, new GatewayError('Internal', 'Internal error'));
     }
   };
+  // /health, CORS, the request context (trace), the access log: ./operations.ts.
+  return withOperations(deps, core, MCP_PATH, options);
+}
+
+export interface GatewayOptions {
+  /** `platform` when the function URL answers CORS (deployed); default `gateway`. */
+  cors?: 'gateway' | 'platform';
+  /** X-Ray active tracing (Lambda). */
+  tracer?: RequestTracer;
 }
 
 async function route(deps: GatewayDeps, request: Request, exchange: ExchangeContext): Promise<Response> {
@@ -43,6 +55,7 @@ async function route(deps: GatewayDeps, request: Request, exchange: ExchangeCont
   const auth = await deps.auth.authenticate(request, exchange);
   if (!auth.ok) return auth.response;
   const principal = auth.principal;
+  noteRequest({ principal });
 
   switch (request.method) {
     case 'POST':
@@ -71,8 +84,14 @@ async function route(deps: GatewayDeps, request: Request, exchange: ExchangeCont
   }
   const message: ClientMessage = parsed.value;
   const accept = parseAccept(request.headers.get('accept'));
+  const modern = isModernRequest(request.headers, message);
+  noteRequest({
+    era: modern ? 'modern' : 'legacy',
+    kind: message.kind,
+    method: message.kind === 'response' ? undefined : message.message.method,
+  });
 
-  if (isModernRequest(request.headers, message)) {
+  if (modern) {
     return handleStatelessPost({
       deps: statelessDeps(deps),
       message,

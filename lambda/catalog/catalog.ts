@@ -1,8 +1,12 @@
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
+import { recordTargetListFailure } from '../observability/metrics';
+import { noteRequest } from '../observability/request-context';
+import { ToolFilters } from '../policy/tool-filter';
 import { GatewayError } from '../protocol/errors';
 import { LIST_METHODS, type ListingKind } from '../protocol/methods';
 import type { Prompt, Resource, ResourceTemplate, Tool } from '../protocol/types';
+import type { Era } from '../protocol/versions';
 import type { Targets } from '../targets/targets';
 import type { Caller } from '../targets/upstream';
 import { CatalogCache, type TargetListing } from './cache';
@@ -22,7 +26,8 @@ import { matchesTemplate } from './uri-template';
  * a failing target left out and logged), expose the items under their public names (one duplicate
  * rule), and resolve what a client calls to a target and the target's own name (one not-found rule
  * per the caller's era). Listings are cached per instance for routing only; every list a client asks
- * for is fetched live.
+ * for is fetched live. Tool filters (`targets[].tools`, lambda/policy/tool-filter.ts) apply to every
+ * listing before anything else sees it, and again to whatever a call resolves to.
  */
 
 /** Bounds a misbehaving target's pagination. */
@@ -36,6 +41,8 @@ export interface CatalogScope {
 
 export interface TargetList<K extends ListingKind> {
   target: string;
+  /** The era the target was spoken to. */
+  era: Era;
   items: NonNullable<TargetListing[K]>;
   /** Cacheability as 2026-07-28 results declare it (0 / private for legacy targets). */
   ttlMs: number;
@@ -52,15 +59,30 @@ export interface CatalogSettings {
   toolNamePrefix: PrefixMode;
 }
 
+/** The last time a target could not be listed on this instance (for `GET /health?targets=1`). */
+export interface ListFailure {
+  message: string;
+  at: string;
+}
+
 export class Catalog {
   private reportedLongNames = false;
+  private readonly filters: ToolFilters;
+  private readonly failures = new Map<string, ListFailure>();
 
   constructor(
     private readonly targets: Targets,
     private readonly settings: CatalogSettings,
     private readonly logger: GatewayLogger,
     private readonly cache = new CatalogCache(),
-  ) {}
+  ) {
+    this.filters = new ToolFilters(targets.configs);
+  }
+
+  /** The last listing failure of `target` on this instance, if any. */
+  lastFailure(target: string): ListFailure | undefined {
+    return this.failures.get(target);
+  }
 
   private get prefixed(): boolean {
     return shouldPrefix(this.settings.toolNamePrefix, this.targets.names.length);
@@ -95,12 +117,19 @@ export class Catalog {
             cursor = typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
             if (!cursor) break;
           }
-          const listed = items as NonNullable<TargetListing[K]>;
+          // Filtered tools never enter the cache, so no name (prefixed or bare) routes to them.
+          const listed = (kind === 'tools' ? this.filters.keep(target, items as Tool[]) : items) as NonNullable<
+            TargetListing[K]
+          >;
           this.cache.put(target, kind, listed);
-          return { target, items: listed, ttlMs: Number.isFinite(ttlMs) ? ttlMs : 0, cacheScope };
+          const era = upstream.era;
+          return { target, era, items: listed, ttlMs: Number.isFinite(ttlMs) ? ttlMs : 0, cacheScope };
         } catch (error) {
           if (scope.signal.aborted) throw error;
-          this.logger.warn('target skipped in an aggregated list', { target, method, error: describeError(error) });
+          const { name, message } = describeError(error);
+          this.failures.set(target, { message, at: new Date().toISOString() });
+          recordTargetListFailure(target);
+          this.logger.warn('target skipped in an aggregated list', { target, method, error: { name, message } });
           return undefined;
         }
       }),
@@ -179,8 +208,24 @@ export class Catalog {
     return this.list(kind, scope, names);
   }
 
-  /** The target of a called tool or prompt name, and the target's own name for it. */
+  /**
+   * The target of a called tool or prompt name, and the target's own name for it. A filtered tool
+   * is unknown, however it was named (routing a prefixed name of an unlisted target included).
+   */
   async resolveNamed(
+    called: unknown,
+    kind: 'tool' | 'prompt',
+    scope: CatalogScope,
+  ): Promise<{ target: string; name: string }> {
+    const resolved = await this.resolveAnyNamed(called, kind, scope);
+    if (kind === 'tool' && !this.filters.allows(resolved.target, resolved.name)) {
+      throw new GatewayError('InvalidParams', `Unknown tool "${String(called)}"`, { candidates: [] });
+    }
+    noteRequest({ target: resolved.target, ...(kind === 'tool' ? { tool: resolved.name } : {}) });
+    return resolved;
+  }
+
+  private async resolveAnyNamed(
     called: unknown,
     kind: 'tool' | 'prompt',
     scope: CatalogScope,
@@ -219,12 +264,12 @@ export class Catalog {
     }
     const resources = await this.listing('resources', scope);
     const exact = resources.find(({ items }) => items.some((r) => r.uri === uri));
-    if (exact) return exact.target;
+    if (exact) return this.routed(exact.target);
     const templates = await this.listing('resourceTemplates', scope);
     const templated = templates.find(({ items }) => items.some((t) => matchesTemplate(t.uriTemplate, uri)));
-    if (templated) return templated.target;
+    if (templated) return this.routed(templated.target);
     const [only, ...others] = this.targets.names;
-    if (only !== undefined && others.length === 0) return only;
+    if (only !== undefined && others.length === 0) return this.routed(only);
     // Each era's own code: 2025 has -32002; 2026-07-28 reports a missing resource as invalid params.
     throw new GatewayError(
       scope.caller.era === 'legacy' ? 'ResourceNotFound' : 'InvalidParams',
@@ -239,7 +284,13 @@ export class Catalog {
   async resolveTemplate(uriTemplate: unknown, scope: CatalogScope): Promise<string> {
     const templates = await this.listing('resourceTemplates', scope);
     const owner = templates.find(({ items }) => items.some((t) => t.uriTemplate === uriTemplate));
-    if (owner) return owner.target;
+    if (owner) return this.routed(owner.target);
     return this.resolveResource(uriTemplate, scope);
+  }
+
+  /** The target a request goes to, noted for its access log line. */
+  private routed(target: string): string {
+    noteRequest({ target });
+    return target;
   }
 }

@@ -190,6 +190,8 @@ export const GatewayConfigSchema = z
       .regex(/^[A-Za-z0-9_.-]{3,255}$/, 'a DynamoDB table name')
       .default('mcp-gateway'),
     logLevel: z.enum(['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT']).default('INFO'),
+    /** One INFO line per MCP request when its response ends (lambda/observability/access-log.ts). */
+    accessLog: z.boolean().default(true),
     auth: AuthConfigSchema.default({ type: 'none' }),
     /** Largest accepted request body; a function URL refuses more than 6 MB anyway. */
     maxBodyBytes: z

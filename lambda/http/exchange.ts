@@ -10,6 +10,8 @@ export interface ExchangeContext {
   deadline: number;
   /** Caller identity established by the platform (e.g. the function URL's IAM authorizer), if any. */
   platformPrincipal?: string;
+  /** The platform's id of this request (Lambda's `awsRequestId`), for the logs; else one is generated. */
+  requestId?: string;
 }
 
 export type FetchHandler = (request: Request, ctx: ExchangeContext) => Promise<Response>;

@@ -1,9 +1,11 @@
+import { noteClientMessage } from '../observability/request-context';
 import type { JSONRPCMessage } from '../protocol/types';
 import { SseStream } from './sse';
 
 /** Small builders for the responses every path sends. Protocol decisions live in the callers. */
 
 export function jsonResponse(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  noteClientMessage(body); // an error's code goes to the request's access log line
   return new Response(JSON.stringify(body), {
     status,
     headers: { 'content-type': 'application/json', ...headers },

@@ -1,3 +1,4 @@
+import { noteClientMessage } from '../observability/request-context';
 import type { JSONRPCMessage } from '../protocol/types';
 
 /**
@@ -38,6 +39,7 @@ export class SseStream {
   }
 
   send(message: JSONRPCMessage): void {
+    noteClientMessage(message); // an error's code goes to the request's access log line
     this.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
   }
 

@@ -95,6 +95,7 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
       host: options.host ?? '127.0.0.1',
       port: options.port ?? 8080,
       requestTimeoutMs: options.requestTimeoutMs,
+      allowedOrigins: config.cors.allowedOrigins,
     });
     closers.push(async () => {
       // Graceful: calls held here are cancelled at their targets, their clients told (-32001) and

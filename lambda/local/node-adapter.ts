@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { CorsPolicy } from '../http/cors';
 import { refuse, unrepresentableMethod } from '../http/errors';
 import type { FetchHandler } from '../http/exchange';
 
@@ -19,6 +20,8 @@ export interface NodeServerOptions {
   port: number;
   /** Longest time one request may take (the Lambda's timeout, locally). */
   requestTimeoutMs?: number;
+  /** Browser origins the configuration allows (`cors.allowedOrigins`) besides the server's own. */
+  allowedOrigins?: readonly string[];
 }
 
 export interface RunningServer {
@@ -29,6 +32,7 @@ export interface RunningServer {
 
 export async function serveOnNode(handler: FetchHandler, options: NodeServerOptions): Promise<RunningServer> {
   const requestTimeoutMs = options.requestTimeoutMs ?? 900_000;
+  const allowedOrigins = new CorsPolicy(options.allowedOrigins ?? []);
   let allowedHosts: string[] = [];
   const server = createServer((req, res) => {
     void handle(req, res).catch(() => {
@@ -38,7 +42,7 @@ export async function serveOnNode(handler: FetchHandler, options: NodeServerOpti
   });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const refusal = checkHostAndOrigin(req, allowedHosts);
+    const refusal = checkHostAndOrigin(req, allowedHosts, allowedOrigins);
     if (refusal) return send(res, refusal, new AbortController());
     const abort = new AbortController();
     res.on('close', () => {
@@ -81,14 +85,18 @@ export async function serveOnNode(handler: FetchHandler, options: NodeServerOpti
   };
 }
 
-/** 403 for a foreign Host (on a loopback bind) or a foreign Origin: the DNS-rebinding defence. */
-function checkHostAndOrigin(req: IncomingMessage, allowedHosts: string[]): Response | undefined {
+/**
+ * 403 for a foreign Host (on a loopback bind) or a foreign Origin: the DNS-rebinding defence. An
+ * origin in `cors.allowedOrigins` is not foreign: the operator allowed its pages to call (the Host
+ * check still holds, and a rebinding attack cannot pass it).
+ */
+function checkHostAndOrigin(req: IncomingMessage, allowedHosts: string[], cors: CorsPolicy): Response | undefined {
   const host = req.headers.host ?? '';
   if (allowedHosts.length && !allowedHosts.includes(host.toLowerCase())) {
     return refuse('Forbidden', 'Forbidden: Host header not allowed');
   }
   const origin = req.headers.origin;
-  if (origin !== undefined) {
+  if (origin !== undefined && !cors.allows(origin)) {
     let originHost: string | undefined;
     try {
       originHost = new URL(origin).host.toLowerCase();

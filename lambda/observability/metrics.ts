@@ -1,5 +1,6 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { MetricUnit as MetricUnitValue } from '@aws-lambda-powertools/metrics/types';
+import { noteInputRound } from './request-context';
 
 /**
  * Gateway metrics as CloudWatch Embedded Metric Format (EMF) lines, written with Powertools Metrics.
@@ -38,6 +39,8 @@ export const MetricName = {
   GatewayErrors: 'GatewayErrors',
   /** Time for one request to a target, in milliseconds. */
   TargetLatency: 'TargetLatency',
+  /** A target left out of an aggregated list because it could not be listed. */
+  TargetListFailures: 'TargetListFailures',
 } as const;
 
 /** Dimension names (besides Powertools' own `service`). */
@@ -86,6 +89,7 @@ function emit(name: string, unit: MetricUnitValue, value: number, dimension?: { 
 
 /** A server-to-client request was forwarded to the client (`method`: elicitation/create, ...). */
 export function recordRelayedInput(method: string): void {
+  noteInputRound(); // the request's access log counts them too
   emit(MetricName.RelayedInputRequests, MetricUnit.Count, 1, { name: MetricDimension.method, value: method });
 }
 
@@ -108,6 +112,11 @@ export function recordError(code: number | string): void {
 export function recordTargetLatency(target: string, ms: number): void {
   if (!Number.isFinite(ms) || ms < 0) return;
   emit(MetricName.TargetLatency, MetricUnit.Milliseconds, ms, { name: MetricDimension.target, value: target });
+}
+
+/** A target could not be listed (unreachable, failed, timed out) and was left out of a list. */
+export function recordTargetListFailure(target: string): void {
+  emit(MetricName.TargetListFailures, MetricUnit.Count, 1, { name: MetricDimension.target, value: target });
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { TargetConfig } from '../config/schema';
 import { recordTargetLatency } from '../observability/metrics';
+import { currentRequest } from '../observability/request-context';
 import { DependencyFailedError } from '../protocol/errors';
 import { isResponse, type JSONRPCResponse, nestedDeeperThan } from '../protocol/jsonrpc';
 import type { JSONRPCMessage, JSONRPCRequest } from '../protocol/types';
@@ -89,6 +90,13 @@ export interface PostResult {
   headers: Headers;
 }
 
+/** The current request's W3C trace context, propagated to every target it reaches (both eras). */
+export function traceHeaders(): Record<string, string> {
+  const trace = currentRequest()?.trace;
+  if (!trace) return {};
+  return { traceparent: trace.traceparent, ...(trace.tracestate ? { tracestate: trace.tracestate } : {}) };
+}
+
 export class TargetEndpoint {
   constructor(
     readonly config: TargetConfig,
@@ -111,6 +119,7 @@ export class TargetEndpoint {
     }
     return {
       ...credentials,
+      ...traceHeaders(),
       'content-type': 'application/json',
       accept: 'application/json, text/event-stream',
       ...protocol,

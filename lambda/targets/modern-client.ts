@@ -3,7 +3,7 @@ import { encodeMirrored, MCP_HEADERS } from '../protocol/headers';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import { META_KEYS, nameSourceOf } from '../protocol/meta';
 import type { Implementation, JSONRPCNotification, JSONRPCRequest, ModernClientCapabilities } from '../protocol/types';
-import type { TargetEndpoint } from './endpoint';
+import { type TargetEndpoint, traceHeaders } from './endpoint';
 
 /**
  * The gateway's HTTP client for a 2026-07-28 ("modern") target: no session, every request stamped
@@ -52,6 +52,9 @@ export class ModernTargetClient {
     };
     if (meta.logLevel !== undefined) _meta[META_KEYS.logLevel] = meta.logLevel;
     if (meta.progressToken !== undefined) _meta.progressToken = meta.progressToken;
+    // SEP-414: the unprefixed `_meta` keys `traceparent`/`tracestate` carry W3C trace context in the
+    // body too, for servers whose instrumentation reads the message rather than the HTTP headers.
+    Object.assign(_meta, traceHeaders());
     const request: JSONRPCRequest = { jsonrpc: '2.0', id: `gw-${randomUUID()}`, method, params: { ...params, _meta } };
     const protocol: Record<string, string> = {
       ...options.headers,

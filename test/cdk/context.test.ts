@@ -57,6 +57,7 @@ describe('CDK context', () => {
       memorySize: 1024,
       architecture: 'arm64',
       timeoutSeconds: 900,
+      tracing: 'off',
       logRetentionDays: 30,
       removalPolicy: 'retain',
       secretArns: [],

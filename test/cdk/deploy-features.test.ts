@@ -232,7 +232,7 @@ describe('alarms on the gateway metrics and on DynamoDB throttling', () => {
   test('the e-mail topic gets every alarm, the new ones included', () => {
     const { template } = synth({ alarmEmail: 'ops@example.com' });
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as Resource[];
-    expect(alarms).toHaveLength(6);
+    expect(alarms).toHaveLength(7);
     for (const alarm of alarms)
       expect(alarm.Properties.AlarmActions).toEqual([{ Ref: expect.stringMatching(/Topic/) }]);
   });
@@ -255,9 +255,9 @@ describe('alarms on the gateway metrics and on DynamoDB throttling', () => {
       metricsNamespace: 'Custom',
       metricsServiceName: 'svc',
     });
-    expect(monitoring.alarms).toHaveLength(6);
+    expect(monitoring.alarms).toHaveLength(7);
     const template = Template.fromStack(stack);
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 6);
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 7);
     template.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'Duration', Threshold: 54_000 });
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { Namespace: 'Custom', MetricName: 'GatewayErrors' });
@@ -466,11 +466,13 @@ describe('CORS on the function URL', () => {
         'mcp-method',
         'mcp-name',
         'last-event-id',
+        'traceparent',
+        'tracestate',
       ],
       ExposeHeaders: ['mcp-session-id'],
       MaxAge: 3600,
     });
-    expect(CORS_ALLOWED_HEADERS).toHaveLength(7);
+    expect(CORS_ALLOWED_HEADERS).toHaveLength(9);
   });
 
   test('an invalid origin fails synthesis naming the key', () => {

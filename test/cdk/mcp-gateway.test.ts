@@ -185,7 +185,7 @@ describe('McpGateway stack (defaults)', () => {
   });
 
   test('alarms: errors, throttles and duration near the timeout; no topic without an e-mail', () => {
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 6); // the other three: test/cdk/deploy-features.test.ts
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 7); // the other four: test/cdk/deploy-features.test.ts
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       MetricName: 'Errors',
       Namespace: 'AWS/Lambda',
@@ -320,7 +320,7 @@ describe('McpGateway stack (tuned by context)', () => {
       },
     });
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')) as any[];
-    expect(alarms).toHaveLength(6);
+    expect(alarms).toHaveLength(7);
     for (const alarm of alarms) {
       expect(alarm.Properties.AlarmActions).toEqual([{ Ref: expect.stringMatching(/AlarmTopic/) }]);
       expect(alarm.Properties.OKActions).toEqual([{ Ref: expect.stringMatching(/AlarmTopic/) }]);

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { CorsPolicy } from '../../http/cors';
 import { toFunctionUrlEvent } from './function-url-event';
 import type { EnvironmentPool } from './pool';
 
@@ -18,8 +19,13 @@ export interface FrontEnd {
  * that disconnects is not signalled to the function. On a loopback address it also refuses foreign
  * Host and Origin headers (DNS rebinding), which the real URL's unguessable host name makes moot.
  */
-export async function startFrontEnd(pool: EnvironmentPool, options: { host: string; port: number }): Promise<FrontEnd> {
+export async function startFrontEnd(
+  pool: EnvironmentPool,
+  options: { host: string; port: number; allowedOrigins?: readonly string[] },
+): Promise<FrontEnd> {
   let allowedHosts: string[] = [];
+  // Origins of `cors.allowedOrigins` may call; the function itself answers their CORS (no GATEWAY_CORS here).
+  const cors = new CorsPolicy(options.allowedOrigins ?? []);
   const inflight = new Set<Promise<void>>();
   const server: Server = createServer((req, res) => {
     const run = handle(req, res).catch(() => {
@@ -31,7 +37,7 @@ export async function startFrontEnd(pool: EnvironmentPool, options: { host: stri
   });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (!hostAndOriginAllowed(req, allowedHosts)) {
+    if (!hostAndOriginAllowed(req, allowedHosts, cors)) {
       res.writeHead(403, { 'content-type': 'application/json' }).end('{"Message":"Forbidden"}');
       return;
     }
@@ -68,11 +74,11 @@ export async function startFrontEnd(pool: EnvironmentPool, options: { host: stri
 
 const INTERNAL_ERROR = '{"Message":"Internal Server Error"}';
 
-function hostAndOriginAllowed(req: IncomingMessage, allowedHosts: string[]): boolean {
+function hostAndOriginAllowed(req: IncomingMessage, allowedHosts: string[], cors: CorsPolicy): boolean {
   const host = (req.headers.host ?? '').toLowerCase();
   if (allowedHosts.length && !allowedHosts.includes(host)) return false;
   const origin = req.headers.origin;
-  if (origin === undefined) return true;
+  if (origin === undefined || cors.allows(origin)) return true;
   try {
     return (allowedHosts.length ? allowedHosts : [host]).includes(new URL(origin).host.toLowerCase());
   } catch {

@@ -113,7 +113,11 @@ export async function startLambdaMode(options: LambdaModeOptions = {}): Promise<
       maxEnvironments: options.maxEnvironments,
     });
     closers.push(() => pool.close());
-    const frontEnd = await startFrontEnd(pool, { host: options.host ?? '127.0.0.1', port: options.port ?? 8080 });
+    const frontEnd = await startFrontEnd(pool, {
+      host: options.host ?? '127.0.0.1',
+      port: options.port ?? 8080,
+      allowedOrigins: config.cors.allowedOrigins,
+    });
     // Environments first: a busy one would otherwise hold the front end's close for its grace period.
     closers.push(async () => {
       await pool.close();
