@@ -1,0 +1,28 @@
+/**
+ * One gateway process for benchmarks, as `npm start` runs it (the core on node:http):
+ * `tsx bench/serve-gateway.ts <config.json> <dynamodb endpoint>`; prints `MCP gateway ready: <url>`.
+ * A `cpu` line on stdin is answered with `cpu <user µs> <system µs>` (`process.cpuUsage()`), so the
+ * benchmark can charge the CPU this process spent to the calls of one row.
+ */
+import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { startLocalGateway } from '../lambda/local/local-gateway';
+
+const [configFile, dynamodbEndpoint] = process.argv.slice(2);
+if (!configFile || !dynamodbEndpoint) throw new Error('usage: serve-gateway.ts <config.json> <dynamodb endpoint>');
+
+void startLocalGateway({
+  port: 0,
+  demo: false,
+  config: JSON.parse(readFileSync(configFile, 'utf8')),
+  dynamodbEndpoint,
+  startupReport: false,
+}).then((gateway) => {
+  console.log(`MCP gateway ready: ${gateway.url}`);
+  createInterface({ input: process.stdin }).on('line', (line) => {
+    if (line.trim() !== 'cpu') return;
+    const { user, system } = process.cpuUsage();
+    console.log(`cpu ${user} ${system}`);
+  });
+  process.on('SIGTERM', () => void gateway.close().then(() => process.exit(0)));
+});
