@@ -21,7 +21,7 @@ import type { StreamListeners } from './sse-reader';
  * - A request on the stream belongs to no call: it goes to the call that attached first (still
  *   attached). Progress goes to the call whose token it names; other notifications to the first call.
  * - 409 (the target allows one GET stream per session and another instance holds it): retried every
- *   `retryMs` while calls are attached; meanwhile that instance relays the requests on its own call's
+ *   `retryMs` (250 ms) while calls are attached; meanwhile that instance relays the requests on its own call's
  *   stream of the same client session.
  * - A stream that ends early is reopened, with `Last-Event-ID` when the target gave event ids.
  * - 405 (no GET stream): remembered per target for `unsupportedTtlMs`; calls then go ahead without.
@@ -70,7 +70,9 @@ export class StandaloneStreams {
     options: StandaloneStreamsOptions = {},
   ) {
     this.openTimeoutMs = options.openTimeoutMs ?? 500;
-    this.retryMs = options.retryMs ?? 1000;
+    // Short: while another instance holds the session's stream, a request the target sends in the moment
+    // between that instance letting go and this one taking over is dropped by a target without an event store.
+    this.retryMs = options.retryMs ?? 250;
     this.unsupportedTtlMs = options.unsupportedTtlMs ?? 10 * 60_000;
   }
 

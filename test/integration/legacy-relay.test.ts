@@ -453,7 +453,8 @@ describe.each(kinds)('relay through the %s', (kind) => {
           () => accept,
         );
         expect(call.response.error).toMatchObject({ code: -32001, data: { retryable: true } });
-        expect(Date.now() - started).toBeLessThan(2400);
+        // Far before the tool's 20 s: the deadline ended it (cold starts and load move the exact time).
+        expect(Date.now() - started).toBeLessThan(10_000);
         await eventually(() => expect(demo.stats().cancelledRequestIds).toContain('c.s.deadline'));
       } finally {
         await short.close();

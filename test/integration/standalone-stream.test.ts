@@ -1,7 +1,7 @@
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient } from '../../lambda/state/dynamo-client';
 import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
-import { type GatewayUnderTest, startGateway } from '../support/gateways';
+import { type GatewayKind, type GatewayUnderTest, startGateway } from '../support/gateways';
 import { callAndAnswer, eventually, initSession, type Json, sseEvents } from '../support/mcp-http';
 import { type PushTarget, startPushTarget } from '../support/push-target';
 
@@ -13,7 +13,11 @@ import { type PushTarget, startPushTarget } from '../support/push-target';
  */
 const FORM = { elicitation: { form: {} }, sampling: {} };
 
-describe('a target that asks on its standalone GET stream', () => {
+// The Lambda mode runs the bundle with Lambda's execution model (one invocation per environment, frozen
+// between): the held calls below (a bridged round, a cancelled call) must work there too.
+const kinds: GatewayKind[] = ['local server', 'lambda runtime'];
+
+describe.each(kinds)('a target that asks on its standalone GET stream, through the %s', (kind) => {
   let dynamo: CountedDynamo;
   let target: PushTarget;
   let a: GatewayUnderTest;
@@ -25,11 +29,12 @@ describe('a target that asks on its standalone GET stream', () => {
     const config = {
       targets: [{ name: 'push', url: target.url }],
       logLevel: 'SILENT' as const,
-      pendingRequestTimeoutSeconds: 2,
+      // Short, for the abandoned round; longer in the Lambda mode, where a retry may wait for a cold start.
+      pendingRequestTimeoutSeconds: kind === 'lambda runtime' ? 6 : 2,
       requestStateKeys: { current: 'a-shared-key-for-both-instances-0123456789' },
     };
-    a = await startGateway('local server', config, dynamo.endpoint, { keepAliveMs: 200 });
-    b = await startGateway('local server', config, dynamo.endpoint, { keepAliveMs: 200 });
+    a = await startGateway(kind, config, dynamo.endpoint, { keepAliveMs: 200 });
+    b = await startGateway(kind, config, dynamo.endpoint, { keepAliveMs: 200 });
   });
   afterAll(async () => {
     await a?.close();
@@ -67,25 +72,6 @@ describe('a target that asks on its standalone GET stream', () => {
       expect(call.messages[0]?.method).toBe('sampling/createMessage');
       expect(call.response.result.content[0].text).toBe('sampled: hello');
     });
-
-    it('serves three parallel calls of one session on two instances (one GET stream per session at a time)', async () => {
-      const { headers } = await initSession(a.url, { capabilities: FORM });
-      const calls = await Promise.all(
-        [a, b, a].map((gateway, index) =>
-          callAndAnswer(
-            gateway.url,
-            headers,
-            { id: `p${index}`, params: { name: 'push___ask', arguments: {} } },
-            () => ({ result: { action: 'accept', content: { ok: index % 2 === 0 } } }),
-            { answerUrl: (gateway === a ? b : a).url },
-          ),
-        ),
-      );
-      // Requests on a GET stream belong to no call: each client answer reaches the target, and every call completes.
-      expect(calls.map((c) => c.response.result.content[0].text).sort()).toEqual(
-        ['answered: accept {"ok":false}', 'answered: accept {"ok":true}', 'answered: accept {"ok":true}'].sort(),
-      );
-    }, 30_000);
   });
 
   describe('cancellation', () => {
@@ -171,7 +157,7 @@ describe('a target that asks on its standalone GET stream', () => {
         },
         2,
       );
-      expect(round2.result.resultType).toBe('input_required');
+      expect(round2).toMatchObject({ result: { resultType: 'input_required' } });
       const [key2] = Object.keys(round2.result.inputRequests);
       expect(round2.result.inputRequests[key2!].params.message).toBe('Second?');
 
@@ -184,19 +170,65 @@ describe('a target that asks on its standalone GET stream', () => {
         },
         3,
       );
-      expect(done.result).toMatchObject({ resultType: 'complete', content: [{ type: 'text', text: 'got x and y' }] });
+      expect(done).toMatchObject({
+        result: { resultType: 'complete', content: [{ type: 'text', text: 'got x and y' }] },
+      });
     }, 30_000);
 
     it('an abandoned round ends at pendingRequestTimeoutSeconds: the target is told, nothing is left in the table', async () => {
       const cancelledBefore = target.stats.cancelled.length;
       const round1 = await first(a.url, 'push___ask', {}, 'abandoned');
       expect(round1.result.resultType).toBe('input_required');
-      await eventually(() => expect(target.stats.cancelled.length).toBe(cancelledBefore + 1), 8000);
+      await eventually(() => expect(target.stats.cancelled.length).toBe(cancelledBefore + 1), 12_000);
       const client = createDocumentClient({ endpoint: dynamo.endpoint });
       await eventually(async () => {
         const items = (await client.send(new ScanCommand({ TableName: 'mcp-gateway' }))).Items ?? [];
         expect(items.filter((i) => String(i.pk).startsWith('S#mrtr-'))).toEqual([]);
       });
-    }, 20_000);
+    }, 25_000);
   });
+});
+
+// Exactly two instances (two local servers), as the issue states it. In the Lambda mode every parallel
+// call has an environment of its own, and a request sent while the session's GET stream passes from one
+// environment to the next can be lost with a target that keeps no event store (lambda/README.md, "what
+// is not guaranteed").
+describe('three parallel calls of one session on two instances', () => {
+  let dynamo: CountedDynamo;
+  let target: PushTarget;
+  let a: GatewayUnderTest;
+  let b: GatewayUnderTest;
+
+  beforeAll(async () => {
+    dynamo = await startCountedDynamo();
+    target = await startPushTarget();
+    const config = { targets: [{ name: 'push', url: target.url }], logLevel: 'SILENT' as const };
+    a = await startGateway('local server', config, dynamo.endpoint, { keepAliveMs: 200 });
+    b = await startGateway('local server', config, dynamo.endpoint, { keepAliveMs: 200 });
+  });
+  afterAll(async () => {
+    await a?.close();
+    await b?.close();
+    await target?.close();
+    await dynamo?.close();
+  });
+
+  it('serves three parallel calls of one session on two instances (one GET stream per session at a time)', async () => {
+    const { headers } = await initSession(a.url, { capabilities: FORM });
+    const calls = await Promise.all(
+      [a, b, a].map((gateway, index) =>
+        callAndAnswer(
+          gateway.url,
+          headers,
+          { id: `p${index}`, params: { name: 'push___ask', arguments: {} } },
+          () => ({ result: { action: 'accept', content: { ok: true } } }),
+          { answerUrl: (gateway === a ? b : a).url },
+        ),
+      ),
+    );
+    // Requests on a GET stream belong to no call: one may ride another call's stream of the same
+    // session (whichever instance holds the GET stream); each answer reaches the target, every call completes.
+    expect(calls.map((c) => c.response.result?.content[0].text)).toEqual(Array(3).fill('answered: accept {"ok":true}'));
+    expect(calls.flatMap((c) => c.answerStatuses)).toEqual([202, 202, 202]);
+  }, 30_000);
 });

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 
 /**
  * `npm start` in a child process, as a person runs it: `ready()` resolves with the printed URL (or
- * undefined if it exited first). Log level SILENT unless `env` says otherwise.
+ * undefined if it exited first) once the whole ready block is out (the lines after the URL arrive in
+ * later writes). Log level SILENT unless `env` says otherwise.
  */
 export function runCli(args: string[], env: NodeJS.ProcessEnv = { GATEWAY_LOG_LEVEL: 'SILENT' }) {
   const child = spawn(process.execPath, ['--import', 'tsx', 'lambda/local/cli.ts', ...args], {
@@ -13,13 +14,21 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = { GATEWAY_LOG_LE
   });
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+  let lastOutput = Date.now();
+  child.stdout.on('data', (c: Buffer) => {
+    stdout += c.toString();
+    lastOutput = Date.now();
+  });
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const ready = async () => {
     for (let i = 0; i < 300 && !/MCP gateway ready: (\S+)/.test(stdout); i++) {
       if (child.exitCode !== null) break;
       await new Promise((r) => setTimeout(r, 100));
+    }
+    // The block ends when stdout has been quiet for a moment (bounded).
+    for (let i = 0; i < 50 && child.exitCode === null && Date.now() - lastOutput < 200; i++) {
+      await new Promise((r) => setTimeout(r, 50));
     }
     return /MCP gateway ready: (\S+)/.exec(stdout)?.[1];
   };

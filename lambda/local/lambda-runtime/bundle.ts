@@ -36,7 +36,10 @@ export async function ensureBundle(mode: 'if-stale' | 'never'): Promise<string> 
     }
   }
   try {
-    if (isStale()) await promisify(execFile)(process.execPath, ['scripts/build.mjs'], { cwd: PROJECT_ROOT });
+    // The build script imports the esbuild options shared with the CDK construct (lib/bundling.ts): run it with tsx, as `npm run build` does.
+    if (isStale()) {
+      await promisify(execFile)(process.execPath, ['--import', 'tsx', 'scripts/build.mjs'], { cwd: PROJECT_ROOT });
+    }
   } finally {
     rmSync(LOCK, { recursive: true, force: true });
   }
@@ -57,7 +60,11 @@ export function snapshotBundle(bundle: string): { taskRoot: string; remove(): vo
 function isStale(): boolean {
   if (!existsSync(BUNDLE)) return true;
   const built = statSync(BUNDLE).mtimeMs;
-  const inputs = [join(PROJECT_ROOT, 'package-lock.json'), join(PROJECT_ROOT, 'scripts', 'build.mjs')];
+  const inputs = [
+    join(PROJECT_ROOT, 'package-lock.json'),
+    join(PROJECT_ROOT, 'scripts', 'build.mjs'),
+    join(PROJECT_ROOT, 'lib', 'bundling.ts'),
+  ];
   return (
     inputs.some((file) => existsSync(file) && statSync(file).mtimeMs > built) ||
     newerSource(join(PROJECT_ROOT, 'lambda'), built)
