@@ -2,7 +2,8 @@
  * One gateway process for benchmarks, as `npm start` runs it (the core on node:http):
  * `tsx bench/serve-gateway.ts <config.json> <dynamodb endpoint>`; prints `MCP gateway ready: <url>`.
  * A `cpu` line on stdin is answered with `cpu <user µs> <system µs>` (`process.cpuUsage()`), so the
- * benchmark can charge the CPU this process spent to the calls of one row.
+ * benchmark can charge the CPU this process spent to the calls of one row; `gc` runs a full
+ * collection when node runs with --expose-gc.
  */
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -20,6 +21,11 @@ void startLocalGateway({
 }).then((gateway) => {
   console.log(`MCP gateway ready: ${gateway.url}`);
   createInterface({ input: process.stdin }).on('line', (line) => {
+    if (line.trim() === 'gc') {
+      // With --expose-gc (bench/instructions.ts): a full collection, so a measured phase pays for its garbage.
+      (globalThis as { gc?: () => void }).gc?.();
+      console.log('gc done');
+    }
     if (line.trim() !== 'cpu') return;
     const { user, system } = process.cpuUsage();
     console.log(`cpu ${user} ${system}`);
