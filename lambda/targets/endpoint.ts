@@ -4,12 +4,13 @@ import { DependencyFailedError } from '../protocol/errors';
 import { isResponse, type JSONRPCResponse } from '../protocol/jsonrpc';
 import type { JSONRPCMessage, JSONRPCRequest } from '../protocol/types';
 import { NO_CREDENTIALS, type TargetCredentials } from './credentials';
+import { send, type TargetResponse } from './http-client';
 import { readResponseStream, type StreamListeners } from './sse-reader';
 
 /**
  * One target's HTTP endpoint, for both eras: the gateway's own credentials, one POST that reads a
  * JSON body or an SSE stream up to the response, the latency metric and the mapping of failures to
- * DependencyFailedError. Node's fetch keeps connections to targets alive between calls.
+ * DependencyFailedError. Connections to targets are kept alive between calls (./http-client.ts).
  */
 
 /** The target no longer knows the session the request named (HTTP 404): re-initialize and try again. */
@@ -31,15 +32,20 @@ export interface PostResult {
   /** The target's response, with the id of the request. */
   response: JSONRPCResponse;
   status: number;
-  headers: Headers;
+  headers: TargetResponse['headers'];
 }
 
 export class TargetEndpoint {
+  /** Parsed once: every request goes to the same URL. */
+  readonly url: URL;
+
   constructor(
     readonly config: TargetConfig,
     /** The gateway's own credentials for this target (./credentials.ts); never the client's. */
     private readonly credentials: TargetCredentials = NO_CREDENTIALS,
-  ) {}
+  ) {
+    this.url = new URL(config.url);
+  }
 
   get name(): string {
     return this.config.name;
@@ -70,22 +76,22 @@ export class TargetEndpoint {
   ): Promise<PostResult> {
     const res = await this.fetch('POST', headers, JSON.stringify(request), options);
     const contentType = res.headers.get('content-type') ?? '';
-    if (res.ok && contentType.includes('text/event-stream') && res.body) {
+    if (res.ok && contentType.includes('text/event-stream')) {
       let response: JSONRPCResponse | undefined;
       try {
         response = await readResponseStream(res.body, request.id, options.listeners);
       } catch (error) {
-        throw this.failure(error, 'the stream broke before the response');
+        throw this.failure(error, 'the stream broke before the response', options.signal);
       }
       if (!response) throw new DependencyFailedError(this.name, 'the stream ended before the response');
       return { response, status: res.status, headers: res.headers };
     }
     let body: unknown;
     try {
-      if (contentType.includes('json')) body = await res.json();
-      else await res.body?.cancel();
+      if (contentType.includes('json')) body = JSON.parse(await res.text());
+      else res.discard();
     } catch (error) {
-      throw this.failure(error, `HTTP ${res.status} with an unreadable body`);
+      throw this.failure(error, `HTTP ${res.status} with an unreadable body`, options.signal);
     }
     // A JSON-RPC error with an HTTP error status is still the target's answer (e.g. 400 Invalid params).
     if (isResponse(body) && (res.ok || 'error' in body)) {
@@ -97,36 +103,43 @@ export class TargetEndpoint {
   /** POSTs a notification or a response (the answer to a target's request); targets reply 202. */
   async send(message: JSONRPCMessage, headers: Record<string, string>, options: PostOptions = {}): Promise<void> {
     const res = await this.fetch('POST', headers, JSON.stringify(message), options);
-    await res.body?.cancel().catch(() => undefined);
+    res.discard();
     if (!res.ok) throw new DependencyFailedError(this.name, `HTTP ${res.status}`);
   }
 
   /** DELETE (ends a target session; targets MAY answer 405). */
   async delete(headers: Record<string, string>): Promise<void> {
     const res = await this.fetch('DELETE', headers, undefined, { signal: AbortSignal.timeout(5000) });
-    await res.body?.cancel().catch(() => undefined);
+    res.discard();
+  }
+
+  /** A GET (the session's standalone stream); the caller reads or discards the body. */
+  get(headers: Record<string, string>, signal: AbortSignal): Promise<TargetResponse> {
+    return send(this.url, { method: 'GET', headers, signal });
   }
 
   private async fetch(method: string, headers: Record<string, string>, body: string | undefined, options: PostOptions) {
-    let res: Response;
+    let res: TargetResponse;
     try {
       const started = performance.now();
-      res = await fetch(this.config.url, { method, headers, body, signal: options.signal });
+      res = await send(this.url, { method, headers, body, signal: options.signal });
       // Time to the target's response headers: its responsiveness, not a person's time to answer.
       recordTargetLatency(this.name, performance.now() - started);
     } catch (error) {
-      throw this.failure(error, 'unreachable');
+      throw this.failure(error, 'unreachable', options.signal);
     }
     if (res.status === 401) this.credentials.rejected();
     if (res.status === 404 && options.sessionBound) {
-      await res.body?.cancel().catch(() => undefined);
+      res.discard();
       throw new TargetSessionExpiredError(this.name);
     }
     return res;
   }
 
-  private failure(error: unknown, reason: string): Error {
+  private failure(error: unknown, reason: string, signal?: AbortSignal): Error {
     if (error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError')) return error;
+    // The caller aborted (its own decision, not the target's failure): a broken stream says so.
+    if (signal?.aborted) return Object.assign(new Error('aborted', { cause: error }), { name: 'AbortError' });
     if (error instanceof DependencyFailedError) return error;
     return new DependencyFailedError(this.name, reason, { cause: error });
   }
