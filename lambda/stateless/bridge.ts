@@ -5,6 +5,7 @@ import { recordAnsweredInput, recordExpiredInput, recordRelayedInput } from '../
 import { GatewayError, rpcError } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { InputRequest, JSONRPCRequest, RequestId } from '../protocol/types';
+import { LATEST_LEGACY_VERSION } from '../protocol/versions';
 import { waitForHeldAnswer } from '../relay/held';
 import { newPendingRecord } from '../state/records';
 import type { PendingStore } from '../state/store';
@@ -40,7 +41,8 @@ export interface BridgePayload {
   /** Round k's requests, keyed by gateway id. */
   inputRequests?: Record<string, InputRequest>;
   response?: JSONRPCResponse;
-  error?: { kind: 'RequestTimeout' | 'DependencyFailed'; message: string };
+  /** Why the held call ended without a result (a gateway failure, told through the error table). */
+  failure?: { kind: 'RequestTimeout' | 'DependencyFailed'; message: string };
 }
 
 export interface BridgeSettings {
@@ -99,7 +101,7 @@ export class BridgeHolder {
           ? { kind: 'result', response: outcome.response }
           : {
               kind: 'error',
-              error: {
+              failure: {
                 kind:
                   outcome.error instanceof Error && outcome.error.name === 'AbortError'
                     ? 'RequestTimeout'
@@ -224,7 +226,10 @@ export async function continueBridge(
     try {
       await targets.deliver(
         record.target,
-        { targetSessionId: record.targetSessionId, protocolVersion: record.targetProtocolVersion ?? '2025-11-25' },
+        {
+          targetSessionId: record.targetSessionId,
+          protocolVersion: record.targetProtocolVersion ?? LATEST_LEGACY_VERSION,
+        },
         toTarget,
       );
     } catch (error) {
@@ -254,6 +259,6 @@ export async function continueBridge(
 
 /** The final message of a bridged call for the client, from the holder's payload. */
 export function bridgeFailure(payload: BridgePayload, id: RequestId): JSONRPCResponse {
-  const kind = payload.error?.kind ?? 'DependencyFailed';
-  return rpcError(id, new GatewayError(kind, payload.error?.message ?? 'the bridged call failed'));
+  const kind = payload.failure?.kind ?? 'DependencyFailed';
+  return rpcError(id, new GatewayError(kind, payload.failure?.message ?? 'the bridged call failed'));
 }
