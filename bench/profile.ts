@@ -87,7 +87,9 @@ async function main(): Promise<void> {
     console.log(`${((100 * us) / total).toFixed(1).padStart(5)}%  ${(us / 1000 / calls).toFixed(3)} ms/call  ${key}`);
   }
   console.log('self time:');
-  for (const [key, us] of [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, 25)) {
+  for (const [key, us] of [...self.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, Number(process.env.PROFILE_TOP ?? 25))) {
     console.log(`${((100 * us) / total).toFixed(1).padStart(5)}%  ${key}`);
   }
 }

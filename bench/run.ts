@@ -398,6 +398,19 @@ async function main(): Promise<void> {
         echo,
         'echo: bench',
       );
+    if (wanted('modernEchoPassthrough')) {
+      // The same calls through a proxy that only forwards: what one extra hop costs here.
+      const proxy = await startChild(['bench/serve-proxy.ts', dualTarget.url], /ready (\S+)/);
+      children.push(proxy);
+      rows.modernEchoPassthrough = await clientRow(
+        { gateways: [], dynamo },
+        await modernClient(dualTarget.url),
+        await modernClient(proxy.url),
+        ['echo', 'echo'],
+        echo,
+        'echo: bench',
+      );
+    }
     if (wanted('modernInputRequired'))
       rows.modernInputRequired = await clientRow(
         one,
@@ -436,6 +449,7 @@ const LABELS: Record<string, string> = {
   legacyEchoNoInput: '2025 echo, 2025-only, no input caps',
   legacy50msTool: '2025-11-25, a 50 ms tool',
   modernEcho: '2026-07-28 echo',
+  modernEchoPassthrough: '2026 echo, passthrough proxy (floor)',
   modernInputRequired: '2026-07-28 input_required round',
   legacyElicitationOtherInstance: '2025 elicitation, answer via B',
 };
