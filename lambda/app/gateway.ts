@@ -1,5 +1,5 @@
 import { errorResponse, methodNotAllowed, refuse } from '../http/errors';
-import type { ExchangeContext, FetchHandler } from '../http/exchange';
+import type { ExchangeContext, ExchangeRequest, FetchHandler } from '../http/exchange';
 import { parseAccept, readBodyLimited } from '../http/responses';
 import { handleLegacyDelete, handleLegacyPost } from '../legacy/legacy-path';
 import { describeError } from '../observability/logger';
@@ -22,7 +22,7 @@ onGatewayError((code) => recordError(code));
  * hands it to that era's path. Nothing here knows about Lambda or node:http.
  */
 export function createGateway(deps: GatewayDeps): FetchHandler {
-  return async (request: Request, exchange: ExchangeContext): Promise<Response> => {
+  return async (request: ExchangeRequest, exchange: ExchangeContext): Promise<Response> => {
     try {
       return await route(deps, request, exchange);
     } catch (error) {
@@ -32,7 +32,7 @@ export function createGateway(deps: GatewayDeps): FetchHandler {
   };
 }
 
-async function route(deps: GatewayDeps, request: Request, exchange: ExchangeContext): Promise<Response> {
+async function route(deps: GatewayDeps, request: ExchangeRequest, exchange: ExchangeContext): Promise<Response> {
   const url = new URL(request.url);
   if (url.pathname !== MCP_PATH) {
     // Protected resource metadata (auth jwt) is the only other path, and needs no token.
