@@ -18,8 +18,10 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { SealedBox } from '../lambda/crypto/sealed-box';
 import { startLambdaMode } from '../lambda/local/lambda-runtime/index';
+import { createDocumentClient, ensureTable } from '../lambda/state/dynamo-client';
 import { argumentsDigest, RequestStateSealer } from '../lambda/stateless/request-state';
 import type { Json } from '../test/support/mcp-http';
 import { type BenchClient, legacyClient, modernClient } from './clients';
@@ -160,6 +162,38 @@ function sealOpenMicroseconds(): number {
       binding,
     );
   return Math.round(((performance.now() - started) / 10_000) * 10_000) / 10;
+}
+
+/**
+ * The part of a 2025 call that is DynamoDB's: the session `Query` alone, as the gateway makes it
+ * (the same client options, built once, keep-alive), on a partition shaped like a session's. Its
+ * latency against dynalite, and the CPU the AWS SDK spends per request (this process's own).
+ */
+async function queryAlone(endpoint: string): Promise<Json> {
+  const client = createDocumentClient({ endpoint });
+  const TableName = 'bench-query';
+  await ensureTable(client, TableName);
+  const session = { principal: 'anonymous', protocolVersion: '2025-11-25', clientCapabilities: {}, expiresAt: 9e9 };
+  await client.send(new PutCommand({ TableName, Item: { pk: 'S#q', sk: 'SESSION', ...session } }));
+  await client.send(
+    new PutCommand({ TableName, Item: { pk: 'S#q', sk: 'T#legacy', targetSessionId: 'x'.repeat(36), expiresAt: 9e9 } }),
+  );
+  const query = () =>
+    client.send(
+      new QueryCommand({
+        TableName,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': 'S#q' },
+        ConsistentRead: true,
+      }),
+    );
+  for (let i = 0; i < WARMUP; i++) await query();
+  const samples: number[] = [];
+  const cpu = process.cpuUsage();
+  for (let i = 0; i < N; i++) samples.push((await timed(query))[0]);
+  const used = process.cpuUsage(cpu);
+  client.destroy();
+  return { latency: distribution(samples), sdkCpuMsPerRequest: Math.round((used.user + used.system) / N / 10) / 100 };
 }
 
 /** 200 sessions at once: each calls a tool that elicits; streamed by one instance, answered through the other. */
@@ -430,6 +464,7 @@ async function main(): Promise<void> {
         'executed: ls',
       );
     results.sealPlusOpenMicroseconds = sealOpenMicroseconds();
+    if (wanted('dynamodbQuery')) results.dynamodbQuery = await queryAlone(dynamo.url);
     if (wanted('load')) results.load = await load(both, legacyTarget.url, [gatewayA, gatewayB]);
     if (process.env.BENCH_COLD !== '0' && wanted('coldStart')) results.coldStart = await coldStart(config, dynamo.url);
   } finally {
@@ -469,6 +504,11 @@ function print(results: Json): void {
     );
   }
   console.log(`requestState seal + open: ${results.sealPlusOpenMicroseconds} µs`);
+  const q = results.dynamodbQuery;
+  if (q)
+    console.log(
+      `the session Query alone (AWS SDK → dynalite): p50 ${f(q.latency.p50)} ms, p95 ${f(q.latency.p95)} ms; SDK CPU ${q.sdkCpuMsPerRequest} ms per request`,
+    );
   const l = results.load;
   if (l)
     console.log(
