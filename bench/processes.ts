@@ -7,6 +7,8 @@ import { join } from 'node:path';
 export interface Child {
   url: string;
   process: ChildProcess;
+  /** Writes `line` to the child's stdin and resolves with the first later output line matching `pattern`. */
+  ask(line: string, pattern: RegExp): Promise<RegExpExecArray>;
   stop(): Promise<void>;
 }
 
@@ -24,26 +26,42 @@ export async function startChild(
   const child = spawn(process.execPath, argv, {
     cwd: root,
     env: { ...process.env, GATEWAY_LOG_LEVEL: 'SILENT', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['pipe', 'pipe', 'pipe'],
   });
   let output = '';
+  const waiting: Array<{ pattern: RegExp; from: number; resolve: (m: RegExpExecArray) => void }> = [];
+  const onData = (chunk: Buffer) => {
+    output += chunk.toString();
+    for (const wait of [...waiting]) {
+      const match = wait.pattern.exec(output.slice(wait.from));
+      if (match) {
+        waiting.splice(waiting.indexOf(wait), 1);
+        wait.resolve(match);
+      }
+    }
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`did not start: ${args.join(' ')}\n${output}`)), 60_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = readyPattern.exec(output);
-      if (match) {
+    waiting.push({
+      pattern: readyPattern,
+      from: 0,
+      resolve: (match) => {
         clearTimeout(timer);
-        resolve(match[1]);
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
+        resolve(match[1]!);
+      },
+    });
     child.on('exit', (code) => reject(new Error(`exited ${code}: ${output}`)));
   });
   return {
     url,
     process: child,
+    ask: (line, pattern) =>
+      new Promise((resolve) => {
+        waiting.push({ pattern, from: output.length, resolve });
+        child.stdin!.write(`${line}\n`);
+      }),
     stop: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null) return resolve();
@@ -57,15 +75,27 @@ export async function startChild(
   };
 }
 
-export function startTarget(kind: 'legacy' | 'modern' = 'legacy'): Promise<Child> {
+export function startTarget(kind: 'legacy' | 'modern' | 'dual' = 'legacy'): Promise<Child> {
   return startChild(['bench/serve-target.ts', kind], /ready (\S+)/);
 }
 
-export function startGatewayChild(config: object, dynamodbEndpoint: string): Promise<Child> {
+/** A gateway process (bench/serve-gateway.ts) on the given DynamoDB API. */
+export function startGatewayChild(config: object, dynamodbEndpoint: string, nodeArgs: string[] = []): Promise<Child> {
   const file = join(mkdtempSync(join(tmpdir(), 'bench-')), 'config.json');
   writeFileSync(file, JSON.stringify(config));
-  return startChild(
-    ['lambda/local/cli.ts', '--port', '0', '--no-demo', '--config', file, '--dynamodb-endpoint', dynamodbEndpoint],
-    /MCP gateway ready: (\S+)/,
-  );
+  return startChild(['bench/serve-gateway.ts', file, dynamodbEndpoint], /MCP gateway ready: (\S+)/, {}, nodeArgs);
+}
+
+/** CPU time (user + system, ms) the process has used so far, as its own `process.cpuUsage()` says. */
+export async function cpuMs(child: Child): Promise<number> {
+  const [, user, system] = await child.ask('cpu', /cpu (\d+) (\d+)/);
+  return (Number(user) + Number(system)) / 1000;
+}
+
+/** DynamoDB requests by operation so far (bench/serve-dynamo.ts). */
+export async function dynamoCounts(
+  dynamo: Child,
+): Promise<Record<string, { requests: number; responseBytes: number }>> {
+  const [, json] = await dynamo.ask('counts', /counts (\{.*\})\n/);
+  return JSON.parse(json!);
 }

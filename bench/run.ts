@@ -1,24 +1,39 @@
 /**
- * `npm run bench`: the gateway's overhead against a direct call, in one run, on loopback.
- * Prints p50/p95 and gateway/direct ratios per protocol era, DynamoDB requests per operation,
- * the Lambda bundle's size and import time, and a 200-session elicitation load over two gateway
- * processes sharing one DynamoDB endpoint. Writes bench/results/latest.json.
+ * `npm run bench`: what the gateway adds to a call, side by side in one run, on loopback.
+ *
+ * The official SDK clients (v1 for 2025-11-25, v2 pinned to 2026-07-28) call the same tool on the
+ * same target directly and through a gateway process, alternating call by call, so both see the same
+ * machine state; each row prints direct and gateway p50/p95, their ratio, the CPU the gateway
+ * process(es) spent per call (their own `process.cpuUsage()`) and the DynamoDB requests per call
+ * (counted inside the dynalite process, no extra hop). Every server runs in its own process: two
+ * gateways sharing one dynalite (two instances of one deployment), a 2025-only target (v1 SDK,
+ * sessions and a GET stream), a dual-era target (v2 SDK). Then: an elicitation answered through the
+ * other instance, 200 concurrent sessions over both instances, and the cold start of the Lambda
+ * bundle (import; first calls served by `npm start -- --lambda`). Writes bench/results/latest.json.
+ *
+ * BENCH_CALLS (default 300) calls per row, BENCH_LOAD_SESSIONS (default 200), BENCH_ONLY=row,row to
+ * run some rows only, BENCH_COLD=0 to skip the cold start.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, statSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { SealedBox } from '../lambda/crypto/sealed-box';
+import { startLambdaMode } from '../lambda/local/lambda-runtime/index';
+import { createDocumentClient, ensureTable } from '../lambda/state/dynamo-client';
 import { argumentsDigest, RequestStateSealer } from '../lambda/stateless/request-state';
-import { startCountedDynamo } from '../test/support/dynamo';
-import { callAndAnswer, initSession, type Json, post, readMessage } from '../test/support/mcp-http';
-import { type Child, startChild, startGatewayChild, startTarget } from './processes';
+import type { Json } from '../test/support/mcp-http';
+import { type BenchClient, legacyClient, modernClient } from './clients';
+import { type Child, cpuMs, dynamoCounts, startChild, startGatewayChild, startTarget } from './processes';
 import { type Distribution, distribution, ratio } from './stats';
 
-const N = Number(process.env.BENCH_CALLS ?? 400);
-const WARMUP = 100; // the first few hundred calls of a process run slower (JIT)
+const N = Number(process.env.BENCH_CALLS ?? 300);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 100); // the first calls of a process run slower (JIT)
 const LOAD_SESSIONS = Number(process.env.BENCH_LOAD_SESSIONS ?? 200);
-const accept = { result: { action: 'accept', content: { confirm: true } } };
+const ONLY = process.env.BENCH_ONLY?.split(',');
+const wanted = (row: string) => !ONLY || ONLY.includes(row);
+const KEY = 'bench-key-0123456789abcdefghijklmnopqrstuvwxyz';
 
 async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
   const started = performance.now();
@@ -26,66 +41,120 @@ async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
   return [performance.now() - started, value];
 }
 
-/** Direct and gateway calls alternate, so both see the same machine state. */
-async function interleaved(
+export interface Row {
+  direct?: Distribution;
+  gateway: Distribution;
+  p50Ratio?: number;
+  p95Ratio?: number;
+  /** gateway p50 − direct p50 */
+  addedP50Ms?: number;
+  /** CPU (user + system) of the gateway process(es) per gateway call. */
+  gatewayCpuMsPerCall: number;
+  dynamodbRequestsPerCall: Record<string, number>;
+  /** Response bytes DynamoDB sent per call (the item size read). */
+  dynamodbResponseBytesPerCall: number;
+}
+
+interface Meter {
+  gateways: Child[];
+  dynamo: Child;
+}
+
+/** CPU of the gateways and DynamoDB counts over `phase`, per call. */
+async function metered<T>(
+  meter: Meter,
+  calls: number,
+  phase: () => Promise<T>,
+): Promise<[T, Pick<Row, 'gatewayCpuMsPerCall' | 'dynamodbRequestsPerCall' | 'dynamodbResponseBytesPerCall'>]> {
+  const cpuBefore = await Promise.all(meter.gateways.map(cpuMs));
+  const dbBefore = await dynamoCounts(meter.dynamo);
+  const value = await phase();
+  const cpuAfter = await Promise.all(meter.gateways.map(cpuMs));
+  const dbAfter = await dynamoCounts(meter.dynamo);
+  const cpu = cpuAfter.reduce((sum, after, i) => sum + after - cpuBefore[i]!, 0);
+  const perCall: Record<string, number> = {};
+  let bytes = 0;
+  for (const [operation, after] of Object.entries(dbAfter)) {
+    const requests = after.requests - (dbBefore[operation]?.requests ?? 0);
+    bytes += after.responseBytes - (dbBefore[operation]?.responseBytes ?? 0);
+    if (requests > 0) perCall[operation] = Math.round((requests / calls) * 100) / 100;
+  }
+  return [
+    value,
+    {
+      gatewayCpuMsPerCall: Math.round((cpu / calls) * 100) / 100,
+      dynamodbRequestsPerCall: perCall,
+      dynamodbResponseBytesPerCall: Math.round(bytes / calls),
+    },
+  ];
+}
+
+/** Direct and gateway calls alternate (which goes first alternates too), so both see the same machine state. */
+async function sideBySide(
+  meter: Meter,
   direct: () => Promise<void>,
   gateway: () => Promise<void>,
   n = N,
-): Promise<{ direct: Distribution; gateway: Distribution }> {
+): Promise<Row> {
   for (let i = 0; i < Math.min(WARMUP, n); i++) {
     await direct();
     await gateway();
   }
   const d: number[] = [];
   const g: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const first = i % 2 === 0;
-    if (first) d.push((await timed(direct))[0]);
-    g.push((await timed(gateway))[0]);
-    if (!first) d.push((await timed(direct))[0]);
-  }
-  return { direct: distribution(d), gateway: distribution(g) };
-}
-
-const META = {
-  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-  'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' },
-  'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } },
-};
-
-/** A 2026-07-28 call: headers mirror the body, capabilities ride in `_meta`. */
-async function modernCall(url: string, name: string, params: Json): Promise<Json> {
-  const headers = { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': name };
-  const message = await readMessage(
-    await post(url, headers, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, ...params, _meta: META } }),
-  );
-  if (!message.result) throw new Error(`unexpected answer: ${JSON.stringify(message)}`);
-  return message.result;
-}
-
-async function inputRequiredRoundTrip(url: string, name: string): Promise<void> {
-  const first = await modernCall(url, name, { arguments: { command: 'ls' } });
-  const done = await modernCall(url, name, {
-    arguments: { command: 'ls' },
-    inputResponses: { confirm: { action: 'accept', content: { confirm: true } } },
-    requestState: first.requestState,
+  const [, metrics] = await metered(meter, n, async () => {
+    for (let i = 0; i < n; i++) {
+      const first = i % 2 === 0;
+      if (first) d.push((await timed(direct))[0]);
+      g.push((await timed(gateway))[0]);
+      if (!first) d.push((await timed(direct))[0]);
+    }
   });
-  if (done.resultType !== 'complete') throw new Error(`round trip did not complete: ${JSON.stringify(done)}`);
+  const dd = distribution(d);
+  const gd = distribution(g);
+  return {
+    direct: dd,
+    gateway: gd,
+    p50Ratio: ratio(gd.p50, dd.p50),
+    p95Ratio: ratio(gd.p95, dd.p95),
+    addedP50Ms: Math.round((gd.p50 - dd.p50) * 100) / 100,
+    ...metrics,
+  };
+}
+
+function expectText(expected: string): (text: string) => void {
+  return (text) => {
+    if (text !== expected) throw new Error(`unexpected answer: ${text}`);
+  };
+}
+
+/** A row over a pair of SDK clients: `call` on each, checked. */
+async function clientRow(
+  meter: Meter,
+  direct: BenchClient,
+  gateway: BenchClient,
+  tools: [string, string],
+  args: Record<string, unknown>,
+  expected: string,
+  n = N,
+): Promise<Row> {
+  const check = expectText(expected);
+  try {
+    return await sideBySide(
+      meter,
+      async () => check(await direct.call(tools[0], args)),
+      async () => check(await gateway.call(tools[1], args)),
+      n,
+    );
+  } finally {
+    await Promise.all([direct.close(), gateway.close()]);
+  }
 }
 
 /** Microseconds to seal and open one requestState envelope (AES-256-GCM). */
 function sealOpenMicroseconds(): number {
-  const sealer = new RequestStateSealer(
-    SealedBox.fromSecrets({ current: 'bench-key-0123456789abcdefghijklmnopqrstuvwxyz' }),
-    600,
-  );
-  const binding = {
-    principal: 'p',
-    target: 't',
-    method: 'tools/call',
-    name: 'n',
-    argsDigest: argumentsDigest({ command: 'ls' }),
-  };
+  const sealer = new RequestStateSealer(SealedBox.fromSecrets({ current: KEY }), 600);
+  const binding = { principal: 'p', target: 't', method: 'tools/call', name: 'n', argsDigest: argumentsDigest({}) };
   const started = performance.now();
   for (let i = 0; i < 10_000; i++)
     sealer.open(
@@ -95,210 +164,361 @@ function sealOpenMicroseconds(): number {
   return Math.round(((performance.now() - started) / 10_000) * 10_000) / 10;
 }
 
-async function echoCall(url: string, headers: Record<string, string>, name: string, id: number): Promise<void> {
-  const res = await post(url, headers, {
-    jsonrpc: '2.0',
-    id,
-    method: 'tools/call',
-    params: { name, arguments: { text: 'bench' } },
-  });
-  const message = await readMessage(res);
-  if (message.result?.content?.[0]?.text !== 'echo: bench')
-    throw new Error(`unexpected answer: ${JSON.stringify(message)}`);
+/**
+ * The part of a 2025 call that is DynamoDB's: the session `Query` alone, as the gateway makes it
+ * (the same client options, built once, keep-alive), on a partition shaped like a session's. Its
+ * latency against dynalite, and the CPU the AWS SDK spends per request (this process's own).
+ */
+async function queryAlone(endpoint: string): Promise<Json> {
+  const client = createDocumentClient({ endpoint });
+  const TableName = 'bench-query';
+  await ensureTable(client, TableName);
+  const session = { principal: 'anonymous', protocolVersion: '2025-11-25', clientCapabilities: {}, expiresAt: 9e9 };
+  await client.send(new PutCommand({ TableName, Item: { pk: 'S#q', sk: 'SESSION', ...session } }));
+  await client.send(
+    new PutCommand({ TableName, Item: { pk: 'S#q', sk: 'T#legacy', targetSessionId: 'x'.repeat(36), expiresAt: 9e9 } }),
+  );
+  const query = () =>
+    client.send(
+      new QueryCommand({
+        TableName,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': 'S#q' },
+        ConsistentRead: true,
+      }),
+    );
+  for (let i = 0; i < WARMUP; i++) await query();
+  const samples: number[] = [];
+  const cpu = process.cpuUsage();
+  for (let i = 0; i < N; i++) samples.push((await timed(query))[0]);
+  const used = process.cpuUsage(cpu);
+  client.destroy();
+  return { latency: distribution(samples), sdkCpuMsPerRequest: Math.round((used.user + used.system) / N / 10) / 100 };
 }
 
-function bundleFigures(): { bytes: number; importMs: number } {
-  const bundle = join(__dirname, '../dist/lambda/index.mjs');
-  execFileSync('npm', ['run', '--silent', 'build'], { cwd: join(__dirname, '..'), stdio: 'ignore' });
+/** 200 sessions at once: each calls a tool that elicits; streamed by one instance, answered through the other. */
+async function load(meter: Meter, targetUrl: string, gateways: [Child, Child]): Promise<Json> {
+  const run = async (connect: (i: number) => Promise<BenchClient>, tool: string) => {
+    const clients = await Promise.all(Array.from({ length: LOAD_SESSIONS }, (_, i) => connect(i)));
+    try {
+      const samples: number[] = [];
+      const [[wallMs, outcomes], metrics] = await metered(meter, LOAD_SESSIONS, () =>
+        timed(() =>
+          Promise.all(
+            clients.map(async (client, i) => {
+              const [ms, text] = await timed(() => client.call(tool, { command: `cmd-${i}` }));
+              samples.push(ms);
+              return text === `executed: cmd-${i}`;
+            }),
+          ),
+        ),
+      );
+      const completed = outcomes.filter(Boolean).length;
+      return {
+        completed,
+        crossedOrLost: LOAD_SESSIONS - completed,
+        wallMs: Math.round(wallMs),
+        call: distribution(samples),
+        ...metrics,
+      };
+    } finally {
+      await Promise.all(clients.map((c) => c.close()));
+    }
+  };
+  const direct = await run(() => legacyClient(targetUrl), 'use_aws');
+  const gateway = await run((i) => {
+    const [streamer, answerer] = i % 2 === 0 ? gateways : [gateways[1], gateways[0]];
+    return legacyClient(streamer.url, { answerUrl: answerer.url });
+  }, 'legacy___use_aws');
+  return {
+    sessions: LOAD_SESSIONS,
+    direct: { completed: direct.completed, wallMs: direct.wallMs, call: direct.call },
+    gateway,
+    p50Ratio: ratio(gateway.call.p50, direct.call.p50),
+    p95Ratio: ratio(gateway.call.p95, direct.call.p95),
+  };
+}
+
+async function rawPost(url: string, headers: Record<string, string>, body: Json): Promise<Response> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    body: JSON.stringify(body),
+  });
+  await res.arrayBuffer();
+  if (!res.ok) throw new Error(`HTTP ${res.status}`);
+  return res;
+}
+
+const META = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' },
+  'io.modelcontextprotocol/clientCapabilities': {},
+};
+const modernEcho = (url: string, id: number) =>
+  rawPost(
+    url,
+    { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'dual___echo' },
+    {
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name: 'dual___echo', arguments: { text: 'x' }, _meta: META },
+    },
+  );
+
+/** Cold start: the bundle's import in a fresh Node, and first calls served by fresh `--lambda` environments. */
+async function coldStart(config: Json, dynamodbEndpoint: string): Promise<Json> {
+  const root = join(__dirname, '..');
+  const bundle = join(root, 'dist/lambda/index.mjs');
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'ignore' });
   const script = `globalThis.awslambda={streamifyResponse:f=>f,HttpResponseStream:{}};const t=performance.now();await import(${JSON.stringify(bundle)});console.log(performance.now()-t)`;
-  const runs = Array.from({ length: 5 }, () =>
+  const imports = Array.from({ length: 7 }, () =>
     Number(execFileSync(process.execPath, ['--input-type=module', '-e', script]).toString()),
   );
-  return { bytes: statSync(bundle).size, importMs: Math.round(distribution(runs).p50) };
+  const lambdaConfig = { ...config, logLevel: 'SILENT' as const };
+  const start = () =>
+    startLambdaMode({ port: 0, demo: false, config: lambdaConfig, dynamodbEndpoint, build: 'never', log: () => {} });
+
+  // A 2026-07-28 call as the first request of a fresh environment (no DynamoDB on this path).
+  const modern = await start();
+  let modernFirst: number;
+  let modernInit: number | undefined;
+  let modernNodeVersion: string;
+  const warmModern: number[] = [];
+  try {
+    [modernFirst] = await timed(() => modernEcho(modern.url, 1));
+    modernInit = modern.stats().detail[0]?.initMs;
+    for (let i = 0; i < 30; i++) warmModern.push((await timed(() => modernEcho(modern.url, i + 2)))[0]);
+    modernNodeVersion = modern.nodeVersion;
+  } finally {
+    await modern.close();
+  }
+
+  // A 2025 session: initialize as the first request, then its first call (the target session is opened).
+  const legacy = await start();
+  let initFirst: number;
+  let legacyInit: number | undefined;
+  let firstCall: number;
+  const warmLegacy: number[] = [];
+  try {
+    let headers: Record<string, string> = {};
+    [initFirst] = await timed(async () => {
+      const res = await rawPost(
+        legacy.url,
+        {},
+        {
+          jsonrpc: '2.0',
+          id: 0,
+          method: 'initialize',
+          params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
+        },
+      );
+      headers = { 'mcp-session-id': res.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-11-25' };
+    });
+    legacyInit = legacy.stats().detail[0]?.initMs;
+    const echo = (id: number) =>
+      rawPost(legacy.url, headers, {
+        jsonrpc: '2.0',
+        id,
+        method: 'tools/call',
+        params: { name: 'legacy___echo', arguments: { text: 'x' } },
+      });
+    [firstCall] = await timed(() => echo(1));
+    for (let i = 0; i < 30; i++) warmLegacy.push((await timed(() => echo(i + 2)))[0]);
+  } finally {
+    await legacy.close();
+  }
+  const ms = (x: number | undefined) => (x === undefined ? undefined : Math.round(x));
+  return {
+    bundleBytes: statSync(bundle).size,
+    importMs: Math.round(distribution(imports).p50),
+    lambdaNode: modernNodeVersion,
+    modern: {
+      initMs: ms(modernInit),
+      firstCallMs: ms(modernFirst),
+      warm: distribution(warmModern),
+    },
+    legacy: {
+      initMs: ms(legacyInit),
+      initializeMs: ms(initFirst),
+      firstCallMs: ms(firstCall),
+      warm: distribution(warmLegacy),
+    },
+  };
 }
 
 async function main(): Promise<void> {
   const children: Child[] = [];
-  // dynalite in its own process; gateway A reaches it directly (latency), gateway B through a
-  // counting proxy (DynamoDB requests per operation). Both share its data, as two instances would.
-  const dynalite = await startChild(['bench/serve-dynamo.ts'], /ready (\S+)/);
-  children.push(dynalite);
-  const dynamo = await startCountedDynamo(dynalite.url);
   const results: Json = {
+    date: new Date().toISOString().slice(0, 10),
+    command: 'npm run bench',
     machine: {
       cpus: cpus().length,
       cpuModel: cpus()[0]?.model,
       memoryGiB: Math.round(totalmem() / 2 ** 30),
       node: process.version,
+      loadAverageAtStart: loadavg()[0]?.toFixed(1),
     },
     calls: N,
+    rows: {},
   };
+  const rows: Record<string, Row> = results.rows;
   try {
-    const [target, modern] = await Promise.all([startTarget('legacy'), startTarget('modern')]);
-    children.push(target, modern);
+    const dynamo = await startChild(['bench/serve-dynamo.ts'], /ready (\S+)/);
+    children.push(dynamo);
+    const [legacyTarget, dualTarget] = await Promise.all([startTarget('legacy'), startTarget('dual')]);
+    children.push(legacyTarget, dualTarget);
     const config = {
       targets: [
-        { name: 'demo', url: target.url },
-        { name: 'modern', url: modern.url },
+        { name: 'legacy', url: legacyTarget.url },
+        { name: 'dual', url: dualTarget.url },
       ],
-      requestStateKeys: { current: 'bench-key-0123456789abcdefghijklmnopqrstuvwxyz' },
+      requestStateKeys: { current: KEY },
+      logLevel: 'SILENT',
     };
     const [gatewayA, gatewayB] = await Promise.all([
-      startGatewayChild(config, dynalite.url),
-      startGatewayChild(config, dynamo.endpoint),
+      startGatewayChild(config, dynamo.url),
+      startGatewayChild(config, dynamo.url),
     ]);
     children.push(gatewayA, gatewayB);
+    const one: Meter = { gateways: [gatewayA], dynamo };
+    const both: Meter = { gateways: [gatewayA, gatewayB], dynamo };
+    const echo = { text: 'bench' };
 
-    // 2025-11-25: a session on the target directly, and one through the gateway.
-    const direct = await initSession(target.url);
-    const viaGateway = await initSession(gatewayA.url, { capabilities: { elicitation: { form: {} } } });
-    let id = 0;
-    const legacy = await interleaved(
-      () => echoCall(target.url, direct.headers, 'echo', ++id),
-      () => echoCall(gatewayA.url, viaGateway.headers, 'demo___echo', ++id),
-    );
-    results.legacy = {
-      ...legacy,
-      p50Ratio: ratio(legacy.gateway.p50, legacy.direct.p50),
-      p95Ratio: ratio(legacy.gateway.p95, legacy.direct.p95),
-    };
-
-    // The same with a tool that works for 50 ms, closer to what real tools take.
-    const slowCall = async (url: string, headers: Record<string, string>, name: string) => {
-      const message = await readMessage(
-        await post(url, headers, {
-          jsonrpc: '2.0',
-          id: ++id,
-          method: 'tools/call',
-          params: { name, arguments: { ms: 50 } },
-        }),
+    if (wanted('legacyEchoDual'))
+      rows.legacyEchoDual = await clientRow(
+        one,
+        await legacyClient(dualTarget.url),
+        await legacyClient(gatewayA.url),
+        ['echo', 'dual___echo'],
+        echo,
+        'echo: bench',
       );
-      if (message.result?.content?.[0]?.text !== 'slept 50')
-        throw new Error(`unexpected answer: ${JSON.stringify(message)}`);
-    };
-    const legacy50 = await interleaved(
-      () => slowCall(target.url, direct.headers, 'slow'),
-      () => slowCall(gatewayA.url, viaGateway.headers, 'demo___slow'),
-      Math.ceil(N / 4),
-    );
-    results.legacy50msTool = {
-      ...legacy50,
-      p50Ratio: ratio(legacy50.gateway.p50, legacy50.direct.p50),
-      p95Ratio: ratio(legacy50.gateway.p95, legacy50.direct.p95),
-    };
-
-    // 2026-07-28: stateless, straight to a 2026 target and through the gateway.
-    const stateless = await interleaved(
-      async () => void (await modernCall(modern.url, 'echo', { arguments: { text: 'bench' } })),
-      async () => void (await modernCall(gatewayA.url, 'modern___echo', { arguments: { text: 'bench' } })),
-    );
-    results.stateless = {
-      ...stateless,
-      p50Ratio: ratio(stateless.gateway.p50, stateless.direct.p50),
-      p95Ratio: ratio(stateless.gateway.p95, stateless.direct.p95),
-    };
-    const rounds = await interleaved(
-      () => inputRequiredRoundTrip(modern.url, 'use_aws'),
-      () => inputRequiredRoundTrip(gatewayA.url, 'modern___use_aws'),
-    );
-    results.statelessInputRequired = {
-      ...rounds,
-      p50Ratio: ratio(rounds.gateway.p50, rounds.direct.p50),
-      p95Ratio: ratio(rounds.gateway.p95, rounds.direct.p95),
-    };
+    if (wanted('legacyEcho'))
+      rows.legacyEcho = await clientRow(
+        one,
+        await legacyClient(legacyTarget.url),
+        await legacyClient(gatewayA.url),
+        ['echo', 'legacy___echo'],
+        echo,
+        'echo: bench',
+      );
+    if (wanted('legacyEchoNoInput'))
+      rows.legacyEchoNoInput = await clientRow(
+        one,
+        await legacyClient(legacyTarget.url, { elicitation: false }),
+        await legacyClient(gatewayA.url, { elicitation: false }),
+        ['echo', 'legacy___echo'],
+        echo,
+        'echo: bench',
+      );
+    if (wanted('legacy50msTool'))
+      rows.legacy50msTool = await clientRow(
+        one,
+        await legacyClient(legacyTarget.url),
+        await legacyClient(gatewayA.url),
+        ['slow', 'legacy___slow'],
+        { ms: 50 },
+        'slept 50',
+        Math.ceil(N / 4),
+      );
+    if (wanted('modernEcho'))
+      rows.modernEcho = await clientRow(
+        one,
+        await modernClient(dualTarget.url),
+        await modernClient(gatewayA.url),
+        ['echo', 'dual___echo'],
+        echo,
+        'echo: bench',
+      );
+    if (wanted('modernEchoPassthrough')) {
+      // The same calls through a proxy that only forwards: what one extra hop costs here.
+      const proxy = await startChild(['bench/serve-proxy.ts', dualTarget.url], /ready (\S+)/);
+      children.push(proxy);
+      rows.modernEchoPassthrough = await clientRow(
+        { gateways: [], dynamo },
+        await modernClient(dualTarget.url),
+        await modernClient(proxy.url),
+        ['echo', 'echo'],
+        echo,
+        'echo: bench',
+      );
+    }
+    if (wanted('modernInputRequired'))
+      rows.modernInputRequired = await clientRow(
+        one,
+        await modernClient(dualTarget.url),
+        await modernClient(gatewayA.url),
+        ['use_aws', 'dual___use_aws'],
+        { command: 'ls' },
+        'executed: ls',
+      );
+    if (wanted('legacyElicitationOtherInstance'))
+      rows.legacyElicitationOtherInstance = await clientRow(
+        both,
+        await legacyClient(legacyTarget.url),
+        await legacyClient(gatewayA.url, { answerUrl: gatewayB.url }),
+        ['use_aws', 'legacy___use_aws'],
+        { command: 'ls' },
+        'executed: ls',
+      );
     results.sealPlusOpenMicroseconds = sealOpenMicroseconds();
-
-    // DynamoDB requests per operation.
-    const counted = await initSession(gatewayB.url, { capabilities: { elicitation: { form: {} } } });
-    await echoCall(gatewayB.url, counted.headers, 'demo___echo', ++id); // opens the target session
-    dynamo.reset();
-    await echoCall(gatewayB.url, counted.headers, 'demo___echo', ++id);
-    const perCall = Object.fromEntries(dynamo.counts);
-    dynamo.reset();
-    await callAndAnswer(
-      gatewayB.url,
-      counted.headers,
-      { id: ++id, params: { name: 'demo___use_aws', arguments: { command: 'x' } } },
-      () => accept,
-    );
-    await new Promise((resolve) => setTimeout(resolve, 200)); // the cleanup write follows the response
-    const perRound = Object.fromEntries(dynamo.counts);
-    dynamo.reset();
-    await modernCall(gatewayB.url, 'modern___echo', { arguments: { text: 'bench' } });
-    await inputRequiredRoundTrip(gatewayB.url, 'modern___use_aws');
-    const statelessCounts = Object.fromEntries(dynamo.counts);
-    results.dynamodb = {
-      legacyCallWithoutInput: perCall,
-      legacyCallWithOneElicitation: perRound,
-      statelessCallAndRoundTrip: statelessCounts,
-    };
-
-    // Load: sessions streamed by one process, answered through the other.
-    const load: number[] = [];
-    const [loadMs, outcomes] = await timed(() =>
-      Promise.all(
-        Array.from({ length: LOAD_SESSIONS }, async (_, i) => {
-          const [streamer, answerer] = i % 2 === 0 ? [gatewayA, gatewayB] : [gatewayB, gatewayA];
-          const { headers } = await initSession(streamer.url, { capabilities: { elicitation: { form: {} } } });
-          const [ms, call] = await timed(() =>
-            callAndAnswer(
-              streamer.url,
-              headers,
-              { id: i, params: { name: 'demo___use_aws', arguments: { command: `cmd-${i}` } } },
-              () => accept,
-              {
-                answerUrl: answerer.url,
-              },
-            ),
-          );
-          load.push(ms);
-          return call.response.result?.content?.[0]?.text === `executed: cmd-${i}`;
-        }),
-      ),
-    );
-    const completed = outcomes.filter(Boolean).length;
-    results.load = {
-      sessions: LOAD_SESSIONS,
-      completed,
-      crossedOrLost: LOAD_SESSIONS - completed,
-      wallMs: Math.round(loadMs),
-      callMs: distribution(load),
-    };
-
-    results.bundle = bundleFigures();
+    if (wanted('dynamodbQuery')) results.dynamodbQuery = await queryAlone(dynamo.url);
+    if (wanted('load')) results.load = await load(both, legacyTarget.url, [gatewayA, gatewayB]);
+    if (process.env.BENCH_COLD !== '0' && wanted('coldStart')) results.coldStart = await coldStart(config, dynamo.url);
   } finally {
     await Promise.all(children.map((child) => child.stop()));
-    await dynamo.close();
   }
 
   mkdirSync(join(__dirname, 'results'), { recursive: true });
-  writeFileSync(join(__dirname, 'results/latest.json'), `${JSON.stringify(results, null, 2)}\n`);
+  const file = process.env.BENCH_OUT ?? join(__dirname, 'results/latest.json');
+  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
   print(results);
+  console.log(`figures written to ${file}`);
 }
 
+const LABELS: Record<string, string> = {
+  legacyEchoDual: '2025-11-25 echo, dual-era target',
+  legacyEcho: '2025-11-25 echo, 2025-only target',
+  legacyEchoNoInput: '2025 echo, 2025-only, no input caps',
+  legacy50msTool: '2025-11-25, a 50 ms tool',
+  modernEcho: '2026-07-28 echo',
+  modernEchoPassthrough: '2026 echo, passthrough proxy (floor)',
+  modernInputRequired: '2026-07-28 input_required round',
+  legacyElicitationOtherInstance: '2025 elicitation, answer via B',
+};
+
 function print(results: Json): void {
-  const row = (label: string, r: Json) =>
-    `${label.padEnd(22)} direct p50 ${r.direct.p50.toFixed(2)} ms  p95 ${r.direct.p95.toFixed(2)} ms | gateway p50 ${r.gateway.p50.toFixed(2)} ms  p95 ${r.gateway.p95.toFixed(2)} ms | ratio p50 ${r.p50Ratio}  p95 ${r.p95Ratio}`;
+  const f = (x: number | undefined) => (x === undefined ? '-' : x.toFixed(2));
+  const m = results.machine;
   console.log(
-    `machine: ${results.machine.cpus} × ${results.machine.cpuModel}, ${results.machine.memoryGiB} GiB, Node ${results.machine.node}; ${results.calls} calls each`,
+    `machine: ${m.cpus} × ${m.cpuModel}, ${m.memoryGiB} GiB, Node ${m.node}, load ${m.loadAverageAtStart}; ${results.calls} calls per row`,
   );
-  console.log(row('2025-11-25 tools/call', results.legacy));
-  console.log(row('2025-11-25, 50 ms tool', results.legacy50msTool));
-  console.log(row('2026-07-28 tools/call', results.stateless));
-  console.log(row('2026-07-28 input round', results.statelessInputRequired));
+  console.log(
+    `${'row'.padEnd(34)} ${'direct p50/p95'.padEnd(14)} ${'gateway p50/p95'.padEnd(15)} ratio  added  cpu/call  DynamoDB/call`,
+  );
+  for (const [key, r] of Object.entries(results.rows as Record<string, Row>)) {
+    console.log(
+      `${(LABELS[key] ?? key).padEnd(34)} ${`${f(r.direct?.p50)}/${f(r.direct?.p95)}`.padEnd(14)} ${`${f(r.gateway.p50)}/${f(r.gateway.p95)}`.padEnd(15)} ${f(r.p50Ratio).padEnd(6)} ${f(r.addedP50Ms).padEnd(6)} ${f(r.gatewayCpuMsPerCall).padEnd(9)} ${JSON.stringify(r.dynamodbRequestsPerCall)} (${r.dynamodbResponseBytesPerCall} B read)`,
+    );
+  }
   console.log(`requestState seal + open: ${results.sealPlusOpenMicroseconds} µs`);
-  const db = results.dynamodb;
-  console.log(
-    `DynamoDB requests: 2025 call without input ${JSON.stringify(db.legacyCallWithoutInput)}; with one elicitation ${JSON.stringify(db.legacyCallWithOneElicitation)}; stateless call + input round ${JSON.stringify(db.statelessCallAndRoundTrip)}`,
-  );
+  const q = results.dynamodbQuery;
+  if (q)
+    console.log(
+      `the session Query alone (AWS SDK → dynalite): p50 ${f(q.latency.p50)} ms, p95 ${f(q.latency.p95)} ms; SDK CPU ${q.sdkCpuMsPerRequest} ms per request`,
+    );
   const l = results.load;
-  console.log(
-    `load: ${l.sessions} sessions × 1 elicitation over 2 processes: ${l.completed} completed, ${l.crossedOrLost} crossed or lost, ${l.wallMs} ms wall; per call p50 ${l.callMs.p50} ms, p95 ${l.callMs.p95} ms, p99 ${l.callMs.p99} ms, max ${l.callMs.max} ms`,
-  );
-  console.log(
-    `bundle: ${(results.bundle.bytes / 1024).toFixed(0)} KiB, import ${results.bundle.importMs} ms (median of 5)`,
-  );
-  console.log('figures written to bench/results/latest.json');
+  if (l)
+    console.log(
+      `load: ${l.sessions} sessions × 1 elicitation at once, direct: ${l.direct.completed} completed, ${l.direct.wallMs} ms wall, p50 ${f(l.direct.call.p50)} p95 ${f(l.direct.call.p95)} ms | over 2 gateways (answers through the other): ${l.gateway.completed} completed, ${l.gateway.crossedOrLost} crossed or lost, ${l.gateway.wallMs} ms wall, p50 ${f(l.gateway.call.p50)} p95 ${f(l.gateway.call.p95)} ms, ratio p50 ${l.p50Ratio}, cpu ${l.gateway.gatewayCpuMsPerCall} ms/call, DynamoDB ${JSON.stringify(l.gateway.dynamodbRequestsPerCall)}`,
+    );
+  const c = results.coldStart;
+  if (c)
+    console.log(
+      `cold start: bundle ${(c.bundleBytes / 1024).toFixed(0)} KiB, import ${c.importMs} ms (median of 7, Node ${results.machine.node}); --lambda (Node ${c.lambdaNode}): 2026 echo as first request ${c.modern.firstCallMs} ms (init ${c.modern.initMs} ms), warm p50 ${f(c.modern.warm.p50)} ms; 2025 initialize as first request ${c.legacy.initializeMs} ms (init ${c.legacy.initMs} ms), first tools/call ${c.legacy.firstCallMs} ms, warm p50 ${f(c.legacy.warm.p50)} ms`,
+    );
 }
 
 main().catch((error) => {

@@ -1,5 +1,5 @@
 import { errorResponse, methodNotAllowed, refuse } from '../http/errors';
-import type { ExchangeContext, FetchHandler } from '../http/exchange';
+import type { ExchangeContext, ExchangeRequest, FetchHandler } from '../http/exchange';
 import { parseAccept, readBodyLimited } from '../http/responses';
 import { handleLegacyDelete, handleLegacyPost } from '../legacy/legacy-path';
 import type { RequestTracer } from '../observability/active-tracing';
@@ -25,7 +25,7 @@ onGatewayError((code) => recordError(code));
  * hands it to that era's path. Nothing here knows about Lambda or node:http.
  */
 export function createGateway(deps: GatewayDeps, options: GatewayOptions = {}): FetchHandler {
-  const core = async (request: Request, exchange: ExchangeContext): Promise<Response> => {
+  const core = async (request: ExchangeRequest, exchange: ExchangeContext): Promise<Response> => {
     try {
       return await route(deps, request, exchange);
     } catch (error) {
@@ -44,7 +44,7 @@ export interface GatewayOptions {
   tracer?: RequestTracer;
 }
 
-async function route(deps: GatewayDeps, request: Request, exchange: ExchangeContext): Promise<Response> {
+async function route(deps: GatewayDeps, request: ExchangeRequest, exchange: ExchangeContext): Promise<Response> {
   const url = new URL(request.url);
   if (url.pathname !== MCP_PATH) {
     // Protected resource metadata (auth jwt) is the only other path, and needs no token.

@@ -1,5 +1,5 @@
 import { methodNotAllowed } from '../http/errors';
-import type { ExchangeContext } from '../http/exchange';
+import type { ExchangeContext, ExchangeRequest } from '../http/exchange';
 import { jsonResponse } from '../http/responses';
 import { describeError } from '../observability/logger';
 import { recordTargetListFailure } from '../observability/metrics';
@@ -43,7 +43,7 @@ const NO_STORE = { 'cache-control': 'no-store' };
 
 export async function healthResponse(
   deps: GatewayDeps,
-  request: Request,
+  request: ExchangeRequest,
   exchange: ExchangeContext,
   url: URL,
 ): Promise<Response> {

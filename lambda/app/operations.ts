@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { CorsPolicy } from '../http/cors';
-import type { ExchangeContext, FetchHandler } from '../http/exchange';
+import type { ExchangeContext, ExchangeRequest, FetchHandler } from '../http/exchange';
 import { accessLogEntry, type ResponseOutcome, writeAccessLog } from '../observability/access-log';
 import type { RequestTracer } from '../observability/active-tracing';
 import { type RequestContext, runInRequest } from '../observability/request-context';
@@ -34,7 +34,7 @@ export function withOperations(
 ): FetchHandler {
   const cors = new CorsPolicy(options.cors === 'platform' ? [] : deps.config.cors.allowedOrigins);
   const corsOn = cors.enabled;
-  return async (request: Request, exchange: ExchangeContext): Promise<Response> => {
+  return async (request: ExchangeRequest, exchange: ExchangeContext): Promise<Response> => {
     const preflight = corsOn ? cors.preflight(request) : undefined;
     if (preflight) return preflight;
     const path = new URL(request.url).pathname;
@@ -54,7 +54,7 @@ export function withOperations(
 async function observed(
   deps: GatewayDeps,
   core: FetchHandler,
-  request: Request,
+  request: ExchangeRequest,
   exchange: ExchangeContext,
   tracer: RequestTracer | undefined,
 ): Promise<Response> {

@@ -2,6 +2,7 @@ import type { JWTPayload, JWTVerifyGetKey } from 'jose';
 import type { AuthConfig } from '../config/schema';
 import { isLoopbackHost } from '../config/schema';
 import { methodNotAllowed, refuse } from '../http/errors';
+import type { ExchangeRequest } from '../http/exchange';
 import { jsonResponse } from '../http/responses';
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
@@ -103,7 +104,7 @@ export class JwtAuthenticator implements InboundAuth {
     }
   }
 
-  async authenticate(request: Request): Promise<AuthOutcome> {
+  async authenticate(request: ExchangeRequest): Promise<AuthOutcome> {
     const url = new URL(request.url);
     const token = bearerToken(request.headers.get('authorization'));
     if (token === undefined) return { ok: false, response: this.challenge(url, 401, 'missing') };
@@ -161,7 +162,7 @@ export class JwtAuthenticator implements InboundAuth {
   }
 
   /** RFC 9728 protected resource metadata, at the root and at the `/mcp`-suffixed path; no token needed. */
-  async wellKnown(request: Request, url: URL): Promise<Response | undefined> {
+  async wellKnown(request: ExchangeRequest, url: URL): Promise<Response | undefined> {
     if (url.pathname !== METADATA_PATH && url.pathname !== `${METADATA_PATH}${MCP_PATH}`) return undefined;
     if (request.method !== 'GET' && request.method !== 'HEAD') {
       return methodNotAllowed('GET');

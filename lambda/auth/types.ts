@@ -1,5 +1,5 @@
 import type { AuthConfig } from '../config/schema';
-import type { ExchangeContext } from '../http/exchange';
+import type { ExchangeContext, ExchangeRequest } from '../http/exchange';
 
 /** Who is calling: a principal, or the answer (401/403/503) that refuses the request. */
 export type AuthOutcome = { ok: true; principal: string } | { ok: false; response: Response };
@@ -7,7 +7,7 @@ export type AuthOutcome = { ok: true; principal: string } | { ok: false; respons
 export interface InboundAuth {
   readonly type: AuthConfig['type'];
   /** Decides who the caller is, or answers the request (401/403/503) itself. */
-  authenticate(request: Request, exchange: ExchangeContext): Promise<AuthOutcome>;
+  authenticate(request: ExchangeRequest, exchange: ExchangeContext): Promise<AuthOutcome>;
   /** The answer for an unauthenticated metadata path (`/.well-known/…`), or undefined when `url` is not one. */
-  wellKnown(request: Request, url: URL): Promise<Response | undefined>;
+  wellKnown(request: ExchangeRequest, url: URL): Promise<Response | undefined>;
 }

@@ -1,3 +1,4 @@
+import type { ExchangeRequest } from './exchange';
 /**
  * CORS for browser-based MCP clients (the MCP Inspector's web UI, web apps), from the configuration's
  * `cors.allowedOrigins`. One definition of what is allowed, used by the gateway core (locally) and by
@@ -62,7 +63,7 @@ export class CorsPolicy {
   }
 
   /** The preflight answer, when `request` is a preflight from an allowed origin; else undefined. */
-  preflight(request: Request): Response | undefined {
+  preflight(request: ExchangeRequest): Response | undefined {
     const origin = request.headers.get('origin');
     if (request.method !== 'OPTIONS' || !request.headers.has('access-control-request-method')) return undefined;
     if (!this.allows(origin)) return undefined;
@@ -78,7 +79,7 @@ export class CorsPolicy {
   }
 
   /** `response` with the CORS headers for the request's origin, when it is allowed. */
-  apply(request: Request, response: Response): Response {
+  apply(request: ExchangeRequest, response: Response): Response {
     const origin = request.headers.get('origin');
     if (!this.allows(origin)) return response;
     const headers = new Headers(response.headers);

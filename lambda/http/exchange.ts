@@ -1,6 +1,6 @@
 /**
- * The one internal exchange every adapter speaks: a web-standard `Request` in, a web-standard
- * `Response` out (JSON body, 202 without body, or an SSE `ReadableStream`). Adapters (the Lambda
+ * The one internal exchange every adapter speaks: a request (a web-standard `Request`, or what of
+ * it the core reads: `ExchangeRequest`) in, a web-standard `Response` out (JSON body, 202 without body, or an SSE `ReadableStream`). Adapters (the Lambda
  * handler, the local `node:http` server) only translate their transport to and from this shape.
  */
 export interface ExchangeContext {
@@ -14,7 +14,20 @@ export interface ExchangeContext {
   requestId?: string;
 }
 
-export type FetchHandler = (request: Request, ctx: ExchangeContext) => Promise<Response>;
+/**
+ * The request as the core reads it. A web `Request` is one (tests and the Lambda adapter pass one);
+ * an adapter that already holds the body can pass a plain object instead and skip building a
+ * `Request` (its headers copy, abort signal and body stream) per request.
+ */
+export interface ExchangeRequest {
+  readonly url: string;
+  readonly method: string;
+  readonly headers: Headers;
+  /** The body as UTF-8 text; '' when there is none. */
+  text(): Promise<string>;
+}
+
+export type FetchHandler = (request: ExchangeRequest, ctx: ExchangeContext) => Promise<Response>;
 
 /** A handler that can end what it holds before its process exits (graceful shutdown, SIGTERM). */
 export type ShutdownableHandler = FetchHandler & { shutdown?: () => Promise<void> };

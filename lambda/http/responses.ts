@@ -1,5 +1,6 @@
 import { noteClientMessage } from '../observability/request-context';
 import type { JSONRPCMessage } from '../protocol/types';
+import type { ExchangeRequest } from './exchange';
 import { SseStream } from './sse';
 
 /** Small builders for the responses every path sends. Protocol decisions live in the callers. */
@@ -45,23 +46,13 @@ export function messageResponse(
   return stream.response(headers, status);
 }
 
-/** Reads a request body up to `limit` bytes; undefined when it is larger. */
-export async function readBodyLimited(request: Request, limit: number): Promise<string | undefined> {
+/**
+ * Reads a request body up to `limit` bytes; undefined when it is larger. The adapters buffer at most
+ * what a function URL accepts (6 MB), so the whole body is read before it is measured.
+ */
+export async function readBodyLimited(request: ExchangeRequest, limit: number): Promise<string | undefined> {
   const declared = Number(request.headers.get('content-length') ?? Number.NaN);
   if (Number.isFinite(declared) && declared > limit) return undefined;
-  if (!request.body) return '';
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => undefined);
-      return undefined;
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+  const text = await request.text();
+  return Buffer.byteLength(text) > limit ? undefined : text;
 }

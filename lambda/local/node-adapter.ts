@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { CorsPolicy } from '../http/cors';
 import { refuse, unrepresentableMethod } from '../http/errors';
-import type { FetchHandler } from '../http/exchange';
+import type { ExchangeRequest, FetchHandler } from '../http/exchange';
 
 /**
  * The gateway core on node:http, for `npm start` and tests: Request in, Response out, streamed
@@ -58,11 +58,14 @@ export async function serveOnNode(handler: FetchHandler, options: NodeServerOpti
       // The rest of the body is not read: close the connection after answering.
       return send(res, refuse('PayloadTooLarge', 'Payload Too Large', { headers: { connection: 'close' } }), abort);
     }
-    const request = new Request(`http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`, {
+    // The body is already here: no web Request (headers copy, signal, body stream) is built for it.
+    const text = body ? body.toString('utf8') : '';
+    const request: ExchangeRequest = {
+      url: `http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`,
       method,
       headers: toHeaders(req),
-      body,
-    });
+      text: async () => text,
+    };
     const response = await handler(request, { signal: abort.signal, deadline: Date.now() + requestTimeoutMs });
     await send(res, response, abort);
   }
@@ -112,7 +115,7 @@ function checkHostAndOrigin(req: IncomingMessage, allowedHosts: string[], cors: 
 }
 
 /** The request body, or null as soon as it exceeds `limit`. */
-async function readBody(req: IncomingMessage, limit: number): Promise<Uint8Array<ArrayBuffer> | null> {
+async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | null> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
@@ -120,8 +123,7 @@ async function readBody(req: IncomingMessage, limit: number): Promise<Uint8Array
     if (size > limit) return null;
     chunks.push(chunk);
   }
-  // A plain Uint8Array: Buffer's pooled ArrayBufferLike is not a BodyInit in the DOM typings.
-  return new Uint8Array(Buffer.concat(chunks));
+  return Buffer.concat(chunks);
 }
 
 function toHeaders(req: IncomingMessage): Headers {

@@ -40,7 +40,7 @@ export interface AccessLogEntry {
 /** The entry for a request whose response ended now. */
 export function accessLogEntry(
   context: RequestContext,
-  request: Request,
+  request: { readonly url: string; readonly method: string; readonly headers: Headers },
   response: Response,
   outcome: ResponseOutcome,
 ): AccessLogEntry {

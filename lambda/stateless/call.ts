@@ -224,7 +224,12 @@ async function callOnce(
   // 2025 has no multi round-trip fields; a retry re-issues the call (see the -32042 translation).
   const sent = upstream.era === 'legacy' ? (({ inputResponses: _r, requestState: _s, ...p }) => p)(params) : params;
   const progress = new ProgressMapper(request.progressToken);
+  // The upstream call's own controller: the call's signal aborts it, and so does a cross-era refusal.
+  // A listener rather than AbortSignal.any, which costs a weakly held signal chain per call.
   const crossEra = new AbortController();
+  const follow = () => crossEra.abort(ctx.signal.reason);
+  if (ctx.signal.aborted) follow();
+  else ctx.signal.addEventListener('abort', follow, { once: true });
   let refusedMethod: string | undefined;
   let missing: ReturnType<typeof missingCapability>;
   let holder: BridgeHolder | undefined;
@@ -280,7 +285,7 @@ async function callOnce(
     const response = await upstream.call(
       { method, params: sent },
       {
-        signal: AbortSignal.any([ctx.signal, crossEra.signal]),
+        signal: crossEra.signal,
         progressToken: progress.upstreamToken,
         headers: ctx.paramHeaders,
         onServerRequest,
@@ -309,5 +314,7 @@ async function callOnce(
     if (bridgeError) throw bridgeError;
     if (refusedMethod) throw crossEraError();
     throw error;
+  } finally {
+    ctx.signal.removeEventListener('abort', follow);
   }
 }

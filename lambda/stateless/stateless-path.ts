@@ -15,6 +15,7 @@ import type { Caller } from '../targets/upstream';
 import { forwardCall } from './call';
 import type { StatelessDeps } from './deps';
 import { discover } from './discover';
+import { RequestScope } from './request-scope';
 import { type ModernRequest, validateModernRequest } from './validate';
 
 export interface StatelessInput {
@@ -67,9 +68,9 @@ export async function handleStatelessPost(input: StatelessInput): Promise<Respon
   }
   const request = validation.request;
   const started = Date.now();
-  const deadline = deadlineSignal(input.exchange);
-  // Everything but a relayed call ends when the client goes away; a call decides itself (it may be held).
-  const signal = AbortSignal.any([deadline, input.exchange.signal]);
+  // Everything ends at the deadline or when the client goes away; a relayed call may stop following the client.
+  const scope = new RequestScope(input.exchange);
+  let handedOver = false;
   const caller: Caller = {
     era: 'modern',
     protocolVersion: request.protocolVersion,
@@ -79,22 +80,28 @@ export async function handleStatelessPost(input: StatelessInput): Promise<Respon
     sessions: deps.legacySessions.slotsFor(input.principal, capabilitiesForModernTarget(request.clientCapabilities)),
   };
   try {
-    const response = await dispatch(input, request, caller, signal, deadline);
+    const response = await dispatch(input, request, caller, scope, () => {
+      handedOver = true;
+    });
     deps.logger.debug('stateless request', { method: request.method, ms: Date.now() - started });
     return response;
   } catch (error) {
     return failureResponse(deps, request, error);
+  } finally {
+    if (!handedOver) scope.done();
   }
 }
 
+/** `handOver`: a relayed call finishes after its response began; it ends the request scope itself. */
 async function dispatch(
   input: StatelessInput,
   request: ModernRequest,
   caller: Caller,
-  signal: AbortSignal,
-  deadline: AbortSignal,
+  requestScope: RequestScope,
+  handOver: () => void,
 ): Promise<Response> {
   const { deps } = input;
+  const signal = requestScope.signal;
   const scope = { caller, signal };
   const listKind = listingKindOf(request.method);
   if (listKind) {
@@ -113,7 +120,8 @@ async function dispatch(
       return jsonResponse(200, toClient(deps, { ...response, id: request.id }));
     }
     default:
-      return relayCall(input, request, caller, deadline);
+      handOver();
+      return relayCall(input, request, caller, requestScope);
   }
 }
 
@@ -126,25 +134,20 @@ async function relayCall(
   input: StatelessInput,
   request: ModernRequest,
   caller: Caller,
-  deadline: AbortSignal,
+  scope: RequestScope,
 ): Promise<Response> {
   const { deps, accept, exchange } = input;
   // Closing the request cancels it, until a bridged call has sent its first round: from then on the
   // client is expected to hang up, and this invocation holds the target's call regardless.
   let held = false;
-  const cancelled = new AbortController();
-  const onGone = () => {
-    if (!held) cancelled.abort('gateway: client closed the request');
-  };
-  exchange.signal.addEventListener('abort', onGone, { once: true });
-  const out = new DeferredResponse({ accept, keepAliveMs: deps.keepAliveMs, onClientGone: onGone });
+  const out = new DeferredResponse({ accept, keepAliveMs: deps.keepAliveMs, onClientGone: scope.onClientGone });
   const streamAllowed = request.progressToken !== undefined || request.logLevel !== undefined;
   void forwardCall({
     deps,
     request,
     principal: input.principal,
     caller,
-    signal: AbortSignal.any([deadline, cancelled.signal]),
+    signal: scope.signal,
     paramHeaders: paramHeaders(input.headers),
     onNotification: (notification) => {
       if (streamAllowed && !held) out.stream()?.send(notification);
@@ -153,6 +156,7 @@ async function relayCall(
       const stream = out.stream();
       if (!stream) return false;
       held = true;
+      scope.detachFromClient();
       stream.send(toClient(deps, message));
       return true;
     },
@@ -162,7 +166,7 @@ async function relayCall(
   })
     .then((response) => (response ? out.finish(toClient(deps, response)) : out.end()))
     .catch((error: unknown) => {
-      if (cancelled.signal.aborted) {
+      if (scope.clientGone) {
         // Closing a 2026-07-28 request is its cancellation: the target was told, nobody waits for an answer.
         deps.logger.info('the client cancelled the call (closed the request)', { method: request.method });
         out.finish(rpcErrorOf(request.id, 'ClientCancelled', 'Request cancelled by the client'));
@@ -172,7 +176,7 @@ async function relayCall(
       logFailure(deps, request, failure);
       out.finish(rpcError(request.id, failure), httpStatusOf(failure), errorHeaders(failure));
     })
-    .finally(() => exchange.signal.removeEventListener('abort', onGone));
+    .finally(() => scope.done());
   return out.response;
 }
 
@@ -243,9 +247,4 @@ function paramHeaders(headers: Headers): Record<string, string> {
     if (name.toLowerCase().startsWith(MCP_HEADERS.paramPrefix)) out[name] = value;
   });
   return out;
-}
-
-/** Aborted when the invocation's deadline comes. */
-function deadlineSignal(exchange: ExchangeContext): AbortSignal {
-  return AbortSignal.timeout(Math.max(0, exchange.deadline - Date.now()));
 }

@@ -5,12 +5,14 @@ import { DependencyFailedError } from '../protocol/errors';
 import { isResponse, type JSONRPCResponse, nestedDeeperThan } from '../protocol/jsonrpc';
 import type { JSONRPCMessage, JSONRPCRequest } from '../protocol/types';
 import { NO_CREDENTIALS, type TargetCredentials } from './credentials';
+import { send, type TargetResponse } from './http-client';
 import { readResponseStream, type StreamListeners, TooDeepError } from './sse-reader';
 
 /**
  * One target's HTTP endpoint, for both eras: the gateway's own credentials, one POST that reads a
  * JSON body or an SSE stream up to the response, the latency metric and the mapping of failures to
- * DependencyFailedError. Node's fetch keeps connections to targets alive between calls.
+ * DependencyFailedError. Connections to targets are kept alive between calls (./http-client.ts,
+ * which also sends a request once more when its pooled socket was found dead before any response).
  */
 
 /** The target no longer knows the session the request named (HTTP 404): re-initialize and try again. */
@@ -37,12 +39,6 @@ export interface PostOptions {
   listeners?: StreamListeners;
   /** The request names a target session: a 404 means the target forgot it. */
   sessionBound?: boolean;
-  /**
-   * The request may be sent again if its connection failed before any response (a stale pooled
-   * keep-alive socket): discovery, initialize, lists. Never a tools/call: only a refused connection
-   * (nothing was sent) is retried for those.
-   */
-  safeToResend?: boolean;
 }
 
 /**
@@ -58,36 +54,11 @@ export const DELIVERY_TIMEOUT_MS = 15_000;
 const DELIVERY_BACKOFF_MS = [100, 400];
 const TRANSIENT_STATUSES = new Set([502, 503, 504]);
 
-/** Requests without side effects at the target (a duplicate initialize only leaves an idle target session). */
-const SAFE_TO_RESEND = new Set([
-  'initialize',
-  'server/discover',
-  'ping',
-  'tools/list',
-  'prompts/list',
-  'resources/list',
-  'resources/templates/list',
-]);
-
-/**
- * A connection that failed before the target said anything: `refused` (never opened: nothing was
- * sent) or `reset` (closed under us: typically a pooled keep-alive socket the target, or a NAT on
- * the way, had already dropped — undici's idle timer is 4 s, or the target's Keep-Alive hint minus
- * 1 s, but timers stand still while Lambda freezes the environment, so a socket can be stale on thaw).
- */
-function connectionFailure(error: unknown): 'refused' | 'reset' | undefined {
-  const cause = (error as { cause?: { code?: string } } | undefined)?.cause;
-  const code = cause?.code ?? (error as { code?: string } | undefined)?.code;
-  if (code === 'ECONNREFUSED') return 'refused';
-  if (code && ['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED'].includes(code)) return 'reset';
-  return undefined;
-}
-
 export interface PostResult {
   /** The target's response, with the id of the request. */
   response: JSONRPCResponse;
   status: number;
-  headers: Headers;
+  headers: TargetResponse['headers'];
 }
 
 /** The current request's W3C trace context, propagated to every target it reaches (both eras). */
@@ -98,11 +69,16 @@ export function traceHeaders(): Record<string, string> {
 }
 
 export class TargetEndpoint {
+  /** Parsed once: every request goes to the same URL. */
+  readonly url: URL;
+
   constructor(
     readonly config: TargetConfig,
     /** The gateway's own credentials for this target (./credentials.ts); never the client's. */
     private readonly credentials: TargetCredentials = NO_CREDENTIALS,
-  ) {}
+  ) {
+    this.url = new URL(config.url);
+  }
 
   get name(): string {
     return this.config.name;
@@ -132,26 +108,25 @@ export class TargetEndpoint {
     headers: Record<string, string>,
     options: PostOptions = {},
   ): Promise<PostResult> {
-    const safeToResend = options.safeToResend ?? SAFE_TO_RESEND.has(request.method);
-    const res = await this.fetch('POST', headers, JSON.stringify(request), { ...options, safeToResend });
+    const res = await this.fetch('POST', headers, JSON.stringify(request), options);
     const contentType = res.headers.get('content-type') ?? '';
-    if (res.ok && contentType.includes('text/event-stream') && res.body) {
+    if (res.ok && contentType.includes('text/event-stream')) {
       let response: JSONRPCResponse | undefined;
       try {
         response = await readResponseStream(res.body, request.id, options.listeners);
       } catch (error) {
-        throw this.failure(error, 'the stream broke before the response');
+        throw this.failure(error, 'the stream broke before the response', options.signal);
       }
       if (!response) throw new DependencyFailedError(this.name, 'the stream ended before the response');
       return { response, status: res.status, headers: res.headers };
     }
     let body: unknown;
     try {
-      if (contentType.includes('json')) body = await res.json();
-      else await res.body?.cancel();
+      if (contentType.includes('json')) body = JSON.parse(await res.text());
+      else res.discard();
       if (nestedDeeperThan(body)) throw new TooDeepError();
     } catch (error) {
-      throw this.failure(error, `HTTP ${res.status} with an unreadable body`);
+      throw this.failure(error, `HTTP ${res.status} with an unreadable body`, options.signal);
     }
     // A JSON-RPC error with an HTTP error status is still the target's answer (e.g. 400 Invalid params).
     if (isResponse(body) && (res.ok || 'error' in body)) {
@@ -173,8 +148,8 @@ export class TargetEndpoint {
       const signal = AbortSignal.any(options.signal ? [...signals, options.signal] : signals);
       let failure: Error;
       try {
-        const res = await this.fetch('POST', headers, body, { ...options, signal, safeToResend: true });
-        await res.body?.cancel().catch(() => undefined);
+        const res = await this.fetch('POST', headers, body, { ...options, signal }, true);
+        res.discard();
         if (res.ok) return;
         if (!TRANSIENT_STATUSES.has(res.status)) throw new MessageRejectedError(this.name, res.status);
         failure = new DependencyFailedError(this.name, `HTTP ${res.status}`);
@@ -182,7 +157,7 @@ export class TargetEndpoint {
         if (error instanceof MessageRejectedError || error instanceof TargetSessionExpiredError) throw error;
         if (options.signal?.aborted) throw error;
         failure =
-          error instanceof Error && error.name === 'TimeoutError'
+          error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')
             ? new DependencyFailedError(this.name, 'did not answer in time', { cause: error })
             : (error as Error);
       }
@@ -194,41 +169,55 @@ export class TargetEndpoint {
 
   /** DELETE (ends a target session; targets MAY answer 405). */
   async delete(headers: Record<string, string>): Promise<void> {
-    const res = await this.fetch('DELETE', headers, undefined, {
-      signal: AbortSignal.timeout(5000),
-      safeToResend: true,
-    });
-    await res.body?.cancel().catch(() => undefined);
+    const res = await this.fetch('DELETE', headers, undefined, { signal: AbortSignal.timeout(5000) }, true);
+    res.discard();
   }
 
-  private async fetch(method: string, headers: Record<string, string>, body: string | undefined, options: PostOptions) {
-    let res: Response;
+  /** A GET (the session's standalone stream); the caller reads or discards the body. */
+  get(headers: Record<string, string>, signal: AbortSignal): Promise<TargetResponse> {
+    return send(this.url, { method: 'GET', headers, signal });
+  }
+
+  /**
+   * One request. A stale pooled socket is handled by the HTTP client (nothing reached the target);
+   * a refused connection (nothing was sent) is tried once more for anything; `idempotent` messages
+   * (answers, notifications, DELETE) are also tried again after a reset before any response.
+   */
+  private async fetch(
+    method: string,
+    headers: Record<string, string>,
+    body: string | undefined,
+    options: PostOptions,
+    idempotent = false,
+  ): Promise<TargetResponse> {
+    let res: TargetResponse;
     try {
       const started = performance.now();
       try {
-        res = await fetch(this.config.url, { method, headers, body, signal: options.signal });
+        res = await send(this.url, { method, headers, body, signal: options.signal });
       } catch (error) {
-        // Once, when it provably did not reach the target (refused), or for a request safe to send
-        // twice whose pooled connection was found dead: undici dropped that socket, so this opens a new one.
-        const failure = connectionFailure(error);
-        if (!failure || (failure === 'reset' && !options.safeToResend) || options.signal?.aborted) throw error;
-        res = await fetch(this.config.url, { method, headers, body, signal: options.signal });
+        const code = (error as NodeJS.ErrnoException | undefined)?.code;
+        const again = code === 'ECONNREFUSED' || (idempotent && (code === 'ECONNRESET' || code === 'EPIPE'));
+        if (!again || options.signal?.aborted) throw error;
+        res = await send(this.url, { method, headers, body, signal: options.signal });
       }
       // Time to the target's response headers: its responsiveness, not a person's time to answer.
       recordTargetLatency(this.name, performance.now() - started);
     } catch (error) {
-      throw this.failure(error, 'unreachable');
+      throw this.failure(error, 'unreachable', options.signal);
     }
     if (res.status === 401) this.credentials.rejected();
     if (res.status === 404 && options.sessionBound) {
-      await res.body?.cancel().catch(() => undefined);
+      res.discard();
       throw new TargetSessionExpiredError(this.name);
     }
     return res;
   }
 
-  private failure(error: unknown, reason: string): Error {
+  private failure(error: unknown, reason: string, signal?: AbortSignal): Error {
     if (error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError')) return error;
+    // The caller aborted (its own decision, not the target's failure): a broken stream says so.
+    if (signal?.aborted) return Object.assign(new Error('aborted', { cause: error }), { name: 'AbortError' });
     if (error instanceof TooDeepError) return new DependencyFailedError(this.name, error.message, { cause: error });
     if (error instanceof DependencyFailedError) return error;
     return new DependencyFailedError(this.name, reason, { cause: error });

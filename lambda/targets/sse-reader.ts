@@ -1,4 +1,5 @@
-import { createParser } from 'eventsource-parser';
+import type { IncomingMessage } from 'node:http';
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import {
   isNotification,
   isRequest,
@@ -16,43 +17,90 @@ export interface StreamListeners {
   onNotification?(notification: JSONRPCNotification): void;
 }
 
+/** How long a stream may stay open after its response before its connection is given up. */
+const TAIL_MS = 1000;
+
+/**
+ * Reads SSE events off a response body as they arrive, chunk by chunk (UTF-8 split across chunks
+ * is decoded whole); `onChunk` sees every chunk, `onEvent` every event. Resolves when the body
+ * ends; rejects when it breaks (aborted, connection reset) before its end.
+ */
+export function readEvents(
+  body: IncomingMessage,
+  onEvent: (event: EventSourceMessage) => void,
+  onChunk?: () => void,
+): { done: Promise<void>; stop(): void } {
+  const parser = createParser({ onEvent });
+  body.setEncoding('utf8');
+  const onData = (chunk: string) => {
+    onChunk?.();
+    parser.feed(chunk);
+  };
+  body.on('data', onData);
+  const done = new Promise<void>((resolve, reject) => {
+    body.once('end', () => resolve());
+    body.once('error', reject);
+    body.once('close', () => {
+      if (body.complete) resolve();
+      else reject(new Error('the stream was cut'));
+    });
+  });
+  return { done, stop: () => body.off('data', onData) };
+}
+
 /**
  * Reads an SSE response until the JSON-RPC response with `id` arrives, handing every request and
  * notification before it to the listeners. Returns undefined when the stream ends without it;
- * throws what the reader throws when the stream breaks.
+ * throws when the stream breaks. After the response the rest is drained, so a target that ends the
+ * stream (as it should) leaves its connection to the pool; one that keeps it open loses it.
  */
 export async function readResponseStream(
-  body: NonNullable<Response['body']>,
+  body: IncomingMessage,
   id: RequestId,
   listeners: StreamListeners = {},
 ): Promise<JSONRPCResponse | undefined> {
   let response: JSONRPCResponse | undefined;
-  const parser = createParser({
-    onEvent: (event) => {
-      if (response || !event.data) return; // priming events carry no data
-      let message: unknown;
-      try {
-        message = JSON.parse(event.data);
-      } catch {
-        return; // not ours to interpret; a well-formed response still ends the call
-      }
-      // Relaying it would overflow the stack somewhere (re-serializing, mapping): the call fails instead.
-      if (nestedDeeperThan(message)) throw new TooDeepError();
-      if (isResponse(message)) {
-        if (message.id === id) response = message;
-      } else if (isRequest(message)) listeners.onServerRequest?.(message);
-      else if (isNotification(message)) listeners.onNotification?.(message);
-    },
+  let failure: TooDeepError | undefined;
+  let found!: () => void;
+  const responded = new Promise<void>((resolve) => {
+    found = resolve;
   });
-  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
-  try {
-    while (!response) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      parser.feed(value);
+  const reader = readEvents(body, (event) => {
+    if (response || failure || !event.data) return; // priming events carry no data
+    let message: unknown;
+    try {
+      message = JSON.parse(event.data);
+    } catch {
+      return; // not ours to interpret; a well-formed response still ends the call
     }
-  } finally {
-    reader.cancel().catch(() => undefined);
+    // Relaying it would overflow the stack somewhere (re-serializing, mapping): the call fails instead.
+    if (nestedDeeperThan(message)) {
+      failure = new TooDeepError();
+      found();
+      return;
+    }
+    if (isResponse(message)) {
+      if (message.id === id) {
+        response = message;
+        found();
+      }
+    } else if (isRequest(message)) listeners.onServerRequest?.(message);
+    else if (isNotification(message)) listeners.onNotification?.(message);
+  });
+  await Promise.race([reader.done, responded]);
+  if (failure) {
+    body.destroy();
+    throw failure;
+  }
+  if (response) {
+    reader.stop();
+    reader.done.catch(() => undefined);
+    if (!body.complete) {
+      const tail = setTimeout(() => body.destroy(), TAIL_MS);
+      tail.unref();
+      body.once('close', () => clearTimeout(tail));
+      body.resume();
+    }
   }
   return response;
 }

@@ -1,11 +1,11 @@
-import { createParser } from 'eventsource-parser';
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import { MCP_HEADERS } from '../protocol/headers';
 import { isNotification, isRequest } from '../protocol/jsonrpc';
 import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
+import type { TargetResponse } from './http-client';
 import type { LegacySession, LegacyTargetClient } from './legacy-client';
-import type { StreamListeners } from './sse-reader';
+import { readEvents, type StreamListeners } from './sse-reader';
 
 /**
  * The standalone GET stream of legacy target sessions. A target may send its requests to the user
@@ -143,7 +143,7 @@ export class StandaloneStreams {
         ...(connection.lastEventId ? { [MCP_HEADERS.lastEventId]: connection.lastEventId } : {}),
       });
       delete headers['content-type'];
-      return fetch(connection.client.endpoint.config.url, { method: 'GET', headers, signal: abort.signal });
+      return connection.client.endpoint.get(headers, abort.signal);
     })();
     const settled = headersIn.then(
       (res) => this.onResponse(key, connection, abort, res),
@@ -158,16 +158,20 @@ export class StandaloneStreams {
     return Promise.race([settled, new Promise<void>((resolve) => setTimeout(resolve, this.openTimeoutMs).unref())]);
   }
 
-  private onResponse(key: string, connection: Connection, abort: AbortController, res: Response): void {
+  private onResponse(key: string, connection: Connection, abort: AbortController, res: TargetResponse): void {
+    if (abort.signal.aborted) {
+      res.body.destroy();
+      return;
+    }
     const type = res.headers.get('content-type') ?? '';
-    if (res.ok && type.includes('text/event-stream') && res.body) {
+    if (res.ok && type.includes('text/event-stream')) {
       void this.read(connection, res.body).then(() => {
         // Ended early (the target closed it, or a proxy): reopen while calls still need it.
         if (!abort.signal.aborted && connection.abort === abort) this.scheduleRetry(key, connection, abort, 0);
       });
       return;
     }
-    void res.body?.cancel().catch(() => undefined);
+    res.discard();
     if (res.status === 405) {
       this.unsupported.set(connection.target, Date.now());
       this.logger.debug('target has no standalone stream', { target: connection.target });
@@ -189,9 +193,10 @@ export class StandaloneStreams {
     connection.retry.unref();
   }
 
-  private async read(connection: Connection, body: NonNullable<Response['body']>): Promise<void> {
-    const parser = createParser({
-      onEvent: (event) => {
+  private async read(connection: Connection, body: TargetResponse['body']): Promise<void> {
+    const reader = readEvents(
+      body,
+      (event) => {
         if (event.id) connection.lastEventId = event.id;
         if (!event.data) return;
         let message: unknown;
@@ -203,20 +208,12 @@ export class StandaloneStreams {
         if (isRequest(message)) this.route(connection, message);
         else if (isNotification(message)) this.routeNotification(connection, message);
       },
-    });
-    const reader = body.pipeThrough(new TextDecoderStream()).getReader();
-    try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) return;
+      () => {
         connection.received++;
-        parser.feed(value);
-      }
-    } catch {
-      // aborted (the last call detached) or broken: the caller decides whether to reopen
-    } finally {
-      reader.cancel().catch(() => undefined);
-    }
+      },
+    );
+    // Aborted (the last call detached) or broken: the caller decides whether to reopen.
+    await reader.done.catch(() => undefined);
   }
 
   private route(connection: Connection, request: JSONRPCRequest): void {

@@ -320,4 +320,44 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
       await client.close();
     }
   });
+
+  it('DynamoDB requests per call: 1 for a 2025 call without input, 0 for 2026-07-28 calls and input rounds', async () => {
+    const { headers } = await initSession(url, { capabilities: ALL });
+    const echo2025 = (id: number) =>
+      callAndAnswer(url, headers, { id, params: { name: 'new___echo', arguments: { text: 'x' } } }, () => ({
+        result: {},
+      }));
+    await echo2025(1); // the first call learns the target's era
+    dynamo.reset();
+    expect((await echo2025(2)).response.result?.content?.[0]?.text).toBe('echo: x');
+    expect(Object.fromEntries(dynamo.counts)).toEqual({ Query: 1 });
+
+    const meta = {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientInfo': { name: 'counting', version: '1' },
+      'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } },
+    };
+    const call2026 = async (params: Json): Promise<Json> => {
+      const res = await post(
+        url,
+        { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': params.name },
+        { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { ...params, _meta: meta } },
+      );
+      let last: Json = {};
+      for await (const event of sseEvents(res)) if (event.message) last = event.message;
+      return last;
+    };
+    dynamo.reset();
+    expect((await call2026({ name: 'new___echo', arguments: { text: 'y' } })).result.content[0].text).toBe('echo: y');
+    const first = await call2026({ name: 'new___use_aws', arguments: { command: 'ls' } });
+    expect(first.result.resultType).toBe('input_required');
+    const done = await call2026({
+      name: 'new___use_aws',
+      arguments: { command: 'ls' },
+      inputResponses: { confirm: { action: 'accept', content: { confirm: true } } },
+      requestState: first.result.requestState,
+    });
+    expect(done.result.content[0].text).toBe('executed: ls');
+    expect(dynamo.total()).toBe(0);
+  });
 });

@@ -33,7 +33,9 @@ function sseHeaders() {
   return { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' };
 }
 
-const stub: FetchHandler = async (request: Request, ctx: ExchangeContext) => {
+// The function-URL adapter hands the core a web Request (binary bodies included), which the stub reads as one.
+const stub: FetchHandler = async (exchangeRequest, ctx: ExchangeContext) => {
+  const request = exchangeRequest as Request;
   const url = new URL(request.url);
   switch (url.pathname) {
     case '/json': {
