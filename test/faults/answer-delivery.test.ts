@@ -171,6 +171,15 @@ describe.each(kinds)('answers delivered through faults, %s', (kind) => {
       const resetsBefore = proxy().stats.staleResets;
       const outcome = await callAndAnswer(gw.url, headers, 'stale', {
         beforeAnswer: async () => {
+          // A call that ends puts its connection back in the gateway's pool (the elicited call's own
+          // connection is busy streaming, and the session's GET stream holds another).
+          const echo = await post(gw.url, headers, {
+            jsonrpc: '2.0',
+            id: 'pool',
+            method: 'tools/call',
+            params: { name: 'demo___echo', arguments: { text: 'p' } },
+          });
+          await echo.text();
           // From now on a connection idle for 50 ms is dead, as behind a NAT that forgot it.
           proxy().staleAfterMs = 50;
           await new Promise((resolve) => setTimeout(resolve, 150));
