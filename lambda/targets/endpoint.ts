@@ -54,6 +54,17 @@ export const DELIVERY_TIMEOUT_MS = 15_000;
 const DELIVERY_BACKOFF_MS = [100, 400];
 const TRANSIENT_STATUSES = new Set([502, 503, 504]);
 
+/** Requests without side effects at the target (a duplicate initialize only leaves an idle target session). */
+const SAFE_TO_RESEND = new Set([
+  'initialize',
+  'server/discover',
+  'ping',
+  'tools/list',
+  'prompts/list',
+  'resources/list',
+  'resources/templates/list',
+]);
+
 export interface PostResult {
   /** The target's response, with the id of the request. */
   response: JSONRPCResponse;
@@ -108,7 +119,7 @@ export class TargetEndpoint {
     headers: Record<string, string>,
     options: PostOptions = {},
   ): Promise<PostResult> {
-    const res = await this.fetch('POST', headers, JSON.stringify(request), options);
+    const res = await this.fetch('POST', headers, JSON.stringify(request), options, SAFE_TO_RESEND.has(request.method));
     const contentType = res.headers.get('content-type') ?? '';
     if (res.ok && contentType.includes('text/event-stream')) {
       let response: JSONRPCResponse | undefined;
@@ -179,9 +190,11 @@ export class TargetEndpoint {
   }
 
   /**
-   * One request. A stale pooled socket is handled by the HTTP client (nothing reached the target);
-   * a refused connection (nothing was sent) is tried once more for anything; `idempotent` messages
-   * (answers, notifications, DELETE) are also tried again after a reset before any response.
+   * One request. A refused connection (nothing was sent) is tried once more for anything;
+   * `idempotent` messages (answers, notifications, DELETE, requests without side effects) are also
+   * sent again on a dead pooled socket or a reset before any response. A `tools/call` is not: a
+   * connection that dies under it ends the call with a retryable DependencyFailedException rather
+   * than risk running the tool twice.
    */
   private async fetch(
     method: string,
@@ -194,7 +207,7 @@ export class TargetEndpoint {
     try {
       const started = performance.now();
       try {
-        res = await send(this.url, { method, headers, body, signal: options.signal });
+        res = await send(this.url, { method, headers, body, signal: options.signal, resendOnStale: idempotent });
       } catch (error) {
         const code = (error as NodeJS.ErrnoException | undefined)?.code;
         const again = code === 'ECONNREFUSED' || (idempotent && (code === 'ECONNRESET' || code === 'EPIPE'));

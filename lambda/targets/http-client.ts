@@ -35,19 +35,30 @@ export interface SendOptions {
   headers: Record<string, string>;
   body?: string;
   signal?: AbortSignal;
+  /**
+   * Send once more on a fresh connection when the pooled socket turned out dead before any response
+   * byte. Only for messages that are safe twice: the peer may have closed while a request was on its
+   * way, and a tool must never run twice (Node's own advice for `reusedSocket`).
+   */
+  resendOnStale?: boolean;
 }
 
 export async function send(url: URL, options: SendOptions): Promise<TargetResponse> {
   try {
     return await sendOnce(url, options, false);
   } catch (error) {
-    if (!(error instanceof StaleSocketError)) throw error;
+    if (!(error instanceof StaleSocketError) || !options.resendOnStale) throw unwrap(error);
     return sendOnce(url, options, true);
   }
 }
 
-/** The pooled socket was already closed by the peer: nothing reached the target. */
+/** The pooled socket was found closed by the peer before any response byte. */
 class StaleSocketError extends Error {}
+
+/** A stale socket not sent again surfaces as the connection error it was. */
+function unwrap(error: unknown): unknown {
+  return error instanceof StaleSocketError ? (error.cause ?? error) : error;
+}
 
 function sendOnce(url: URL, options: SendOptions, fresh: boolean): Promise<TargetResponse> {
   const headers: OutgoingHttpHeaders = { ...options.headers };
