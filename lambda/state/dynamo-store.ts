@@ -7,6 +7,7 @@ import {
   GetCommand,
   PutCommand,
   QueryCommand,
+  type QueryCommandInput,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { DYNAMODB_ITEM_LIMIT_BYTES, ItemTooLargeError } from '../protocol/errors';
@@ -93,23 +94,12 @@ export class DynamoSessionStore implements SessionStore {
     options: { includeExpired?: boolean } = {},
   ): Promise<LoadedSession | undefined> {
     const items: Record<string, unknown>[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await guarded((abortSignal) =>
-        this.client.send(
-          new QueryCommand({
-            TableName: this.tableName,
-            KeyConditionExpression: 'pk = :pk AND sk >= :from',
-            ExpressionAttributeValues: { ':pk': pk(sessionId), ':from': SESSION_AND_TARGETS },
-            ConsistentRead: true,
-            ExclusiveStartKey: startKey,
-          }),
-          { abortSignal },
-        ),
-      );
+    for await (const page of this.pages({
+      KeyConditionExpression: 'pk = :pk AND sk >= :from',
+      ExpressionAttributeValues: { ':pk': pk(sessionId), ':from': SESSION_AND_TARGETS },
+    })) {
       items.push(...((page.Items ?? []) as Record<string, unknown>[]));
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
+    }
 
     const sessionItem = items.find((item) => item.sk === SESSION_SK);
     // DynamoDB deletes expired items lazily (and dynalite never): expiry is checked on every read.
@@ -185,24 +175,13 @@ export class DynamoSessionStore implements SessionStore {
   async deleteSession(sessionId: string): Promise<void> {
     // Everything in the partition (pending records and markers included): only DELETE pays for this read.
     const keys: Array<{ pk: string; sk: string }> = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await guarded((abortSignal) =>
-        this.client.send(
-          new QueryCommand({
-            TableName: this.tableName,
-            KeyConditionExpression: 'pk = :pk',
-            ExpressionAttributeValues: { ':pk': pk(sessionId) },
-            ProjectionExpression: 'pk, sk',
-            ConsistentRead: true,
-            ExclusiveStartKey: startKey,
-          }),
-          { abortSignal },
-        ),
-      );
+    for await (const page of this.pages({
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': pk(sessionId) },
+      ProjectionExpression: 'pk, sk',
+    })) {
       keys.push(...((page.Items ?? []) as Array<{ pk: string; sk: string }>));
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
+    }
     // The session item first: once it is gone no request can use the partition, whatever else fails.
     keys.sort((a, b) => (a.sk === SESSION_SK ? -1 : b.sk === SESSION_SK ? 1 : 0));
     await this.batchDelete(keys);
@@ -255,26 +234,31 @@ export class DynamoSessionStore implements SessionStore {
 
   async countPending(sessionId: string, limit: number, now = nowSeconds()): Promise<number> {
     let count = 0;
+    for await (const page of this.pages({
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
+      FilterExpression: 'expiresAt > :now',
+      ExpressionAttributeValues: { ':pk': pk(sessionId), ':p': 'P#', ':now': now },
+      Select: 'COUNT',
+    })) {
+      count += page.Count ?? 0;
+      if (count >= limit) break;
+    }
+    return count;
+  }
+
+  /** A consistent Query of this table, page by page (each page bounded by the store's timeouts). */
+  private async *pages(input: Omit<QueryCommandInput, 'TableName' | 'ConsistentRead' | 'ExclusiveStartKey'>) {
     let startKey: Record<string, unknown> | undefined;
     do {
       const page = await guarded((abortSignal) =>
         this.client.send(
-          new QueryCommand({
-            TableName: this.tableName,
-            KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
-            FilterExpression: 'expiresAt > :now',
-            ExpressionAttributeValues: { ':pk': pk(sessionId), ':p': 'P#', ':now': now },
-            Select: 'COUNT',
-            ConsistentRead: true,
-            ExclusiveStartKey: startKey,
-          }),
+          new QueryCommand({ ...input, TableName: this.tableName, ConsistentRead: true, ExclusiveStartKey: startKey }),
           { abortSignal },
         ),
       );
-      count += page.Count ?? 0;
+      yield page;
       startKey = page.LastEvaluatedKey;
-    } while (startKey && count < limit);
-    return count;
+    } while (startKey);
   }
 
   async claimPending(sessionId: string, gatewayId: string, now = nowSeconds()): Promise<string | undefined> {
