@@ -19,11 +19,12 @@ export async function startChild(
   readyPattern: RegExp,
   env: NodeJS.ProcessEnv = {},
   nodeArgs: string[] = [],
+  node: string = process.execPath,
 ): Promise<Child> {
   // tsx as a loader in the same process (not its CLI, which adds a parent process): node flags such
   // as --cpu-prof apply to the server itself, and a kill reaches it.
   const argv = [...nodeArgs, '--import', 'tsx', ...args];
-  const child = spawn(process.execPath, argv, {
+  const child = spawn(node, argv, {
     cwd: root,
     env: { ...process.env, GATEWAY_LOG_LEVEL: 'SILENT', ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -79,11 +80,16 @@ export function startTarget(kind: 'legacy' | 'modern' | 'dual' = 'legacy'): Prom
   return startChild(['bench/serve-target.ts', kind], /ready (\S+)/);
 }
 
-/** A gateway process (bench/serve-gateway.ts) on the given DynamoDB API. */
-export function startGatewayChild(config: object, dynamodbEndpoint: string, nodeArgs: string[] = []): Promise<Child> {
+/** A gateway process (bench/serve-gateway.ts) on the given DynamoDB API; `node`: another Node.js binary. */
+export function startGatewayChild(
+  config: object,
+  dynamodbEndpoint: string,
+  nodeArgs: string[] = [],
+  node?: string,
+): Promise<Child> {
   const file = join(mkdtempSync(join(tmpdir(), 'bench-')), 'config.json');
   writeFileSync(file, JSON.stringify(config));
-  return startChild(['bench/serve-gateway.ts', file, dynamodbEndpoint], /MCP gateway ready: (\S+)/, {}, nodeArgs);
+  return startChild(['bench/serve-gateway.ts', file, dynamodbEndpoint], /MCP gateway ready: (\S+)/, {}, nodeArgs, node);
 }
 
 /** CPU time (user + system, ms) the process has used so far, as its own `process.cpuUsage()` says. */

@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { SealedBox } from '../lambda/crypto/sealed-box';
 import { startLambdaMode } from '../lambda/local/lambda-runtime/index';
+import { type RuntimeImage, resolveRuntimeImage } from '../lambda/local/lambda-runtime/runtime-image';
 import { createDocumentClient, ensureTable } from '../lambda/state/dynamo-client';
 import { argumentsDigest, RequestStateSealer } from '../lambda/stateless/request-state';
 import type { Json } from '../test/support/mcp-http';
@@ -445,6 +446,32 @@ async function main(): Promise<void> {
         'echo: bench',
       );
     }
+    // The same two echo rows with the gateway on the deployed runtime's Node (24, the `--lambda`
+    // image's binary): AsyncLocalStorage (the request context) costs every promise a hook on Node
+    // 20 and next to nothing on Node 24, where it is built on AsyncContextFrame.
+    const runtimeNode = wanted('onRuntimeNode') ? lambdaRuntimeNode() : undefined;
+    if (runtimeNode) {
+      const gatewayC = await startGatewayChild(config, dynamo.url, [], runtimeNode.node);
+      children.push(gatewayC);
+      const onC: Meter = { gateways: [gatewayC], dynamo };
+      results.runtimeNode = runtimeNode.nodeVersion;
+      rows.modernEchoRuntimeNode = await clientRow(
+        onC,
+        await modernClient(dualTarget.url),
+        await modernClient(gatewayC.url),
+        ['echo', 'dual___echo'],
+        echo,
+        'echo: bench',
+      );
+      rows.legacyEchoNoInputRuntimeNode = await clientRow(
+        onC,
+        await legacyClient(legacyTarget.url, { elicitation: false }),
+        await legacyClient(gatewayC.url, { elicitation: false }),
+        ['echo', 'legacy___echo'],
+        echo,
+        'echo: bench',
+      );
+    }
     if (wanted('modernInputRequired'))
       rows.modernInputRequired = await clientRow(
         one,
@@ -487,7 +514,19 @@ const LABELS: Record<string, string> = {
   modernEchoPassthrough: '2026 echo, passthrough proxy (floor)',
   modernInputRequired: '2026-07-28 input_required round',
   legacyElicitationOtherInstance: '2025 elicitation, answer via B',
+  modernEchoRuntimeNode: '2026 echo, gateway on Node 24',
+  legacyEchoNoInputRuntimeNode: '2025 echo no input, gw Node 24',
 };
+
+/** The `--lambda` image's Node.js (24), or undefined (with a note) where it is not installed. */
+function lambdaRuntimeNode(): RuntimeImage | undefined {
+  try {
+    return resolveRuntimeImage();
+  } catch (error) {
+    console.log(`rows on the runtime's Node skipped: ${(error as Error).message}`);
+    return undefined;
+  }
+}
 
 function print(results: Json): void {
   const f = (x: number | undefined) => (x === undefined ? '-' : x.toFixed(2));

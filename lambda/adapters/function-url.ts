@@ -5,6 +5,7 @@ import type {
   APIGatewayEventRequestContextV2WithAuthorizer,
   LambdaFunctionURLEvent,
 } from 'aws-lambda';
+import type { ResponseEnd } from '../http/exchange';
 
 /**
  * Transport-only translation between a Lambda function URL (payload format 2.0, response streaming)
@@ -71,11 +72,11 @@ export async function writeResponse(
   response: Response,
   responseStream: awslambda.HttpResponseStream,
   signal: AbortSignal,
-): Promise<void> {
+): Promise<ResponseEnd> {
   const body = response.body;
   if (signal.aborted || responseStream.destroyed || responseStream.writableEnded) {
     await body?.cancel().catch(() => undefined);
-    return;
+    return 'cancelled';
   }
 
   const { headers, cookies } = flattenHeaders(response.headers);
@@ -90,7 +91,7 @@ export async function writeResponse(
   if (!body) {
     out.end();
     await finished(out).catch(() => undefined);
-    return;
+    return 'complete';
   }
 
   const reader = body.getReader();
@@ -111,13 +112,14 @@ export async function writeResponse(
       if (!out.write(value)) await once(out, 'drain', { signal: gone.signal });
     }
   } catch (err) {
-    if (gone.signal.aborted) return;
+    if (gone.signal.aborted) return 'cancelled';
     out.end();
     throw err;
   } finally {
     signal.removeEventListener('abort', onGone);
   }
-  if (gone.signal.aborted) return;
+  if (gone.signal.aborted) return 'cancelled';
   out.end();
   await finished(out).catch(() => undefined);
+  return 'complete';
 }

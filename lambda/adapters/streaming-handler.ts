@@ -1,6 +1,6 @@
 import type { LambdaFunctionURLEvent, StreamifyHandler } from 'aws-lambda';
 import { errorResponse, unrepresentableMethod } from '../http/errors';
-import type { FetchHandler, ShutdownableHandler } from '../http/exchange';
+import { type FetchHandler, responseEndListeners, type ShutdownableHandler } from '../http/exchange';
 import { GatewayError } from '../protocol/errors';
 import { eventToRequest, principalFromEvent, writeResponse } from './function-url';
 
@@ -86,6 +86,7 @@ export function createStreamingHandler(
     responseStream.on('error', onGone); // stays attached: an unhandled 'error' would crash the process
     responseStream.once('close', onGone);
 
+    const ends = responseEndListeners();
     let response: Response;
     try {
       const unrepresentable = unrepresentableMethod(event.requestContext.http.method);
@@ -99,6 +100,7 @@ export function createStreamingHandler(
         deadline: Date.now() + context.getRemainingTimeInMillis() - DEADLINE_MARGIN_MS,
         platformPrincipal: principalFromEvent(event),
         requestId: context.awsRequestId,
+        onResponseEnd: ends.register,
       });
     } catch (error) {
       // A rejection caused by the client leaving is expected; anything else is worth a log line.
@@ -107,9 +109,10 @@ export function createStreamingHandler(
     }
 
     try {
-      await writeResponse(response, responseStream, controller.signal);
+      ends.end(await writeResponse(response, responseStream, controller.signal));
     } catch (error) {
       // The body failed after the headers went out; writeResponse has already ended the stream.
+      ends.end('error');
       onError(error);
     }
   }

@@ -79,6 +79,10 @@ async function observed(
       span?.end(entry);
       if (deps.config.accessLog) writeAccessLog(deps.logger, entry);
     };
+    if (exchange.onResponseEnd) {
+      exchange.onResponseEnd((outcome) => ended(outcome, response));
+      return response;
+    }
     return whenEnded(response, ended);
   });
 }

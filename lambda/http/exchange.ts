@@ -12,6 +12,33 @@ export interface ExchangeContext {
   platformPrincipal?: string;
   /** The platform's id of this request (Lambda's `awsRequestId`), for the logs; else one is generated. */
   requestId?: string;
+  /**
+   * Set by an adapter that writes the body itself: it calls the listener once the response has
+   * ended. Without it (tests calling the core directly) the core wraps the body to find out, which
+   * costs a web stream per response.
+   */
+  onResponseEnd?: (listener: (outcome: ResponseEnd) => void) => void;
+}
+
+/** How a response ended: fully sent, abandoned by the client, or broken while being produced. */
+export type ResponseEnd = 'complete' | 'cancelled' | 'error';
+
+/** What an adapter keeps for `onResponseEnd`: listeners registered, told once. */
+export function responseEndListeners(): {
+  register: (listener: (outcome: ResponseEnd) => void) => void;
+  end: (outcome: ResponseEnd) => void;
+} {
+  let listeners: Array<(outcome: ResponseEnd) => void> | undefined = [];
+  return {
+    register: (listener) => {
+      listeners?.push(listener);
+    },
+    end: (outcome) => {
+      const told = listeners;
+      listeners = undefined;
+      for (const listener of told ?? []) listener(outcome);
+    },
+  };
 }
 
 /**

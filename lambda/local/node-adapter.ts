@@ -2,7 +2,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { CorsPolicy } from '../http/cors';
 import { refuse, unrepresentableMethod } from '../http/errors';
-import type { ExchangeRequest, FetchHandler } from '../http/exchange';
+import {
+  type ExchangeContext,
+  type ExchangeRequest,
+  type FetchHandler,
+  type ResponseEnd,
+  responseEndListeners,
+} from '../http/exchange';
 
 /**
  * The gateway core on node:http, for `npm start` and tests: Request in, Response out, streamed
@@ -35,13 +41,19 @@ export async function serveOnNode(handler: FetchHandler, options: NodeServerOpti
   const allowedOrigins = new CorsPolicy(options.allowedOrigins ?? []);
   let allowedHosts: string[] = [];
   const server = createServer((req, res) => {
-    void handle(req, res).catch(() => {
+    const ends = responseEndListeners();
+    void handle(req, res, ends.register).then(ends.end, () => {
+      ends.end('error');
       if (!res.headersSent) res.writeHead(500).end();
       else res.destroy();
     });
   });
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async function handle(
+    req: IncomingMessage,
+    res: ServerResponse,
+    onResponseEnd: ExchangeContext['onResponseEnd'],
+  ): Promise<ResponseEnd> {
     const refusal = checkHostAndOrigin(req, allowedHosts, allowedOrigins);
     if (refusal) return send(res, refusal, new AbortController());
     const abort = new AbortController();
@@ -66,8 +78,12 @@ export async function serveOnNode(handler: FetchHandler, options: NodeServerOpti
       headers: toHeaders(req),
       text: async () => text,
     };
-    const response = await handler(request, { signal: abort.signal, deadline: Date.now() + requestTimeoutMs });
-    await send(res, response, abort);
+    const response = await handler(request, {
+      signal: abort.signal,
+      deadline: Date.now() + requestTimeoutMs,
+      onResponseEnd,
+    });
+    return send(res, response, abort);
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -135,20 +151,21 @@ function toHeaders(req: IncomingMessage): Headers {
   return headers;
 }
 
-async function send(res: ServerResponse, response: Response, abort: AbortController): Promise<void> {
+/** Writes `response`; how it ended: sent completely, the client gone first, or the body failed. */
+async function send(res: ServerResponse, response: Response, abort: AbortController): Promise<ResponseEnd> {
   const headers: Record<string, string> = {};
   response.headers.forEach((value, name) => {
     headers[name] = value;
   });
   if (!response.body) {
     res.writeHead(response.status, headers).end();
-    return;
+    return 'complete';
   }
   if (!(headers['content-type'] ?? '').startsWith('text/event-stream')) {
     // A complete body: headers and body leave in one write.
     const body = Buffer.from(await response.arrayBuffer());
     res.writeHead(response.status, { ...headers, 'content-length': String(body.length) }).end(body);
-    return;
+    return 'complete';
   }
   res.writeHead(response.status, headers);
   res.flushHeaders(); // a stream's headers go out at once, before its first event
@@ -164,7 +181,9 @@ async function send(res: ServerResponse, response: Response, abort: AbortControl
       process.nextTick(() => res.uncork());
     }
     res.end();
+    return abort.signal.aborted ? 'cancelled' : 'complete';
   } catch {
     res.destroy();
+    return abort.signal.aborted ? 'cancelled' : 'error';
   }
 }

@@ -1,5 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import { ROOT_CONTEXT, type SpanContext, type TextMapGetter, TraceFlags, trace } from '@opentelemetry/api';
+import { randomFillSync } from 'node:crypto';
+import { ROOT_CONTEXT, type SpanContext, type TextMapGetter, trace } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 
 /**
@@ -41,10 +41,22 @@ const headerGetter: TextMapGetter<Headers> = {
   },
 };
 
+/**
+ * Random bytes for ids, drawn from a pool refilled 4 KiB at a time (as `crypto.randomUUID` does):
+ * a `randomBytes` call per id cost more than the rest of starting a trace.
+ */
+const pool = Buffer.alloc(4096);
+let poolOffset = pool.length;
+
+/** A non-zero id of `bytes` random bytes, hex (all-zero ids are invalid in W3C Trace Context; 2^-64 odds). */
 function randomId(bytes: number): string {
-  // All-zero ids are invalid in W3C Trace Context; 2^-64 odds, but cheap to rule out.
   for (;;) {
-    const id = randomBytes(bytes).toString('hex');
+    if (poolOffset + bytes > pool.length) {
+      randomFillSync(pool);
+      poolOffset = 0;
+    }
+    const id = pool.toString('hex', poolOffset, poolOffset + bytes);
+    poolOffset += bytes;
     if (/[^0]/.test(id)) return id;
   }
 }
@@ -64,16 +76,18 @@ function formatted(spanContext: SpanContext, started: boolean): TraceContext {
   };
 }
 
-/** A new trace, sampled. */
+/**
+ * A new trace, sampled. Formatted here rather than by the propagator: version 00 with two fresh ids
+ * and the sampled flag has one spelling, and this runs on every request that brings no trace.
+ */
 export function startTrace(): TraceContext {
-  return formatted(
-    { traceId: randomId(16), spanId: randomId(8), traceFlags: TraceFlags.SAMPLED, isRemote: false },
-    true,
-  );
+  const traceId = randomId(16);
+  return { traceId, traceparent: `00-${traceId}-${randomId(8)}-01`, started: true };
 }
 
 /** The client's trace context from its headers, or a new trace when it sent none that is valid. */
 export function traceFromHeaders(headers: Headers): TraceContext {
+  if (!headers.has(TRACE_HEADERS.traceparent)) return startTrace(); // nothing to extract (the common case)
   const spanContext = trace.getSpanContext(propagator.extract(ROOT_CONTEXT, headers, headerGetter));
   return spanContext ? formatted(spanContext, false) : startTrace();
 }

@@ -140,6 +140,30 @@ describe('access log', () => {
     expect(log.text()).not.toContain('top-secret-argument');
   });
 
+  test('a client that leaves a stream mid-call: the line says cancelled, with the input request it was sent', async () => {
+    const session = await initSession(gw.url, { capabilities: { elicitation: { form: {} } } });
+    log.lines.splice(0);
+    const abort = new AbortController();
+    const res = await post(
+      gw.url,
+      session.headers,
+      {
+        jsonrpc: '2.0',
+        id: 'left',
+        method: 'tools/call',
+        params: { name: 'demo___use_aws', arguments: { command: 'ls' } },
+      },
+      abort.signal,
+    );
+    expect(res.headers.get('content-type')).toContain('text/event-stream');
+    const reader = res.body!.getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    expect(first).toContain('elicitation/create');
+    abort.abort();
+    const line = await eventually(() => accessLines()[0], 'the access line');
+    expect(line.fields).toMatchObject({ method: 'tools/call', tool: 'use_aws', inputRounds: 1, outcome: 'cancelled' });
+  });
+
   test('a refused call names its error code; a 2026-07-28 input_required round counts its input requests', async () => {
     const session = await initSession(gw.url);
     log.lines.splice(0);
