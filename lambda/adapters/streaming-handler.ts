@@ -1,6 +1,11 @@
 import type { LambdaFunctionURLEvent, StreamifyHandler } from 'aws-lambda';
 import { errorResponse, unrepresentableMethod } from '../http/errors';
-import { type FetchHandler, responseEndListeners, type ShutdownableHandler } from '../http/exchange';
+import {
+  type FetchHandler,
+  requestAbortController,
+  responseEndListeners,
+  type ShutdownableHandler,
+} from '../http/exchange';
 import { GatewayError } from '../protocol/errors';
 import { eventToRequest, principalFromEvent, writeResponse } from './function-url';
 
@@ -79,7 +84,7 @@ export function createStreamingHandler(
   ): Promise<void> {
     // Client-disconnect detection: 'close'/'error' before the response finished. Real Lambda may never
     // signal this (see building-blocks §3.3), so the deadline below is the backstop.
-    const controller = new AbortController();
+    const controller = requestAbortController();
     const onGone = (): void => {
       if (!responseStream.writableFinished) controller.abort();
     };

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 /**
  * The one internal exchange every adapter speaks: a request (a web-standard `Request`, or what of
  * it the core reads: `ExchangeRequest`) in, a web-standard `Response` out (JSON body, 202 without body, or an SSE `ReadableStream`). Adapters (the Lambda
@@ -58,3 +59,17 @@ export type FetchHandler = (request: ExchangeRequest, ctx: ExchangeContext) => P
 
 /** A handler that can end what it holds before its process exits (graceful shutdown, SIGTERM). */
 export type ShutdownableHandler = FetchHandler & { shutdown?: () => Promise<void> };
+
+/**
+ * The abort controller of one request. A request fans out to every target at once (a list, a
+ * catalog refresh), and each request to a target listens on this signal until it closes, so more
+ * than Node's default of 10 listeners is normal here and not a leak: the signal ends with the request.
+ */
+export function requestAbortController(): AbortController {
+  const controller = new AbortController();
+  setMaxListeners(REQUEST_SIGNAL_LISTENERS, controller.signal);
+  return controller;
+}
+
+/** Above what a request with a few dozen targets holds at once; a real leak still gets reported. */
+const REQUEST_SIGNAL_LISTENERS = 200;

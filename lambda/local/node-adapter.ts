@@ -7,6 +7,7 @@ import {
   type ExchangeRequest,
   type FetchHandler,
   type ResponseEnd,
+  requestAbortController,
   responseEndListeners,
 } from '../http/exchange';
 
@@ -56,7 +57,7 @@ export async function serveOnNode(handler: FetchHandler, options: NodeServerOpti
   ): Promise<ResponseEnd> {
     const refusal = checkHostAndOrigin(req, allowedHosts, allowedOrigins);
     if (refusal) return send(res, refusal, new AbortController());
-    const abort = new AbortController();
+    const abort = requestAbortController();
     res.on('close', () => {
       if (!res.writableFinished) abort.abort();
     });

@@ -1,4 +1,4 @@
-import type { ExchangeContext } from '../http/exchange';
+import { type ExchangeContext, requestAbortController } from '../http/exchange';
 
 /**
  * The one abort signal of a 2026-07-28 request: aborted when the invocation's deadline comes (one
@@ -11,7 +11,7 @@ export class RequestScope {
   readonly signal: AbortSignal;
   /** The client went away (or cancelled by closing the request) while the request followed it. */
   clientGone = false;
-  private readonly controller = new AbortController();
+  private readonly controller = requestAbortController();
   private readonly timer: NodeJS.Timeout;
   private followsClient = true;
 
