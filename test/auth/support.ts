@@ -1,31 +1,12 @@
-import {
-  createServer,
-  request as httpRequest,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-} from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { type CryptoKey, exportJWK, generateKeyPair, type JWTPayload, SignJWT } from 'jose';
 import type { GatewayLogger } from '../../lambda/observability/logger';
+import { forwardTo, listen } from '../support/loopback';
 
 /**
  * Loopback stand-ins for the parties around the gateway: an OpenID issuer with keys made here, an
  * OAuth token endpoint, and a recording proxy in front of a target (what the target really receives).
  */
-
-async function listen(server: Server): Promise<{ base: string; close(): Promise<void> }> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
-    base,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
-}
 
 function json(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
@@ -213,21 +194,7 @@ export async function startRecordingProxy(
         return json(res, 401, { error: 'invalid_token' });
       }
     }
-    const forward = httpRequest(
-      {
-        host: upstream.hostname,
-        port: upstream.port,
-        method: req.method,
-        path: upstream.pathname,
-        headers: { ...req.headers, host: upstream.host },
-      },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    forward.on('error', () => res.destroy());
-    res.on('close', () => forward.destroy());
+    const forward = forwardTo(upstream, req, res);
     req.pipe(forward);
   });
   const started = await listen(server);

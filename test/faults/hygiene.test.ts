@@ -1,7 +1,7 @@
 import { createServer, request as httpRequest, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { startDemoTarget } from '../../lambda/local/demo-target';
 import type { GatewayKind } from '../support/gateways';
+import { listen } from '../support/loopback';
 import { initSession, type Json, post, readMessage } from '../support/mcp-http';
 import { withGateway } from '../support/with-gateway';
 
@@ -39,15 +39,8 @@ async function startDeepTarget(): Promise<{ url: string; close(): Promise<void> 
       res.end(`{"jsonrpc":"2.0","id":${JSON.stringify(body.id)},"result":${result}}`);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  const started = await listen(server);
+  return { url: `${started.base}/mcp`, close: started.close };
 }
 
 /** node:http, because fetch refuses to send TRACE. */

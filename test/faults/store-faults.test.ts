@@ -1,10 +1,11 @@
-import { createServer, request as httpRequest, type Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startDemoTarget } from '../../lambda/local/demo-target';
 import { startEmbeddedDynamo } from '../../lambda/local/embedded-dynamodb';
 import { DYNAMODB_ITEM_LIMIT_BYTES } from '../../lambda/protocol/errors';
 import { type DynamoProcess, startDynamoProcess } from '../support/gateway-process';
 import { type GatewayKind, type GatewayUnderTest, startGateway } from '../support/gateways';
+import { forwardTo } from '../support/loopback';
 import { initSession, type Json, post, readMessage, sseEvents } from '../support/mcp-http';
 import { withGateway } from '../support/with-gateway';
 
@@ -100,14 +101,7 @@ async function startOperationFailingProxy(operations: string[]) {
       req.socket.destroy();
       return;
     }
-    const upstream = httpRequest(
-      { host: url.hostname, port: url.port, method: req.method, path: req.url, headers: req.headers },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 500, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    upstream.on('error', () => res.destroy());
+    const upstream = forwardTo(url, req, res, { verbatim: true });
     req.pipe(upstream);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));

@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { startDemoTarget } from '../../lambda/local/demo-target';
 import type { CountedDynamo } from '../support/dynamo';
 import type { GatewayUnderTest } from '../support/gateways';
+import { listen } from '../support/loopback';
 import { initSession, type Json, post, readMessage, sseEvents } from '../support/mcp-http';
 import { withGateway } from '../support/with-gateway';
 
@@ -42,15 +42,8 @@ async function startBrokenTarget(behaviour: Behaviour): Promise<{ url: string; c
       behaviour(body, res);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  const started = await listen(server);
+  return { url: `${started.base}/mcp`, close: started.close };
 }
 
 const behaviours: Record<string, Behaviour> = {

@@ -1,6 +1,7 @@
-import { createServer, request as httpRequest, type Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startEmbeddedDynamo } from '../../lambda/local/embedded-dynamodb';
+import { forwardTo } from './loopback';
 
 /**
  * dynalite on loopback behind a small counting proxy: tests read how many DynamoDB requests of
@@ -57,14 +58,7 @@ export async function startCountedDynamo(backendEndpoint?: string): Promise<Coun
       );
       return;
     }
-    const upstream = httpRequest(
-      { host: backendUrl.hostname, port: backendUrl.port, method: req.method, path: req.url, headers: req.headers },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 500, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    upstream.on('error', () => res.destroy());
+    const upstream = forwardTo(backendUrl, req, res, { verbatim: true });
     req.pipe(upstream);
   });
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', () => resolve()));

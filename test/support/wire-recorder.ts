@@ -1,5 +1,5 @@
-import { createServer, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import { forwardTo, listen } from './loopback';
 
 /** One HTTP request as a target received it. */
 export interface WireRequest {
@@ -36,34 +36,15 @@ export async function startWireRecorder(targetUrl: string): Promise<WireRecorder
         body = undefined;
       }
       seen.push({ method: req.method ?? 'GET', headers: { ...req.headers }, body });
-      const forward = httpRequest(
-        {
-          host: upstream.hostname,
-          port: upstream.port,
-          method: req.method,
-          path: upstream.pathname,
-          headers: { ...req.headers, host: upstream.host },
-        },
-        (answer) => {
-          res.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(res);
-        },
-      );
-      forward.on('error', () => res.destroy());
-      res.on('close', () => forward.destroy());
+      const forward = forwardTo(upstream, req, res);
       forward.end(raw);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const started = await listen(server);
   return {
-    url: `http://127.0.0.1:${port}/mcp`,
+    url: `${started.base}/mcp`,
     seen,
     posts: (method) => seen.filter((r) => r.method === 'POST' && r.body?.method === method),
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    close: started.close,
   };
 }

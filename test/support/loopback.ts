@@ -1,0 +1,53 @@
+import {
+  type ClientRequest,
+  request as httpRequest,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** Small pieces the loopback stand-ins (targets, proxies, issuers) share. */
+
+/** Listens on a free loopback port; `close` also ends idle keep-alive sockets, or jest never exits. */
+export async function listen(server: Server): Promise<{ base: string; close(): Promise<void> }> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    base,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/**
+ * Forwards `req` to `upstream` and streams the answer back to `res`; the caller sends the body
+ * (`end(bytes)` or `req.pipe(...)`) on the request this returns. By default to `upstream`'s path
+ * with its Host; `verbatim` keeps the request's own path and headers (a signed AWS request).
+ */
+export function forwardTo(
+  upstream: URL,
+  req: IncomingMessage,
+  res: ServerResponse,
+  options: { verbatim?: boolean } = {},
+): ClientRequest {
+  const forward = httpRequest(
+    {
+      host: upstream.hostname,
+      port: upstream.port,
+      method: req.method,
+      path: options.verbatim ? req.url : upstream.pathname,
+      headers: options.verbatim ? req.headers : { ...req.headers, host: upstream.host },
+    },
+    (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    },
+  );
+  forward.on('error', () => res.destroy());
+  res.on('close', () => forward.destroy());
+  return forward;
+}
