@@ -30,13 +30,18 @@ export async function startCountedDynamo(backendEndpoint?: string): Promise<Coun
     reset: () => counts.clear(),
     mode: 'ok',
     close: async () => {
-      await new Promise<void>((resolve) => {
-        proxy.close(() => resolve());
-        proxy.closeAllConnections();
-      });
+      // New requests are refused from here; the ones already forwarded get their answer first, for
+      // a request dynalite is still working on when its database closes throws in this process.
+      const closed = new Promise<void>((resolve) => proxy.close(() => resolve()));
+      for (let waited = 0; inFlight > 0 && waited < 2000; waited += 20) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      proxy.closeAllConnections();
+      await closed;
       await backend.close();
     },
   };
+  let inFlight = 0;
   const proxy: Server = createServer((req, res) => {
     const operation =
       String(req.headers['x-amz-target'] ?? '')
@@ -58,6 +63,8 @@ export async function startCountedDynamo(backendEndpoint?: string): Promise<Coun
       );
       return;
     }
+    inFlight++;
+    res.on('close', () => inFlight--);
     const upstream = forwardTo(backendUrl, req, res, { verbatim: true });
     req.pipe(upstream);
   });
