@@ -1,4 +1,5 @@
 import { setMaxListeners } from 'node:events';
+
 /**
  * The one internal exchange every adapter speaks: a request (a web-standard `Request`, or what of
  * it the core reads: `ExchangeRequest`) in, a web-standard `Response` out (JSON body, 202 without body, or an SSE `ReadableStream`). Adapters (the Lambda
