@@ -41,6 +41,8 @@ export const MetricName = {
   TargetLatency: 'TargetLatency',
   /** A target left out of an aggregated list because it could not be listed. */
   TargetListFailures: 'TargetListFailures',
+  /** A reconnect (GET + Last-Event-ID) to a target's stream that ended before its response (SSE polling). */
+  TargetStreamResumes: 'TargetStreamResumes',
 } as const;
 
 /** Dimension names (besides Powertools' own `service`). */
@@ -112,6 +114,11 @@ export function recordError(code: number | string): void {
 export function recordTargetLatency(target: string, ms: number): void {
   if (!Number.isFinite(ms) || ms < 0) return;
   emit(MetricName.TargetLatency, MetricUnit.Milliseconds, ms, { name: MetricDimension.target, value: target });
+}
+
+/** The gateway reconnected to a target's stream that ended before the response. */
+export function recordTargetStreamResume(target: string): void {
+  emit(MetricName.TargetStreamResumes, MetricUnit.Count, 1, { name: MetricDimension.target, value: target });
 }
 
 /** A target could not be listed (unreachable, failed, timed out) and was left out of a list. */

@@ -1,12 +1,15 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { TargetConfig } from '../config/schema';
-import { recordTargetLatency } from '../observability/metrics';
+import { recordTargetLatency, recordTargetStreamResume } from '../observability/metrics';
 import { currentRequest } from '../observability/request-context';
 import { DependencyFailedError } from '../protocol/errors';
+import { MCP_HEADERS } from '../protocol/headers';
 import { isResponse, type JSONRPCResponse, nestedDeeperThan } from '../protocol/jsonrpc';
 import type { JSONRPCMessage, JSONRPCRequest } from '../protocol/types';
 import { NO_CREDENTIALS, type TargetCredentials } from './credentials';
 import { send, type TargetResponse } from './http-client';
-import { readResponseStream, type StreamListeners, TooDeepError } from './sse-reader';
+import { readResponseStream, type StreamCursor, type StreamListeners, TooDeepError } from './sse-reader';
+import { DEFAULT_RESUME_POLICY, type ResumePolicy, resumeDelayMs } from './stream-resume';
 
 /**
  * One target's HTTP endpoint, for both eras: the gateway's own credentials, one POST that reads a
@@ -39,6 +42,11 @@ export interface PostOptions {
   listeners?: StreamListeners;
   /** The request names a target session: a 404 means the target forgot it. */
   sessionBound?: boolean;
+  /**
+   * A 2025-era request: a stream that ends (or breaks) before the response after an event with an
+   * `id` is resumed with GET + `Last-Event-ID` (./stream-resume.ts). 2026-07-28 has no resumption.
+   */
+  resumable?: boolean;
 }
 
 /**
@@ -87,6 +95,8 @@ export class TargetEndpoint {
     readonly config: TargetConfig,
     /** The gateway's own credentials for this target (./credentials.ts); never the client's. */
     private readonly credentials: TargetCredentials = NO_CREDENTIALS,
+    /** Waits and bounds for resuming a stream the target ended before its response. */
+    private readonly resume: ResumePolicy = DEFAULT_RESUME_POLICY,
   ) {
     this.url = new URL(config.url);
   }
@@ -122,13 +132,7 @@ export class TargetEndpoint {
     const res = await this.fetch('POST', headers, JSON.stringify(request), options, SAFE_TO_RESEND.has(request.method));
     const contentType = res.headers.get('content-type') ?? '';
     if (res.ok && contentType.includes('text/event-stream')) {
-      let response: JSONRPCResponse | undefined;
-      try {
-        response = await readResponseStream(res.body, request.id, options.listeners);
-      } catch (error) {
-        throw this.failure(error, 'the stream broke before the response', options.signal);
-      }
-      if (!response) throw new DependencyFailedError(this.name, 'the stream ended before the response');
+      const response = await this.readStream(request, headers, res, options);
       return { response, status: res.status, headers: res.headers };
     }
     let body: unknown;
@@ -144,6 +148,80 @@ export class TargetEndpoint {
       return { response: { ...body, id: request.id }, status: res.status, headers: res.headers };
     }
     throw new DependencyFailedError(this.name, res.ok ? 'answered without a JSON-RPC response' : `HTTP ${res.status}`);
+  }
+
+  /**
+   * Reads a request's SSE stream up to its response. When the stream ends or breaks before it after
+   * an event with an `id` (a resumable request), waits the target's `retry` and GETs the stream
+   * again with `Last-Event-ID` and the same session and version headers; what the resumed stream
+   * carries goes to the same listeners. Without an id seen, the call fails as it always did.
+   */
+  private async readStream(
+    request: JSONRPCRequest,
+    headers: Record<string, string>,
+    first: TargetResponse,
+    options: PostOptions,
+  ): Promise<JSONRPCResponse> {
+    const cursor: StreamCursor = {};
+    let body = first.body;
+    let resumes = 0;
+    for (;;) {
+      let ending = 'the stream ended before the response';
+      try {
+        const response = await readResponseStream(body, request.id, options.listeners, cursor);
+        if (response) return response;
+      } catch (error) {
+        if (error instanceof TooDeepError || options.signal?.aborted || !options.resumable || !cursor.lastEventId)
+          throw this.failure(error, 'the stream broke before the response', options.signal);
+        ending = 'the stream broke before the response';
+      }
+      if (!options.resumable || !cursor.lastEventId) throw new DependencyFailedError(this.name, ending);
+      if (resumes >= this.resume.maxResumes) {
+        throw new DependencyFailedError(
+          this.name,
+          `${ending} after ${resumes} resumptions (the most one call may make)`,
+        );
+      }
+      resumes++;
+      body = await this.reopen(headers, cursor, options, ending);
+    }
+  }
+
+  /** GETs a stream again from its last event id, after the target's `retry`; a few failures in a row are tolerated. */
+  private async reopen(
+    headers: Record<string, string>,
+    cursor: StreamCursor,
+    options: PostOptions,
+    ending: string,
+  ): Promise<TargetResponse['body']> {
+    let reason = '';
+    for (let attempt = 1; attempt <= this.resume.maxFailedAttempts; attempt++) {
+      try {
+        await sleep(resumeDelayMs(this.resume, cursor.retryMs), undefined, { signal: options.signal });
+      } catch (error) {
+        throw this.failure(error, ending, options.signal);
+      }
+      recordTargetStreamResume(this.name);
+      // Fresh credentials (a token may have been refreshed while the call waited); not sessionBound: a
+      // 404 here must not re-initialize and send the call again, it was already taken.
+      const get: Record<string, string> = {
+        ...headers,
+        ...(await this.credentials.headers().catch(() => ({}))),
+        accept: 'text/event-stream',
+        [MCP_HEADERS.lastEventId]: cursor.lastEventId ?? '',
+      };
+      delete get['content-type'];
+      try {
+        const res = await this.fetch('GET', get, undefined, { signal: options.signal }, true);
+        if (res.ok && (res.headers.get('content-type') ?? '').includes('text/event-stream')) return res.body;
+        res.discard();
+        reason = `HTTP ${res.status}`;
+      } catch (error) {
+        if (options.signal?.aborted) throw this.failure(error, ending, options.signal);
+        reason = error instanceof Error ? error.message : String(error);
+      }
+    }
+    throw new DependencyFailedError(this.name, `${ending} and could not be resumed (${reason})`);
   }
 
   /**

@@ -92,7 +92,8 @@ export class LegacyTargetClient {
   ): Promise<JSONRPCResponse> {
     const headers = await this.headers(session);
     const sessionBound = session.targetSessionId !== undefined;
-    return (await this.endpoint.request(request, headers, { ...options, sessionBound })).response;
+    // A target that polls (SEP-1699) may end the stream before the response: resumed with Last-Event-ID.
+    return (await this.endpoint.request(request, headers, { ...options, sessionBound, resumable: true })).response;
   }
 
   /** POSTs a notification or a response (the answer to a target's request). */

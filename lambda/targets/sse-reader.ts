@@ -21,6 +21,15 @@ export interface StreamListeners {
 const TAIL_MS = 1000;
 
 /**
+ * Where a target's stream can be resumed from (SSE polling, SEP-1699): the last event id it sent and
+ * the last `retry` interval it gave. Updated as events arrive; kept across the reconnects of one call.
+ */
+export interface StreamCursor {
+  lastEventId?: string;
+  retryMs?: number;
+}
+
+/**
  * Reads SSE events off a response body as they arrive, chunk by chunk (UTF-8 split across chunks
  * is decoded whole); `onChunk` sees every chunk, `onEvent` every event. Resolves when the body
  * ends; rejects when it breaks (aborted, connection reset) before its end.
@@ -29,8 +38,9 @@ export function readEvents(
   body: IncomingMessage,
   onEvent: (event: EventSourceMessage) => void,
   onChunk?: () => void,
+  onRetry?: (retryMs: number) => void,
 ): { done: Promise<void>; stop(): void } {
-  const parser = createParser({ onEvent });
+  const parser = createParser({ onEvent, onRetry });
   body.setEncoding('utf8');
   const onData = (chunk: string) => {
     onChunk?.();
@@ -53,11 +63,13 @@ export function readEvents(
  * notification before it to the listeners. Returns undefined when the stream ends without it;
  * throws when the stream breaks. After the response the rest is drained, so a target that ends the
  * stream (as it should) leaves its connection to the pool; one that keeps it open loses it.
+ * `cursor` records the event ids and `retry` seen, so a stream that ends early can be resumed.
  */
 export async function readResponseStream(
   body: IncomingMessage,
   id: RequestId,
   listeners: StreamListeners = {},
+  cursor: StreamCursor = {},
 ): Promise<JSONRPCResponse | undefined> {
   let response: JSONRPCResponse | undefined;
   let failure: TooDeepError | undefined;
@@ -65,28 +77,37 @@ export async function readResponseStream(
   const responded = new Promise<void>((resolve) => {
     found = resolve;
   });
-  const reader = readEvents(body, (event) => {
-    if (response || failure || !event.data) return; // priming events carry no data
-    let message: unknown;
-    try {
-      message = JSON.parse(event.data);
-    } catch {
-      return; // not ours to interpret; a well-formed response still ends the call
-    }
-    // Relaying it would overflow the stack somewhere (re-serializing, mapping): the call fails instead.
-    if (nestedDeeperThan(message)) {
-      failure = new TooDeepError();
-      found();
-      return;
-    }
-    if (isResponse(message)) {
-      if (message.id === id) {
-        response = message;
-        found();
+  const reader = readEvents(
+    body,
+    (event) => {
+      // An empty `id:` resets the last event id (the SSE rules): nothing to resume from.
+      if (event.id !== undefined && !response && !failure) cursor.lastEventId = event.id || undefined;
+      if (response || failure || !event.data) return; // priming events carry no data
+      let message: unknown;
+      try {
+        message = JSON.parse(event.data);
+      } catch {
+        return; // not ours to interpret; a well-formed response still ends the call
       }
-    } else if (isRequest(message)) listeners.onServerRequest?.(message);
-    else if (isNotification(message)) listeners.onNotification?.(message);
-  });
+      // Relaying it would overflow the stack somewhere (re-serializing, mapping): the call fails instead.
+      if (nestedDeeperThan(message)) {
+        failure = new TooDeepError();
+        found();
+        return;
+      }
+      if (isResponse(message)) {
+        if (message.id === id) {
+          response = message;
+          found();
+        }
+      } else if (isRequest(message)) listeners.onServerRequest?.(message);
+      else if (isNotification(message)) listeners.onNotification?.(message);
+    },
+    undefined,
+    (retryMs) => {
+      cursor.retryMs = retryMs;
+    },
+  );
   await Promise.race([reader.done, responded]);
   if (failure) {
     body.destroy();

@@ -6,6 +6,7 @@ import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import type { TargetResponse } from './http-client';
 import type { LegacySession, LegacyTargetClient } from './legacy-client';
 import { readEvents, type StreamListeners } from './sse-reader';
+import { DEFAULT_RESUME_POLICY, resumeDelayMs } from './stream-resume';
 
 /**
  * The standalone GET stream of legacy target sessions. A target may send its requests to the user
@@ -23,7 +24,8 @@ import { readEvents, type StreamListeners } from './sse-reader';
  * - 409 (the target allows one GET stream per session and another instance holds it): retried every
  *   `retryMs` (250 ms) while calls are attached; meanwhile that instance relays the requests on its own call's
  *   stream of the same client session.
- * - A stream that ends early is reopened, with `Last-Event-ID` when the target gave event ids.
+ * - A stream that ends early is reopened, with `Last-Event-ID` when the target gave event ids, after
+ *   the target's `retry` when it gave one (bounded as ./stream-resume.ts bounds it).
  * - 405 (no GET stream): remembered per target for `unsupportedTtlMs`; calls then go ahead without.
  */
 
@@ -39,6 +41,8 @@ interface Connection {
   listeners: StandaloneListener[];
   abort?: AbortController;
   lastEventId?: string;
+  /** The target's last `retry` interval: the wait before reopening a stream it ended. */
+  retryMs?: number;
   retry?: NodeJS.Timeout;
   /** Resolves once the stream answered (open, refused, busy) or could not be reached. */
   ready?: Promise<void>;
@@ -166,8 +170,10 @@ export class StandaloneStreams {
     const type = res.headers.get('content-type') ?? '';
     if (res.ok && type.includes('text/event-stream')) {
       void this.read(connection, res.body).then(() => {
-        // Ended early (the target closed it, or a proxy): reopen while calls still need it.
-        if (!abort.signal.aborted && connection.abort === abort) this.scheduleRetry(key, connection, abort, 0);
+        // Ended early (the target closed it, or a proxy): reopen while calls still need it, after the
+        // target's `retry` when it gave one (SSE polling), else at once (a request meanwhile may be dropped).
+        const wait = connection.retryMs === undefined ? 0 : resumeDelayMs(DEFAULT_RESUME_POLICY, connection.retryMs);
+        if (!abort.signal.aborted && connection.abort === abort) this.scheduleRetry(key, connection, abort, wait);
       });
       return;
     }
@@ -210,6 +216,9 @@ export class StandaloneStreams {
       },
       () => {
         connection.received++;
+      },
+      (retryMs) => {
+        connection.retryMs = retryMs;
       },
     );
     // Aborted (the last call detached) or broken: the caller decides whether to reopen.

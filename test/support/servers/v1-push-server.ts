@@ -241,7 +241,7 @@ function buildServer(stats: V1PushServerStats, authorized: Set<string>): McpServ
  * names the standalone stream `_GET_stream`, so a resumed GET stream replays nothing and is then
  * registered under the wrong stream (found while writing these tests, SDK 1.32.2).
  */
-class SessionEventStore implements EventStore {
+export class SessionEventStore implements EventStore {
   private readonly events: Array<{ id: string; streamId: string; message: JSONRPCMessage }> = [];
 
   async storeEvent(streamId: string, message: JSONRPCMessage): Promise<string> {

@@ -1,0 +1,166 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { ElicitResultSchema, isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { SessionEventStore } from './v1-push-server';
+
+/**
+ * A 2025-11-25 server that polls with SSE (SEP-1699), written with the v1 SDK as its docs show:
+ * `StreamableHTTPServerTransport` with an event store (so every POST stream starts with a priming
+ * event: an `id`, empty data, and `retry: <retryMs>`) and a tool that ends its call's stream mid-call
+ * with `extra.closeSSEStream()`. The client must reconnect with GET + `Last-Event-ID` to see the rest.
+ *
+ * `poll_deploy`: logs on the call's stream, ends the stream, waits until the client resumed it (at
+ * most 5 s), asks a form elicitation on the resumed stream, ends the stream again once answered, and
+ * returns the result (kept in the event store, replayed on the second resume).
+ *
+ * Without an event store (`eventStore: false`) the same tool ends its stream with no event id ever
+ * sent (`transport.closeSSEStream`, which the SDK exposes either way): nothing to resume from.
+ */
+
+export interface PollingServerStats {
+  /** GET requests with `Last-Event-ID`, with the headers a resumption must carry. */
+  resumes: Array<{ lastEventId: string; sessionId?: string; protocolVersion?: string; accept?: string }>;
+  toolCalls: number;
+  /** Elicitation answers the tool received, in order. */
+  answers: unknown[];
+}
+
+export interface PollingServer {
+  url: string;
+  stats: PollingServerStats;
+  close(): Promise<void>;
+}
+
+const text = (t: string) => ({ content: [{ type: 'text' as const, text: t }] });
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const raw = Buffer.concat(chunks).toString('utf8');
+  return raw ? JSON.parse(raw) : undefined;
+}
+
+function jsonError(res: ServerResponse, status: number, message: string): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
+}
+
+export async function startPollingServer(
+  options: { retryMs?: number; eventStore?: boolean } = {},
+): Promise<PollingServer> {
+  const withStore = options.eventStore ?? true;
+  const stats: PollingServerStats = { resumes: [], toolCalls: 0, answers: [] };
+  const transports: Record<string, StreamableHTTPServerTransport> = {};
+  const servers = new Set<McpServer>();
+
+  let closed = false;
+  const resumed = async (before: number): Promise<void> => {
+    for (let waited = 0; stats.resumes.length <= before && waited < 5000 && !closed; waited += 10)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+  };
+
+  const build = (transport: () => StreamableHTTPServerTransport): McpServer => {
+    const server = new McpServer({ name: 'v1-polling-server', version: '1.0.0' }, { capabilities: { logging: {} } });
+    server.registerTool(
+      'poll_deploy',
+      {
+        description: 'Ends its stream twice while it works (SSE polling) and asks once.',
+        inputSchema: { env: z.string() },
+      },
+      async ({ env }, extra) => {
+        stats.toolCalls++;
+        await extra.sendNotification({
+          method: 'notifications/message',
+          params: { level: 'info', data: `preparing ${env}` },
+        });
+        const before = stats.resumes.length;
+        if (extra.closeSSEStream) extra.closeSSEStream();
+        else transport().closeSSEStream(extra.requestId);
+        await resumed(before);
+        const answer = await extra.sendRequest(
+          {
+            method: 'elicitation/create',
+            params: {
+              mode: 'form',
+              message: `Deploy to ${env}?`,
+              requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean' } }, required: ['confirm'] },
+            },
+          },
+          ElicitResultSchema,
+        );
+        stats.answers.push(answer);
+        extra.closeSSEStream?.();
+        if (answer.action === 'accept' && answer.content?.confirm === true) return text(`deployed to ${env}`);
+        return text(`not deployed to ${env} (${answer.action})`);
+      },
+    );
+    return server;
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if ((req.url ?? '').split('?')[0] !== '/mcp') return void res.writeHead(404).end();
+    const sessionId = req.headers['mcp-session-id'] as string | undefined;
+    if (req.method === 'POST') {
+      const body = await readJson(req);
+      let transport = sessionId ? transports[sessionId] : undefined;
+      if (!transport && !sessionId && isInitializeRequest(body)) {
+        const created: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          ...(withStore ? { eventStore: new SessionEventStore(), retryInterval: options.retryMs ?? 50 } : {}),
+          onsessioninitialized: (id) => {
+            transports[id] = created;
+          },
+        });
+        const server = build(() => created);
+        servers.add(server);
+        await server.connect(created);
+        transport = created;
+      }
+      if (!transport) return jsonError(res, sessionId ? 404 : 400, sessionId ? 'Session not found' : 'No session');
+      await transport.handleRequest(req, res, body);
+      return;
+    }
+    if (req.method === 'GET' || req.method === 'DELETE') {
+      const transport = sessionId ? transports[sessionId] : undefined;
+      if (!transport) return jsonError(res, sessionId ? 404 : 400, 'Invalid or missing session ID');
+      const lastEventId = req.headers['last-event-id'];
+      if (req.method === 'GET' && typeof lastEventId === 'string') {
+        stats.resumes.push({
+          lastEventId,
+          sessionId,
+          protocolVersion: req.headers['mcp-protocol-version'] as string | undefined,
+          accept: req.headers.accept,
+        });
+      }
+      await transport.handleRequest(req, res);
+      return;
+    }
+    res.writeHead(405, { allow: 'GET, POST, DELETE' }).end();
+  };
+
+  const http = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      if (!res.headersSent) jsonError(res, 500, String(error));
+      else res.destroy();
+    });
+  });
+  http.requestTimeout = 0;
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = http.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    stats,
+    close: async () => {
+      closed = true;
+      await Promise.allSettled([...servers].map((s) => s.close()));
+      await new Promise<void>((resolve) => {
+        http.close(() => resolve());
+        http.closeAllConnections();
+      });
+    },
+  };
+}
