@@ -1,5 +1,6 @@
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { connectClient, type EraClient } from '../eras/clients';
+import { startGatewayPair } from '../eras/gateway-pair';
 import { type PollingServer, startPollingServer } from '../support/servers/v1-polling-server';
 import { withGateway } from '../support/with-gateway';
 
@@ -77,6 +78,28 @@ describe.each(['local server', 'lambda runtime'] as const)(
     }
   },
 );
+
+describe('a 2025 target that ends its stream mid-call, through two instances', () => {
+  it('the answer, POSTed to the other instance, reaches the target; the holder reads the result from the resumed stream', async () => {
+    const target = await startPollingServer({ retryMs: 50 });
+    const pair = await startGatewayPair({ targets: [{ name: 'polling', url: target.url }], logLevel: 'SILENT' });
+    try {
+      for (const kind of ['v1', 'v2 pin 2026-07-28'] as const) {
+        const outcome = await deploy(await connectClient(kind, pair.url));
+        expect(outcome.text).toBe('deployed to prod');
+      }
+      // The answers (a 2025 answer POST, a 2026 retry) crossed instances.
+      expect(pair.exchanges.filter((e) => e.routed !== 'round-robin').map((e) => e.routed)).toEqual([
+        'answer',
+        'retry',
+      ]);
+      expect(target.stats.resumes).toHaveLength(4);
+    } finally {
+      await pair.close();
+      await target.close();
+    }
+  });
+});
 
 describe('a 2025 target that ends its stream before the response without an event id', () => {
   const gw = withGateway(config, { targets: { polling: () => startPollingServer({ eventStore: false }) } });
