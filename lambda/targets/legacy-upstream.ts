@@ -151,7 +151,12 @@ export class LegacyUpstream implements Upstream {
     }
     const serverCapabilities = (result.capabilities ?? {}) as Record<string, unknown>;
     const stored: StoredTargetSession = { ...session, declaredCapabilities, serverCapabilities };
-    await this.caller.sessions.save(this.target, stored);
+    const kept = await this.caller.sessions.save(this.target, stored);
+    if (kept && kept.targetSessionId !== stored.targetSessionId) {
+      // Another request of the caller opened one first: use it, end ours.
+      void this.client.terminate(session).catch(() => undefined);
+      return { ...kept, serverCapabilities };
+    }
     this.logger.debug('target session opened', { target: this.target, protocolVersion: session.protocolVersion });
     return stored;
   }

@@ -25,7 +25,8 @@ export interface StoredTargetSession extends LegacySession {
 /** Where one caller's legacy target sessions live. */
 export interface TargetSessionSlots {
   get(target: string): StoredTargetSession | undefined;
-  save(target: string, session: StoredTargetSession): Promise<void>;
+  /** Resolves to another session to use instead when one was stored for the target meanwhile. */
+  save(target: string, session: StoredTargetSession): Promise<StoredTargetSession | undefined | void>;
   /** The target forgot the session (404): the next call opens a new one. */
   forget(target: string): void;
 }
