@@ -61,8 +61,7 @@ export async function openClientStream(
   headers: Record<string, string>,
 ): Promise<Response> {
   const sessionId = loaded.session.id;
-  const conflict = () =>
-    refuse('StreamConflict', 'Conflict: Only one SSE stream is allowed per session', { headers });
+  const conflict = () => refuse('StreamConflict', 'Conflict: Only one SSE stream is allowed per session', { headers });
   if (deps.activeCalls.get(sessionId, CLIENT_STREAM_KEY)) return conflict();
   const now = Date.now();
   const endsAt = Math.max(
@@ -159,7 +158,10 @@ class ClientStream {
       await upstream.serverCapabilities(this.exchange.signal);
       const record = this.loaded.targets.get(target);
       if (!record || this.ended) return;
-      const session: LegacySession = { targetSessionId: record.targetSessionId, protocolVersion: record.protocolVersion };
+      const session: LegacySession = {
+        targetSessionId: record.targetSessionId,
+        protocolVersion: record.protocolVersion,
+      };
       const handle = await deps.targets.streams.listen(
         client,
         session,
@@ -210,7 +212,11 @@ class ClientStream {
     const changed = LIST_CHANGES[notification.method];
     if (changed) this.deps.catalog.listingChanged(target, changed);
     // The target filters by the level it was given; this holds the session's level when it did not.
-    if (notification.method === 'notifications/message' && session.logLevel && !atOrAbove(notification, session.logLevel))
+    if (
+      notification.method === 'notifications/message' &&
+      session.logLevel &&
+      !atOrAbove(notification, session.logLevel)
+    )
       return;
     this.sse.send(notification);
   }
@@ -226,9 +232,7 @@ class ClientStream {
     const reply = (message: JSONRPCResponse) =>
       deps.targets
         .deliver(target, session, message)
-        .catch((error) =>
-          deps.logger.warn('answering the target failed', { target, error: describeError(error) }),
-        );
+        .catch((error) => deps.logger.warn('answering the target failed', { target, error: describeError(error) }));
     if (request.method === 'ping') return reply({ jsonrpc: '2.0', id: request.id, result: {} });
     const usable = capabilitiesForLegacyTarget(loaded.session.clientCapabilities, loaded.session.protocolVersion);
     const params = request.params as Record<string, unknown> | undefined;

@@ -171,7 +171,9 @@ export class DynamoSessionStore implements SessionStore {
             TableName: this.tableName,
             Item: { pk: pk(session.id), sk: targetSk(target.target), ...target, expiresAt: session.expiresAt },
             ConditionExpression:
-              replacing === undefined ? 'attribute_not_exists(sk)' : 'attribute_not_exists(sk) OR targetSessionId = :old',
+              replacing === undefined
+                ? 'attribute_not_exists(sk)'
+                : 'attribute_not_exists(sk) OR targetSessionId = :old',
             ExpressionAttributeValues: replacing === undefined ? undefined : { ':old': replacing },
           }),
           { abortSignal },

@@ -35,7 +35,10 @@ export class LegacySessionPool {
     const keyOf = (target: string) => `${target}\u0000${principal}\u0000${canonicalJson(capabilities)}`;
     return {
       get: (target) => this.get(keyOf(target)),
-      save: async (target, session) => this.put(keyOf(target), target, session),
+      save: async (target, session) => {
+        this.put(keyOf(target), target, session);
+        return undefined; // in this process only: the one kept is this one
+      },
       forget: (target) => {
         this.entries.delete(keyOf(target));
       },

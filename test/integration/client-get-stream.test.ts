@@ -217,7 +217,9 @@ describe('the client GET stream through the gateway (v1 SDK server targets)', ()
       const stream = await getStream(a.url, headers);
       expect(stream.status).toBe(200);
       // The stream listens once its target sessions are open (they are opened for it).
-      await eventually(() => expect(notes.stats().liveGetStreams.length + other.stats().liveGetStreams.length).toBeGreaterThan(0));
+      await eventually(() =>
+        expect(notes.stats().liveGetStreams.length + other.stats().liveGetStreams.length).toBeGreaterThan(0),
+      );
       const ended = readToEnd(stream);
       const res = await fetch(deleteAt.url, { method: 'DELETE', headers });
       expect(res.status).toBe(200);
@@ -256,7 +258,12 @@ describe('a bounded client GET stream (hold 1 s)', () => {
 
   it('ends with an SSE retry, keeps where the target stream stopped, and the next GET resumes it (what was sent in between is replayed)', async () => {
     const { headers, sessionId } = await initSession(gateway.url);
-    await post(gateway.url, headers, { jsonrpc: '2.0', id: 1, method: 'resources/subscribe', params: { uri: 'note://greeting' } });
+    await post(gateway.url, headers, {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'resources/subscribe',
+      params: { uri: 'note://greeting' },
+    });
     const first = await getStream(gateway.url, headers);
     expect(first.status).toBe(200);
     await eventually(() => expect(notes.stats().liveGetStreams).toHaveLength(1));
@@ -278,7 +285,10 @@ describe('a bounded client GET stream (hold 1 s)', () => {
       if (event.message) replayed.push(event.message);
       if (replayed.length === 1) break;
     }
-    expect(replayed[0]).toMatchObject({ method: 'notifications/resources/updated', params: { uri: 'note://greeting' } });
+    expect(replayed[0]).toMatchObject({
+      method: 'notifications/resources/updated',
+      params: { uri: 'note://greeting' },
+    });
     expect(notes.stats().lastEventIds).toHaveLength(1);
   });
 

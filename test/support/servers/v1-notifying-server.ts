@@ -102,8 +102,10 @@ export async function startV1NotifyingServer(options: { eventStore?: boolean } =
       contents: [{ uri: uri.href, text: 'hello' }],
     }));
     server.server.setRequestHandler(SubscribeRequestSchema, async (request) => {
-      const list = (stats.subscribed[sessionOf()] ??= []);
+      const id = sessionOf();
+      const list = stats.subscribed[id] ?? [];
       if (!list.includes(request.params.uri)) list.push(request.params.uri);
+      stats.subscribed[id] = list;
       return {};
     });
     server.server.setRequestHandler(UnsubscribeRequestSchema, async (request) => {
