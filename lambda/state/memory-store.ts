@@ -107,7 +107,8 @@ export class MemorySessionStore implements SessionStore {
     const partition = this.partition(session.id);
     const stored = partition.get(targetSk(target.target));
     if (stored && (replacing === undefined || stored.targetSessionId !== replacing)) {
-      return copy(stored) as unknown as TargetSessionRecord;
+      const { expiresAt: _expiresAt, ...record } = copy(stored);
+      return record as unknown as TargetSessionRecord;
     }
     partition.set(targetSk(target.target), { ...copy(target), expiresAt: session.expiresAt } as unknown as Item);
     return undefined;
