@@ -307,3 +307,38 @@ describe('a bounded client GET stream (hold 1 s)', () => {
     }
   });
 });
+
+describe('the client GET stream in the Lambda mode (function timeout 6 s, hold 60 s)', () => {
+  let dynamo: CountedDynamo;
+  let notes: V1NotifyingServer;
+  let gateway: GatewayUnderTest;
+
+  beforeAll(async () => {
+    dynamo = await startCountedDynamo();
+    notes = await startV1NotifyingServer();
+    gateway = await startGateway(
+      'lambda runtime',
+      { ...CONFIG, targets: [{ name: 'notes', url: notes.url }], clientStreamRetryMs: 250 },
+      dynamo.endpoint,
+      { keepAliveMs: 500, timeoutMs: 6000 },
+    );
+  });
+  afterAll(async () => {
+    await gateway?.close();
+    await notes?.close();
+    await dynamo?.close();
+  });
+
+  it('ends before the function deadline with a retry (not cut by the timeout), and the stream item is released', async () => {
+    const { headers, sessionId } = await initSession(gateway.url);
+    const stream = await getStream(gateway.url, headers);
+    expect(stream.status).toBe(200);
+    const text = await readToEnd(stream);
+    expect(text).toMatch(/retry: 250\n\n$/);
+    expect((await sessionItems(dynamo.endpoint, sessionId)).find((i) => i.sk === 'G#stream')).toBeUndefined();
+    // The reconnect is served (not 409).
+    const again = await getStream(gateway.url, headers);
+    expect(again.status).toBe(200);
+    await again.body?.cancel();
+  });
+});
