@@ -25,6 +25,10 @@ import { readEvents, type StreamListeners } from './sse-reader';
  *   stream of the same client session.
  * - A stream that ends early is reopened, with `Last-Event-ID` when the target gave event ids.
  * - 405 (no GET stream): remembered per target for `unsupportedTtlMs`; calls then go ahead without.
+ * - The session's client GET stream (legacy/client-stream.ts) may own a connection (`listen`): it then
+ *   takes the requests and every notification but progress, and keeps the connection open without
+ *   calls; `Last-Event-ID` given by it resumes where a previous stream (any instance) stopped; a 404
+ *   tells it (the target forgot the session); an event id the target refuses (4xx) is dropped.
  */
 
 export interface StandaloneListener extends StreamListeners {

@@ -40,12 +40,12 @@ describe('path and method', () => {
     expect(res.headers.get('allow')).toBe('GET, POST, DELETE');
   });
 
-  it('answers GET without a session id with 400 (the standalone stream is a session\'s)', async () => {
+  it("answers GET without a session id with 400 (the standalone stream is a session's)", async () => {
     const res = await gateway.fetch('/mcp', { method: 'GET', headers: { accept: 'text/event-stream' } });
     expect(res.status).toBe(400);
   });
 
-  it('answers GET that resumes a stream (Last-Event-ID) with 405: the gateway\'s events carry no ids', async () => {
+  it("answers GET that resumes a stream (Last-Event-ID) with 405: the gateway's events carry no ids", async () => {
     const res = await gateway.fetch('/mcp', {
       method: 'GET',
       headers: { accept: 'text/event-stream', 'last-event-id': '1', 'mcp-session-id': 'x'.repeat(43) },
