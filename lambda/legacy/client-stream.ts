@@ -11,11 +11,10 @@ import { atOrAbove } from '../protocol/log-levels';
 import type { ListingKind } from '../protocol/methods';
 import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import { newPendingRecord } from '../state/records';
-import type { LoadedSession } from '../state/store';
+import type { LoadedSession, TargetSessionRecord } from '../state/store';
 import type { LegacySession } from '../targets/legacy-client';
 import type { SessionStreamHandle } from '../targets/standalone-streams';
 import type { LegacyDeps } from './deps';
-import { sessionCaller } from './session-caller';
 
 /**
  * A 2025 session's standalone GET stream: what its targets send outside calls, on their own GET
@@ -37,6 +36,9 @@ export const CLIENT_STREAM_KEY = 'GET';
 
 /** How long before the function deadline the stream ends, so its cleanup (a few DynamoDB writes) fits. */
 const DEADLINE_MARGIN_MS = 3000;
+
+/** How often an open stream reads its session again (target sessions opened meanwhile, a DELETE elsewhere). */
+const RESCAN_MS = 2000;
 
 /** How long the response waits at most for the target streams to be open. */
 const LISTEN_WAIT_MS = 1000;
@@ -92,12 +94,14 @@ class ClientStream {
   private readonly listened = new Map<string, Listened>();
   private ended = false;
   private timer?: NodeJS.Timeout;
+  private rescanTimer?: NodeJS.Timeout;
+  private rescanning = false;
   private unregister?: () => void;
   private readonly onAbort = () => void this.end('client-gone');
 
   constructor(
     private readonly deps: LegacyDeps,
-    private readonly loaded: LoadedSession,
+    private loaded: LoadedSession,
     private readonly exchange: ExchangeContext,
     private readonly token: string,
   ) {}
@@ -132,79 +136,82 @@ class ClientStream {
     });
     await Promise.race([this.listenAll(), waited]);
     clearTimeout(timer);
+    this.scheduleRescan();
     return this.sse.response(headers);
   }
 
-  /**
-   * Every configured target the session speaks 2025 with: its target session (opened now when there
-   * is none yet: a client opens this stream right after initialize, before anything else opened one,
-   * and a subscription made a moment later must land on the session listened to here).
-   */
+  /** The target sessions the session has now (the response waits for them: `ready`). */
   private async listenAll(): Promise<void> {
-    const { deps } = this;
-    await Promise.all(deps.targets.names.map((target) => this.listenTo(target)));
+    await Promise.all([...this.loaded.targets.values()].map((record) => this.listenTo(record)));
   }
 
-  private async listenTo(target: string, reopened = false): Promise<void> {
+  /**
+   * One target session's GET stream. Only target sessions that exist are listened to: opening them
+   * here would race with the client's own first requests, which open them in parallel (often on
+   * another instance) and the last one stored wins; a subscription then lands on the stored one.
+   * The rescan (below) follows what is stored.
+   */
+  private async listenTo(record: TargetSessionRecord): Promise<void> {
     const { deps } = this;
-    const client = deps.targets.legacyClient(target);
-    if (!client || this.ended) return;
+    const client = deps.targets.legacyClient(record.target);
+    if (!client || !record.targetSessionId || this.ended) return;
+    const session: LegacySession = { targetSessionId: record.targetSessionId, protocolVersion: record.protocolVersion };
+    const current = this.listened.get(record.target);
+    if (current?.session.targetSessionId === session.targetSessionId) return;
+    current?.handle.close();
+    this.listened.delete(record.target);
+    const handle = await deps.targets.streams.listen(
+      client,
+      session,
+      {
+        onServerRequest: (request) => void this.onServerRequest(record.target, session, request),
+        onNotification: (notification) => this.onNotification(record.target, notification),
+        onGone: () => void this.rescan(),
+      },
+      { lastEventId: record.lastEventId },
+    );
+    if (this.ended || this.listened.has(record.target)) {
+      if (this.listened.get(record.target)?.handle !== handle) handle.close();
+      return;
+    }
+    this.listened.set(record.target, { session, handle, storedEventId: record.lastEventId });
+  }
+
+  /**
+   * Every RESCAN_MS (and when a target forgot its session) the session is read again (one `Query`):
+   * gone (deleted on another instance, expired) ends the stream; a target session opened or replaced
+   * meanwhile, on any instance, is listened to; the session's log level is followed.
+   */
+  private async rescan(): Promise<void> {
+    if (this.ended || this.rescanning) return;
+    this.rescanning = true;
     try {
-      const caller = sessionCaller(deps.store, this.loaded, true);
-      if (reopened) caller.sessions.forget(target);
-      const upstream = await deps.targets.open(target, caller, this.exchange.signal);
-      // A target spoken to in 2026-07-28 has no GET stream (nothing outside a request there).
-      if (upstream.era !== 'legacy') return;
-      await upstream.serverCapabilities(this.exchange.signal);
-      const record = this.loaded.targets.get(target);
-      if (!record || this.ended) return;
-      const session: LegacySession = {
-        targetSessionId: record.targetSessionId,
-        protocolVersion: record.protocolVersion,
-      };
-      const handle = await deps.targets.streams.listen(
-        client,
-        session,
-        {
-          onServerRequest: (request) => void this.onServerRequest(target, session, request),
-          onNotification: (notification) => this.onNotification(target, notification),
-          onGone: () => void this.onGone(target, reopened),
-        },
-        { lastEventId: record.lastEventId },
-      );
-      if (this.ended) {
-        handle.close();
+      const current = await this.deps.store.loadSession(this.sessionId);
+      if (!current || current.session.principal !== this.loaded.session.principal) {
+        await this.end('session-ended');
         return;
       }
-      this.listened.get(target)?.handle.close();
-      this.listened.set(target, { session, handle, storedEventId: record.lastEventId });
+      this.loaded = current;
+      for (const target of this.listened.keys()) {
+        if (!current.targets.has(target)) {
+          this.listened.get(target)?.handle.close();
+          this.listened.delete(target);
+        }
+      }
+      await this.listenAll();
     } catch (error) {
-      // A target that cannot be reached now is left out of this stream; the next one tries again.
-      deps.logger.info('client stream: target not listened to', { target, error: describeError(error) });
+      this.deps.logger.warn('client stream: session not read', { error: describeError(error) });
+    } finally {
+      this.rescanning = false;
+      this.scheduleRescan();
     }
   }
 
-  /**
-   * The target forgot the session (404). The gateway session may be gone too (a DELETE on another
-   * instance terminated its target sessions): then the stream ends. Otherwise the target lost it
-   * (restarted): a new target session is opened once and listened to.
-   */
-  private async onGone(target: string, alreadyReopened: boolean): Promise<void> {
+  private scheduleRescan(): void {
     if (this.ended) return;
-    this.listened.get(target)?.handle.close();
-    this.listened.delete(target);
-    let current: LoadedSession | undefined;
-    try {
-      current = await this.deps.store.loadSession(this.sessionId);
-    } catch (error) {
-      this.deps.logger.warn('client stream: session not read', { error: describeError(error) });
-      return;
-    }
-    if (!current) {
-      await this.end('session-ended');
-      return;
-    }
-    if (!alreadyReopened) await this.listenTo(target, true);
+    clearTimeout(this.rescanTimer);
+    this.rescanTimer = setTimeout(() => void this.rescan(), RESCAN_MS);
+    this.rescanTimer.unref();
   }
 
   private onNotification(target: string, notification: JSONRPCNotification): void {
@@ -294,6 +301,7 @@ class ClientStream {
     if (this.ended) return;
     this.ended = true;
     clearTimeout(this.timer);
+    clearTimeout(this.rescanTimer);
     this.unregister?.();
     this.exchange.signal.removeEventListener('abort', this.onAbort);
     const { deps, sessionId } = this;

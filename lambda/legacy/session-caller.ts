@@ -18,9 +18,6 @@ export function sessionCaller(store: SessionStore, loaded: LoadedSession, inputC
 }
 
 class PartitionSlots implements TargetSessionSlots {
-  /** Target sessions the targets forgot (404), so the one opened in their place may replace them. */
-  private readonly forgotten = new Map<string, string | undefined>();
-
   constructor(
     private readonly store: SessionStore,
     private readonly loaded: LoadedSession,
@@ -33,29 +30,18 @@ class PartitionSlots implements TargetSessionSlots {
     return { targetSessionId, protocolVersion, declaredCapabilities };
   }
 
-  /**
-   * Kept only when no other request (on any instance) stored a session for the target meanwhile: a
-   * client's first requests often run in parallel (its GET stream and its first list), and two target
-   * sessions would split what the target sends (a subscription on one, the GET stream on the other).
-   */
-  async save(target: string, session: StoredTargetSession): Promise<StoredTargetSession | undefined> {
+  async save(target: string, session: StoredTargetSession): Promise<void> {
     const record: TargetSessionRecord = {
       target,
       targetSessionId: session.targetSessionId,
       protocolVersion: session.protocolVersion,
       declaredCapabilities: session.declaredCapabilities,
     };
-    const replacing = this.forgotten.has(target) ? (this.forgotten.get(target) ?? '') : undefined;
-    const stored = await this.store.claimTargetSession(this.loaded.session, record, replacing);
-    this.forgotten.delete(target);
-    this.loaded.targets.set(target, stored ?? record);
-    if (!stored) return undefined;
-    const { targetSessionId, protocolVersion, declaredCapabilities } = stored;
-    return { targetSessionId, protocolVersion, declaredCapabilities };
+    await this.store.putTargetSession(this.loaded.session, record);
+    this.loaded.targets.set(target, record);
   }
 
   forget(target: string): void {
-    this.forgotten.set(target, this.loaded.targets.get(target)?.targetSessionId);
     this.loaded.targets.delete(target);
   }
 }

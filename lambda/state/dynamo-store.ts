@@ -159,45 +159,6 @@ export class DynamoSessionStore implements SessionStore {
     );
   }
 
-  async claimTargetSession(
-    session: SessionRecord,
-    target: TargetSessionRecord,
-    replacing?: string,
-  ): Promise<TargetSessionRecord | undefined> {
-    try {
-      await guarded((abortSignal) =>
-        this.client.send(
-          new PutCommand({
-            TableName: this.tableName,
-            Item: { pk: pk(session.id), sk: targetSk(target.target), ...target, expiresAt: session.expiresAt },
-            ConditionExpression:
-              replacing === undefined
-                ? 'attribute_not_exists(sk)'
-                : 'attribute_not_exists(sk) OR targetSessionId = :old',
-            ExpressionAttributeValues: replacing === undefined ? undefined : { ':old': replacing },
-          }),
-          { abortSignal },
-        ),
-      );
-      return undefined;
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    }
-    const out = await guarded((abortSignal) =>
-      this.client.send(
-        new GetCommand({
-          TableName: this.tableName,
-          Key: { pk: pk(session.id), sk: targetSk(target.target) },
-          ConsistentRead: true,
-        }),
-        { abortSignal },
-      ),
-    );
-    if (!out.Item) return undefined;
-    const { pk: _pk, sk: _sk, expiresAt: _expiresAt, ...stored } = out.Item;
-    return stored as unknown as TargetSessionRecord;
-  }
-
   async setLogLevel(session: SessionRecord, level: string): Promise<void> {
     await guarded((abortSignal) =>
       this.client.send(

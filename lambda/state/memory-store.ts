@@ -98,22 +98,6 @@ export class MemorySessionStore implements SessionStore {
     this.partition(session.id).set(targetSk(target.target), copy({ ...target, expiresAt: session.expiresAt }));
   }
 
-  async claimTargetSession(
-    session: SessionRecord,
-    target: TargetSessionRecord,
-    replacing?: string,
-  ): Promise<TargetSessionRecord | undefined> {
-    this.available();
-    const partition = this.partition(session.id);
-    const stored = partition.get(targetSk(target.target));
-    if (stored && (replacing === undefined || stored.targetSessionId !== replacing)) {
-      const { expiresAt: _expiresAt, ...record } = copy(stored);
-      return record as unknown as TargetSessionRecord;
-    }
-    partition.set(targetSk(target.target), { ...copy(target), expiresAt: session.expiresAt } as unknown as Item);
-    return undefined;
-  }
-
   async setLogLevel(session: SessionRecord, level: string): Promise<void> {
     this.available();
     const item = this.partitions.get(session.id)?.get(SESSION_SK);

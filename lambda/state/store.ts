@@ -111,16 +111,6 @@ export interface SessionStore {
   /** One read: the session and one pending record (absent or expired → undefined). */
   loadForAnswer(sessionId: string, gatewayId: string, now?: number): Promise<LoadedAnswer | undefined>;
   putTargetSession(session: SessionRecord, target: TargetSessionRecord): Promise<void>;
-  /**
-   * A newly opened target session, kept only if no other instance or request stored one for the
-   * target meanwhile (other than `replacing`, the one the target forgot): otherwise the stored one is
-   * returned, for the caller to use instead (parallel first requests of a session then share one).
-   */
-  claimTargetSession(
-    session: SessionRecord,
-    target: TargetSessionRecord,
-    replacing?: string,
-  ): Promise<TargetSessionRecord | undefined>;
   setLogLevel(session: SessionRecord, level: string): Promise<void>;
   /** Removes the session and everything in its partition. */
   deleteSession(sessionId: string): Promise<void>;

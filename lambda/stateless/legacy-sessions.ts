@@ -35,10 +35,7 @@ export class LegacySessionPool {
     const keyOf = (target: string) => `${target}\u0000${principal}\u0000${canonicalJson(capabilities)}`;
     return {
       get: (target) => this.get(keyOf(target)),
-      save: async (target, session) => {
-        this.put(keyOf(target), target, session);
-        return undefined; // in this process only: the one kept is this one
-      },
+      save: async (target, session) => this.put(keyOf(target), target, session),
       forget: (target) => {
         this.entries.delete(keyOf(target));
       },

@@ -151,12 +151,7 @@ export class LegacyUpstream implements Upstream {
     }
     const serverCapabilities = (result.capabilities ?? {}) as Record<string, unknown>;
     const stored: StoredTargetSession = { ...session, declaredCapabilities, serverCapabilities };
-    const kept = await this.caller.sessions.save(this.target, stored);
-    if (kept && kept.targetSessionId !== stored.targetSessionId) {
-      // Another request of the caller opened one first: use it, end ours.
-      void this.client.terminate(session).catch(() => undefined);
-      return { ...kept, serverCapabilities };
-    }
+    await this.caller.sessions.save(this.target, stored);
     this.logger.debug('target session opened', { target: this.target, protocolVersion: session.protocolVersion });
     return stored;
   }

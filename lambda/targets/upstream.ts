@@ -25,8 +25,7 @@ export interface StoredTargetSession extends LegacySession {
 /** Where one caller's legacy target sessions live. */
 export interface TargetSessionSlots {
   get(target: string): StoredTargetSession | undefined;
-  /** Resolves to another session to use instead when one was stored for the target meanwhile. */
-  save(target: string, session: StoredTargetSession): Promise<StoredTargetSession | undefined>;
+  save(target: string, session: StoredTargetSession): Promise<void>;
   /** The target forgot the session (404): the next call opens a new one. */
   forget(target: string): void;
 }

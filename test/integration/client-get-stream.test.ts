@@ -157,11 +157,12 @@ describe('the client GET stream through the gateway (v1 SDK server targets)', ()
   });
 
   it('log messages on the GET stream follow the level the session set', async () => {
-    const { client } = await connectV1(a.url, b.url);
+    const v1 = await connectV1(a.url, b.url);
+    const { client } = v1;
     const logged: Json[] = [];
     client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logged.push(n.params));
     try {
-      await client.listTools(); // the target sessions exist, so setLevel reaches them
+      await targetStreamOpen(dynamo, notes, 'notes', v1); // the target sessions exist, so setLevel reaches them
       await client.setLoggingLevel('warning');
       await client.callTool({ name: 'notes___log', arguments: { level: 'info', data: 'quiet' } });
       await client.callTool({ name: 'notes___log', arguments: { level: 'error', data: 'loud' } });
@@ -214,9 +215,9 @@ describe('the client GET stream through the gateway (v1 SDK server targets)', ()
   it('DELETE ends the GET stream, on the instance holding it and from the other instance', async () => {
     for (const deleteAt of [a, b]) {
       const { headers } = await initSession(a.url);
+      await post(a.url, headers, { jsonrpc: '2.0', id: 1, method: 'tools/list' }); // opens the target sessions
       const stream = await getStream(a.url, headers);
       expect(stream.status).toBe(200);
-      // The stream listens once its target sessions are open (they are opened for it).
       await eventually(() =>
         expect(notes.stats().liveGetStreams.length + other.stats().liveGetStreams.length).toBeGreaterThan(0),
       );

@@ -195,33 +195,7 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
     });
   });
 
-  describe('target sessions opened in parallel', () => {
-    it('keeps the first target session claimed for a target and hands it to the later claim', async () => {
-      const session = sessionRecord();
-      await store.createSession(session);
-      expect(
-        await store.claimTargetSession(session, { ...targetRecord('demo'), targetSessionId: 'first' }),
-      ).toBeUndefined();
-      const kept = await store.claimTargetSession(session, { ...targetRecord('demo'), targetSessionId: 'second' });
-      expect(kept).toEqual({ ...targetRecord('demo'), targetSessionId: 'first' });
-      expect((await store.loadSession(session.id, NOW))?.targets.get('demo')?.targetSessionId).toBe('first');
-    });
-
-    it('replaces the target session the target forgot, but not one another request put in its place', async () => {
-      const session = sessionRecord();
-      await store.createSession(session);
-      await store.claimTargetSession(session, { ...targetRecord('demo'), targetSessionId: 'forgotten' });
-      expect(
-        await store.claimTargetSession(session, { ...targetRecord('demo'), targetSessionId: 'renewed' }, 'forgotten'),
-      ).toBeUndefined();
-      const kept = await store.claimTargetSession(
-        session,
-        { ...targetRecord('demo'), targetSessionId: 'late' },
-        'forgotten',
-      );
-      expect(kept?.targetSessionId).toBe('renewed');
-    });
-
+  describe("where a target session's GET stream stopped", () => {
     it("keeps where a target session's GET stream stopped, only on that target session", async () => {
       const session = sessionRecord();
       await store.createSession(session);
