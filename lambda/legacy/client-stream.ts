@@ -129,7 +129,7 @@ class ClientStream {
    * The response once the target streams are listened to (or after LISTEN_WAIT_MS: a slow target
    * must not hold the client's stream back), so a client that waits for it misses nothing sent after.
    */
-  async ready(headers: Record<string, string>): Promise<Response> {
+  private async ready(headers: Record<string, string>): Promise<Response> {
     let timer: NodeJS.Timeout | undefined;
     const waited = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, LISTEN_WAIT_MS);
