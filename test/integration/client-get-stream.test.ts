@@ -151,6 +151,11 @@ describe('the client GET stream through the gateway (v1 SDK server targets)', ()
       await eventually(() => expect(notes.stats().laterAnswers.length).toBe(before + 1));
       expect(asked[0]?.params).toMatchObject({ message: 'Rate the gateway' });
       expect(notes.stats().laterAnswers[before]).toEqual({ action: 'accept', content: { stars: 5 } });
+      // Its record goes once delivered: no call's end would remove it.
+      await eventually(async () => {
+        const items = await sessionItems(dynamo.endpoint, v1.transport.sessionId!);
+        expect(items.filter((i) => String(i.sk).startsWith('P#'))).toEqual([]);
+      });
     } finally {
       await client.close();
     }
