@@ -1,7 +1,7 @@
 import { errorResponse, methodNotAllowed, refuse } from '../http/errors';
 import type { ExchangeContext, ExchangeRequest, FetchHandler } from '../http/exchange';
 import { parseAccept, readBodyLimited } from '../http/responses';
-import { handleLegacyDelete, handleLegacyPost } from '../legacy/legacy-path';
+import { handleLegacyDelete, handleLegacyGet, handleLegacyPost } from '../legacy/legacy-path';
 import type { RequestTracer } from '../observability/active-tracing';
 import { describeError } from '../observability/logger';
 import { recordError } from '../observability/metrics';
@@ -57,6 +57,8 @@ async function route(deps: GatewayDeps, request: ExchangeRequest, exchange: Exch
   const principal = auth.principal;
   noteRequest({ principal });
 
+  // The standalone GET stream is bounded (it holds an invocation); 0 s turns it off.
+  const allow = deps.config.clientStreamHoldSeconds > 0 ? 'GET, POST, DELETE' : 'POST, DELETE';
   switch (request.method) {
     case 'POST':
       break;
@@ -64,10 +66,15 @@ async function route(deps: GatewayDeps, request: ExchangeRequest, exchange: Exch
       if (request.headers.get(MCP_HEADERS.sessionId)) {
         return handleLegacyDelete({ deps, exchange, principal, headers: request.headers });
       }
-      return methodNotAllowed('POST, DELETE');
+      return methodNotAllowed(allow);
+    case 'GET':
+      // A GET that resumes a stream (Last-Event-ID) is not served: the gateway's events carry no ids.
+      if (deps.config.clientStreamHoldSeconds > 0 && !request.headers.get(MCP_HEADERS.lastEventId)) {
+        return handleLegacyGet({ deps, exchange, principal, headers: request.headers });
+      }
+      return methodNotAllowed(allow);
     default:
-      // No standalone GET stream: on Lambda it would hold an invocation open with nothing to send.
-      return methodNotAllowed('POST, DELETE');
+      return methodNotAllowed(allow);
   }
 
   const contentType = request.headers.get('content-type');

@@ -26,6 +26,12 @@ export class CatalogCache {
     this.entries.set(target, entry);
   }
 
+  /** A target said its listing changed (`notifications/…/list_changed`): the next lookup lists it again. */
+  forget(target: string, kinds: readonly ListingKind[]): void {
+    const entry = this.entries.get(target);
+    for (const kind of kinds) delete entry?.at[kind];
+  }
+
   get<K extends ListingKind>(target: string, kind: K): TargetListing[K] | undefined {
     const entry = this.entries.get(target);
     if (!entry || entry.at[kind] === undefined || Date.now() - entry.at[kind] > this.maxAgeMs) return undefined;

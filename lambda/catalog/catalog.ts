@@ -79,6 +79,14 @@ export class Catalog {
     this.filters = new ToolFilters(targets.configs);
   }
 
+  /**
+   * A target announced a change (`notifications/tools/list_changed` and the like): its cached
+   * listing of those kinds is dropped, so names route against what it offers now.
+   */
+  listingChanged(target: string, kinds: readonly ListingKind[]): void {
+    this.cache.forget(target, kinds);
+  }
+
   /** The last listing failure of `target` on this instance, if any. */
   lastFailure(target: string): ListFailure | undefined {
     return this.failures.get(target);

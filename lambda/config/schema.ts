@@ -183,6 +183,16 @@ export const GatewayConfigSchema = z
      * it a target's request is refused (-32603 TooManyPendingRequests) instead of stored.
      */
     maxPendingRequestsPerSession: z.number().int().min(1).max(1000).default(100),
+    /**
+     * A 2025 session's standalone GET stream (what targets send outside calls: list changes, resource
+     * updates, log messages, requests not tied to a call) is held at most this long, then ended with an
+     * SSE `retry` so the client reconnects (an open stream holds a Lambda invocation, so it is bounded;
+     * it always ends before the function deadline). 0: no GET stream (405), and the gateway declares
+     * no list changes and no resource subscriptions.
+     */
+    clientStreamHoldSeconds: z.number().int().min(0).max(900).default(60),
+    /** The SSE `retry` (ms) a client GET stream ends with: how soon the client reconnects. */
+    clientStreamRetryMs: z.number().int().min(0).max(60_000).default(1000),
     supportedVersions: z
       .array(z.enum(ALL_PROTOCOL_VERSIONS))
       .min(1)

@@ -28,5 +28,6 @@ const FORBIDDEN_METHODS = new Set(['CONNECT', 'TRACE', 'TRACK']);
  * method the endpoint does not serve (the core never sees it), instead of a failed construction (500).
  */
 export function unrepresentableMethod(method: string): Response | undefined {
-  return FORBIDDEN_METHODS.has(method.toUpperCase()) ? methodNotAllowed('POST, DELETE') : undefined;
+  // The methods the endpoint serves by default (GET: the standalone stream, unless turned off).
+  return FORBIDDEN_METHODS.has(method.toUpperCase()) ? methodNotAllowed('GET, POST, DELETE') : undefined;
 }

@@ -136,6 +136,15 @@ async function deliverClaimed(
     );
   }
   await settle(deps, sessionId, gatewayId, token);
+  if (pending.holderUntil === undefined) {
+    // Tied to no call (the session's GET stream): no call's end removes it, so it goes now and stops
+    // counting against maxPendingRequestsPerSession (a repeated answer then finds nothing: 400 as well).
+    await deps.store
+      .deletePending(sessionId, [gatewayId])
+      .catch((error) =>
+        deps.logger.warn('removing an answered record failed', { sessionId, error: describeError(error) }),
+      );
+  }
   deps.logger.info('answer delivered', { sessionId, target, method: pending.method, gatewayRequestId: gatewayId });
   recordAnsweredInput(pending.method);
   return accepted(headers);

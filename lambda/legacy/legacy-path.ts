@@ -1,6 +1,6 @@
 import { errorResponse, refuse } from '../http/errors';
 import type { ExchangeContext } from '../http/exchange';
-import { type AcceptPreference, messageResponse } from '../http/responses';
+import { type AcceptPreference, messageResponse, parseAccept } from '../http/responses';
 import { describeError } from '../observability/logger';
 import { isWellFormedSessionId, MCP_HEADERS } from '../protocol/headers';
 import type { ClientMessage } from '../protocol/jsonrpc';
@@ -9,16 +9,27 @@ import { legacyVersionsOf } from '../protocol/versions';
 import { newSessionId } from '../state/records';
 import type { LoadedSession, SessionRecord } from '../state/store';
 import { deliverAnswer } from './answer';
+import { CLIENT_STREAM_KEY, openClientStream } from './client-stream';
 import type { LegacyDeps } from './deps';
 import { handleSessionMessage } from './session-router';
 
-const SERVER_CAPABILITIES = {
-  tools: { listChanged: false },
-  prompts: { listChanged: false },
-  resources: { subscribe: false, listChanged: false },
-  completions: {},
-  logging: {},
-};
+/**
+ * What the gateway serves as one server. List changes and resource subscriptions are declared only
+ * when they can reach the client: on its standalone GET stream, which `clientStreamHoldSeconds: 0`
+ * turns off. `resources.subscribe` is the gateway's: it routes a subscription to the resource's target
+ * (as resources/read does), and a target that does not support subscriptions answers for itself.
+ * Whether a target does is not known at initialize (targets are opened lazily, per session).
+ */
+function serverCapabilities(config: LegacyDeps['config']) {
+  const push = config.clientStreamHoldSeconds > 0;
+  return {
+    tools: { listChanged: push },
+    prompts: { listChanged: push },
+    resources: { subscribe: push, listChanged: push },
+    completions: {},
+    logging: {},
+  };
+}
 
 export interface LegacyInput {
   deps: LegacyDeps;
@@ -62,6 +73,27 @@ export async function handleLegacyPost(input: LegacyInput): Promise<Response> {
   );
 }
 
+/**
+ * A standalone GET: the session's stream of what its targets send outside calls (client-stream.ts).
+ * As the v1 SDK server answers: 406 without `text/event-stream` in Accept, 409 for a second stream.
+ */
+export async function handleLegacyGet(input: Omit<LegacyInput, 'message' | 'accept'>): Promise<Response> {
+  const { deps, headers } = input;
+  const accept = headers.get('accept');
+  if (!accept || !parseAccept(accept).sse) {
+    return refuse('NotAcceptable', 'Not Acceptable: Client must accept text/event-stream');
+  }
+  const versionHeader = headers.get(MCP_HEADERS.protocolVersion);
+  if (versionHeader !== null && !legacyVersionsOf(deps.config.supportedVersions).includes(versionHeader)) {
+    return refuse('InvalidRequest', `Bad Request: unsupported MCP-Protocol-Version "${versionHeader}"`, {
+      data: { supported: deps.config.supportedVersions, requested: versionHeader },
+    });
+  }
+  const loaded = await loadOwnSession(input, (id) => loadLiveSession(deps, id));
+  if (loaded instanceof Response) return loaded;
+  return openClientStream(deps, loaded, input.exchange, { [MCP_HEADERS.sessionId]: loaded.session.id });
+}
+
 /** DELETE ends the session (and everything in its partition), and its target sessions. */
 export async function handleLegacyDelete(input: Omit<LegacyInput, 'message' | 'accept'>): Promise<Response> {
   const loaded = await loadOwnSession(input, (id) => loadLiveSession(input.deps, id));
@@ -71,6 +103,8 @@ export async function handleLegacyDelete(input: Omit<LegacyInput, 'message' | 'a
   } catch (error) {
     return errorResponse(null, error);
   }
+  // Its GET stream, when this instance holds it (elsewhere it ends when the targets forget the session).
+  input.deps.activeCalls.get(loaded.session.id, CLIENT_STREAM_KEY)?.cancelByClient(undefined);
   await terminateTargetSessions(input.deps, loaded);
   input.deps.logger.info('session deleted', { sessionId: loaded.session.id });
   return new Response(null, { status: 200 });
@@ -167,7 +201,11 @@ async function initialize(input: LegacyInput, request: JSONRPCRequest): Promise<
     return errorResponse(request.id, error);
   }
   deps.logger.info('session initialized', { sessionId: session.id, protocolVersion, client: params.clientInfo?.name });
-  const result: InitializeResult = { protocolVersion, capabilities: SERVER_CAPABILITIES, serverInfo: deps.serverInfo };
+  const result: InitializeResult = {
+    protocolVersion,
+    capabilities: serverCapabilities(deps.config),
+    serverInfo: deps.serverInfo,
+  };
   return messageResponse({ jsonrpc: '2.0', id: request.id, result }, accept, { [MCP_HEADERS.sessionId]: session.id });
 }
 

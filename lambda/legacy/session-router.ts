@@ -148,6 +148,14 @@ async function handleRequest(ctx: SessionExchange, request: JSONRPCRequest): Pro
       }
       case 'resources/read':
         return await relay(await deps.catalog.resolveResource(params.uri, scope), params);
+      case 'resources/subscribe':
+      case 'resources/unsubscribe':
+        // Routed by URI as a read is; the updates come on the target session's GET stream, which the
+        // session's client GET stream listens to (client-stream.ts). Without one there is nothing to route.
+        if (deps.config.clientStreamHoldSeconds === 0) {
+          throw new GatewayError('MethodNotFound', `Method not found: ${request.method}`);
+        }
+        return await relay(await deps.catalog.resolveResource(params.uri, scope), params);
       case 'completion/complete': {
         const ref = params.ref as { type?: string; name?: unknown; uri?: unknown } | undefined;
         if (ref?.type === 'ref/prompt') {

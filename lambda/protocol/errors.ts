@@ -21,6 +21,9 @@ export const ERROR_TABLE = {
   InvalidRequest: { code: RpcCode.InvalidRequest, status: 400 },
   NotFound: { code: RpcCode.InvalidRequest, status: 404 },
   MethodNotAllowed: { code: RpcCode.ServerError, status: 405 },
+  // The standalone GET stream, as the official v1 SDK server answers them (-32000 with 406 / 409).
+  NotAcceptable: { code: RpcCode.ServerError, status: 406 },
+  StreamConflict: { code: RpcCode.ServerError, status: 409 },
   UnsupportedMediaType: { code: RpcCode.InvalidRequest, status: 415 },
   PayloadTooLarge: { code: RpcCode.InvalidRequest, status: 413 },
   Forbidden: { code: RpcCode.InvalidRequest, status: 403 },

@@ -29,6 +29,8 @@ const SESSION_SK = 'SESSION';
 const targetSk = (target: string) => `T#${target}`;
 const pendingSk = (gatewayId: string) => `P#${gatewayId}`;
 const cancelledSk = (upstreamId: string) => `C#${upstreamId}`;
+/** The session's client GET stream (sorts before 'S': a session's load does not read it). */
+const CLIENT_STREAM_SK = 'G#stream';
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 /** Everything at or after 'S' in a partition: the session item and its target sessions (`C#`, `P#` sort before). */
@@ -170,6 +172,64 @@ export class DynamoSessionStore implements SessionStore {
         { abortSignal },
       ),
     );
+  }
+
+  async acquireClientStream(session: SessionRecord, token: string, untilMs: number): Promise<boolean> {
+    try {
+      await guarded((abortSignal) =>
+        this.client.send(
+          new PutCommand({
+            TableName: this.tableName,
+            Item: { pk: pk(session.id), sk: CLIENT_STREAM_SK, token, untilMs, expiresAt: session.expiresAt },
+            ConditionExpression: 'attribute_not_exists(sk) OR untilMs <= :nowMs',
+            ExpressionAttributeValues: { ':nowMs': Date.now() },
+          }),
+          { abortSignal },
+        ),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+
+  async releaseClientStream(sessionId: string, token: string): Promise<void> {
+    try {
+      await guarded((abortSignal) =>
+        this.client.send(
+          new DeleteCommand({
+            TableName: this.tableName,
+            Key: { pk: pk(sessionId), sk: CLIENT_STREAM_SK },
+            ConditionExpression: '#token = :token',
+            ExpressionAttributeNames: { '#token': 'token' },
+            ExpressionAttributeValues: { ':token': token },
+          }),
+          { abortSignal },
+        ),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+  }
+
+  async saveTargetEventId(sessionId: string, target: string, targetSessionId: string, eventId: string): Promise<void> {
+    try {
+      await guarded((abortSignal) =>
+        this.client.send(
+          new UpdateCommand({
+            TableName: this.tableName,
+            Key: { pk: pk(sessionId), sk: targetSk(target) },
+            UpdateExpression: 'SET lastEventId = :eventId',
+            ConditionExpression: 'targetSessionId = :targetSessionId',
+            ExpressionAttributeValues: { ':eventId': eventId, ':targetSessionId': targetSessionId },
+          }),
+          { abortSignal },
+        ),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
   }
 
   async deleteSession(sessionId: string): Promise<void> {

@@ -28,6 +28,7 @@ const SESSION_SK = 'SESSION';
 const targetSk = (target: string) => `T#${target}`;
 const pendingSk = (gatewayId: string) => `P#${gatewayId}`;
 const cancelledSk = (upstreamId: string) => `C#${upstreamId}`;
+const CLIENT_STREAM_SK = 'G#stream';
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
@@ -102,6 +103,29 @@ export class MemorySessionStore implements SessionStore {
     const item = this.partitions.get(session.id)?.get(SESSION_SK);
     if (!item) throw new ConditionRefusedError('setLogLevel');
     item.logLevel = level;
+  }
+
+  async acquireClientStream(session: SessionRecord, token: string, untilMs: number): Promise<boolean> {
+    this.available();
+    const partition = this.partition(session.id);
+    const held = partition.get(CLIENT_STREAM_SK);
+    if (held && (held.untilMs as number) > Date.now()) return false;
+    partition.set(CLIENT_STREAM_SK, { token, untilMs, expiresAt: session.expiresAt });
+    return true;
+  }
+
+  async releaseClientStream(sessionId: string, token: string): Promise<void> {
+    this.available();
+    const partition = this.partitions.get(sessionId);
+    if (partition?.get(CLIENT_STREAM_SK)?.token !== token) return;
+    partition.delete(CLIENT_STREAM_SK);
+    this.dropIfEmpty(sessionId);
+  }
+
+  async saveTargetEventId(sessionId: string, target: string, targetSessionId: string, eventId: string): Promise<void> {
+    this.available();
+    const item = this.partitions.get(sessionId)?.get(targetSk(target));
+    if (item?.targetSessionId === targetSessionId) item.lastEventId = eventId;
   }
 
   async deleteSession(sessionId: string): Promise<void> {

@@ -29,6 +29,12 @@ export interface TargetSessionRecord {
   protocolVersion: string;
   /** The capabilities the gateway declared to the target for this session. */
   declaredCapabilities: ClientCapabilities;
+  /**
+   * The last event id the target gave on this session's GET stream when the client's GET stream
+   * last let go of it: the next one (on any instance) resumes with it, so a target with an event
+   * store replays what it sent in between.
+   */
+  lastEventId?: string;
 }
 
 /**
@@ -141,6 +147,18 @@ export interface SessionStore {
   markCancelled(sessionId: string, upstreamId: string, expiresAt: number, reason?: CallEndReason): Promise<void>;
   /** Whether the call was ended elsewhere, and why (a consistent read). */
   isCancelled(sessionId: string, upstreamId: string): Promise<CallEndReason | undefined>;
+  /**
+   * The session's one client GET stream (`G#stream`): taken when no other is live (its holder's
+   * `untilMs` not yet passed), with a token; false when another is. It expires with the session.
+   */
+  acquireClientStream(session: SessionRecord, token: string, untilMs: number): Promise<boolean>;
+  /** Lets go of the client GET stream (only the token's holder; nothing when it is gone). */
+  releaseClientStream(sessionId: string, token: string): Promise<void>;
+  /**
+   * Where the target's GET stream of one target session stopped being read (see
+   * TargetSessionRecord.lastEventId); nothing when the record is gone or names another target session.
+   */
+  saveTargetEventId(sessionId: string, target: string, targetSessionId: string, eventId: string): Promise<void>;
   /** Stores the answer to a gateway-authored request and marks it answered, exactly once; false when absent, expired or answered. */
   answerPending(sessionId: string, gatewayId: string, answer: string, now?: number): Promise<boolean>;
 }

@@ -27,6 +27,10 @@ import { DEFAULT_RESUME_POLICY, resumeDelayMs } from './stream-resume';
  * - A stream that ends early is reopened, with `Last-Event-ID` when the target gave event ids, after
  *   the target's `retry` when it gave one (bounded as ./stream-resume.ts bounds it).
  * - 405 (no GET stream): remembered per target for `unsupportedTtlMs`; calls then go ahead without.
+ * - The session's client GET stream (legacy/client-stream.ts) may own a connection (`listen`): it then
+ *   takes the requests and every notification but progress, and keeps the connection open without
+ *   calls; `Last-Event-ID` given by it resumes where a previous stream (any instance) stopped; a 404
+ *   tells it (the target forgot the session); an event id the target refuses (4xx) is dropped.
  */
 
 export interface StandaloneListener extends StreamListeners {
@@ -34,11 +38,33 @@ export interface StandaloneListener extends StreamListeners {
   progressToken?: string;
 }
 
+/**
+ * The client's own GET stream of the gateway session that owns the target session: what the target
+ * sends outside calls goes here first (requests, and every notification but progress, which belongs
+ * to the call whose token it names).
+ */
+export interface SessionStreamListener {
+  onServerRequest(request: JSONRPCRequest): void;
+  onNotification(notification: JSONRPCNotification): void;
+  /** The target no longer knows the session (404): the stream is not reopened. */
+  onGone(): void;
+}
+
+/** A client GET stream's hold on one target session's stream. */
+export interface SessionStreamHandle {
+  /** The last event id the target gave on the stream (to resume it from another instance later). */
+  lastEventId(): string | undefined;
+  /** Lets go (the stream closes unless calls of this instance still use it). */
+  close(): void;
+}
+
 interface Connection {
   target: string;
   client: LegacyTargetClient;
   session: LegacySession;
   listeners: StandaloneListener[];
+  /** The gateway session's client GET stream, while one is open here. */
+  owner?: SessionStreamListener;
   abort?: AbortController;
   lastEventId?: string;
   /** The target's last `retry` interval: the wait before reopening a stream it ended. */
@@ -97,20 +123,59 @@ export class StandaloneStreams {
     if (!sessionId || (refusedAt !== undefined && Date.now() - refusedAt < this.unsupportedTtlMs)) {
       return async () => undefined;
     }
-    const key = `${target}\u0000${sessionId}`;
-    let connection = this.connections.get(key);
-    if (!connection) {
-      connection = { target, client, session, listeners: [], received: 0 };
-      this.connections.set(key, connection);
-    }
-    connection.listeners.push(listener);
-    const current = connection;
+    const { key, connection: current } = this.connectionFor(client, session, sessionId);
+    current.listeners.push(listener);
     if (!current.abort && !current.retry) current.ready = this.open(key, current);
     await current.ready;
     return async () => {
       await this.drain(current);
       this.detach(key, current, listener);
     };
+  }
+
+  /**
+   * The client GET stream of the gateway session that owns `session` listens on it (opened if
+   * needed; `lastEventId` resumes it where a previous GET stream, perhaps on another instance, left
+   * off). Resolves when the stream answered or the wait is over. One owner per target session.
+   */
+  async listen(
+    client: LegacyTargetClient,
+    session: LegacySession,
+    owner: SessionStreamListener,
+    options: { lastEventId?: string } = {},
+  ): Promise<SessionStreamHandle> {
+    const sessionId = session.targetSessionId;
+    const refusedAt = this.unsupported.get(client.name);
+    if (!sessionId || (refusedAt !== undefined && Date.now() - refusedAt < this.unsupportedTtlMs)) {
+      return { lastEventId: () => options.lastEventId, close: () => undefined };
+    }
+    const { key, connection } = this.connectionFor(client, session, sessionId);
+    connection.owner = owner;
+    if (!connection.lastEventId && options.lastEventId) connection.lastEventId = options.lastEventId;
+    if (!connection.abort && !connection.retry) connection.ready = this.open(key, connection);
+    await connection.ready;
+    return {
+      lastEventId: () => connection.lastEventId,
+      close: () => {
+        if (connection.owner !== owner) return;
+        connection.owner = undefined;
+        this.closeIfUnused(key, connection);
+      },
+    };
+  }
+
+  private connectionFor(
+    client: LegacyTargetClient,
+    session: LegacySession,
+    sessionId: string,
+  ): { key: string; connection: Connection } {
+    const key = `${client.name}\u0000${sessionId}`;
+    let connection = this.connections.get(key);
+    if (!connection) {
+      connection = { target: client.name, client, session, listeners: [], received: 0 };
+      this.connections.set(key, connection);
+    }
+    return { key, connection };
   }
 
   /** Waits while the stream is still delivering: a few event-loop turns, longer (bounded) while data flows. */
@@ -126,7 +191,11 @@ export class StandaloneStreams {
 
   private detach(key: string, connection: Connection, listener: StandaloneListener): void {
     connection.listeners = connection.listeners.filter((l) => l !== listener);
-    if (connection.listeners.length > 0) return;
+    this.closeIfUnused(key, connection);
+  }
+
+  private closeIfUnused(key: string, connection: Connection): void {
+    if (inUse(connection)) return;
     clearTimeout(connection.retry);
     connection.retry = undefined;
     connection.abort?.abort();
@@ -183,16 +252,25 @@ export class StandaloneStreams {
       this.logger.debug('target has no standalone stream', { target: connection.target });
       return;
     }
-    // 409: another instance holds the session's stream. 404: the session is gone (the call re-initializes).
-    if (res.status !== 404) this.scheduleRetry(key, connection, abort);
+    if (res.status === 404) {
+      // The target no longer knows the session: a call re-initializes it; the client GET stream is told.
+      connection.owner?.onGone();
+      return;
+    }
+    // An event id the target no longer has (its event store forgot it): open afresh rather than loop.
+    if (connection.lastEventId && res.status >= 400 && res.status < 500 && res.status !== 409) {
+      connection.lastEventId = undefined;
+    }
+    // 409: another instance holds the session's stream; 5xx: the target is in trouble. Both: try again.
+    this.scheduleRetry(key, connection, abort);
   }
 
   private scheduleRetry(key: string, connection: Connection, abort: AbortController, delayMs = this.retryMs): void {
-    if (connection.abort !== abort || connection.listeners.length === 0) return;
+    if (connection.abort !== abort || !inUse(connection)) return;
     connection.abort = undefined;
     connection.retry = setTimeout(() => {
       connection.retry = undefined;
-      if (connection.listeners.length > 0 && this.connections.get(key) === connection) {
+      if (inUse(connection) && this.connections.get(key) === connection) {
         connection.ready = this.open(key, connection);
       }
     }, delayMs);
@@ -225,7 +303,16 @@ export class StandaloneStreams {
     await reader.done.catch(() => undefined);
   }
 
+  /**
+   * A request on the GET stream belongs to no call: the session's client GET stream takes it when one
+   * is open here, else the call that attached first. Every listener of a connection belongs to the
+   * one gateway session (or pooled caller) that owns the target session, so nothing crosses clients.
+   */
   private route(connection: Connection, request: JSONRPCRequest): void {
+    if (connection.owner) {
+      connection.owner.onServerRequest(request);
+      return;
+    }
     const first = connection.listeners[0];
     if (first?.onServerRequest) first.onServerRequest(request);
     else this.logger.info('request on a standalone stream with no call to relay it', { target: connection.target });
@@ -233,10 +320,18 @@ export class StandaloneStreams {
 
   private routeNotification(connection: Connection, notification: JSONRPCNotification): void {
     const token = (notification.params as { progressToken?: unknown } | undefined)?.progressToken;
-    const owner =
-      notification.method === 'notifications/progress'
-        ? connection.listeners.find((l) => l.progressToken !== undefined && l.progressToken === token)
-        : connection.listeners[0];
-    owner?.onNotification?.(notification);
+    if (notification.method === 'notifications/progress') {
+      connection.listeners
+        .find((l) => l.progressToken !== undefined && l.progressToken === token)
+        ?.onNotification?.(notification);
+      return;
+    }
+    if (connection.owner) connection.owner.onNotification(notification);
+    else connection.listeners[0]?.onNotification?.(notification);
   }
+}
+
+/** A connection stays open while a call of this instance or the session's client GET stream uses it. */
+function inUse(connection: Connection): boolean {
+  return connection.listeners.length > 0 || connection.owner !== undefined;
 }

@@ -36,6 +36,14 @@ function errorOf(context: Record<string, unknown>): ContextError {
 }
 
 describe('CDK context', () => {
+  test('the client GET stream: held 60 s and retried after 1 s by default; -c clientStreamHoldSeconds=0 turns it off', () => {
+    expect(read({}).config).toMatchObject({ clientStreamHoldSeconds: 60, clientStreamRetryMs: 1000 });
+    expect(read({ clientStreamHoldSeconds: '0', clientStreamRetryMs: '5000' }).config).toMatchObject({
+      clientStreamHoldSeconds: 0,
+      clientStreamRetryMs: 5000,
+    });
+  });
+
   test('every field of the gateway configuration schema is a context key', () => {
     expect(CONFIG_CONTEXT_KEYS).toEqual(Object.keys(GatewayConfigSchema.shape));
     for (const key of [
@@ -109,6 +117,9 @@ describe('CDK context', () => {
     ['logLevel', 'LOUD'],
     ['auth', '{"type":"magic"}'],
     ['maxBodyBytes', 10],
+    ['clientStreamHoldSeconds', 901],
+    ['clientStreamHoldSeconds', 'forever'],
+    ['clientStreamRetryMs', -1],
     ['stackName', '1-bad'],
     ['memorySize', 64],
     ['memorySize', 'lots'],

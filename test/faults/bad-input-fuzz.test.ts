@@ -221,7 +221,8 @@ function jsonRpcMessagesOf(response: { headers: Record<string, string | string[]
 
 describe('bad input', () => {
   const gw = withGateway(
-    { logLevel: 'SILENT', pendingRequestTimeoutSeconds: 2 },
+    // A GET that opens the session's stream is held 1 s (not the default 60 s), so a worker moves on.
+    { logLevel: 'SILENT', pendingRequestTimeoutSeconds: 2, clientStreamHoldSeconds: 1 },
     { targets: { demo: () => startDemoTarget() } },
   );
   let gateway: GatewayUnderTest;
@@ -253,6 +254,11 @@ describe('bad input', () => {
           problems.push(`#${i} HTTP ${response.status}: ${body.slice(0, 200)}`);
         if (response.status === 202 || (response.status === 200 && method === 'DELETE')) {
           if (response.body !== '') problems.push(`#${i} ${response.status} with a body`);
+          continue;
+        }
+        if (response.status === 200 && method === 'GET') {
+          // The session's standalone stream: held, then ended with a reconnect interval.
+          if (!/retry: \d+\n\n$/.test(response.body)) problems.push(`#${i} GET stream without retry at its end`);
           continue;
         }
         try {

@@ -117,7 +117,7 @@ describe.each(kinds)('bounds and hygiene through the %s', (kind) => {
   it.each(['TRACE', 'PUT', 'PATCH', 'HEAD', 'PROPFIND'])('answers %s with 405 and Allow', async (method) => {
     const res = await rawRequest(gw.url, method);
     expect(res.status).toBe(405);
-    expect(res.allow).toBe('POST, DELETE');
+    expect(res.allow).toBe('GET, POST, DELETE');
     if (method !== 'HEAD') expect(JSON.parse(res.body).error.code).toBe(-32000);
   });
 

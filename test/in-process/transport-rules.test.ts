@@ -28,16 +28,29 @@ describe('path and method', () => {
     },
   );
 
-  it.each(['GET', 'PUT', 'PATCH', 'OPTIONS'])('answers %s /mcp with 405 and Allow: POST, DELETE', async (method) => {
+  it.each(['PUT', 'PATCH', 'OPTIONS'])('answers %s /mcp with 405 and Allow: GET, POST, DELETE', async (method) => {
     const res = await gateway.fetch('/mcp', { method, headers: { accept: 'text/event-stream' } });
     expect(res.status).toBe(405);
-    expect(res.headers.get('allow')).toBe('POST, DELETE');
+    expect(res.headers.get('allow')).toBe('GET, POST, DELETE');
   });
 
   it('answers DELETE without a session id with 405 (DELETE ends a session, nothing else)', async () => {
     const res = await gateway.fetch('/mcp', { method: 'DELETE' });
     expect(res.status).toBe(405);
-    expect(res.headers.get('allow')).toBe('POST, DELETE');
+    expect(res.headers.get('allow')).toBe('GET, POST, DELETE');
+  });
+
+  it("answers GET without a session id with 400 (the standalone stream is a session's)", async () => {
+    const res = await gateway.fetch('/mcp', { method: 'GET', headers: { accept: 'text/event-stream' } });
+    expect(res.status).toBe(400);
+  });
+
+  it("answers GET that resumes a stream (Last-Event-ID) with 405: the gateway's events carry no ids", async () => {
+    const res = await gateway.fetch('/mcp', {
+      method: 'GET',
+      headers: { accept: 'text/event-stream', 'last-event-id': '1', 'mcp-session-id': 'x'.repeat(43) },
+    });
+    expect(res.status).toBe(405);
   });
 });
 

@@ -236,11 +236,12 @@ describe.each(kinds)('2025-era sessions through the %s', (kind) => {
       expect(res.status).toBe(400);
     });
 
-    it('answers GET with 405 (no standalone stream)', async () => {
+    it("answers GET with the session's standalone stream (SSE)", async () => {
       const { headers } = await initSession(url);
       const res = await fetch(url, { headers: { ...headers, accept: 'text/event-stream' } });
-      expect(res.status).toBe(405);
-      expect(res.headers.get('allow')).toBe('POST, DELETE');
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toContain('text/event-stream');
+      await res.body?.cancel();
     });
 
     it('answers POSTed notifications with 202', async () => {

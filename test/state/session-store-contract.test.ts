@@ -195,6 +195,37 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
     });
   });
 
+  describe("where a target session's GET stream stopped", () => {
+    it("keeps where a target session's GET stream stopped, only on that target session", async () => {
+      const session = sessionRecord();
+      await store.createSession(session);
+      await store.putTargetSession(session, { ...targetRecord('demo'), targetSessionId: 'one' });
+      await store.saveTargetEventId(session.id, 'demo', 'one', '42');
+      await store.saveTargetEventId(session.id, 'demo', 'other', '99');
+      await store.saveTargetEventId(session.id, 'missing', 'one', '7');
+      const loaded = await store.loadSession(session.id, NOW);
+      expect(loaded?.targets.get('demo')?.lastEventId).toBe('42');
+      expect(loaded?.targets.has('missing')).toBe(false);
+    });
+  });
+
+  describe("the session's client GET stream", () => {
+    it('is held by one holder until its planned end or its release', async () => {
+      const session = sessionRecord();
+      await store.createSession(session);
+      expect(await store.acquireClientStream(session, 'a', Date.now() + 60_000)).toBe(true);
+      expect(await store.acquireClientStream(session, 'b', Date.now() + 60_000)).toBe(false);
+      await store.releaseClientStream(session.id, 'b'); // not its holder: nothing
+      expect(await store.acquireClientStream(session, 'c', Date.now() + 60_000)).toBe(false);
+      await store.releaseClientStream(session.id, 'a');
+      expect(await store.acquireClientStream(session, 'c', Date.now() - 1)).toBe(true);
+      // c's planned end has passed (its holder died): taken over.
+      expect(await store.acquireClientStream(session, 'd', Date.now() + 60_000)).toBe(true);
+      // Not part of what a request of the session reads.
+      expect((await store.loadSession(session.id, NOW))?.targets.size).toBe(0);
+    });
+  });
+
   describe('pending requests', () => {
     let session: SessionRecord;
     beforeEach(async () => {
