@@ -65,8 +65,11 @@ async function route(deps: GatewayDeps, request: ExchangeRequest, exchange: Exch
         return handleLegacyDelete({ deps, exchange, principal, headers: request.headers });
       }
       return methodNotAllowed('POST, DELETE');
-    default:
+    case 'GET':
       // No standalone GET stream: on Lambda it would hold an invocation open with nothing to send.
+      // The transport allows 405 for it, and clients ask once per session: not counted as an error.
+      return refuse('NoStandaloneStream', 'Method not allowed', { headers: { allow: 'POST, DELETE' } });
+    default:
       return methodNotAllowed('POST, DELETE');
   }
 
