@@ -92,7 +92,12 @@ export const FLAGS = {
   config: value('FILE', nonEmpty, {
     shownDefault: 'none',
     meaning:
-      'targets and settings, JSON in the schema of the README’s Configuration section; an invalid file fails at start naming the field',
+      'targets and settings, JSON in the schema `schema/gateway-config.schema.json`; an invalid file fails at start listing every problem with its line and column',
+  }),
+  'check-config': value('FILE', nonEmpty, {
+    shownDefault: '',
+    meaning:
+      'check a configuration file and exit (0 valid, 1 not): every problem at once, `file:line:column path: message`, with a suggestion for a misspelt key',
   }),
   'dynamodb-endpoint': value('URL', httpUrl, {
     shownDefault: 'embedded in-memory DynamoDB (dynalite)',

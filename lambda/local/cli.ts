@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { ConfigError, type GatewayConfigInput } from '../config/schema';
+import { checkConfigText, formatProblems } from '../config/check';
+import { ConfigError, type GatewayConfigInput, withoutSchemaKey } from '../config/schema';
 import { type FlagName, type FlagValues, helpText, type ParsedFlags, parseFlags, UsageError } from './cli-flags';
 import { isAddressInUse } from './demo-targets';
 import { runLambdaMode } from './lambda-runtime/cli';
@@ -18,6 +19,11 @@ async function main(flags: ParsedFlags): Promise<void> {
   const { values, given } = flags;
   if (values.help) {
     console.log(helpText());
+    return;
+  }
+  if (values['check-config'] !== undefined) {
+    readConfig(values['check-config']);
+    console.log(`${values['check-config']}: valid`);
     return;
   }
   if (values.lambda) {
@@ -60,12 +66,20 @@ async function main(flags: ParsedFlags): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
 }
 
+/** The file's configuration, or a ConfigError listing every problem in it (one `file:line:column` line each). */
 function readConfig(file: string): GatewayConfigInput {
+  let text: string;
   try {
-    return JSON.parse(readFileSync(file, 'utf8'));
+    text = readFileSync(file, 'utf8');
   } catch (error) {
-    throw new ConfigError(`--config ${file}: ${(error as Error).message}`);
+    throw new ConfigError(`${file}: cannot read it: ${(error as Error).message}`);
   }
+  const checked = checkConfigText(text);
+  if (!checked.ok) {
+    const count = checked.problems.length === 1 ? '1 problem' : `${checked.problems.length} problems`;
+    throw new ConfigError(`invalid configuration, ${count}:\n${formatProblems(file, checked.problems)}`);
+  }
+  return withoutSchemaKey(JSON.parse(text.replace(/^\uFEFF/, ''))) as GatewayConfigInput;
 }
 
 /** A busy port, named by the flag that chose it. */

@@ -21,6 +21,7 @@ describe('parseFlags', () => {
       port: 8080,
       host: '127.0.0.1',
       config: undefined,
+      'check-config': undefined,
       'dynamodb-endpoint': undefined,
       'dynamodb-port': undefined,
       'no-demo': false,
