@@ -126,7 +126,10 @@ export const FLAGS = {
     shownDefault: 'start one',
     meaning: 'use the `demo-modern` target already running at this URL instead of starting one',
   }),
-  lambda: toggle('off', "serve the deployment bundle with Lambda's execution model"),
+  lambda: toggle(
+    'off',
+    "serve the deployment bundle with Lambda's execution model (the other flags apply as without it; the first use on a machine builds the runtime, about 2 minutes)",
+  ),
   help: toggle('', 'print this help and exit', 'h'),
 } as const satisfies Record<string, FlagSpec>;
 
@@ -155,6 +158,7 @@ const EXCLUSIVE: Array<[FlagName, FlagName, string]> = [
   ['demo-modern-port', 'no-demo', '--no-demo starts no demo target'],
   ['demo-url', 'no-demo', '--no-demo uses no demo target'],
   ['demo-modern-url', 'no-demo', '--no-demo uses no demo target'],
+  ['check-config', 'lambda', '--check-config only checks a file and starts nothing'],
 ];
 
 const entries = Object.entries(FLAGS) as Array<[FlagName, FlagSpec]>;

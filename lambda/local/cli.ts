@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { checkConfigText, formatProblems } from '../config/check';
 import { ConfigError, type GatewayConfigInput, withoutSchemaKey } from '../config/schema';
 import { type FlagName, type FlagValues, helpText, type ParsedFlags, parseFlags, UsageError } from './cli-flags';
-import { isAddressInUse } from './demo-targets';
+import { type DemoTargetsOptions, isAddressInUse } from './demo-targets';
 import { runLambdaMode } from './lambda-runtime/cli';
 import { startLocalGateway } from './local-gateway';
 import { readyLines } from './ready-lines';
@@ -33,7 +33,9 @@ async function main(flags: ParsedFlags): Promise<void> {
       port: values.port ?? 8080,
       config: values.config === undefined ? undefined : readConfig(values.config),
       dynamodbEndpoint: values['dynamodb-endpoint'],
+      dynamodbPort: values['dynamodb-port'],
       demo: !values['no-demo'],
+      demoTargets: demoTargetsOf(values, given),
     });
   }
   const gateway = await startLocalGateway({
@@ -43,14 +45,7 @@ async function main(flags: ParsedFlags): Promise<void> {
     dynamodbEndpoint: values['dynamodb-endpoint'],
     dynamodbPort: values['dynamodb-port'],
     demo: !values['no-demo'],
-    demoTargets: {
-      demo: { url: values['demo-url'], port: values['demo-port'], fallbackToFreePort: !given.has('demo-port') },
-      demoModern: {
-        url: values['demo-modern-url'],
-        port: values['demo-modern-port'],
-        fallbackToFreePort: !given.has('demo-modern-port'),
-      },
-    },
+    demoTargets: demoTargetsOf(values, given),
   });
   for (const line of readyLines(gateway)) console.log(line);
   let stopping = false;
@@ -64,6 +59,18 @@ async function main(flags: ParsedFlags): Promise<void> {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+/** Where the demo targets run: started here (a default port in use falls back to a free one), or at a URL. */
+function demoTargetsOf(values: FlagValues, given: ReadonlySet<FlagName>): DemoTargetsOptions {
+  return {
+    demo: { url: values['demo-url'], port: values['demo-port'], fallbackToFreePort: !given.has('demo-port') },
+    demoModern: {
+      url: values['demo-modern-url'],
+      port: values['demo-modern-port'],
+      fallbackToFreePort: !given.has('demo-modern-port'),
+    },
+  };
 }
 
 /** The file's configuration, or a ConfigError listing every problem in it (one `file:line:column` line each). */

@@ -95,7 +95,9 @@ describe('--help and the README', () => {
       expect(help).toMatch(new RegExp(`^ {2}(-\\w, )?${label} `, 'm'));
       if (spec.shownDefault) expect(help).toContain(`[default: ${spec.shownDefault.replace(/`/g, '')}]`);
     }
-    expect(help).toContain("--lambda                 serve the deployment bundle with Lambda's execution model");
+    expect(help).toContain(
+      "--lambda                 serve the deployment bundle with Lambda's execution model (the other",
+    );
     expect(help).toContain('Exit status: 0 after SIGINT or SIGTERM, 1 when start-up fails, 2 for a bad command line.');
     expect(Math.max(...help.split('\n').map((line) => line.length))).toBeLessThanOrEqual(100);
   });
