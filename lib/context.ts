@@ -231,7 +231,7 @@ function checkUnknownKeys(all: Record<string, unknown>): void {
       key,
       suggestion
         ? `unknown key; did you mean "${suggestion}"?`
-        : 'unknown key; the context keys are listed in README.md, section "Context"',
+        : 'unknown key; the context keys are listed in docs/deploy.md, section "Context"',
     );
   }
 }

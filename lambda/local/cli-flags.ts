@@ -2,8 +2,8 @@ import { parseArgs } from 'node:util';
 import { closest, distance } from 'fastest-levenshtein';
 
 /**
- * The flags of `npm start`, defined once: the parser, `--help` and the README's flag table are all
- * made from this table, so they cannot drift apart (test/unit/cli-flags.test.ts checks the README).
+ * The flags of `npm start`, defined once: the parser, `--help` and the flag table of docs/local.md are
+ * all made from this table, so they cannot drift apart (test/unit/cli-flags.test.ts checks the page).
  */
 
 interface FlagBase {
@@ -269,7 +269,7 @@ function wrap(text: string, width: number): string[] {
   return lines;
 }
 
-/** The README's flag table (markdown, columns aligned). */
+/** The flag table of docs/local.md (markdown, columns aligned). */
 export function flagTableMarkdown(): string {
   const rows = [
     ['flag', 'default', 'meaning'],
