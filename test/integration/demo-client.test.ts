@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCli } from '../support/cli';
 
@@ -43,9 +44,17 @@ it("npm start's ready screen says how to try it", () => {
   );
 });
 
-it('prints the elicitation, takes the answer typed in the terminal, and prints the tool result', async () => {
+it('prints the elicitation, takes the answer typed in the terminal, and prints the tool result (as the README shows)', async () => {
   const run = await demoClient(['--url', url], 'y\n');
   expect(run).toMatchObject({ status: 0, stderr: '' });
+  // The README's quickstart shows this transcript for the default URL.
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const shown = run.stdout
+    .trim()
+    .replaceAll(url, 'http://127.0.0.1:8080/mcp')
+    .split('\n')
+    .map((line) => `   ${line}`.trimEnd());
+  expect(readme).toContain(shown.join('\n'));
   expect(run.stdout).toBe(
     [
       `connected to ${url} (mcp-gateway 0.1.0, MCP 2025-11-25)`,
