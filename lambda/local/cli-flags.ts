@@ -128,7 +128,7 @@ export const FLAGS = {
   }),
   lambda: toggle(
     'off',
-    "serve the deployment bundle with Lambda's execution model (the other flags apply as without it; the first use on a machine builds the runtime, about 2 minutes)",
+    "serve the deployment bundle with Lambda's execution model (the other flags apply as without it; the first use on a machine builds the runtime, a few minutes)",
   ),
   help: toggle('', 'print this help and exit', 'h'),
 } as const satisfies Record<string, FlagSpec>;

@@ -74,7 +74,7 @@ export async function ensureRuntimeImage(
     if (!/not installed/.test((error as Error).message)) throw error;
   }
   progress(
-    'preparing the Lambda runtime image (built once per machine: aws-lambda-ric compiles native code, about 2 minutes) …',
+    'preparing the Lambda runtime image (built once per machine: aws-lambda-ric compiles native code, a few minutes) …',
   );
   const started = Date.now();
   const child = spawn(process.execPath, [join(IMAGE_DIR, 'install.mjs')], { stdio: ['ignore', 'pipe', 'pipe'] });
