@@ -38,6 +38,14 @@ function demoClient(args: string[], input: string): Promise<{ status: number | n
   return new Promise((resolve) => child.on('exit', (status) => resolve({ status, stdout, stderr })));
 }
 
+it("the README's first screen has the two commands and the quickstart", () => {
+  const firstScreen = readFileSync(join(ROOT, 'README.md'), 'utf8').split('\n').slice(0, 40).join('\n');
+  expect(firstScreen).toMatch(/^npm ci && npm start {2,}# /m);
+  expect(firstScreen).toMatch(/^npm run demo:client {2,}# /m);
+  expect(firstScreen).toContain('## Quickstart');
+  expect(firstScreen).toContain('```mermaid');
+});
+
 it("npm start's ready screen says how to try it", () => {
   expect(gateway.output().stdout).toContain(
     `  try it: npm run demo:client -- --url ${url}   (a tool call whose elicitation you answer in the terminal)`,
