@@ -2,8 +2,8 @@ import { Arn, CfnResource, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as appconfig from 'aws-cdk-lib/aws-appconfig';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
-import { z } from 'zod';
-import { type GatewayConfig, GatewayConfigSchema } from '../lambda/config/schema';
+import { gatewayConfigJsonSchema } from '../lambda/config/json-schema';
+import type { GatewayConfig } from '../lambda/config/schema';
 
 /** The only AppConfig Data actions the runtime performs (lambda/config/source.ts), on one configuration. */
 export const APPCONFIG_ACTIONS = ['appconfig:GetLatestConfiguration', 'appconfig:StartConfigurationSession'] as const;
@@ -15,7 +15,7 @@ export const APPCONFIG_ACTIONS = ['appconfig:GetLatestConfiguration', 'appconfig
  * the function still refuses such a document at its next cold start, naming the field.
  */
 export function configurationJsonSchema(): string {
-  return JSON.stringify(z.toJSONSchema(GatewayConfigSchema, { target: 'draft-04', io: 'input' }));
+  return JSON.stringify(gatewayConfigJsonSchema('draft-04'));
 }
 
 export interface GatewayAppConfigProps {

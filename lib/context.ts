@@ -1,6 +1,6 @@
-import { closest, distance } from 'fastest-levenshtein';
 import { z } from 'zod';
 import { type GatewayConfig, type GatewayConfigInput, GatewayConfigSchema } from '../lambda/config/schema';
+import { suggestName } from '../lambda/config/suggest';
 
 /**
  * CDK context → validated settings. Every field of the gateway configuration schema is a context key
@@ -219,16 +219,7 @@ export function isCdkOwnContextKey(key: string): boolean {
 
 /** The known key a mistyped one most likely meant, if any is close enough to suggest. */
 export function suggestContextKey(key: string): string | undefined {
-  const exact = ALL_CONTEXT_KEYS.find((known) => known.toLowerCase() === key.toLowerCase());
-  if (exact) return exact;
-  // A key cut short (`sessionTimeout`) is a prefix of the one meant.
-  const extended = ALL_CONTEXT_KEYS.filter(
-    (known) => key.length >= 5 && known.toLowerCase().startsWith(key.toLowerCase()),
-  );
-  if (extended.length > 0) return closest(key, extended);
-  const candidate = closest(key, [...ALL_CONTEXT_KEYS]);
-  // Up to a third of the key may differ: catches dropped, doubled and swapped letters, not unrelated words.
-  return distance(key, candidate) <= Math.max(2, Math.floor(key.length / 3)) ? candidate : undefined;
+  return suggestName(key, ALL_CONTEXT_KEYS);
 }
 
 /** Refuses any key this app does not know (`-c sesionTimeoutSeconds=1200` would otherwise be ignored). */
@@ -240,7 +231,7 @@ function checkUnknownKeys(all: Record<string, unknown>): void {
       key,
       suggestion
         ? `unknown key; did you mean "${suggestion}"?`
-        : 'unknown key; the context keys are listed in README.md, section "Context"',
+        : 'unknown key; the context keys are listed in docs/deploy.md, section "Context"',
     );
   }
 }

@@ -68,11 +68,12 @@ async function route(deps: GatewayDeps, request: ExchangeRequest, exchange: Exch
       }
       return methodNotAllowed(allow);
     case 'GET':
-      // A GET that resumes a stream (Last-Event-ID) is not served: the gateway's events carry no ids.
       if (deps.config.clientStreamHoldSeconds > 0 && !request.headers.get(MCP_HEADERS.lastEventId)) {
         return handleLegacyGet({ deps, exchange, principal, headers: request.headers });
       }
-      return methodNotAllowed(allow);
+      // The transport lets a server answer 405 where it offers no stream, and SDK clients ask once per
+      // session: the normal answer, not an error worth an alarm.
+      return refuse('NoStandaloneStream', 'Method not allowed', { headers: { allow } });
     default:
       return methodNotAllowed(allow);
   }

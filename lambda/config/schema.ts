@@ -287,9 +287,19 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * A configuration file may name its JSON Schema (`"$schema": "…"`, for editors); the gateway ignores
+ * that key and nothing else it does not know.
+ */
+export function withoutSchemaKey(raw: unknown): unknown {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw) || !('$schema' in raw)) return raw;
+  const { $schema: _ignored, ...rest } = raw as Record<string, unknown>;
+  return rest;
+}
+
 /** Validates raw configuration; the error names every offending field by its path. */
 export function parseConfig(raw: unknown, source = 'configuration'): GatewayConfig {
-  const result = GatewayConfigSchema.safeParse(raw);
+  const result = GatewayConfigSchema.safeParse(withoutSchemaKey(raw));
   if (result.success) return result.data;
   const problems = result.error.issues.map((issue) => {
     const base = issue.path.map(String);

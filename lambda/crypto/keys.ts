@@ -1,3 +1,4 @@
+import { regionOfArn } from '../config/arn';
 import type { GatewayConfig } from '../config/schema';
 import type { GatewayLogger } from '../observability/logger';
 import { type KeySecrets, randomSecret } from './sealed-box';
@@ -80,7 +81,7 @@ export function secretsManagerReader(): SecretReader {
     const { SecretsManagerClient, GetSecretValueCommand, ResourceNotFoundException } = await import(
       '@aws-sdk/client-secrets-manager'
     );
-    const client = new SecretsManagerClient({});
+    const client = new SecretsManagerClient({ region: regionOfArn(secretId) });
     try {
       const out = await client.send(new GetSecretValueCommand({ SecretId: secretId, VersionStage: versionStage }));
       return out.SecretString ?? (out.SecretBinary ? Buffer.from(out.SecretBinary).toString('base64') : undefined);

@@ -2,8 +2,8 @@ import { parseArgs } from 'node:util';
 import { closest, distance } from 'fastest-levenshtein';
 
 /**
- * The flags of `npm start`, defined once: the parser, `--help` and the README's flag table are all
- * made from this table, so they cannot drift apart (test/unit/cli-flags.test.ts checks the README).
+ * The flags of `npm start`, defined once: the parser, `--help` and the flag table of docs/local.md are
+ * all made from this table, so they cannot drift apart (test/unit/cli-flags.test.ts checks the page).
  */
 
 interface FlagBase {
@@ -92,7 +92,12 @@ export const FLAGS = {
   config: value('FILE', nonEmpty, {
     shownDefault: 'none',
     meaning:
-      'targets and settings, JSON in the schema of the README’s Configuration section; an invalid file fails at start naming the field',
+      'targets and settings, JSON in the schema `schema/gateway-config.schema.json`; an invalid file fails at start listing every problem with its line and column',
+  }),
+  'check-config': value('FILE', nonEmpty, {
+    shownDefault: '',
+    meaning:
+      'check a configuration file and exit (0 valid, 1 not): every problem at once, `file:line:column path: message`, with a suggestion for a misspelt key',
   }),
   'dynamodb-endpoint': value('URL', httpUrl, {
     shownDefault: 'embedded in-memory DynamoDB (dynalite)',
@@ -121,7 +126,10 @@ export const FLAGS = {
     shownDefault: 'start one',
     meaning: 'use the `demo-modern` target already running at this URL instead of starting one',
   }),
-  lambda: toggle('off', "serve the deployment bundle with Lambda's execution model"),
+  lambda: toggle(
+    'off',
+    "serve the deployment bundle with Lambda's execution model (the other flags apply as without it; the first use on a machine builds the runtime, a few minutes)",
+  ),
   help: toggle('', 'print this help and exit', 'h'),
 } as const satisfies Record<string, FlagSpec>;
 
@@ -150,6 +158,7 @@ const EXCLUSIVE: Array<[FlagName, FlagName, string]> = [
   ['demo-modern-port', 'no-demo', '--no-demo starts no demo target'],
   ['demo-url', 'no-demo', '--no-demo uses no demo target'],
   ['demo-modern-url', 'no-demo', '--no-demo uses no demo target'],
+  ['check-config', 'lambda', '--check-config only checks a file and starts nothing'],
 ];
 
 const entries = Object.entries(FLAGS) as Array<[FlagName, FlagSpec]>;
@@ -260,7 +269,7 @@ function wrap(text: string, width: number): string[] {
   return lines;
 }
 
-/** The README's flag table (markdown, columns aligned). */
+/** The flag table of docs/local.md (markdown, columns aligned). */
 export function flagTableMarkdown(): string {
   const rows = [
     ['flag', 'default', 'meaning'],

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { ConfigError, type GatewayConfigInput } from '../config/schema';
+import { checkConfigText, formatProblems } from '../config/check';
+import { ConfigError, type GatewayConfigInput, withoutSchemaKey } from '../config/schema';
 import { type FlagName, type FlagValues, helpText, type ParsedFlags, parseFlags, UsageError } from './cli-flags';
-import { isAddressInUse } from './demo-targets';
+import { type DemoTargetsOptions, isAddressInUse } from './demo-targets';
 import { runLambdaMode } from './lambda-runtime/cli';
 import { startLocalGateway } from './local-gateway';
 import { readyLines } from './ready-lines';
@@ -20,6 +21,11 @@ async function main(flags: ParsedFlags): Promise<void> {
     console.log(helpText());
     return;
   }
+  if (values['check-config'] !== undefined) {
+    readConfig(values['check-config']);
+    console.log(`${values['check-config']}: valid`);
+    return;
+  }
   if (values.lambda) {
     // The deployment bundle in local Lambda execution environments (lambda/local/lambda-runtime/).
     return runLambdaMode({
@@ -27,7 +33,9 @@ async function main(flags: ParsedFlags): Promise<void> {
       port: values.port ?? 8080,
       config: values.config === undefined ? undefined : readConfig(values.config),
       dynamodbEndpoint: values['dynamodb-endpoint'],
+      dynamodbPort: values['dynamodb-port'],
       demo: !values['no-demo'],
+      demoTargets: demoTargetsOf(values, given),
     });
   }
   const gateway = await startLocalGateway({
@@ -37,14 +45,7 @@ async function main(flags: ParsedFlags): Promise<void> {
     dynamodbEndpoint: values['dynamodb-endpoint'],
     dynamodbPort: values['dynamodb-port'],
     demo: !values['no-demo'],
-    demoTargets: {
-      demo: { url: values['demo-url'], port: values['demo-port'], fallbackToFreePort: !given.has('demo-port') },
-      demoModern: {
-        url: values['demo-modern-url'],
-        port: values['demo-modern-port'],
-        fallbackToFreePort: !given.has('demo-modern-port'),
-      },
-    },
+    demoTargets: demoTargetsOf(values, given),
   });
   for (const line of readyLines(gateway)) console.log(line);
   let stopping = false;
@@ -60,12 +61,32 @@ async function main(flags: ParsedFlags): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
 }
 
+/** Where the demo targets run: started here (a default port in use falls back to a free one), or at a URL. */
+function demoTargetsOf(values: FlagValues, given: ReadonlySet<FlagName>): DemoTargetsOptions {
+  return {
+    demo: { url: values['demo-url'], port: values['demo-port'], fallbackToFreePort: !given.has('demo-port') },
+    demoModern: {
+      url: values['demo-modern-url'],
+      port: values['demo-modern-port'],
+      fallbackToFreePort: !given.has('demo-modern-port'),
+    },
+  };
+}
+
+/** The file's configuration, or a ConfigError listing every problem in it (one `file:line:column` line each). */
 function readConfig(file: string): GatewayConfigInput {
+  let text: string;
   try {
-    return JSON.parse(readFileSync(file, 'utf8'));
+    text = readFileSync(file, 'utf8');
   } catch (error) {
-    throw new ConfigError(`--config ${file}: ${(error as Error).message}`);
+    throw new ConfigError(`${file}: cannot read it: ${(error as Error).message}`);
   }
+  const checked = checkConfigText(text);
+  if (!checked.ok) {
+    const count = checked.problems.length === 1 ? '1 problem' : `${checked.problems.length} problems`;
+    throw new ConfigError(`invalid configuration, ${count}:\n${formatProblems(file, checked.problems)}`);
+  }
+  return withoutSchemaKey(JSON.parse(text.replace(/^\uFEFF/, ''))) as GatewayConfigInput;
 }
 
 /** A busy port, named by the flag that chose it. */

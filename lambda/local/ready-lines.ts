@@ -27,6 +27,11 @@ export function readyLines(gateway: LocalGateway): string[] {
       `    npm start -- --port ${Number(new URL(gateway.url).port) + 1} --dynamodb-endpoint ${gateway.dynamodbEndpoint} --demo-url ${demo?.url} --demo-modern-url ${modern?.url}`,
     );
   }
+  if (demos.some((d) => d.name === 'demo')) {
+    const port = new URL(gateway.url).port;
+    const url = port === '8080' && new URL(gateway.url).hostname === '127.0.0.1' ? '' : ` -- --url ${gateway.url}`;
+    lines.push(`  try it: npm run demo:client${url}   (a tool call whose elicitation you answer in the terminal)`);
+  }
   lines.push('  Ctrl-C stops it; npm start -- --help lists the flags');
   return lines;
 }

@@ -13,6 +13,8 @@ interface ErrorSpec {
   retryable?: true;
   retryAfterSeconds?: number;
   type?: string;
+  /** An answer the protocol expects in normal operation: not counted in the `GatewayErrors` metric. */
+  expected?: true;
 }
 
 export const ERROR_TABLE = {
@@ -24,6 +26,11 @@ export const ERROR_TABLE = {
   // The standalone GET stream, as the official v1 SDK server answers them (-32000 with 406 / 409).
   NotAcceptable: { code: RpcCode.ServerError, status: 406 },
   StreamConflict: { code: RpcCode.ServerError, status: 409 },
+  /**
+   * GET /mcp: the transport lets a server without a standalone SSE stream answer 405, and every SDK
+   * client tries it once per session, so it is the normal answer, not an error worth an alarm.
+   */
+  NoStandaloneStream: { code: RpcCode.ServerError, status: 405, expected: true },
   UnsupportedMediaType: { code: RpcCode.InvalidRequest, status: 415 },
   PayloadTooLarge: { code: RpcCode.InvalidRequest, status: 413 },
   Forbidden: { code: RpcCode.InvalidRequest, status: 403 },
@@ -166,7 +173,7 @@ export class StoreUnavailableError extends GatewayError {
 type ErrorListener = (code: number, kind: ErrorKind) => void;
 let listener: ErrorListener = () => undefined;
 
-/** Called for every error body the gateway authors (the wiring counts them as a metric). */
+/** Called for every error body the gateway authors but the `expected` ones (the wiring counts them as a metric). */
 export function onGatewayError(fn: ErrorListener): void {
   listener = fn;
 }
@@ -186,7 +193,7 @@ export function rpcError(id: RequestId | null, error: unknown): JSONRPCErrorResp
     };
     data = Object.keys(merged).length ? merged : undefined;
   }
-  listener(spec.code, known.kind);
+  if (!spec.expected) listener(spec.code, known.kind);
   const body = { code: spec.code, message: known.rpcMessage, ...(data !== undefined ? { data } : {}) };
   // The SDK type models an absent id, not JSON-RPC's null (JSON-RPC 2.0 §5): the cast keeps the wire format exact.
   return { jsonrpc: '2.0', id: id as RequestId, error: body };

@@ -1,3 +1,4 @@
+import { regionOfArn } from '../config/arn';
 import { ConfigError, type CredentialValue, type OAuthClientCredentials, type TargetConfig } from '../config/schema';
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
@@ -262,7 +263,7 @@ function formEncode(value: string): string {
 export function secretsManagerValueReader(): SecretValueReader {
   return async (secretArn) => {
     const { SecretsManagerClient, GetSecretValueCommand } = await import('@aws-sdk/client-secrets-manager');
-    const client = new SecretsManagerClient({});
+    const client = new SecretsManagerClient({ region: regionOfArn(secretArn) });
     try {
       const out = await client.send(new GetSecretValueCommand({ SecretId: secretArn }));
       if (out.SecretString !== undefined) return out.SecretString;

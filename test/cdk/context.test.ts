@@ -181,7 +181,7 @@ describe('CDK context', () => {
   test('an unknown key with nothing close fails pointing at the documentation', () => {
     const error = errorOf({ colour: 'blue' });
     expect(error.message).toBe(
-      'Invalid CDK context "colour": unknown key; the context keys are listed in README.md, section "Context"',
+      'Invalid CDK context "colour": unknown key; the context keys are listed in docs/deploy.md, section "Context"',
     );
   });
 
@@ -288,8 +288,8 @@ describe('CDK context', () => {
     expect(read({ requestStateSecretArn: arn }).config.requestStateSecretArn).toBe(arn);
   });
 
-  test('the README documents every context key', () => {
-    const doc = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  test('docs/deploy.md documents every context key', () => {
+    const doc = readFileSync(join(ROOT, 'docs/deploy.md'), 'utf8');
     for (const key of ALL_CONTEXT_KEYS)
       expect({ key, documented: doc.includes(`| \`${key}\``) }).toEqual({ key, documented: true });
   });

@@ -1,3 +1,4 @@
+import { configureMetrics } from '../../lambda/observability/metrics';
 import { type InProcessGateway, inProcessGateway } from '../support/in-process';
 import { readMessage } from '../support/mcp-http';
 
@@ -51,6 +52,43 @@ describe('path and method', () => {
       headers: { accept: 'text/event-stream', 'last-event-id': '1', 'mcp-session-id': 'x'.repeat(43) },
     });
     expect(res.status).toBe(405);
+  });
+});
+
+describe('the GatewayErrors metric', () => {
+  /** The metric names of the EMF lines written while `fn` runs, with metrics on as in Lambda. */
+  async function metricsOf(fn: () => Promise<unknown>): Promise<string[]> {
+    configureMetrics({ enabled: true, namespace: 'Test' });
+    const lines: string[] = [];
+    const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      lines.push(String(chunk));
+      return true;
+    });
+    try {
+      await fn();
+    } finally {
+      spy.mockRestore();
+      configureMetrics({});
+    }
+    return lines
+      .flatMap((chunk) => chunk.split('\n'))
+      .filter((line) => line.includes('"_aws"'))
+      .flatMap((line) => JSON.parse(line)._aws.CloudWatchMetrics[0].Metrics.map((m: { Name: string }) => m.Name));
+  }
+
+  it('does not count the 405 to the GET every SDK client sends for a standalone stream', async () => {
+    const names = await metricsOf(async () => {
+      const res = await gateway.fetch('/mcp', { method: 'GET', headers: { accept: 'text/event-stream' } });
+      expect(res.status).toBe(405);
+    });
+    expect(names).toEqual([]);
+  });
+
+  it('still counts a 405 to a method no MCP client sends (PUT)', async () => {
+    const names = await metricsOf(async () => {
+      expect((await gateway.fetch('/mcp', { method: 'PUT' })).status).toBe(405);
+    });
+    expect(names).toEqual(['GatewayErrors']);
   });
 });
 

@@ -57,7 +57,7 @@ describe('npm start', () => {
     expect(await cli.exited).toBe(0);
   }, 40_000);
 
-  it('fails at start naming the offending field of an invalid config file', async () => {
+  it('fails at start listing every problem of an invalid config file with its line and column', async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'cfg-')), 'bad.json');
     writeFileSync(
       file,
@@ -65,8 +65,14 @@ describe('npm start', () => {
     );
     const cli = runCli(['--port', '0', '--config', file, '--no-demo']);
     expect(await cli.exited).toBe(1);
-    expect(cli.output().stderr).toContain('targets.0.name: letters, digits and hyphens only');
-    expect(cli.output().stderr).toContain('sessionTimeoutSeconds');
+    expect(cli.output().stderr).toBe(
+      [
+        'invalid configuration, 2 problems:',
+        `${file}:1:14 targets[0].name: letters, digits and hyphens only`,
+        `${file}:1:65 sessionTimeoutSeconds: Too small: expected number to be >=900`,
+        '',
+      ].join('\n'),
+    );
   }, 40_000);
 
   it('refuses an unknown flag and a bad value with one line and exit status 2', async () => {

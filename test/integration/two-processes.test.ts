@@ -5,7 +5,7 @@ import { clickOnConsentPage } from '../support/consent-page';
 import { callAndAnswer, initSession } from '../support/mcp-http';
 
 /**
- * The README's two-process recipe ("Two gateway processes, one DynamoDB, one pair of demo targets"),
+ * The two-process recipe of docs/local.md ("Two gateway processes, one DynamoDB, one pair of demo targets"),
  * run as written except that its fixed ports become free ones (the machine is shared): a second
  * `npm start` on the first one's embedded DynamoDB and demo targets, and elicitations asked on calls
  * through the first process answered through the second.
@@ -13,10 +13,10 @@ import { callAndAnswer, initSession } from '../support/mcp-http';
 
 jest.setTimeout(90_000);
 
-/** The `npm start -- …` commands of the README's recipe block, as argument lists. */
+/** The `npm start -- …` commands of the recipe block in docs/local.md, as argument lists. */
 function recipe(): string[][] {
-  const readme = readFileSync(join(__dirname, '../../README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('### Two gateway processes'));
+  const readme = readFileSync(join(__dirname, '../../docs/local.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## Two gateway processes'));
   const block = /```bash\n([\s\S]*?)```/.exec(section)?.[1] ?? '';
   return block
     .split('\n')

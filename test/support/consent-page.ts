@@ -17,7 +17,7 @@ export async function openConsentPage(url: string): Promise<ConsentPage> {
   const res = await fetch(url, { signal: AbortSignal.timeout(5000) });
   const html = await res.text();
   const action = /<form method="post" action="([^"]+)">/.exec(html)?.[1];
-  const buttons = [...html.matchAll(/<button type="submit" name="decision" value="([^"]+)">/g)].map((m) => m[1] ?? '');
+  const buttons = [...html.matchAll(/<button type="submit" name="decision" value="([^"]+)"/g)].map((m) => m[1] ?? '');
   return { status: res.status, html, action: action && new URL(unescapeHtml(action), url).href, buttons };
 }
 

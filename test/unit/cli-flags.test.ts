@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FLAGS, flagTableMarkdown, helpText, parseFlags, UsageError } from '../../lambda/local/cli-flags';
 
-/** The flags of `npm start`: one table makes the parser, --help and the README's table. */
+/** The flags of `npm start`: one table makes the parser, --help and the table in docs/local.md. */
 
 const usageError = (argv: string[]): string => {
   try {
@@ -21,6 +21,7 @@ describe('parseFlags', () => {
       port: 8080,
       host: '127.0.0.1',
       config: undefined,
+      'check-config': undefined,
       'dynamodb-endpoint': undefined,
       'dynamodb-port': undefined,
       'no-demo': false,
@@ -86,7 +87,7 @@ describe('parseFlags', () => {
   });
 });
 
-describe('--help and the README', () => {
+describe('--help and docs/local.md', () => {
   it('--help describes every flag with its value and default', () => {
     const help = helpText();
     for (const [name, spec] of Object.entries(FLAGS)) {
@@ -94,16 +95,18 @@ describe('--help and the README', () => {
       expect(help).toMatch(new RegExp(`^ {2}(-\\w, )?${label} `, 'm'));
       if (spec.shownDefault) expect(help).toContain(`[default: ${spec.shownDefault.replace(/`/g, '')}]`);
     }
-    expect(help).toContain("--lambda                 serve the deployment bundle with Lambda's execution model");
+    expect(help).toContain(
+      "--lambda                 serve the deployment bundle with Lambda's execution model (the other",
+    );
     expect(help).toContain('Exit status: 0 after SIGINT or SIGTERM, 1 when start-up fails, 2 for a bad command line.');
     expect(Math.max(...help.split('\n').map((line) => line.length))).toBeLessThanOrEqual(100);
   });
 
-  it("the README's flag table is the one the definitions make", () => {
-    const readme = readFileSync(join(__dirname, '../../README.md'), 'utf8');
+  it("docs/local.md's flag table is the one the definitions make", () => {
+    const readme = readFileSync(join(__dirname, '../../docs/local.md'), 'utf8');
     const table = flagTableMarkdown();
     if (!readme.includes(table)) {
-      throw new Error(`README.md "Running locally": replace the flag table with\n\n${table}\n`);
+      throw new Error(`docs/local.md: replace the flag table with\n\n${table}\n`);
     }
     expect(table.split('\n')).toHaveLength(Object.keys(FLAGS).length + 2);
   });

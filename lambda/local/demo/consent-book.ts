@@ -19,6 +19,10 @@ export interface ConsentRequest {
   message: string;
   /** The page to open. */
   url: string;
+  /** When the request expires (ms since the epoch): the page then refuses a decision, and a wait ends. */
+  expiresAt: number;
+  /** The MCP client the target serves the request for, `name version` (the gateway, through a gateway). */
+  via?: string;
   decision?: ConsentDecision;
 }
 
@@ -37,37 +41,68 @@ export const DEFAULT_CONSENT_TIMEOUT_MS = 5 * 60 * 1000;
 export class ConsentBook {
   private readonly entries = new Map<string, Entry>();
 
-  /** `origin`: the target's own http://host:port, where the consent page is served. */
-  constructor(private readonly origin: string) {}
+  /**
+   * `origin`: the target's own http://host:port, where the consent page is served; `now`: the clock
+   * (injectable, so that expiry is tested without waiting).
+   */
+  constructor(
+    private readonly origin: string,
+    readonly now: () => number = Date.now,
+  ) {}
 
-  /** A new consent request; `id` defaults to a random UUID (a 2025 URL elicitation passes its elicitationId). */
+  /**
+   * A new consent request; `id` defaults to a random UUID (a 2025 URL elicitation passes its
+   * elicitationId). It expires after `expiresInMs` (default: when undecided requests are forgotten).
+   */
   open(
     message: string,
-    options: { id?: string; onDecided?: (decision: ConsentDecision) => void } = {},
+    options: {
+      id?: string;
+      onDecided?: (decision: ConsentDecision) => void;
+      expiresInMs?: number;
+      via?: string;
+    } = {},
   ): ConsentRequest {
     this.prune();
     const id = options.id ?? randomUUID();
+    const createdAt = this.now();
     const entry: Entry = {
       id,
       message,
       url: `${this.origin}${CONSENT_PATH}${encodeURIComponent(id)}`,
-      createdAt: Date.now(),
+      createdAt,
+      expiresAt: createdAt + Math.min(options.expiresInMs ?? MAX_AGE_MS, MAX_AGE_MS),
+      via: options.via,
       waiters: new Set(),
       onDecided: options.onDecided,
     };
     this.entries.set(id, entry);
-    return { id, message, url: entry.url };
+    return this.get(id)!;
   }
 
   get(id: string): ConsentRequest | undefined {
     const entry = this.entries.get(id);
-    return entry && { id: entry.id, message: entry.message, url: entry.url, decision: entry.decision };
+    return (
+      entry && {
+        id: entry.id,
+        message: entry.message,
+        url: entry.url,
+        expiresAt: entry.expiresAt,
+        via: entry.via,
+        decision: entry.decision,
+      }
+    );
+  }
+
+  /** True once an undecided request can no longer be decided. */
+  isExpired(request: ConsentRequest): boolean {
+    return request.decision === undefined && this.now() >= request.expiresAt;
   }
 
   /** Records the page's decision; false when the request is unknown or already decided (a decision is final). */
   decide(id: string, decision: ConsentDecision): boolean {
     const entry = this.entries.get(id);
-    if (!entry || entry.decision) return false;
+    if (!entry || entry.decision || this.now() >= entry.expiresAt) return false;
     entry.decision = decision;
     for (const wake of entry.waiters) wake(decision);
     entry.waiters.clear();
@@ -75,7 +110,7 @@ export class ConsentBook {
     return true;
   }
 
-  /** Waits for the decision, at most `timeoutMs`; a decision already made answers at once. */
+  /** Waits for the decision, at most `timeoutMs` and never past the request's expiry; a decision already made answers at once. */
   wait(id: string, options: { timeoutMs: number; signal?: AbortSignal }): Promise<ConsentOutcome> {
     const entry = this.entries.get(id);
     if (!entry) return Promise.resolve('unknown');
@@ -89,7 +124,8 @@ export class ConsentBook {
         resolve(outcome);
       };
       const onAbort = (): void => finish('aborted');
-      const timer = setTimeout(() => finish('timeout'), options.timeoutMs);
+      const left = Math.max(0, Math.min(options.timeoutMs, entry.expiresAt - this.now()));
+      const timer = setTimeout(() => finish('timeout'), left);
       options.signal?.addEventListener('abort', onAbort, { once: true });
       entry.waiters.add(finish);
     });
@@ -110,7 +146,7 @@ export class ConsentBook {
   }
 
   private prune(): void {
-    const oldest = Date.now() - MAX_AGE_MS;
+    const oldest = this.now() - MAX_AGE_MS;
     for (const [id, entry] of this.entries)
       if (entry.createdAt < oldest && entry.waiters.size === 0) this.entries.delete(id);
   }

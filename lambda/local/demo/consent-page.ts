@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { CONSENT_PATH, type ConsentBook, type ConsentDecision } from './consent-book';
+import { CONSENT_PATH, type ConsentBook, type ConsentDecision, type ConsentRequest } from './consent-book';
 
 /**
  * The consent page a person opens from a URL-mode elicitation: `GET /consent/<id>` shows what is asked
@@ -28,17 +28,8 @@ export async function serveConsentPage(
     return page(res, 404, 'Unknown consent request', '<p>This request does not exist or has ended.</p>');
   if (req.method === 'GET' || req.method === 'HEAD') {
     if (request.decision) return page(res, 200, 'Already answered', `<p>${decided(request.decision)}</p>`);
-    return page(
-      res,
-      200,
-      'Consent requested',
-      `<p><strong>${escapeHtml(targetName)}</strong> asks:</p>
-<p class="ask">${escapeHtml(request.message)}</p>
-<form method="post" action="${escapeHtml(CONSENT_PATH + encodeURIComponent(id))}">
-  <button type="submit" name="decision" value="allow">Allow</button>
-  <button type="submit" name="decision" value="deny">Deny</button>
-</form>`,
-    );
+    if (book.isExpired(request)) return page(res, 410, 'Expired', `<p>${EXPIRED}</p>`);
+    return page(res, 200, 'Consent requested', consentForm(id, request, targetName, book.now()));
   }
   if (req.method !== 'POST') {
     res.writeHead(405, { allow: 'GET, POST' }).end();
@@ -50,8 +41,42 @@ export async function serveConsentPage(
   if (decision !== 'allow' && decision !== 'deny')
     return page(res, 400, 'Bad request', '<p>Expected <code>decision=allow</code> or <code>decision=deny</code>.</p>');
   const outcome: ConsentDecision = decision === 'allow' ? 'granted' : 'denied';
+  if (book.isExpired(request)) return page(res, 410, 'Expired', `<p>${EXPIRED}</p>`);
   if (!book.decide(id, outcome)) return page(res, 409, 'Already answered', '<p>This request was already answered.</p>');
   page(res, 200, outcome === 'granted' ? 'Allowed' : 'Denied', `<p>${decided(outcome)}</p>`);
+}
+
+const EXPIRED =
+  'This request has expired and can no longer be decided; it counted as denied. Ask again from your MCP client.';
+
+/**
+ * What a person needs to decide: who asks (the target, and the MCP client it serves: the gateway),
+ * what, until when, and what each button leads to.
+ */
+function consentForm(id: string, request: ConsentRequest, targetName: string, now: number): string {
+  const target = `<strong>${escapeHtml(targetName)}</strong>`;
+  const via = request.via ? ` through <strong>${escapeHtml(request.via)}</strong>` : '';
+  const expires = new Date(request.expiresAt);
+  const minutes = Math.max(1, Math.round((request.expiresAt - now) / 60_000));
+  return `<p class="who">The MCP server ${target} asks${via}, for a tool call you started in your MCP client:</p>
+<p class="ask">${escapeHtml(request.message)}</p>
+<form method="post" action="${escapeHtml(CONSENT_PATH + encodeURIComponent(id))}">
+  <button type="submit" name="decision" value="allow">Allow</button>
+  <button type="submit" name="decision" value="deny" class="deny">Deny</button>
+</form>
+<p class="until">Decide by <time datetime="${expires.toISOString()}">${escapeHtml(formatUtc(expires))}</time> (in about ${minutes} minute${minutes === 1 ? '' : 's'}).</p>
+<h2>What happens next</h2>
+<ul>
+<li><strong>Allow</strong>: ${target} goes on with the tool call, and its result appears in your MCP client.</li>
+<li><strong>Deny</strong>, or no decision by then: the tool call ends without access, with a message saying so; nothing is done.</li>
+<li>Either way you can close this tab afterwards: your MCP client is told.</li>
+</ul>
+<p class="fine">This page belongs to ${target}, not to your MCP client. Only its own buttons decide: a form sent from another site is refused.</p>`;
+}
+
+/** `2026-12-03 10:05 UTC`: the server cannot know the reader's time zone (the page runs no script). */
+function formatUtc(date: Date): string {
+  return `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
 
 function decodeId(raw: string): string | undefined {
@@ -94,7 +119,15 @@ function page(res: ServerResponse, status: number, title: string, body: string):
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)}</title>
-<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem}.ask{font-size:1.2rem}button{font-size:1rem;padding:.5rem 1.5rem;margin-right:1rem}</style>
+<style>
+body{font-family:system-ui,-apple-system,sans-serif;font-size:1.05rem;line-height:1.5;max-width:34rem;margin:2rem auto;padding:0 1.25rem;color:#1b1f24}
+h1{font-size:1.5rem}h2{font-size:1.1rem;margin-top:2rem}
+.ask{font-size:1.25rem;font-weight:600;padding:.75rem 1rem;border-left:4px solid #2f6feb;background:#f3f6fb}
+form{display:flex;gap:1rem;flex-wrap:wrap;margin:1.5rem 0}
+button{flex:1 1 10rem;min-height:3rem;font-size:1.1rem;border-radius:.5rem;border:1px solid #2f6feb;background:#2f6feb;color:#fff}
+button.deny{background:#fff;color:#1b1f24;border-color:#8c959f}
+.until{font-weight:600}.fine{font-size:.9rem;color:#57606a}
+</style>
 </head>
 <body>
 <h1>${escapeHtml(title)}</h1>

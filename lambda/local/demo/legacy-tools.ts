@@ -42,6 +42,11 @@ const CLIENT_REQUEST_TIMEOUT_MS = 10 * 60 * 1000;
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
+/** `name version` of the connected MCP client, as its initialize named it (shown on the consent page). */
+function clientOf(info: { name: string; version?: string } | undefined): string | undefined {
+  return info && `${info.name}${info.version ? ` ${info.version}` : ''}`;
+}
+
 /** What the tools share across the sessions of one target. */
 export interface DemoToolsContext {
   name: string;
@@ -191,7 +196,10 @@ export function createDemoSessionServer(tools: DemoToolsContext, session: Sessio
       inputSchema: { repo: z.string() },
     },
     async ({ repo }, extra) => {
-      const consent = tools.consents.open(`Authorize access to ${repo}`);
+      const consent = tools.consents.open(`Authorize access to ${repo}`, {
+        expiresInMs: tools.consentTimeoutMs,
+        via: clientOf(server.getClientVersion()),
+      });
       let result: ElicitResult;
       try {
         result = await server.elicitInput(
@@ -239,6 +247,7 @@ export function createDemoSessionServer(tools: DemoToolsContext, session: Sessio
       const consent =
         pending ??
         tools.consents.open(`Authorization required for ${resource}`, {
+          via: clientOf(server.getClientVersion()),
           onDecided: (decision) => {
             if (decision !== 'granted') return;
             tools.authorizedResources.add(resource);

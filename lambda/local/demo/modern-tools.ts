@@ -110,7 +110,15 @@ export function createModernDemoServer(
         });
         return outcome === 'granted' ? text(`accessed ${repo}`) : errorText(`access to ${repo} ${REFUSED[outcome]}`);
       }
-      const consent = tools.consents.open(`Authorize access to ${repo}`);
+      // The 2026-07-28 client names itself on every request (`_meta` clientInfo), shown on the consent page.
+      const envelope = ctx.mcpReq.envelope as
+        | Record<string, { name?: string; version?: string } | undefined>
+        | undefined;
+      const client = envelope?.['io.modelcontextprotocol/clientInfo'];
+      const consent = tools.consents.open(`Authorize access to ${repo}`, {
+        expiresInMs: tools.consentTimeoutMs,
+        via: client?.name ? `${client.name}${client.version ? ` ${client.version}` : ''}` : undefined,
+      });
       return inputRequired({
         inputRequests: { authorize: inputRequired.elicitUrl({ message: consent.message, url: consent.url }) },
         requestState: await mint({ tool: 'access_github_repo', step: 'authorize', consentId: consent.id, repo }),

@@ -17,9 +17,13 @@ const LOCK_STALE_MS = 120_000;
  * runtime's sources outside lambda/local, the lockfile, the build script). Concurrent callers (two
  * test workers) build once: the second waits for the first's lock.
  */
-export async function ensureBundle(mode: 'if-stale' | 'never'): Promise<string> {
+export async function ensureBundle(
+  mode: 'if-stale' | 'never',
+  progress: (line: string) => void = () => undefined,
+): Promise<string> {
   if (mode === 'never' || !isStale()) {
     if (!existsSync(BUNDLE)) throw new Error(`${relative(PROJECT_ROOT, BUNDLE)} is missing: run npm run build`);
+    progress(`deployment bundle: ${relative(PROJECT_ROOT, BUNDLE)} is up to date`);
     return BUNDLE;
   }
   mkdirSync(join(PROJECT_ROOT, 'dist'), { recursive: true });
@@ -38,7 +42,10 @@ export async function ensureBundle(mode: 'if-stale' | 'never'): Promise<string> 
   try {
     // The build script imports the esbuild options shared with the CDK construct (lib/bundling.ts): run it with tsx, as `npm run build` does.
     if (isStale()) {
+      const started = Date.now();
+      progress(`deployment bundle: building ${relative(PROJECT_ROOT, BUNDLE)} from lambda/ (esbuild) …`);
       await promisify(execFile)(process.execPath, ['--import', 'tsx', 'scripts/build.mjs'], { cwd: PROJECT_ROOT });
+      progress(`  built in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     }
   } finally {
     rmSync(LOCK, { recursive: true, force: true });

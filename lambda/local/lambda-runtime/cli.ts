@@ -1,4 +1,5 @@
 import { ConfigError, type GatewayConfigInput } from '../../config/schema';
+import type { DemoTargetsOptions } from '../demo-targets';
 import { startLambdaMode } from './index';
 
 export interface LambdaCliOptions {
@@ -6,7 +7,9 @@ export interface LambdaCliOptions {
   port: number;
   config?: GatewayConfigInput;
   dynamodbEndpoint?: string;
+  dynamodbPort?: number;
   demo: boolean;
+  demoTargets?: DemoTargetsOptions;
 }
 
 /**
@@ -21,14 +24,27 @@ export async function runLambdaMode(options: LambdaCliOptions, env: NodeJS.Proce
     idleMs: seconds(env, 'LAMBDA_IDLE_SECONDS', 1, 86_400),
     memoryMb: integer(env, 'LAMBDA_MEMORY_MB', 128, 10_240),
     maxEnvironments: integer(env, 'LAMBDA_MAX_ENVIRONMENTS', 1, 1000),
+    // Preparing can take seconds (the bundle) or minutes (the runtime's first build): say what happens.
+    progress: (line) => console.log(line),
   });
   const targets = gateway.config.targets.map((t) => `${t.name} → ${t.url}`).join(', ') || 'none';
   console.log(`MCP gateway ready: ${gateway.url}`);
   console.log(`  Lambda mode: dist/lambda/index.mjs in aws-lambda-ric on Node.js ${gateway.nodeVersion}`);
   console.log(`  targets: ${targets}`);
+  const demos = gateway.demo?.running.filter((demo) => demo.startedHere) ?? [];
+  if (demos.length) {
+    console.log(
+      `  ${demos.map((d) => `${d.name} (${d.era})`).join(' and ')} run in this process; their URL elicitations open a consent page on the target`,
+    );
+  }
   console.log(
     `  DynamoDB: ${options.dynamodbEndpoint ?? `embedded (${gateway.dynamodbEndpoint})`}, table ${gateway.config.tableName}`,
   );
+  if (gateway.demo?.running.some((demo) => demo.name === 'demo')) {
+    console.log(
+      `  try it: npm run demo:client -- --url ${gateway.url}   (a tool call whose elicitation you answer in the terminal)`,
+    );
+  }
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

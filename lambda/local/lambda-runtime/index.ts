@@ -2,12 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { basename, dirname, extname } from 'node:path';
 import { type GatewayConfig, type GatewayConfigInput, parseConfig } from '../../config/schema';
 import { createDocumentClient, ensureTable } from '../../state/dynamo-client';
-import { type DemoTarget, startDemoTarget } from '../demo-target';
+import { type DemoTargets, type DemoTargetsOptions, startDemoTargets } from '../demo-targets';
 import { startEmbeddedDynamo } from '../embedded-dynamodb';
 import { ensureBundle, snapshotBundle } from './bundle';
 import { startFrontEnd } from './front-end';
 import { EnvironmentPool, type LambdaModeStats } from './pool';
-import { resolveRuntimeImage } from './runtime-image';
+import { ensureRuntimeImage } from './runtime-image';
 
 export type { LambdaModeStats } from './pool';
 
@@ -19,8 +19,12 @@ export interface LambdaModeOptions {
   config?: GatewayConfigInput;
   /** Default: an embedded dynalite in this process, as for `npm start`. */
   dynamodbEndpoint?: string;
-  /** Start the demo target in this process as target `demo` (default true). */
+  /** Port of the embedded DynamoDB (default: a free one). */
+  dynamodbPort?: number;
+  /** Use the demo targets `demo` and `demo-modern`, as `npm start` does (default true). */
   demo?: boolean;
+  /** Where the demo targets run (started here on these ports, or already running at a URL). */
+  demoTargets?: DemoTargetsOptions;
   /** The function timeout; default as deployed (900 s). */
   timeoutMs?: number;
   /** AWS_LAMBDA_FUNCTION_MEMORY_SIZE and the heap limit; default as deployed (1024). */
@@ -40,6 +44,8 @@ export interface LambdaModeOptions {
   function?: { file: string; handler: string };
   /** Where the environments' output lines go (default: stderr). */
   log?: (line: string) => void;
+  /** What the preparation is doing (bundle build, first-use runtime build); default: nothing. */
+  progress?: (line: string) => void;
 }
 
 export interface LambdaMode {
@@ -49,7 +55,7 @@ export interface LambdaMode {
   dynamodbEndpoint: string;
   /** The Node.js version of the environments. */
   nodeVersion: string;
-  demo?: DemoTarget;
+  demo?: DemoTargets;
   stats(): LambdaModeStats;
   close(): Promise<void>;
 }
@@ -66,19 +72,22 @@ export async function startLambdaMode(options: LambdaModeOptions = {}): Promise<
     closers.length = 0;
   };
   try {
-    const image = resolveRuntimeImage();
+    const progress = options.progress ?? (() => undefined);
+    const image = await ensureRuntimeImage(progress);
     let endpoint = options.dynamodbEndpoint;
     if (!endpoint) {
-      const embedded = await startEmbeddedDynamo();
+      const embedded = await startEmbeddedDynamo(options.dynamodbPort);
       closers.push(embedded.close);
       endpoint = embedded.endpoint;
     }
     const raw: GatewayConfigInput = { ...options.config, targets: [...(options.config?.targets ?? [])] };
-    let demo: DemoTarget | undefined;
+    let demo: DemoTargets | undefined;
     if (options.demo ?? true) {
-      demo = await startDemoTarget();
+      demo = await startDemoTargets(options.demoTargets);
       closers.push(demo.close);
-      if (!raw.targets!.some((target) => target.name === 'demo')) raw.targets!.push({ name: 'demo', url: demo.url });
+      for (const target of demo.targets) {
+        if (!raw.targets!.some((configured) => configured.name === target.name)) raw.targets!.push(target);
+      }
     }
     const config = withDeploymentKeys(parseConfig(raw));
     const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
@@ -90,7 +99,7 @@ export async function startLambdaMode(options: LambdaModeOptions = {}): Promise<
 
     const code = options.function
       ? { taskRoot: dirname(options.function.file), remove: () => undefined }
-      : snapshotBundle(await ensureBundle(options.build ?? 'if-stale'));
+      : snapshotBundle(await ensureBundle(options.build ?? 'if-stale', progress));
     closers.push(code.remove);
     const handler = options.function
       ? `${basename(options.function.file, extname(options.function.file))}.${options.function.handler}`

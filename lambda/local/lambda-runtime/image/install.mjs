@@ -1,12 +1,12 @@
 // Installs what `npm start -- --lambda` runs its execution environments with (aws-lambda-ric, which
 // compiles its native Runtime API client, and a Node.js 24 binary), exactly as image/package-lock.json
-// pins them. The root package's postinstall runs it.
+// pins them. `npm start -- --lambda` runs it on first use (showing its progress), `npm run lambda:runtime`
+// runs it explicitly (CI, before the tests of the Lambda mode); `npm ci` does not, as most users never need it.
 //
 // The compile takes minutes (curl's configure is most of it), so the result is kept per lockfile in a
 // machine-wide cache (~/.cache/mcp-gateway/lambda-runtime-image/<sha256 of the lockfile>) and
 // image/node_modules is a link to it: another clone or worktree on the same machine, or a fresh CI
-// clone, reuses it. Without the cache (not writable), it installs in place. A failure does not fail
-// the root install: only the --lambda mode needs this, and it says so.
+// clone, reuses it. Without the cache (not writable), it installs in place. Exit status 1 when it fails.
 
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -92,7 +92,8 @@ try {
     writeFileSync(join(link, '.installed-lockfile'), lockHash);
   } catch (error) {
     console.warn(
-      `lambda runtime image: install failed (${error.message}); npm start -- --lambda and its tests need it. Retry: node ${join(here, 'install.mjs')}`,
+      `lambda runtime image: install failed (${error.message}); npm start -- --lambda and its tests need it (cmake, make and g++). Retry: npm run lambda:runtime`,
     );
+    process.exitCode = 1;
   }
 }
