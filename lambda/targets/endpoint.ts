@@ -1,12 +1,14 @@
-import type { TargetConfig } from '../config/schema';
+import { DEFAULT_TARGET_LIMITS, type TargetConfig, type TargetLimits } from '../config/schema';
 import { recordTargetLatency } from '../observability/metrics';
 import { currentRequest } from '../observability/request-context';
 import { DependencyFailedError } from '../protocol/errors';
 import { isResponse, type JSONRPCResponse, nestedDeeperThan } from '../protocol/jsonrpc';
+import { RELAYED_CALL_METHODS } from '../protocol/methods';
 import type { JSONRPCMessage, JSONRPCRequest } from '../protocol/types';
 import { NO_CREDENTIALS, type TargetCredentials } from './credentials';
-import { send, type TargetResponse } from './http-client';
-import { readResponseStream, type StreamListeners, TooDeepError } from './sse-reader';
+import { BodyTooLargeError, send, type TargetResponse } from './http-client';
+import { readResponseStream, type StreamListeners, TooDeepError, TooLargeError } from './sse-reader';
+import { TargetClock } from './target-clock';
 
 /**
  * One target's HTTP endpoint, for both eras: the gateway's own credentials, one POST that reads a
@@ -31,6 +33,14 @@ export class MessageRejectedError extends DependencyFailedError {
   ) {
     super(target, `refused the message (HTTP ${status})`);
     this.name = 'MessageRejectedError';
+  }
+}
+
+/** The target did not answer in time (config `limits.requestTimeoutMs` / `limits.callIdleTimeoutMs`). */
+export class TargetTimeoutError extends DependencyFailedError {
+  constructor(target: string, method: string, ms: number, idle: boolean) {
+    super(target, idle ? `sent nothing for ${ms} ms during ${method}` : `did not answer ${method} within ${ms} ms`);
+    this.name = 'TargetTimeoutError';
   }
 }
 
@@ -87,6 +97,8 @@ export class TargetEndpoint {
     readonly config: TargetConfig,
     /** The gateway's own credentials for this target (./credentials.ts); never the client's. */
     private readonly credentials: TargetCredentials = NO_CREDENTIALS,
+    /** How long the gateway waits for this target and how much it reads from it. */
+    readonly limits: TargetLimits = DEFAULT_TARGET_LIMITS,
   ) {
     this.url = new URL(config.url);
   }
@@ -113,18 +125,71 @@ export class TargetEndpoint {
     };
   }
 
-  /** POSTs a request and reads its response (JSON, or an SSE stream whose other messages go to the listeners). */
+  /**
+   * POSTs a request and reads its response (JSON, or an SSE stream whose other messages go to the
+   * listeners), within the target's timeout: for a relayed call the target's silence (the clock stands
+   * still while a request it sent to the user is open, and while the client's stream is full), for
+   * anything else the whole answer. Each message is read up to `limits.maxMessageBytes`.
+   */
   async request(
     request: JSONRPCRequest,
     headers: Record<string, string>,
     options: PostOptions = {},
   ): Promise<PostResult> {
+    const idle = RELAYED_CALL_METHODS.has(request.method);
+    const clock = new TargetClock(idle ? this.limits.callIdleTimeoutMs : this.limits.requestTimeoutMs);
+    const signal = options.signal ? AbortSignal.any([options.signal, clock.signal]) : clock.signal;
+    const listeners = options.listeners;
+    const timed: StreamListeners | undefined = idle
+      ? {
+          onNotification: listeners?.onNotification,
+          onServerRequest: listeners?.onServerRequest
+            ? (serverRequest) => {
+                clock.hold(); // a person may be answering: until the target's next byte
+                listeners.onServerRequest?.(serverRequest);
+              }
+            : undefined,
+          backpressure: listeners?.backpressure
+            ? () => {
+                const wait = listeners.backpressure?.();
+                if (wait) {
+                  clock.hold();
+                  void wait.finally(() => clock.touch());
+                }
+                return wait;
+              }
+            : undefined,
+        }
+      : listeners;
+    try {
+      return await this.exchange(request, headers, { ...options, signal, listeners: timed }, idle ? clock : undefined);
+    } catch (error) {
+      if (clock.expired && !options.signal?.aborted) {
+        throw new TargetTimeoutError(this.name, request.method, clock.ms, idle);
+      }
+      throw error;
+    } finally {
+      clock.stop();
+    }
+  }
+
+  private async exchange(
+    request: JSONRPCRequest,
+    headers: Record<string, string>,
+    options: PostOptions,
+    clock: TargetClock | undefined,
+  ): Promise<PostResult> {
     const res = await this.fetch('POST', headers, JSON.stringify(request), options, SAFE_TO_RESEND.has(request.method));
+    clock?.touch();
     const contentType = res.headers.get('content-type') ?? '';
+    const maxEventBytes = this.limits.maxMessageBytes;
     if (res.ok && contentType.includes('text/event-stream')) {
       let response: JSONRPCResponse | undefined;
       try {
-        response = await readResponseStream(res.body, request.id, options.listeners);
+        response = await readResponseStream(res.body, request.id, options.listeners, {
+          maxEventBytes,
+          onChunk: clock && (() => clock.touch()),
+        });
       } catch (error) {
         throw this.failure(error, 'the stream broke before the response', options.signal);
       }
@@ -133,7 +198,8 @@ export class TargetEndpoint {
     }
     let body: unknown;
     try {
-      if (contentType.includes('json')) body = JSON.parse(await res.text());
+      if (contentType.includes('json'))
+        body = JSON.parse(await res.text(this.limits.maxMessageBytes, clock && (() => clock.touch())));
       else res.discard();
       if (nestedDeeperThan(body)) throw new TooDeepError();
     } catch (error) {
@@ -231,7 +297,10 @@ export class TargetEndpoint {
     if (error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError')) return error;
     // The caller aborted (its own decision, not the target's failure): a broken stream says so.
     if (signal?.aborted) return Object.assign(new Error('aborted', { cause: error }), { name: 'AbortError' });
-    if (error instanceof TooDeepError) return new DependencyFailedError(this.name, error.message, { cause: error });
+    if (error instanceof TooDeepError || error instanceof TooLargeError)
+      return new DependencyFailedError(this.name, error.message, { cause: error });
+    if (error instanceof BodyTooLargeError)
+      return new DependencyFailedError(this.name, `sent ${error.message} (limits.maxMessageBytes)`, { cause: error });
     if (error instanceof DependencyFailedError) return error;
     return new DependencyFailedError(this.name, reason, { cause: error });
   }

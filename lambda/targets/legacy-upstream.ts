@@ -5,7 +5,7 @@ import { rpcErrorOf } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import type { Era } from '../protocol/versions';
-import { TargetSessionExpiredError } from './endpoint';
+import { TargetSessionExpiredError, TargetTimeoutError } from './endpoint';
 import type { LegacySession, LegacyTargetClient } from './legacy-client';
 import type { StandaloneStreams } from './standalone-streams';
 import type {
@@ -64,6 +64,7 @@ export class LegacyUpstream implements Upstream {
           void this.reply(rpcErrorOf(serverRequest.id, 'MethodNotFound', `Method not found: ${serverRequest.method}`));
       },
       onNotification: options.onNotification,
+      backpressure: options.backpressure,
     };
     const onAbort = () => void this.cancel(id, options.signal.reason);
     options.signal.addEventListener('abort', onAbort, { once: true });
@@ -79,6 +80,8 @@ export class LegacyUpstream implements Upstream {
         try {
           return await this.client.request(session, message, { signal: options.signal, listeners });
         } catch (error) {
+          // The lifecycle page: a request that timed out is cancelled at the receiver.
+          if (error instanceof TargetTimeoutError) void this.cancel(id, 'gateway: timed out');
           if (!(error instanceof TargetSessionExpiredError) || attempt > 0) throw error;
           this.logger.info('target session expired; re-initializing', { target: this.target });
           this.caller.sessions.forget(this.target);

@@ -15,6 +15,19 @@ export interface StreamListeners {
   /** A request the target sends while answering (legacy era only; a 2026 stream never carries one). */
   onServerRequest?(request: JSONRPCRequest): void;
   onNotification?(notification: JSONRPCNotification): void;
+  /**
+   * Backpressure: a promise while whoever takes the messages cannot take more (the client's stream is
+   * full); reading the target pauses until it settles, so its bytes wait in the socket, not here.
+   */
+  backpressure?(): Promise<void> | undefined;
+}
+
+export interface ReadOptions {
+  /** Largest event (or unfinished line) accepted; beyond it the stream is given up. */
+  maxEventBytes?: number;
+  /** Called with every chunk read (before parsing). */
+  onChunk?(): void;
+  backpressure?(): Promise<void> | undefined;
 }
 
 /** How long a stream may stay open after its response before its connection is given up. */
@@ -23,21 +36,50 @@ const TAIL_MS = 1000;
 /**
  * Reads SSE events off a response body as they arrive, chunk by chunk (UTF-8 split across chunks
  * is decoded whole); `onChunk` sees every chunk, `onEvent` every event. Resolves when the body
- * ends; rejects when it breaks (aborted, connection reset) before its end.
+ * ends; rejects when it breaks (aborted, connection reset) before its end, or with a TooLargeError
+ * (the body destroyed) as soon as one event — or a line that never ends — grows past
+ * `maxEventBytes`: the parser holds at most that much (plus one chunk) of a target's stream.
  */
 export function readEvents(
   body: IncomingMessage,
   onEvent: (event: EventSourceMessage) => void,
-  onChunk?: () => void,
+  options: ReadOptions = {},
 ): { done: Promise<void>; stop(): void } {
-  const parser = createParser({ onEvent });
+  // Characters since the last complete event or comment (UTF-16 units: at least a third of the bytes).
+  let sinceEvent = 0;
+  const limit = options.maxEventBytes ?? Number.POSITIVE_INFINITY;
+  let tooLarge!: (error: TooLargeError) => void;
+  const overrun = new Promise<never>((_, reject) => {
+    tooLarge = reject;
+  });
+  const parser = createParser({
+    onEvent: (event) => {
+      sinceEvent = 0;
+      onEvent(event);
+    },
+    onComment: () => {
+      sinceEvent = 0;
+    },
+  });
   body.setEncoding('utf8');
   const onData = (chunk: string) => {
-    onChunk?.();
+    options.onChunk?.();
+    sinceEvent += chunk.length;
+    if (sinceEvent > limit) {
+      body.off('data', onData);
+      body.destroy();
+      tooLarge(new TooLargeError(`an SSE event over ${limit} bytes`));
+      return;
+    }
     parser.feed(chunk);
+    const wait = options.backpressure?.();
+    if (wait) {
+      body.pause();
+      void wait.finally(() => body.resume());
+    }
   };
   body.on('data', onData);
-  const done = new Promise<void>((resolve, reject) => {
+  const ended = new Promise<void>((resolve, reject) => {
     body.once('end', () => resolve());
     body.once('error', reject);
     body.once('close', () => {
@@ -45,6 +87,9 @@ export function readEvents(
       else reject(new Error('the stream was cut'));
     });
   });
+  const done = Promise.race([overrun, ended]);
+  // The losing promise of the race must not surface as an unhandled rejection.
+  ended.catch(() => undefined);
   return { done, stop: () => body.off('data', onData) };
 }
 
@@ -58,6 +103,7 @@ export async function readResponseStream(
   body: IncomingMessage,
   id: RequestId,
   listeners: StreamListeners = {},
+  options: Omit<ReadOptions, 'backpressure'> = {},
 ): Promise<JSONRPCResponse | undefined> {
   let response: JSONRPCResponse | undefined;
   let failure: TooDeepError | undefined;
@@ -65,28 +111,32 @@ export async function readResponseStream(
   const responded = new Promise<void>((resolve) => {
     found = resolve;
   });
-  const reader = readEvents(body, (event) => {
-    if (response || failure || !event.data) return; // priming events carry no data
-    let message: unknown;
-    try {
-      message = JSON.parse(event.data);
-    } catch {
-      return; // not ours to interpret; a well-formed response still ends the call
-    }
-    // Relaying it would overflow the stack somewhere (re-serializing, mapping): the call fails instead.
-    if (nestedDeeperThan(message)) {
-      failure = new TooDeepError();
-      found();
-      return;
-    }
-    if (isResponse(message)) {
-      if (message.id === id) {
-        response = message;
-        found();
+  const reader = readEvents(
+    body,
+    (event) => {
+      if (response || failure || !event.data) return; // priming events carry no data
+      let message: unknown;
+      try {
+        message = JSON.parse(event.data);
+      } catch {
+        return; // not ours to interpret; a well-formed response still ends the call
       }
-    } else if (isRequest(message)) listeners.onServerRequest?.(message);
-    else if (isNotification(message)) listeners.onNotification?.(message);
-  });
+      // Relaying it would overflow the stack somewhere (re-serializing, mapping): the call fails instead.
+      if (nestedDeeperThan(message)) {
+        failure = new TooDeepError();
+        found();
+        return;
+      }
+      if (isResponse(message)) {
+        if (message.id === id) {
+          response = message;
+          found();
+        }
+      } else if (isRequest(message)) listeners.onServerRequest?.(message);
+      else if (isNotification(message)) listeners.onNotification?.(message);
+    },
+    { ...options, backpressure: listeners.backpressure },
+  );
   await Promise.race([reader.done, responded]);
   if (failure) {
     body.destroy();
@@ -103,6 +153,14 @@ export async function readResponseStream(
     }
   }
   return response;
+}
+
+/** A target's message larger than the target's `maxMessageBytes`. */
+export class TooLargeError extends Error {
+  constructor(what: string) {
+    super(`sent ${what} (limits.maxMessageBytes)`);
+    this.name = 'TooLargeError';
+  }
 }
 
 /** A target's message nested deeper than MAX_JSON_DEPTH. */

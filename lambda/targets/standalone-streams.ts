@@ -5,7 +5,7 @@ import { isNotification, isRequest } from '../protocol/jsonrpc';
 import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import type { TargetResponse } from './http-client';
 import type { LegacySession, LegacyTargetClient } from './legacy-client';
-import { readEvents, type StreamListeners } from './sse-reader';
+import { readEvents, type StreamListeners, TooLargeError } from './sse-reader';
 
 /**
  * The standalone GET stream of legacy target sessions. A target may send its requests to the user
@@ -165,9 +165,11 @@ export class StandaloneStreams {
     }
     const type = res.headers.get('content-type') ?? '';
     if (res.ok && type.includes('text/event-stream')) {
-      void this.read(connection, res.body).then(() => {
-        // Ended early (the target closed it, or a proxy): reopen while calls still need it.
-        if (!abort.signal.aborted && connection.abort === abort) this.scheduleRetry(key, connection, abort, 0);
+      void this.read(connection, res.body).then((clean) => {
+        // Ended early (the target closed it, or a proxy): reopen while calls still need it (not at once
+        // after an oversized message: the target would likely send it again).
+        if (!abort.signal.aborted && connection.abort === abort)
+          this.scheduleRetry(key, connection, abort, clean ? 0 : this.retryMs);
       });
       return;
     }
@@ -193,7 +195,7 @@ export class StandaloneStreams {
     connection.retry.unref();
   }
 
-  private async read(connection: Connection, body: TargetResponse['body']): Promise<void> {
+  private read(connection: Connection, body: TargetResponse['body']): Promise<boolean> {
     const reader = readEvents(
       body,
       (event) => {
@@ -208,12 +210,22 @@ export class StandaloneStreams {
         if (isRequest(message)) this.route(connection, message);
         else if (isNotification(message)) this.routeNotification(connection, message);
       },
-      () => {
-        connection.received++;
+      {
+        onChunk: () => {
+          connection.received++;
+        },
+        maxEventBytes: connection.client.endpoint.limits.maxMessageBytes,
       },
     );
     // Aborted (the last call detached) or broken: the caller decides whether to reopen.
-    await reader.done.catch(() => undefined);
+    return reader.done.then(
+      () => true,
+      (error: unknown) => {
+        if (!(error instanceof TooLargeError)) return true;
+        this.logger.warn('standalone stream given up: a message over the limit', { target: connection.target });
+        return false;
+      },
+    );
   }
 
   private route(connection: Connection, request: JSONRPCRequest): void {
