@@ -1,5 +1,4 @@
 import type { IncomingMessage } from 'node:http';
-import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import {
   isNotification,
   isRequest,
@@ -9,6 +8,9 @@ import {
   nestedDeeperThan,
 } from '../protocol/jsonrpc';
 import type { JSONRPCNotification, JSONRPCRequest, RequestId } from '../protocol/types';
+import { BoundedSseParser, type SseMessage, TooLargeError } from './sse-parser';
+
+export { TooLargeError };
 
 /** What a target streams while it answers one request (both eras). */
 export interface StreamListeners {
@@ -42,36 +44,27 @@ const TAIL_MS = 1000;
  */
 export function readEvents(
   body: IncomingMessage,
-  onEvent: (event: EventSourceMessage) => void,
+  onEvent: (event: SseMessage) => void,
   options: ReadOptions = {},
 ): { done: Promise<void>; stop(): void } {
-  // Characters since the last complete event or comment (UTF-16 units: at least a third of the bytes).
-  let sinceEvent = 0;
-  const limit = options.maxEventBytes ?? Number.POSITIVE_INFINITY;
   let tooLarge!: (error: TooLargeError) => void;
   const overrun = new Promise<never>((_, reject) => {
     tooLarge = reject;
   });
-  const parser = createParser({
-    onEvent: (event) => {
-      sinceEvent = 0;
-      onEvent(event);
-    },
-    onComment: () => {
-      sinceEvent = 0;
-    },
-  });
+  // Characters, not bytes: the body is decoded as it arrives (a character is at most 3 UTF-8 bytes here).
+  const parser = new BoundedSseParser(onEvent, () => undefined, options.maxEventBytes);
   body.setEncoding('utf8');
   const onData = (chunk: string) => {
     options.onChunk?.();
-    sinceEvent += chunk.length;
-    if (sinceEvent > limit) {
+    try {
+      parser.feed(chunk);
+    } catch (error) {
+      if (!(error instanceof TooLargeError)) throw error;
       body.off('data', onData);
       body.destroy();
-      tooLarge(new TooLargeError(`an SSE event over ${limit} bytes`));
+      tooLarge(error);
       return;
     }
-    parser.feed(chunk);
     const wait = options.backpressure?.();
     if (wait) {
       body.pause();
@@ -153,14 +146,6 @@ export async function readResponseStream(
     }
   }
   return response;
-}
-
-/** A target's message larger than the target's `maxMessageBytes`. */
-export class TooLargeError extends Error {
-  constructor(what: string) {
-    super(`sent ${what} (limits.maxMessageBytes)`);
-    this.name = 'TooLargeError';
-  }
 }
 
 /** A target's message nested deeper than MAX_JSON_DEPTH. */
