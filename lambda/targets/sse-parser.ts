@@ -73,7 +73,10 @@ export class BoundedSseParser {
     this.line = [];
     this.eventChars += this.lineChars + 1;
     this.lineChars = 0;
-    if (line === '') return this.dispatch();
+    if (line === '') {
+      this.dispatch();
+      return;
+    }
     if (line.charCodeAt(0) === 58) {
       // ':' a comment (keep-alives)
       this.eventChars -= line.length + 1;

@@ -129,7 +129,7 @@ describe('a target sending more than one message may hold, to an `npm start` gat
       });
       const pid = gateway.child.pid;
       if (pid === undefined) throw new Error('no gateway pid');
-    expect(peakRssMb(pid)).toBeLessThan(MEMORY_BOUND_MB);
+      expect(peakRssMb(pid)).toBeLessThan(MEMORY_BOUND_MB);
     },
     120_000,
   );
