@@ -49,6 +49,11 @@ export interface PostOptions {
   listeners?: StreamListeners;
   /** The request names a target session: a 404 means the target forgot it. */
   sessionBound?: boolean;
+  /**
+   * Gets the request's clock, for what the target sends about this request elsewhere (the session's
+   * GET stream): a request to the user holds it, a notification restarts it.
+   */
+  onClock?(clock: Pick<TargetClock, 'hold' | 'touch'>): void;
 }
 
 /**
@@ -139,6 +144,7 @@ export class TargetEndpoint {
     const idle = RELAYED_CALL_METHODS.has(request.method);
     const clock = new TargetClock(idle ? this.limits.callIdleTimeoutMs : this.limits.requestTimeoutMs);
     const signal = options.signal ? AbortSignal.any([options.signal, clock.signal]) : clock.signal;
+    if (idle) options.onClock?.(clock);
     const listeners = options.listeners;
     const timed: StreamListeners | undefined = idle
       ? {

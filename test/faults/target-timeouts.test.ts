@@ -4,6 +4,7 @@ import { startModernDemoTarget } from '../../lambda/local/modern-demo-target';
 import type { GatewayKind } from '../support/gateways';
 import { listen } from '../support/loopback';
 import { callAndAnswer, eventually, initSession, type Json, post, readMessage } from '../support/mcp-http';
+import { startPushTarget } from '../support/push-target';
 import { withGateway } from '../support/with-gateway';
 
 /**
@@ -153,6 +154,30 @@ describe("a relayed call: its timeout is the target's silence, not the whole cal
       { signal: AbortSignal.timeout(CLIENT_PATIENCE_MS) },
     );
     expect(call.response.result.content[0].text).toBe('confirmed: deploy');
+  });
+});
+
+describe("a relayed call whose target asks the user on the session's GET stream", () => {
+  const IDLE_MS = 300;
+  const gw = withGateway(
+    { logLevel: 'SILENT', targetLimits: { callIdleTimeoutMs: IDLE_MS } },
+    { targets: { push: () => startPushTarget() } },
+  );
+
+  it("is not cut while the user takes longer than the timeout to answer (the call's own stream is silent)", async () => {
+    const { headers } = await initSession(gw.url, { capabilities: { elicitation: { form: {} } } });
+    const call = await callAndAnswer(
+      gw.url,
+      headers,
+      { id: 'get-stream', params: { name: 'push___ask', arguments: {} } },
+      async () => {
+        await new Promise((resolve) => setTimeout(resolve, IDLE_MS * 3));
+        return { result: { action: 'accept', content: { ok: true } } };
+      },
+      { signal: AbortSignal.timeout(CLIENT_PATIENCE_MS) },
+    );
+    expect(call.messages[0]).toMatchObject({ method: 'elicitation/create' });
+    expect(call.response.result.content[0].text).toBe('answered: accept {"ok":true}');
   });
 });
 
