@@ -5,6 +5,7 @@ import {
   type Server,
   type ServerResponse,
 } from 'node:http';
+import type { GatewayKind } from '../support/gateways';
 import { listen } from '../support/loopback';
 import { eventually, initSession } from '../support/mcp-http';
 import { withGateway } from '../support/with-gateway';
@@ -15,6 +16,8 @@ import { withGateway } from '../support/with-gateway';
  * then wait, as they would for a slow direct client), and after `stalledClientTimeoutSeconds` without
  * the client reading it ends the call as if the client had gone: the target is told, the stream is cut.
  */
+/** The Lambda handler behind a function-URL invoker that passes the client's backpressure on, as a socket does. */
+const kinds: GatewayKind[] = ['local server', 'lambda handler'];
 const MB = 1024 * 1024;
 /** What the target would send if nothing pushed back. */
 const FLOOD_BYTES = 200 * MB;
@@ -125,10 +128,10 @@ async function settled(value: () => number, quietMs = 1000, boundMs = 30_000): P
   }
 }
 
-describe('a client that stops reading its stream, through the local server', () => {
+describe.each(kinds)('a client that stops reading its stream, through the %s', (kind) => {
   const gw = withGateway(
     { logLevel: 'SILENT', stalledClientTimeoutSeconds: 3 },
-    { targets: { flood: () => startFloodTarget() } },
+    { kind, targets: { flood: () => startFloodTarget() } },
   );
 
   it('pushes back on the target instead of buffering its stream, then ends the call after the stall bound', async () => {
