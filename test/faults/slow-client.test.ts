@@ -30,14 +30,14 @@ interface FloodTarget {
   /** Bytes of the call's stream the target got written (the gateway took them off the socket, or the kernel did). */
   written(): number;
   cancelled: string[];
-  /** The call's stream was closed by the gateway. */
-  streamClosed(): boolean;
+  /** Call streams closed (by the gateway, or ended). */
+  streamsClosed(): number;
 }
 
 /** A 2025 target whose `flood` tool sends progress notifications of 64 KB each, up to FLOOD_BYTES, honouring drain. */
 async function startFloodTarget(): Promise<FloodTarget> {
   let written = 0;
-  let closed = false;
+  let closed = 0;
   const cancelled: string[] = [];
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
     res.on('error', () => undefined);
@@ -60,15 +60,17 @@ async function startFloodTarget(): Promise<FloodTarget> {
       if (body.method === 'tools/list') return answer({ tools: [{ name: 'flood', inputSchema: { type: 'object' } }] });
       if (body.method !== 'tools/call') return answer({});
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.once('close', () => (closed = true));
+      res.once('close', () => closed++);
       const token = body.params._meta.progressToken;
       const filler = 'x'.repeat(64 * 1024);
-      for (let i = 0; written < FLOOD_BYTES && !res.destroyed; i++) {
+      let sent = 0;
+      for (let i = 0; sent < FLOOD_BYTES && !res.destroyed; i++) {
         const event = `event: message\ndata: ${JSON.stringify({
           jsonrpc: '2.0',
           method: 'notifications/progress',
           params: { progressToken: token, progress: i, message: filler },
         })}\n\n`;
+        sent += event.length;
         written += event.length;
         if (!res.write(event)) {
           await new Promise<void>((resolve) => {
@@ -89,7 +91,7 @@ async function startFloodTarget(): Promise<FloodTarget> {
     close: started.close,
     written: () => written,
     cancelled,
-    streamClosed: () => closed,
+    streamsClosed: () => closed,
   };
 }
 
@@ -144,12 +146,44 @@ describe.each(kinds)('a client that stops reading its stream, through the %s', (
     });
     expect(res.headers['content-type']).toMatch(/text\/event-stream/);
     const flood = gw.targets.flood;
-    const took = await settled(() => flood.written());
+    const before = { written: flood.written(), closed: flood.streamsClosed() };
+    const took = (await settled(() => flood.written())) - before.written;
     expect(took).toBeLessThan(PUSHED_BACK_BELOW);
     // The client never resumes: the call is ended as if it had gone, and the target is told.
     await eventually(() => {
       expect(flood.cancelled).toContain('c.s.flood');
-      expect(flood.streamClosed()).toBe(true);
+      expect(flood.streamsClosed()).toBe(before.closed + 1);
+    }, 15_000);
+    res.destroy();
+  }, 60_000);
+
+  it('does the same for a 2026-07-28 request', async () => {
+    const flood = gw.targets.flood;
+    const before = { written: flood.written(), closed: flood.streamsClosed(), cancelled: flood.cancelled.length };
+    const res = await callAndStopReading(
+      gw.url,
+      { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'flood___flood' },
+      {
+        jsonrpc: '2.0',
+        id: 'flood-2026',
+        method: 'tools/call',
+        params: {
+          name: 'flood___flood',
+          arguments: {},
+          _meta: {
+            progressToken: 'p',
+            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+            'io.modelcontextprotocol/clientCapabilities': {},
+          },
+        },
+      },
+    );
+    expect(res.headers['content-type']).toMatch(/text\/event-stream/);
+    const took = (await settled(() => flood.written())) - before.written;
+    expect(took).toBeLessThan(PUSHED_BACK_BELOW);
+    await eventually(() => {
+      expect(flood.cancelled.length).toBeGreaterThan(before.cancelled);
+      expect(flood.streamsClosed()).toBe(before.closed + 1);
     }, 15_000);
     res.destroy();
   }, 60_000);
