@@ -6,6 +6,7 @@ import type {
   LambdaFunctionURLEvent,
 } from 'aws-lambda';
 import type { ResponseEnd } from '../http/exchange';
+import { StalledClientError } from '../http/sse';
 
 /**
  * Transport-only translation between a Lambda function URL (payload format 2.0, response streaming)
@@ -105,14 +106,25 @@ export async function writeResponse(
   out.on('error', onGone);
   out.on('close', onGone);
   signal.addEventListener('abort', onGone, { once: true });
+  // The body failing (a client stalled past its bound) must end a wait for 'drain' too.
+  const failed = reader.closed.then(
+    () => new Promise<never>(() => undefined),
+    (error: unknown) => Promise.reject(error),
+  );
+  failed.catch(() => undefined);
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (done || gone.signal.aborted) break;
-      if (!out.write(value)) await once(out, 'drain', { signal: gone.signal });
+      if (!out.write(value)) await Promise.race([once(out, 'drain', { signal: gone.signal }), failed]);
     }
   } catch (err) {
     if (gone.signal.aborted) return 'cancelled';
+    if (err instanceof StalledClientError) {
+      // Given up on a client that stopped reading: cut its stream rather than wait for it.
+      out.destroy();
+      return 'cancelled';
+    }
     out.end();
     throw err;
   } finally {

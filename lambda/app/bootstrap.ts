@@ -48,6 +48,7 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
     logger,
     credentials,
     legacyVersion: legacyVersionsOf(config.supportedVersions)[0] ?? LATEST_LEGACY_VERSION,
+    limits: config.targetLimits,
   });
   const secrets = options.requestStateKeys ?? keySecretsFromConfig(config, logger);
   return {

@@ -3,7 +3,7 @@ import { describeError } from '../observability/logger';
 import { recordTargetListFailure } from '../observability/metrics';
 import { noteRequest } from '../observability/request-context';
 import { ToolFilters } from '../policy/tool-filter';
-import { GatewayError } from '../protocol/errors';
+import { DependencyFailedError, GatewayError } from '../protocol/errors';
 import { LIST_METHODS, type ListingKind } from '../protocol/methods';
 import type { Prompt, Resource, ResourceTemplate, Tool } from '../protocol/types';
 import type { Era } from '../protocol/versions';
@@ -102,23 +102,33 @@ export class Catalog {
     const names = this.targets.names.filter((name) => !only || only.includes(name));
     const lists = await Promise.all(
       names.map(async (target): Promise<TargetList<K> | undefined> => {
+        // One budget for the whole listing (era probe, session, every page): a late target is left out
+        // well inside the client's and the function's deadline, as a failing one is.
+        const limits = this.targets.limits(target);
+        const budget = AbortSignal.timeout(limits.requestTimeoutMs);
+        const signal = AbortSignal.any([scope.signal, budget]);
         try {
-          const upstream = await this.targets.open(target, scope.caller, scope.signal);
+          const upstream = await this.targets.open(target, scope.caller, signal);
           const items: unknown[] = [];
+          let bytes = 0;
           let ttlMs = Number.POSITIVE_INFINITY;
           let cacheScope: 'public' | 'private' = 'public';
           let cursor: string | undefined;
           for (let page = 0; page < MAX_PAGES; page++) {
-            const response = await upstream.call(
-              { method, params: cursor ? { cursor } : {} },
-              { signal: scope.signal },
-            );
+            const response = await upstream.call({ method, params: cursor ? { cursor } : {} }, { signal });
             if ('error' in response) {
               this.logger.debug('target did not list', { target, method, code: response.error.code });
               break;
             }
             const result = response.result as Record<string, unknown>;
-            items.push(...((result[field] as unknown[] | undefined) ?? []));
+            const page = Array.isArray(result[field]) ? (result[field] as unknown[]) : [];
+            // Every list a client asks for is fetched live and held while it is aggregated: bounded per target.
+            bytes += JSON.stringify(page).length;
+            if (items.length + page.length > limits.maxListItems)
+              throw new DependencyFailedError(target, `listed over ${limits.maxListItems} items (limits.maxListItems)`);
+            if (bytes > limits.maxListBytes)
+              throw new DependencyFailedError(target, `listed over ${limits.maxListBytes} bytes (limits.maxListBytes)`);
+            items.push(...page);
             const modern = upstream.era === 'modern';
             ttlMs = Math.min(ttlMs, modern && typeof result.ttlMs === 'number' && result.ttlMs >= 0 ? result.ttlMs : 0);
             if (!(modern && result.cacheScope === 'public')) cacheScope = 'private';
@@ -132,8 +142,13 @@ export class Catalog {
           this.cache.put(target, kind, listed);
           const era = upstream.era;
           return { target, era, items: listed, ttlMs: Number.isFinite(ttlMs) ? ttlMs : 0, cacheScope };
-        } catch (error) {
-          if (scope.signal.aborted) throw error;
+        } catch (caught) {
+          if (scope.signal.aborted) throw caught;
+          const error = budget.aborted
+            ? new DependencyFailedError(target, `did not list ${method} within ${limits.requestTimeoutMs} ms`, {
+                cause: caught,
+              })
+            : caught;
           const { name, message } = describeError(error);
           this.failures.set(target, { message, at: new Date().toISOString() });
           recordTargetListFailure(target);

@@ -100,6 +100,48 @@ export const ToolFilterSchema = z
     message: 'give "include", "exclude" or both',
   });
 
+/**
+ * What the gateway allows each target: how long it waits for it and how much it reads from it.
+ * `targetLimits` holds the defaults; a target's `limits` overrides any of them for that target.
+ */
+export const TargetLimitsSchema = z.strictObject({
+  /**
+   * Every request the gateway sends for itself (`initialize`, `server/discover`, `logging/setLevel`,
+   * lists): the longest wait for the whole answer. A list also gets it as the budget for the whole
+   * listing of one target (opening its session and every page): a late target is left out as a failing one.
+   */
+  requestTimeoutMs: z.number().int().min(100).max(900_000),
+  /**
+   * A relayed call (`tools/call`, `prompts/get`, `resources/read`, `completion/complete`): the longest
+   * the target may stay silent — no response headers, no byte on the call's stream. A tool may run long
+   * as long as it streams something; the clock stands still while a request the target sent to the
+   * user (elicitation, sampling, roots) waits for the answer, until the target's next byte.
+   */
+  callIdleTimeoutMs: z.number().int().min(100).max(900_000),
+  /** One message from the target: an SSE event (or a line that never ends), or a JSON body. */
+  maxMessageBytes: z
+    .number()
+    .int()
+    .min(1024)
+    .max(256 * 1024 * 1024),
+  /** One target's listing of one kind (tools, prompts, resources, templates), every page together. */
+  maxListItems: z.number().int().min(1).max(1_000_000),
+  /** The same listing's size, as JSON. */
+  maxListBytes: z
+    .number()
+    .int()
+    .min(1024)
+    .max(256 * 1024 * 1024),
+});
+
+export const DEFAULT_TARGET_LIMITS: TargetLimits = {
+  requestTimeoutMs: 10_000,
+  callIdleTimeoutMs: 300_000,
+  maxMessageBytes: 16 * 1024 * 1024,
+  maxListItems: 10_000,
+  maxListBytes: 8 * 1024 * 1024,
+};
+
 export const TargetConfigSchema = z.strictObject({
   name: targetName,
   url: z.url({ protocol: /^https?$/, error: 'an http(s) URL' }),
@@ -117,6 +159,8 @@ export const TargetConfigSchema = z.strictObject({
   era: z.enum(['auto', 'legacy', 'modern']).optional(),
   /** Tool filtering by glob on the target's own tool names; filtered tools are absent and cannot be called. */
   tools: ToolFilterSchema.optional(),
+  /** This target's own timeouts and size limits (any of `targetLimits`). */
+  limits: TargetLimitsSchema.partial().optional(),
 });
 
 /**
@@ -232,6 +276,16 @@ export const GatewayConfigSchema = z
     confirmationTtlSeconds: z.number().int().min(5).max(3600).default(120),
     /** Origins allowed to call the gateway from a browser (CORS); in AWS also the function URL's CORS setting. */
     cors: CorsConfigSchema.default({ allowedOrigins: [] }),
+    /** Timeouts and size limits for every target (a target's `limits` overrides them). */
+    targetLimits: TargetLimitsSchema.partial()
+      .default({})
+      .transform((limits) => ({ ...DEFAULT_TARGET_LIMITS, ...limits })),
+    /**
+     * A client that stops reading its stream: the gateway stops reading the target meanwhile
+     * (backpressure); after this long without the client taking anything the call is ended as if the
+     * client had gone (the target told).
+     */
+    stalledClientTimeoutSeconds: z.number().int().min(1).max(900).default(60),
   })
   .superRefine((config, ctx) => {
     const seen = new Set<string>();
@@ -258,6 +312,12 @@ export const GatewayConfigSchema = z
 export type GatewayConfigInput = z.input<typeof GatewayConfigSchema>;
 export type GatewayConfig = z.output<typeof GatewayConfigSchema>;
 export type TargetConfig = z.output<typeof TargetConfigSchema>;
+export type TargetLimits = z.output<typeof TargetLimitsSchema>;
+
+/** A target's limits: the gateway's defaults with the target's own overrides. */
+export function limitsOf(target: TargetConfig, defaults: TargetLimits = DEFAULT_TARGET_LIMITS): TargetLimits {
+  return { ...defaults, ...target.limits };
+}
 export type AuthConfig = z.output<typeof AuthConfigSchema>;
 export type CredentialValue = z.output<typeof CredentialValueSchema>;
 export type CredentialReference = z.output<typeof CredentialReferenceSchema>;

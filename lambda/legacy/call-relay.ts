@@ -79,6 +79,7 @@ export function relayCall(input: RelayInput): Promise<Response> {
     accept: input.accept,
     headers: input.responseHeaders,
     keepAliveMs: input.deps.keepAliveMs,
+    stalledClientMs: input.deps.config.stalledClientTimeoutSeconds * 1000,
     streamAfterMs: Math.min(STREAM_AFTER_MS, input.deps.keepAliveMs),
     onClientGone: () => relay.stop('client-gone'),
   });
@@ -188,6 +189,8 @@ class Relay {
       onServerRequest: (serverRequest: JSONRPCRequest) => this.enqueue(() => this.onServerRequest(serverRequest)),
       onNotification: (notification: JSONRPCNotification) =>
         this.enqueue(async () => this.onNotification(notification)),
+      // The target's stream is not read while the client's is full (the relay's queue is drained first).
+      backpressure: () => this.out?.room(),
     };
     this.watchForCancellation();
     let response = await upstream.call(

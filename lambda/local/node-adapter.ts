@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CorsPolicy } from '../http/cors';
@@ -10,6 +11,7 @@ import {
   requestAbortController,
   responseEndListeners,
 } from '../http/exchange';
+import { StalledClientError } from '../http/sse';
 
 /**
  * The gateway core on node:http, for `npm start` and tests: Request in, Response out, streamed
@@ -172,19 +174,28 @@ async function send(res: ServerResponse, response: Response, abort: AbortControl
   res.flushHeaders(); // a stream's headers go out at once, before its first event
   const reader = response.body.getReader();
   abort.signal.addEventListener('abort', () => void reader.cancel().catch(() => undefined), { once: true });
+  // The body failing (a client stalled past its bound: StalledClientError) must end a wait for 'drain' too.
+  const failed = reader.closed.then(
+    () => new Promise<never>(() => undefined),
+    (error: unknown) => Promise.reject(error),
+  );
+  failed.catch(() => undefined);
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
       // Corked until the next tick: an event and the end that follows it share one write.
       res.cork();
-      res.write(value);
+      const room = res.write(value);
       process.nextTick(() => res.uncork());
+      // Backpressure: a client that does not read leaves the rest in the body (bounded, see http/sse.ts),
+      // not in this socket's buffer.
+      if (!room) await Promise.race([once(res, 'drain', { signal: abort.signal }), failed]);
     }
     res.end();
     return abort.signal.aborted ? 'cancelled' : 'complete';
-  } catch {
+  } catch (error) {
     res.destroy();
-    return abort.signal.aborted ? 'cancelled' : 'error';
+    return abort.signal.aborted || error instanceof StalledClientError ? 'cancelled' : 'error';
   }
 }

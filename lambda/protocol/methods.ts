@@ -13,6 +13,17 @@ export const MODERN_METHODS: ReadonlySet<string> = new Set([
   'completion/complete',
 ]);
 
+/**
+ * Calls relayed to a target on a client's behalf: they may run long and ask the user for input, so
+ * their timeout is the target's silence, not the whole answer (config `callIdleTimeoutMs`).
+ */
+export const RELAYED_CALL_METHODS: ReadonlySet<string> = new Set([
+  'tools/call',
+  'prompts/get',
+  'resources/read',
+  'completion/complete',
+]);
+
 /** What a target may ask of the user during a call (2025: server requests; 2026: `inputRequests`). */
 export const INPUT_METHODS: ReadonlySet<string> = new Set([
   'elicitation/create',

@@ -16,8 +16,10 @@ export interface DeferredResponseOptions {
   keepAliveMs: number;
   /** Open the stream after this long even if nothing was relayed yet. */
   streamAfterMs?: number;
-  /** The client cancelled the stream (went away). */
+  /** The client cancelled the stream (went away), or left it full past `stalledClientMs`. */
   onClientGone?: () => void;
+  /** How long the client's stream may stay full without being read (config `stalledClientTimeoutSeconds`). */
+  stalledClientMs?: number;
 }
 
 export class DeferredResponse {
@@ -50,13 +52,18 @@ export class DeferredResponse {
   stream(): SseStream | undefined {
     if (!this.sse && this.options.accept.sse && !this.finished) {
       clearTimeout(this.timer);
-      const sse = new SseStream();
+      const sse = new SseStream({ stalledClientMs: this.options.stalledClientMs });
       sse.onCancel = () => this.options.onClientGone?.();
       sse.startKeepAlive(this.options.keepAliveMs);
       this.sse = sse;
       this.resolve(sse.response(this.options.headers));
     }
     return this.sse;
+  }
+
+  /** Undefined while the client can take more; else a promise that settles when it can (backpressure). */
+  room(): Promise<void> | undefined {
+    return this.sse?.room();
   }
 
   /** Ends a stream whose last message was already sent (a held call); a JSON answer cannot be left without a body. */

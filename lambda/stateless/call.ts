@@ -46,6 +46,8 @@ export interface CallContext {
   paramHeaders: Record<string, string>;
   /** Each notification the target sends before its response, already mapped to the client's token. */
   onNotification(notification: JSONRPCNotification): void;
+  /** A promise while the client's stream is full: the target's stream is not read meanwhile. */
+  backpressure?(): Promise<void> | undefined;
   /**
    * Sends a message to the client on a stream that stays open, for a round of a bridged call; false
    * when the client takes no `text/event-stream` (then the call cannot be held).
@@ -288,6 +290,7 @@ async function callOnce(
         signal: crossEra.signal,
         progressToken: progress.upstreamToken,
         headers: ctx.paramHeaders,
+        backpressure: ctx.backpressure,
         onServerRequest,
         onNotification: (notification) => {
           const mapped = progress.map(notification);

@@ -140,7 +140,12 @@ async function relayCall(
   // Closing the request cancels it, until a bridged call has sent its first round: from then on the
   // client is expected to hang up, and this invocation holds the target's call regardless.
   let held = false;
-  const out = new DeferredResponse({ accept, keepAliveMs: deps.keepAliveMs, onClientGone: scope.onClientGone });
+  const out = new DeferredResponse({
+    accept,
+    keepAliveMs: deps.keepAliveMs,
+    onClientGone: scope.onClientGone,
+    stalledClientMs: deps.config.stalledClientTimeoutSeconds * 1000,
+  });
   const streamAllowed = request.progressToken !== undefined || request.logLevel !== undefined;
   void forwardCall({
     deps,
@@ -152,6 +157,7 @@ async function relayCall(
     onNotification: (notification) => {
       if (streamAllowed && !held) out.stream()?.send(notification);
     },
+    backpressure: () => (held ? undefined : out.room()),
     emit: (message) => {
       const stream = out.stream();
       if (!stream) return false;

@@ -1,15 +1,17 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { TargetConfig } from '../config/schema';
+import { DEFAULT_TARGET_LIMITS, type TargetConfig, type TargetLimits } from '../config/schema';
 import { recordTargetLatency, recordTargetStreamResume } from '../observability/metrics';
 import { currentRequest } from '../observability/request-context';
 import { DependencyFailedError } from '../protocol/errors';
 import { MCP_HEADERS } from '../protocol/headers';
 import { isResponse, type JSONRPCResponse, nestedDeeperThan } from '../protocol/jsonrpc';
+import { RELAYED_CALL_METHODS } from '../protocol/methods';
 import type { JSONRPCMessage, JSONRPCRequest } from '../protocol/types';
 import { NO_CREDENTIALS, type TargetCredentials } from './credentials';
-import { send, type TargetResponse } from './http-client';
-import { readResponseStream, type StreamCursor, type StreamListeners, TooDeepError } from './sse-reader';
+import { BodyTooLargeError, send, type TargetResponse } from './http-client';
+import { readResponseStream, type StreamCursor, type StreamListeners, TooDeepError, TooLargeError } from './sse-reader';
 import { DEFAULT_RESUME_POLICY, type ResumePolicy, resumeDelayMs } from './stream-resume';
+import { TargetClock } from './target-clock';
 
 /**
  * One target's HTTP endpoint, for both eras: the gateway's own credentials, one POST that reads a
@@ -37,6 +39,14 @@ export class MessageRejectedError extends DependencyFailedError {
   }
 }
 
+/** The target did not answer in time (config `limits.requestTimeoutMs` / `limits.callIdleTimeoutMs`). */
+export class TargetTimeoutError extends DependencyFailedError {
+  constructor(target: string, method: string, ms: number, idle: boolean) {
+    super(target, idle ? `sent nothing for ${ms} ms during ${method}` : `did not answer ${method} within ${ms} ms`);
+    this.name = 'TargetTimeoutError';
+  }
+}
+
 export interface PostOptions {
   signal?: AbortSignal;
   listeners?: StreamListeners;
@@ -47,6 +57,11 @@ export interface PostOptions {
    * `id` is resumed with GET + `Last-Event-ID` (./stream-resume.ts). 2026-07-28 has no resumption.
    */
   resumable?: boolean;
+  /**
+   * Gets the request's clock, for what the target sends about this request elsewhere (the session's
+   * GET stream): a request to the user holds it, a notification restarts it.
+   */
+  onClock?(clock: Pick<TargetClock, 'hold' | 'touch'>): void;
 }
 
 /**
@@ -95,6 +110,8 @@ export class TargetEndpoint {
     readonly config: TargetConfig,
     /** The gateway's own credentials for this target (./credentials.ts); never the client's. */
     private readonly credentials: TargetCredentials = NO_CREDENTIALS,
+    /** How long the gateway waits for this target and how much it reads from it. */
+    readonly limits: TargetLimits = DEFAULT_TARGET_LIMITS,
     /** Waits and bounds for resuming a stream the target ended before its response. */
     private readonly resume: ResumePolicy = DEFAULT_RESUME_POLICY,
   ) {
@@ -123,21 +140,73 @@ export class TargetEndpoint {
     };
   }
 
-  /** POSTs a request and reads its response (JSON, or an SSE stream whose other messages go to the listeners). */
+  /**
+   * POSTs a request and reads its response (JSON, or an SSE stream whose other messages go to the
+   * listeners), within the target's timeout: for a relayed call the target's silence (the clock stands
+   * still while a request it sent to the user is open, and while the client's stream is full), for
+   * anything else the whole answer. Each message is read up to `limits.maxMessageBytes`.
+   */
   async request(
     request: JSONRPCRequest,
     headers: Record<string, string>,
     options: PostOptions = {},
   ): Promise<PostResult> {
+    const idle = RELAYED_CALL_METHODS.has(request.method);
+    const clock = new TargetClock(idle ? this.limits.callIdleTimeoutMs : this.limits.requestTimeoutMs);
+    const signal = options.signal ? AbortSignal.any([options.signal, clock.signal]) : clock.signal;
+    if (idle) options.onClock?.(clock);
+    const listeners = options.listeners;
+    const timed: StreamListeners | undefined = idle
+      ? {
+          onNotification: listeners?.onNotification,
+          onServerRequest: listeners?.onServerRequest
+            ? (serverRequest) => {
+                clock.hold(); // a person may be answering: until the target's next byte
+                listeners.onServerRequest?.(serverRequest);
+              }
+            : undefined,
+          backpressure: listeners?.backpressure
+            ? () => {
+                const wait = listeners.backpressure?.();
+                if (wait) {
+                  clock.hold();
+                  void wait.finally(() => clock.touch());
+                }
+                return wait;
+              }
+            : undefined,
+        }
+      : listeners;
+    try {
+      return await this.exchange(request, headers, { ...options, signal, listeners: timed }, idle ? clock : undefined);
+    } catch (error) {
+      if (clock.expired && !options.signal?.aborted) {
+        throw new TargetTimeoutError(this.name, request.method, clock.ms, idle);
+      }
+      throw error;
+    } finally {
+      clock.stop();
+    }
+  }
+
+  private async exchange(
+    request: JSONRPCRequest,
+    headers: Record<string, string>,
+    options: PostOptions,
+    clock: TargetClock | undefined,
+  ): Promise<PostResult> {
     const res = await this.fetch('POST', headers, JSON.stringify(request), options, SAFE_TO_RESEND.has(request.method));
+    clock?.touch();
     const contentType = res.headers.get('content-type') ?? '';
+    const maxEventBytes = this.limits.maxMessageBytes;
     if (res.ok && contentType.includes('text/event-stream')) {
-      const response = await this.readStream(request, headers, res, options);
+      const response = await this.readStream(request, headers, res, options, clock);
       return { response, status: res.status, headers: res.headers };
     }
     let body: unknown;
     try {
-      if (contentType.includes('json')) body = JSON.parse(await res.text());
+      if (contentType.includes('json'))
+        body = JSON.parse(await res.text(this.limits.maxMessageBytes, clock && (() => clock.touch())));
       else res.discard();
       if (nestedDeeperThan(body)) throw new TooDeepError();
     } catch (error) {
@@ -161,17 +230,20 @@ export class TargetEndpoint {
     headers: Record<string, string>,
     first: TargetResponse,
     options: PostOptions,
+    clock: TargetClock | undefined,
   ): Promise<JSONRPCResponse> {
     const cursor: StreamCursor = {};
+    const read = { maxEventBytes: this.limits.maxMessageBytes, onChunk: clock && (() => clock.touch()), cursor };
     let body = first.body;
     let resumes = 0;
     for (;;) {
       let ending = 'the stream ended before the response';
       try {
-        const response = await readResponseStream(body, request.id, options.listeners, cursor);
+        const response = await readResponseStream(body, request.id, options.listeners, read);
         if (response) return response;
       } catch (error) {
-        if (error instanceof TooDeepError || options.signal?.aborted || !options.resumable || !cursor.lastEventId)
+        const final = error instanceof TooDeepError || error instanceof TooLargeError || options.signal?.aborted;
+        if (final || !options.resumable || !cursor.lastEventId)
           throw this.failure(error, 'the stream broke before the response', options.signal);
         ending = 'the stream broke before the response';
       }
@@ -184,6 +256,7 @@ export class TargetEndpoint {
       }
       resumes++;
       body = await this.reopen(headers, cursor, options, ending);
+      clock?.touch();
     }
   }
 
@@ -309,7 +382,10 @@ export class TargetEndpoint {
     if (error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError')) return error;
     // The caller aborted (its own decision, not the target's failure): a broken stream says so.
     if (signal?.aborted) return Object.assign(new Error('aborted', { cause: error }), { name: 'AbortError' });
-    if (error instanceof TooDeepError) return new DependencyFailedError(this.name, error.message, { cause: error });
+    if (error instanceof TooDeepError || error instanceof TooLargeError)
+      return new DependencyFailedError(this.name, error.message, { cause: error });
+    if (error instanceof BodyTooLargeError)
+      return new DependencyFailedError(this.name, `sent ${error.message} (limits.maxMessageBytes)`, { cause: error });
     if (error instanceof DependencyFailedError) return error;
     return new DependencyFailedError(this.name, reason, { cause: error });
   }

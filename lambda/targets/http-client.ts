@@ -25,7 +25,11 @@ export interface TargetResponse {
   headers: { get(name: string): string | null };
   /** The body as it arrives; read it, `text()` it, or `discard()` it. */
   body: IncomingMessage;
-  text(): Promise<string>;
+  /**
+   * The whole body as text; rejects with a BodyTooLargeError (the body destroyed) as soon as it
+   * grows past `maxBytes`, so a huge body is never held. `onChunk` sees every chunk.
+   */
+  text(maxBytes?: number, onChunk?: () => void): Promise<string>;
   /** Drops the body; a complete response leaves the connection reusable. */
   discard(): void;
 }
@@ -88,6 +92,14 @@ function sendOnce(url: URL, options: SendOptions, fresh: boolean): Promise<Targe
   });
 }
 
+/** A body larger than the reader accepts. */
+export class BodyTooLargeError extends Error {
+  constructor(readonly limitBytes: number) {
+    super(`a body over ${limitBytes} bytes`);
+    this.name = 'BodyTooLargeError';
+  }
+}
+
 function wrap(res: IncomingMessage): TargetResponse {
   const status = res.statusCode ?? 0;
   return {
@@ -101,12 +113,31 @@ function wrap(res: IncomingMessage): TargetResponse {
       },
     },
     body: res,
-    text: () =>
+    text: (maxBytes = Number.POSITIVE_INFINITY, onChunk) =>
       new Promise<string>((resolve, reject) => {
+        const declared = Number(res.headers['content-length']);
+        if (declared > maxBytes) {
+          res.destroy();
+          reject(new BodyTooLargeError(maxBytes));
+          return;
+        }
         const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          onChunk?.();
+          size += chunk.length;
+          if (size > maxBytes) {
+            res.destroy();
+            reject(new BodyTooLargeError(maxBytes));
+            return;
+          }
+          chunks.push(chunk);
+        });
         res.once('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
         res.once('error', reject);
+        res.once('close', () => {
+          if (!res.complete) reject(new Error('the body was cut'));
+        });
       }),
     discard: () => {
       res.on('error', () => undefined);

@@ -9,8 +9,7 @@ import type {
   JSONRPCRequest,
   LegacyClientCapabilities,
 } from '../protocol/types';
-import type { TargetEndpoint } from './endpoint';
-import type { StreamListeners } from './sse-reader';
+import type { PostOptions, TargetEndpoint } from './endpoint';
 
 /**
  * The gateway's HTTP client for a legacy-era (2025-11-25 and earlier) target, one message at a time.
@@ -88,7 +87,7 @@ export class LegacyTargetClient {
   async request(
     session: LegacySession,
     request: JSONRPCRequest,
-    options: { signal?: AbortSignal; listeners?: StreamListeners } = {},
+    options: Pick<PostOptions, 'signal' | 'listeners' | 'onClock'> = {},
   ): Promise<JSONRPCResponse> {
     const headers = await this.headers(session);
     const sessionBound = session.targetSessionId !== undefined;

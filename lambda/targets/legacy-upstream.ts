@@ -5,7 +5,7 @@ import { rpcErrorOf } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import type { Era } from '../protocol/versions';
-import { TargetSessionExpiredError } from './endpoint';
+import { TargetSessionExpiredError, TargetTimeoutError } from './endpoint';
 import type { LegacySession, LegacyTargetClient } from './legacy-client';
 import type { StandaloneStreams } from './standalone-streams';
 import type {
@@ -64,6 +64,7 @@ export class LegacyUpstream implements Upstream {
           void this.reply(rpcErrorOf(serverRequest.id, 'MethodNotFound', `Method not found: ${serverRequest.method}`));
       },
       onNotification: options.onNotification,
+      backpressure: options.backpressure,
     };
     const onAbort = () => void this.cancel(id, options.signal.reason);
     options.signal.addEventListener('abort', onAbort, { once: true });
@@ -72,13 +73,34 @@ export class LegacyUpstream implements Upstream {
         const session = await this.open(options.signal);
         // A call that can relay the target's requests listens on the session's GET stream too (opened
         // first). It costs a request (and a connection) per call, so only callers that can take requests pay it.
+        // What arrives on the GET stream belongs to this call too: a question to the user stops the call's
+        // clock (a person is answering), anything else restarts it.
+        let clock: { hold(): void; touch(): void } | undefined;
         const detach =
           options.onServerRequest && this.streams && declaresInput(this.caller.capabilities)
-            ? await this.streams.attach(this.client, session, { ...listeners, progressToken: options.progressToken })
+            ? await this.streams.attach(this.client, session, {
+                onServerRequest: (serverRequest) => {
+                  clock?.hold();
+                  listeners.onServerRequest(serverRequest);
+                },
+                onNotification: (notification) => {
+                  clock?.touch();
+                  listeners.onNotification?.(notification);
+                },
+                progressToken: options.progressToken,
+              })
             : undefined;
         try {
-          return await this.client.request(session, message, { signal: options.signal, listeners });
+          return await this.client.request(session, message, {
+            signal: options.signal,
+            listeners,
+            onClock: (started) => {
+              clock = started;
+            },
+          });
         } catch (error) {
+          // The lifecycle page: a request that timed out is cancelled at the receiver.
+          if (error instanceof TargetTimeoutError) void this.cancel(id, 'gateway: timed out');
           if (!(error instanceof TargetSessionExpiredError) || attempt > 0) throw error;
           this.logger.info('target session expired; re-initializing', { target: this.target });
           this.caller.sessions.forget(this.target);

@@ -24,6 +24,7 @@ export interface ModernMeta {
 export interface ModernCallOptions {
   signal?: AbortSignal;
   onNotification?(notification: JSONRPCNotification): void;
+  backpressure?(): Promise<void> | undefined;
   /** Extra headers for this request (the client's `Mcp-Param-*`, forwarded untouched). */
   headers?: Record<string, string>;
 }
@@ -67,7 +68,7 @@ export class ModernTargetClient {
     // A server request on a 2026-07-28 stream is a protocol violation: no listener, so it is ignored.
     const { response, status } = await this.endpoint.request(request, await this.endpoint.headers(protocol), {
       signal: options.signal,
-      listeners: { onNotification: options.onNotification },
+      listeners: { onNotification: options.onNotification, backpressure: options.backpressure },
     });
     return { response, httpStatus: status };
   }

@@ -48,7 +48,12 @@ export class ModernUpstream implements Upstream {
         logLevel: this.caller.logLevel,
         progressToken: options.progressToken,
       },
-      { signal: options.signal, onNotification: options.onNotification, headers: options.headers },
+      {
+        signal: options.signal,
+        onNotification: options.onNotification,
+        backpressure: options.backpressure,
+        headers: options.headers,
+      },
     );
     const answered = { ...response, id: request.id ?? response.id } as JSONRPCResponse;
     return bridged ? this.toLegacy(answered) : answered;

@@ -1,5 +1,4 @@
 import type { IncomingMessage } from 'node:http';
-import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import {
   isNotification,
   isRequest,
@@ -9,12 +8,30 @@ import {
   nestedDeeperThan,
 } from '../protocol/jsonrpc';
 import type { JSONRPCNotification, JSONRPCRequest, RequestId } from '../protocol/types';
+import { BoundedSseParser, type SseMessage, TooLargeError } from './sse-parser';
+
+export { TooLargeError };
 
 /** What a target streams while it answers one request (both eras). */
 export interface StreamListeners {
   /** A request the target sends while answering (legacy era only; a 2026 stream never carries one). */
   onServerRequest?(request: JSONRPCRequest): void;
   onNotification?(notification: JSONRPCNotification): void;
+  /**
+   * Backpressure: a promise while whoever takes the messages cannot take more (the client's stream is
+   * full); reading the target pauses until it settles, so its bytes wait in the socket, not here.
+   */
+  backpressure?(): Promise<void> | undefined;
+}
+
+export interface ReadOptions {
+  /** Largest event (or unfinished line) accepted; beyond it the stream is given up. */
+  maxEventBytes?: number;
+  /** Called with every chunk read (before parsing). */
+  onChunk?(): void;
+  backpressure?(): Promise<void> | undefined;
+  /** A `retry:` field: the reconnection time the target asks for (ms). */
+  onRetry?(retryMs: number): void;
 }
 
 /** How long a stream may stay open after its response before its connection is given up. */
@@ -32,22 +49,41 @@ export interface StreamCursor {
 /**
  * Reads SSE events off a response body as they arrive, chunk by chunk (UTF-8 split across chunks
  * is decoded whole); `onChunk` sees every chunk, `onEvent` every event. Resolves when the body
- * ends; rejects when it breaks (aborted, connection reset) before its end.
+ * ends; rejects when it breaks (aborted, connection reset) before its end, or with a TooLargeError
+ * (the body destroyed) as soon as one event — or a line that never ends — grows past
+ * `maxEventBytes`: the parser holds at most that much (plus one chunk) of a target's stream.
  */
 export function readEvents(
   body: IncomingMessage,
-  onEvent: (event: EventSourceMessage) => void,
-  onChunk?: () => void,
-  onRetry?: (retryMs: number) => void,
+  onEvent: (event: SseMessage) => void,
+  options: ReadOptions = {},
 ): { done: Promise<void>; stop(): void } {
-  const parser = createParser({ onEvent, onRetry });
+  let tooLarge!: (error: TooLargeError) => void;
+  const overrun = new Promise<never>((_, reject) => {
+    tooLarge = reject;
+  });
+  // Characters, not bytes: the body is decoded as it arrives (a character is at most 3 UTF-8 bytes here).
+  const parser = new BoundedSseParser(onEvent, () => undefined, options.maxEventBytes, options.onRetry);
   body.setEncoding('utf8');
   const onData = (chunk: string) => {
-    onChunk?.();
-    parser.feed(chunk);
+    options.onChunk?.();
+    try {
+      parser.feed(chunk);
+    } catch (error) {
+      if (!(error instanceof TooLargeError)) throw error;
+      body.off('data', onData);
+      body.destroy();
+      tooLarge(error);
+      return;
+    }
+    const wait = options.backpressure?.();
+    if (wait) {
+      body.pause();
+      void wait.finally(() => body.resume());
+    }
   };
   body.on('data', onData);
-  const done = new Promise<void>((resolve, reject) => {
+  const ended = new Promise<void>((resolve, reject) => {
     body.once('end', () => resolve());
     body.once('error', reject);
     body.once('close', () => {
@@ -55,6 +91,9 @@ export function readEvents(
       else reject(new Error('the stream was cut'));
     });
   });
+  const done = Promise.race([overrun, ended]);
+  // The losing promise of the race must not surface as an unhandled rejection.
+  ended.catch(() => undefined);
   return { done, stop: () => body.off('data', onData) };
 }
 
@@ -69,8 +108,9 @@ export async function readResponseStream(
   body: IncomingMessage,
   id: RequestId,
   listeners: StreamListeners = {},
-  cursor: StreamCursor = {},
+  options: Omit<ReadOptions, 'backpressure' | 'onRetry'> & { cursor?: StreamCursor } = {},
 ): Promise<JSONRPCResponse | undefined> {
+  const cursor = options.cursor ?? {};
   let response: JSONRPCResponse | undefined;
   let failure: TooDeepError | undefined;
   let found!: () => void;
@@ -103,9 +143,12 @@ export async function readResponseStream(
       } else if (isRequest(message)) listeners.onServerRequest?.(message);
       else if (isNotification(message)) listeners.onNotification?.(message);
     },
-    undefined,
-    (retryMs) => {
-      cursor.retryMs = retryMs;
+    {
+      ...options,
+      backpressure: listeners.backpressure,
+      onRetry: (retryMs) => {
+        cursor.retryMs = retryMs;
+      },
     },
   );
   await Promise.race([reader.done, responded]);

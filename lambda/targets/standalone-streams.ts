@@ -5,7 +5,7 @@ import { isNotification, isRequest } from '../protocol/jsonrpc';
 import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import type { TargetResponse } from './http-client';
 import type { LegacySession, LegacyTargetClient } from './legacy-client';
-import { readEvents, type StreamListeners } from './sse-reader';
+import { readEvents, type StreamListeners, TooLargeError } from './sse-reader';
 import { DEFAULT_RESUME_POLICY, resumeDelayMs } from './stream-resume';
 
 /**
@@ -238,11 +238,13 @@ export class StandaloneStreams {
     }
     const type = res.headers.get('content-type') ?? '';
     if (res.ok && type.includes('text/event-stream')) {
-      void this.read(connection, res.body).then(() => {
+      void this.read(connection, res.body).then((clean) => {
         // Ended early (the target closed it, or a proxy): reopen while calls still need it, after the
-        // target's `retry` when it gave one (SSE polling), else at once (a request meanwhile may be dropped).
-        const wait = connection.retryMs === undefined ? 0 : resumeDelayMs(DEFAULT_RESUME_POLICY, connection.retryMs);
-        if (!abort.signal.aborted && connection.abort === abort) this.scheduleRetry(key, connection, abort, wait);
+        // target's `retry` when it gave one (SSE polling), else at once (a request meanwhile may be
+        // dropped); not at once after an oversized message: the target would likely send it again.
+        const polled = connection.retryMs === undefined ? 0 : resumeDelayMs(DEFAULT_RESUME_POLICY, connection.retryMs);
+        if (!abort.signal.aborted && connection.abort === abort)
+          this.scheduleRetry(key, connection, abort, clean ? polled : Math.max(polled, this.retryMs));
       });
       return;
     }
@@ -277,7 +279,7 @@ export class StandaloneStreams {
     connection.retry.unref();
   }
 
-  private async read(connection: Connection, body: TargetResponse['body']): Promise<void> {
+  private read(connection: Connection, body: TargetResponse['body']): Promise<boolean> {
     const reader = readEvents(
       body,
       (event) => {
@@ -292,15 +294,25 @@ export class StandaloneStreams {
         if (isRequest(message)) this.route(connection, message);
         else if (isNotification(message)) this.routeNotification(connection, message);
       },
-      () => {
-        connection.received++;
-      },
-      (retryMs) => {
-        connection.retryMs = retryMs;
+      {
+        onChunk: () => {
+          connection.received++;
+        },
+        maxEventBytes: connection.client.endpoint.limits.maxMessageBytes,
+        onRetry: (retryMs) => {
+          connection.retryMs = retryMs;
+        },
       },
     );
     // Aborted (the last call detached) or broken: the caller decides whether to reopen.
-    await reader.done.catch(() => undefined);
+    return reader.done.then(
+      () => true,
+      (error: unknown) => {
+        if (!(error instanceof TooLargeError)) return true;
+        this.logger.warn('standalone stream given up: a message over the limit', { target: connection.target });
+        return false;
+      },
+    );
   }
 
   /**

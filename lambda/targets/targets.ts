@@ -1,4 +1,4 @@
-import type { TargetConfig } from '../config/schema';
+import { DEFAULT_TARGET_LIMITS, limitsOf, type TargetConfig, type TargetLimits } from '../config/schema';
 import type { GatewayLogger } from '../observability/logger';
 import { DependencyFailedError } from '../protocol/errors';
 import type { Implementation, JSONRPCMessage } from '../protocol/types';
@@ -34,11 +34,14 @@ export class Targets {
       legacyVersion: string;
       eras?: EraProbeOptions;
       streams?: StandaloneStreamsOptions;
+      /** The gateway's `targetLimits` (a target's own `limits` override them). */
+      limits?: TargetLimits;
     },
   ) {
     this.streams = new StandaloneStreams(options.logger, options.streams);
     for (const config of configs) {
-      const endpoint = new TargetEndpoint(config, options.credentials?.get(config.name) ?? NO_CREDENTIALS);
+      const limits = limitsOf(config, options.limits ?? DEFAULT_TARGET_LIMITS);
+      const endpoint = new TargetEndpoint(config, options.credentials?.get(config.name) ?? NO_CREDENTIALS, limits);
       this.legacy.set(config.name, new LegacyTargetClient(endpoint, options.clientInfo));
       this.modern.set(config.name, new ModernTargetClient(endpoint, options.clientInfo));
     }
@@ -47,6 +50,11 @@ export class Targets {
 
   get names(): string[] {
     return this.configs.map((c) => c.name);
+  }
+
+  /** A target's timeouts and size limits. */
+  limits(name: string): TargetLimits {
+    return this.legacy.get(name)?.endpoint.limits ?? this.options.limits ?? DEFAULT_TARGET_LIMITS;
   }
 
   has(name: string): boolean {

@@ -52,6 +52,8 @@ export interface UpstreamCallOptions {
   /** A request the target sends during the call (legacy targets), with the target's own id. */
   onServerRequest?(request: JSONRPCRequest): void;
   onNotification?(notification: JSONRPCNotification): void;
+  /** A promise while the caller's client cannot take more: the target's stream is not read meanwhile. */
+  backpressure?(): Promise<void> | undefined;
   /** The token the target sees (already the gateway's own), if the client asked for progress. */
   progressToken?: string;
   /** Headers forwarded untouched to a modern target (the client's `Mcp-Param-*`). */

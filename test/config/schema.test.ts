@@ -1,4 +1,10 @@
-import { ConfigError, GatewayConfigSchema, parseConfig } from '../../lambda/config/schema';
+import {
+  ConfigError,
+  DEFAULT_TARGET_LIMITS,
+  GatewayConfigSchema,
+  limitsOf,
+  parseConfig,
+} from '../../lambda/config/schema';
 
 /** The configuration fields whose runtime behaviour is built elsewhere: CORS and per-target tool filters. */
 
@@ -75,5 +81,37 @@ describe('targets[].tools', () => {
   test('a pattern longer than a tool name can be (128) is refused', () => {
     expect(GatewayConfigSchema.safeParse(target({ include: ['a'.repeat(128)] })).success).toBe(true);
     expect(GatewayConfigSchema.safeParse(target({ include: ['a'.repeat(129)] })).success).toBe(false);
+  });
+});
+
+describe('targetLimits and targets[].limits', () => {
+  test('defaults for every target, overridden per key by the gateway and then by one target', () => {
+    const config = parseConfig({
+      targetLimits: { requestTimeoutMs: 2000 },
+      targets: [
+        { name: 'a', url: 'https://a.example.com/mcp' },
+        { name: 'b', url: 'https://b.example.com/mcp', limits: { maxMessageBytes: 1024 * 1024 } },
+      ],
+    });
+    expect(config.targetLimits).toEqual({ ...DEFAULT_TARGET_LIMITS, requestTimeoutMs: 2000 });
+    expect(limitsOf(config.targets[0]!, config.targetLimits)).toEqual(config.targetLimits);
+    expect(limitsOf(config.targets[1]!, config.targetLimits)).toEqual({
+      ...config.targetLimits,
+      maxMessageBytes: 1024 * 1024,
+    });
+    expect(parseConfig({}).stalledClientTimeoutSeconds).toBe(60);
+  });
+
+  test.each([
+    ['targetLimits.requestTimeoutMs', { targetLimits: { requestTimeoutMs: 0 } }],
+    ['targetLimits.maxMessageBytes', { targetLimits: { maxMessageBytes: 10 } }],
+    ['targetLimits.timeoutMs', { targetLimits: { timeoutMs: 10 } }],
+    [
+      'targets.0.limits.callIdleTimeoutMs',
+      { targets: [{ name: 'a', url: 'https://a.example.com/mcp', limits: { callIdleTimeoutMs: -1 } }] },
+    ],
+    ['stalledClientTimeoutSeconds', { stalledClientTimeoutSeconds: 0 }],
+  ])('refuses a bad %s, naming it', (path, raw) => {
+    expect(() => parseConfig(raw)).toThrow(new RegExp(path.replace(/\./g, '\\.')));
   });
 });

@@ -65,6 +65,7 @@ function endpoint(url: string, policy = POLICY): TargetEndpoint {
   return new TargetEndpoint(
     { name: 'poller', url } as ConstructorParameters<typeof TargetEndpoint>[0],
     undefined,
+    undefined,
     policy,
   );
 }
