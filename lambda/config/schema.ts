@@ -183,6 +183,20 @@ export const GatewayConfigSchema = z
      * it a target's request is refused (-32603 TooManyPendingRequests) instead of stored.
      */
     maxPendingRequestsPerSession: z.number().int().min(1).max(1000).default(100),
+    /**
+     * Resumable streams (2025-11-25 sessions): how long the events of a client's SSE stream are kept
+     * in DynamoDB at most, for a reconnect with `Last-Event-ID` (never past the session's expiry).
+     */
+    streamLogTtlSeconds: z.number().int().min(60).max(28800).default(3600),
+    /** How long a stream's end (a call's final response) is kept after the call ended, for a client that missed it. */
+    streamLogRetainSeconds: z.number().int().min(5).max(3600).default(120),
+    /** Bytes of events kept per stream; events beyond it are sent without an id and never replayed (the final response always is). */
+    streamLogMaxBytes: z
+      .number()
+      .int()
+      .min(64 * 1024)
+      .max(16 * 1024 * 1024)
+      .default(1024 * 1024),
     supportedVersions: z
       .array(z.enum(ALL_PROTOCOL_VERSIONS))
       .min(1)

@@ -1,6 +1,6 @@
 import type { AcceptPreference } from '../http/responses';
 import { jsonResponse } from '../http/responses';
-import { SseStream } from '../http/sse';
+import { type SseEventLog, SseStream } from '../http/sse';
 import type { JSONRPCMessage } from '../protocol/types';
 
 /**
@@ -18,6 +18,8 @@ export interface DeferredResponseOptions {
   streamAfterMs?: number;
   /** The client cancelled the stream (went away). */
   onClientGone?: () => void;
+  /** Makes the stream resumable (http/sse.ts): called once, when the stream opens. */
+  eventLog?: () => SseEventLog;
 }
 
 export class DeferredResponse {
@@ -46,11 +48,21 @@ export class DeferredResponse {
     return this.sse !== undefined;
   }
 
+  /** Whether the client's stream (when open) is resumable: its events are kept and carry ids. */
+  get resumable(): boolean {
+    return this.sse?.resumable ?? false;
+  }
+
+  /** Resolves once everything asked of the stream so far was kept and written. */
+  flushed(): Promise<void> {
+    return this.sse?.flushed() ?? Promise.resolve();
+  }
+
   /** The client's stream, opened on first use; undefined when the client takes no SSE or the call is over. */
   stream(): SseStream | undefined {
     if (!this.sse && this.options.accept.sse && !this.finished) {
       clearTimeout(this.timer);
-      const sse = new SseStream();
+      const sse = new SseStream({ log: this.options.eventLog?.() });
       sse.onCancel = () => this.options.onClientGone?.();
       sse.startKeepAlive(this.options.keepAliveMs);
       this.sse = sse;
@@ -73,8 +85,7 @@ export class DeferredResponse {
     this.finished = true;
     clearTimeout(this.timer);
     if (this.sse) {
-      this.sse.send(message);
-      this.sse.close();
+      this.sse.end(message);
     } else {
       this.resolve(jsonResponse(status, message, { ...headers, ...this.options.headers }));
     }
