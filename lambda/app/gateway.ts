@@ -1,7 +1,7 @@
 import { errorResponse, methodNotAllowed, refuse } from '../http/errors';
 import type { ExchangeContext, ExchangeRequest, FetchHandler } from '../http/exchange';
 import { parseAccept, readBodyLimited } from '../http/responses';
-import { handleLegacyDelete, handleLegacyPost } from '../legacy/legacy-path';
+import { handleLegacyDelete, handleLegacyPost, handleLegacyResume } from '../legacy/legacy-path';
 import type { RequestTracer } from '../observability/active-tracing';
 import { describeError } from '../observability/logger';
 import { recordError } from '../observability/metrics';
@@ -65,8 +65,16 @@ async function route(deps: GatewayDeps, request: ExchangeRequest, exchange: Exch
         return handleLegacyDelete({ deps, exchange, principal, headers: request.headers });
       }
       return methodNotAllowed('POST, DELETE');
-    default:
+    case 'GET': {
+      // A client resuming a stream it lost (2025-11-25 resumability): replayed from the session's event log.
+      const lastEventId = request.headers.get('last-event-id');
+      if (lastEventId !== null && request.headers.get(MCP_HEADERS.sessionId)) {
+        return handleLegacyResume({ deps, exchange, principal, headers: request.headers, lastEventId });
+      }
       // No standalone GET stream: on Lambda it would hold an invocation open with nothing to send.
+      return methodNotAllowed('POST, DELETE');
+    }
+    default:
       return methodNotAllowed('POST, DELETE');
   }
 

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { GatewayConfig } from '../config/schema';
 import type { SseEventLog } from '../http/sse';
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
@@ -39,6 +40,14 @@ export interface StreamLogSettings {
   retainSeconds: number;
   /** Bytes of event data kept per stream; beyond it events are sent without being kept. */
   maxBytes: number;
+}
+
+export function streamLogSettings(config: GatewayConfig): StreamLogSettings {
+  return {
+    ttlSeconds: config.streamLogTtlSeconds,
+    retainSeconds: config.streamLogRetainSeconds,
+    maxBytes: config.streamLogMaxBytes,
+  };
 }
 
 /** 96 random bits, base64url: an id no client can guess or mistake for another stream's. */
@@ -101,7 +110,11 @@ export function openStreamLog(
       const fits = Buffer.byteLength(data) + ITEM_OVERHEAD_BYTES <= DYNAMODB_ITEM_LIMIT_BYTES;
       if (final && !fits) data = JSON.stringify(tooLargeToKeep(final.message, Buffer.byteLength(data)));
       try {
-        await store.endStream(session.id, { streamId, seq, data, end: true, expiresAt: expiry(settings.retainSeconds) }, kept);
+        await store.endStream(
+          session.id,
+          { streamId, seq, data, end: true, expiresAt: expiry(settings.retainSeconds) },
+          kept,
+        );
       } catch (error) {
         warn('stream end not kept: the store failed (a reconnect will not get the final message)', {
           error: describeError(error),

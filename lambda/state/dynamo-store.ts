@@ -463,7 +463,9 @@ export class DynamoSessionStore implements SessionStore {
   }
 
   private async batchWrite(
-    writes: Array<{ DeleteRequest: { Key: Record<string, unknown> } } | { PutRequest: { Item: Record<string, unknown> } }>,
+    writes: Array<
+      { DeleteRequest: { Key: Record<string, unknown> } } | { PutRequest: { Item: Record<string, unknown> } }
+    >,
   ): Promise<void> {
     for (let i = 0; i < writes.length; i += 25) {
       let requests = writes.slice(i, i + 25);
