@@ -67,8 +67,9 @@ async function route(deps: GatewayDeps, request: ExchangeRequest, exchange: Exch
       return methodNotAllowed('POST, DELETE');
     case 'GET': {
       // A client resuming a stream it lost (2025-11-25 resumability): replayed from the session's event log.
+      // An empty Last-Event-ID is no id (an EventSource sends none before its first id).
       const lastEventId = request.headers.get('last-event-id');
-      if (lastEventId !== null && request.headers.get(MCP_HEADERS.sessionId)) {
+      if (lastEventId && request.headers.get(MCP_HEADERS.sessionId)) {
         return handleLegacyResume({ deps, exchange, principal, headers: request.headers, lastEventId });
       }
       // No standalone GET stream: on Lambda it would hold an invocation open with nothing to send.
