@@ -190,8 +190,9 @@ describe('the end of a call', () => {
     await eventually(() => expect(demo.stats().cancelledRequestIds).toContain('c.s.deadline'));
   });
 
-  it('removes the pending records and cancels at the target when the client goes away', async () => {
-    const { headers, sessionId } = await gateway.initSession({ capabilities: ALL });
+  // Before 2025-11-25 the stream cannot be resumed: nobody could ever get the result, so the call ends.
+  it('removes the pending records and cancels at the target when a 2025-06-18 client goes away', async () => {
+    const { headers, sessionId } = await gateway.initSession({ capabilities: ALL, protocolVersion: '2025-06-18' });
     const client = new AbortController();
     const res = await gateway.post(
       headers,
@@ -211,5 +212,37 @@ describe('the end of a call', () => {
     client.abort();
     await eventually(async () => expect(gateway.store.pendingRecords(sessionId)).toHaveLength(0));
     await eventually(() => expect(demo.stats().cancelledRequestIds).toContain('c.s.gone'));
+  });
+
+  // 2025-11-25 transports: a disconnect is not a cancellation; the stream is resumable, so the call waits on.
+  it('lets the call of a 2025-11-25 client that went away go on: its request stays pending and its events are kept', async () => {
+    const { headers, sessionId } = await gateway.initSession({ capabilities: ALL });
+    const client = new AbortController();
+    const res = await gateway.post(
+      headers,
+      {
+        jsonrpc: '2.0',
+        id: 'away',
+        method: 'tools/call',
+        params: { name: 'demo___use_aws', arguments: { command: 'away' } },
+      },
+      { signal: client.signal },
+    );
+    let asked: Json | undefined;
+    for await (const event of sseEvents(res)) {
+      if (event.message?.method !== 'elicitation/create') continue;
+      asked = event.message;
+      break; // leaving the loop cancels the body
+    }
+    client.abort();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(gateway.store.pendingRecords(sessionId)).toHaveLength(1);
+    expect(demo.stats().cancelledRequestIds).not.toContain('c.s.away');
+    expect(gateway.store.keysOf(sessionId).filter((sk) => sk.startsWith('E#'))).toHaveLength(2); // priming + question
+    // The answer still reaches the target; the call ends and only its end is left.
+    const answered = await gateway.post(headers, { jsonrpc: '2.0', id: asked!.id, result: { action: 'decline' } });
+    expect(answered.status).toBe(202);
+    await eventually(() => expect(gateway.store.pendingRecords(sessionId)).toHaveLength(0));
+    expect(gateway.store.keysOf(sessionId).filter((sk) => sk.startsWith('E#'))).toHaveLength(1);
   });
 });
