@@ -1,3 +1,6 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { createParser } from 'eventsource-parser';
 import { startDemoTarget } from '../../lambda/local/demo-target';
 import { initSession, type Json, post, sessionItems } from '../support/mcp-http';
@@ -159,6 +162,68 @@ describe('resumable streams across two instances', () => {
     expect((await fetch(b(), { method: 'DELETE', headers })).status).toBe(200);
     expect(await sessionItems(gw.dynamodbEndpoint, sessionId)).toEqual([]);
     expect((await resume(a(), headers, seen[0]!.id!)).status).toBe(404);
+  });
+});
+
+describe('the official v1 SDK client (1.32)', () => {
+  const gw = withGateway({ logLevel: 'SILENT' }, { targets: { demo: () => startDemoTarget() }, instances: 2 });
+
+  it("reconnects after its connection dropped mid-call, to another instance, and gets the call's result", async () => {
+    const resumes: Array<{ url: string; lastEventId: string | null }> = [];
+    // The POST stream of the call is cut right after the question arrives, as a network failure cuts it;
+    // the client's GETs go to the other instance, as a new connection may reach any Lambda instance.
+    const network: typeof fetch = async (input, init) => {
+      if ((init?.method ?? 'GET') === 'GET') {
+        resumes.push({ url: gw.instances[1]!.url, lastEventId: new Headers(init?.headers).get('last-event-id') });
+        return fetch(gw.instances[1]!.url, init);
+      }
+      const res = await fetch(input, init);
+      if (!String(init?.body).includes('tools/call') || !res.headers.get('content-type')?.includes('event-stream')) {
+        return res;
+      }
+      const reader = res.body!.getReader();
+      const decoder = new TextDecoder();
+      let text = '';
+      const cut = new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          const { done, value } = await reader.read();
+          if (done) return controller.close();
+          controller.enqueue(value);
+          text += decoder.decode(value, { stream: true });
+          if (text.includes('elicitation/create') && text.endsWith('\n\n')) {
+            await reader.cancel();
+            controller.error(new TypeError('terminated: the connection was lost'));
+          }
+        },
+      });
+      return new Response(cut, { status: res.status, headers: res.headers });
+    };
+    const client = new Client({ name: 'v1-resume', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
+    client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { confirm: true } }));
+    const transport = new StreamableHTTPClientTransport(new URL(gw.url), {
+      fetch: network,
+      reconnectionOptions: {
+        initialReconnectionDelay: 100,
+        maxReconnectionDelay: 1000,
+        reconnectionDelayGrowFactor: 2,
+        maxRetries: 2,
+      },
+    });
+    await client.connect(transport);
+    try {
+      expect(client.getServerVersion()).toBeDefined();
+      const result = await client.request(
+        { method: 'tools/call', params: { name: 'demo___use_aws', arguments: { command: 'sdk' } } },
+        CallToolResultSchema,
+      );
+      expect(result.content).toEqual([{ type: 'text', text: 'executed: sdk' }]);
+      // Its first GET (the standalone stream, after initialize) has no Last-Event-ID and gets 405; then the resume.
+      expect(resumes.filter((r) => r.lastEventId !== null)).toEqual([
+        { url: gw.instances[1]!.url, lastEventId: expect.stringMatching(/^[\w-]{16}\.1$/) },
+      ]);
+    } finally {
+      await client.close();
+    }
   });
 });
 
