@@ -70,7 +70,60 @@ describe('initialize', () => {
     ).toBe(404);
     expect((await gateway.post(headers, ping)).status).toBe(404);
   });
+
+  it("answers another principal's reconnect (GET with Last-Event-ID) with 404 and nothing of the stream", async () => {
+    const alice = { platformPrincipal: 'arn:aws:iam::123456789012:user/alice' };
+    const init = await gateway.post(
+      {},
+      {
+        jsonrpc: '2.0',
+        id: 'i',
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: ALL, clientInfo: { name: 't', version: '1' } },
+      },
+      alice,
+    );
+    const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')! };
+    await init.body?.cancel();
+    const call = { name: 'demo___use_aws', arguments: { command: 'mine' } };
+    const res = await gateway.post(headers, { jsonrpc: '2.0', id: 'mine', method: 'tools/call', params: call }, alice);
+    const text = await readUntil(res, 'elicitation/create');
+    const primingId = /^id: (\S+)$/m.exec(text)![1]!;
+    const resume = (exchange: { platformPrincipal?: string }) =>
+      gateway.fetch(
+        '/mcp',
+        { method: 'GET', headers: { ...headers, accept: 'text/event-stream', 'last-event-id': primingId } },
+        exchange,
+      );
+    for (const other of [{ platformPrincipal: 'arn:aws:iam::123456789012:role/bob' }, {}]) {
+      const refused = await resume(other);
+      expect(refused.status).toBe(404);
+      expect(await refused.text()).not.toContain('elicitation');
+    }
+    // Alice's own reconnect replays the question; her answer ends the call.
+    const replayed = await readUntil(await resume(alice), 'elicitation/create');
+    expect(replayed).toContain('Run `mine`?');
+    const asked = /"id":"(gw-[\w-]+)"/.exec(replayed)![1];
+    const answered = await gateway.post(headers, { jsonrpc: '2.0', id: asked, result: { action: 'decline' } }, alice);
+    expect(answered.status).toBe(202);
+  });
 });
+
+/** The raw SSE text of a response up to the first chunk containing `marker` (then the body is dropped). */
+async function readUntil(res: Response, marker: string): Promise<string> {
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let text = '';
+  try {
+    while (!text.includes(marker)) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += value;
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+  return text;
+}
 
 describe('a relayed call', () => {
   it('reaches the demo target, opens one target session lazily, and keeps it in the store', async () => {
