@@ -88,7 +88,10 @@ export function relayCall(input: RelayInput): Promise<Response> {
     streamAfterMs: Math.min(STREAM_AFTER_MS, deps.keepAliveMs),
     onClientGone: () => relay.clientGone(),
     eventLog: allowsResumableStreams(loaded.session.protocolVersion)
-      ? () => openStreamLog(deps.store, loaded.session, streamLogSettings(deps.config), deps.logger)
+      ? () =>
+          openStreamLog(deps.store, loaded.session, streamLogSettings(deps.config), deps.logger, {
+            deadline: input.exchange.deadline,
+          })
       : undefined,
   });
   void relay.run(out).then(({ message, error, silent }) => {

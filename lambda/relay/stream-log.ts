@@ -68,13 +68,33 @@ const ITEM_OVERHEAD_BYTES = 1024;
 /** What the stream-log operations need of the store. */
 export type StreamStore = Pick<SessionStore, 'putStreamEvent' | 'endStream' | 'readStream'>;
 
+/**
+ * How long past the invocation's deadline a write may still take: the deadline leaves a margin
+ * before the function is stopped, and the stream's end must reach the client within it.
+ */
+const WRITE_GRACE_AFTER_DEADLINE_MS = 500;
+
 export function openStreamLog(
   store: StreamStore,
   session: Pick<SessionRecord, 'id' | 'expiresAt'>,
   settings: StreamLogSettings,
   logger: GatewayLogger,
-  streamId: string = newStreamId(),
+  options: { streamId?: string; deadline?: number } = {},
 ): SseEventLog {
+  const streamId = options.streamId ?? newStreamId();
+  // A write still running at the deadline's grace is given up: the event is then sent unkept.
+  const bounded = (write: Promise<void>): Promise<void> => {
+    if (options.deadline === undefined) return write;
+    const left = options.deadline + WRITE_GRACE_AFTER_DEADLINE_MS - Date.now();
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error("the invocation's deadline passed before the write ended")),
+        Math.max(0, left),
+      );
+    });
+    return Promise.race([write, late]).finally(() => clearTimeout(timer));
+  };
   const kept: number[] = [];
   let keptBytes = 0;
   const nowSeconds = () => Math.floor(Date.now() / 1000);
@@ -94,7 +114,9 @@ export function openStreamLog(
         return false;
       }
       try {
-        await store.putStreamEvent(session.id, { streamId, seq, data, expiresAt: expiry(settings.ttlSeconds) });
+        await bounded(
+          store.putStreamEvent(session.id, { streamId, seq, data, expiresAt: expiry(settings.ttlSeconds) }),
+        );
       } catch (error) {
         warn('stream event not kept: the store failed (a reconnect will not replay it)', {
           error: describeError(error),
@@ -110,10 +132,12 @@ export function openStreamLog(
       const fits = Buffer.byteLength(data) + ITEM_OVERHEAD_BYTES <= DYNAMODB_ITEM_LIMIT_BYTES;
       if (final && !fits) data = JSON.stringify(tooLargeToKeep(final.message, Buffer.byteLength(data)));
       try {
-        await store.endStream(
-          session.id,
-          { streamId, seq, data, end: true, expiresAt: expiry(settings.retainSeconds) },
-          kept,
+        await bounded(
+          store.endStream(
+            session.id,
+            { streamId, seq, data, end: true, expiresAt: expiry(settings.retainSeconds) },
+            kept,
+          ),
         );
       } catch (error) {
         warn('stream end not kept: the store failed (a reconnect will not get the final message)', {

@@ -100,6 +100,17 @@ describe('the stream log over the store', () => {
     expect(await log.end(1, undefined)).toBe(false);
   });
 
+  it("gives up a write still running past the invocation's deadline (plus 500 ms): the event is sent unkept", async () => {
+    const hanging = {
+      putStreamEvent: () => new Promise<void>(() => undefined),
+      endStream: () => new Promise<void>(() => undefined),
+      readStream: async () => [],
+    };
+    const log = openStreamLog(hanging, SESSION, SETTINGS, QUIET, { deadline: Date.now() - 400 });
+    expect(await log.keep(0, '')).toBe(false);
+    expect(await log.end(1, undefined)).toBe(false);
+  });
+
   it('never keeps an event past the session expiry', async () => {
     const store = new MemorySessionStore();
     const soon = { id: SESSION.id, expiresAt: Math.floor(Date.now() / 1000) + 5 };
