@@ -1,3 +1,4 @@
+import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -173,69 +174,94 @@ describe.each(KINDS)('through the %s', (kind) => {
     });
   });
 
-  describe('the official v1 SDK client (1.32)', () => {
+  describe('the official SDK clients', () => {
     const gw = withGateway({ logLevel: 'SILENT' }, { kind, targets: { demo: () => startDemoTarget() }, instances: 2 });
+    const reconnection = {
+      initialReconnectionDelay: 100,
+      maxReconnectionDelay: 1000,
+      reconnectionDelayGrowFactor: 2,
+      maxRetries: 2,
+    };
 
-    it("reconnects after its connection dropped mid-call, to another instance, and gets the call's result", async () => {
-      const resumes: Array<{ url: string; lastEventId: string | null }> = [];
-      // The POST stream of the call is cut right after the question arrives, as a network failure cuts it;
-      // the client's GETs go to the other instance, as a new connection may reach any Lambda instance.
-      const network: typeof fetch = async (input, init) => {
-        if ((init?.method ?? 'GET') === 'GET') {
-          resumes.push({ url: gw.instances[1]!.url, lastEventId: new Headers(init?.headers).get('last-event-id') });
-          return fetch(gw.instances[1]!.url, init);
-        }
-        const res = await fetch(input, init);
-        if (!String(init?.body).includes('tools/call') || !res.headers.get('content-type')?.includes('event-stream')) {
-          return res;
-        }
-        const reader = res.body!.getReader();
-        const decoder = new TextDecoder();
-        let text = '';
-        const cut = new ReadableStream<Uint8Array>({
-          async pull(controller) {
-            const { done, value } = await reader.read();
-            if (done) return controller.close();
-            controller.enqueue(value);
-            text += decoder.decode(value, { stream: true });
-            if (text.includes('elicitation/create') && text.endsWith('\n\n')) {
-              await reader.cancel();
-              controller.error(new TypeError('terminated: the connection was lost'));
-            }
-          },
-        });
-        return new Response(cut, { status: res.status, headers: res.headers });
-      };
-      const client = new Client(
-        { name: 'v1-resume', version: '1.0.0' },
-        { capabilities: { elicitation: { form: {} } } },
-      );
-      client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { confirm: true } }));
-      const transport = new StreamableHTTPClientTransport(new URL(gw.url), {
-        fetch: network,
-        reconnectionOptions: {
-          initialReconnectionDelay: 100,
-          maxReconnectionDelay: 1000,
-          reconnectionDelayGrowFactor: 2,
-          maxRetries: 2,
-        },
-      });
-      await client.connect(transport);
-      try {
-        expect(client.getServerVersion()).toBeDefined();
-        const result = await client.request(
-          { method: 'tools/call', params: { name: 'demo___use_aws', arguments: { command: 'sdk' } } },
-          CallToolResultSchema,
+    /** A client of `sdk` whose call answers the question with confirm: true; the network is `network`. */
+    async function connect(sdk: 'v1 (1.32)' | 'v2 (2.4, 2025-11-25)', network: typeof fetch) {
+      const info = { name: `resume ${sdk}`, version: '1.0.0' };
+      const capabilities = { elicitation: { form: {} } };
+      const answer = { action: 'accept' as const, content: { confirm: true } };
+      if (sdk === 'v1 (1.32)') {
+        const client = new Client(info, { capabilities });
+        client.setRequestHandler(ElicitRequestSchema, async () => answer);
+        await client.connect(
+          new StreamableHTTPClientTransport(new URL(gw.url), { fetch: network, reconnectionOptions: reconnection }),
         );
-        expect(result.content).toEqual([{ type: 'text', text: 'executed: sdk' }]);
-        // Its first GET (the standalone stream, after initialize) has no Last-Event-ID and gets 405; then the resume.
-        expect(resumes.filter((r) => r.lastEventId !== null)).toEqual([
-          { url: gw.instances[1]!.url, lastEventId: expect.stringMatching(/^[\w-]{16}\.1$/) },
-        ]);
-      } finally {
-        await client.close();
+        return {
+          call: async (command: string) =>
+            (
+              await client.request(
+                { method: 'tools/call', params: { name: 'demo___use_aws', arguments: { command } } },
+                CallToolResultSchema,
+              )
+            ).content,
+          close: () => client.close(),
+        };
       }
-    });
+      const client = new V2Client(info, { capabilities, versionNegotiation: { mode: 'legacy' } });
+      client.setRequestHandler('elicitation/create', async () => answer);
+      await client.connect(new V2Transport(new URL(gw.url), { fetch: network, reconnectionOptions: reconnection }));
+      return {
+        call: async (command: string) =>
+          (await client.callTool({ name: 'demo___use_aws', arguments: { command } })).content,
+        close: () => client.close(),
+      };
+    }
+
+    it.each(['v1 (1.32)', 'v2 (2.4, 2025-11-25)'] as const)(
+      'the %s client reconnects after its connection dropped mid-call, to another instance, and gets the result',
+      async (sdk) => {
+        const resumes: Array<{ url: string; lastEventId: string | null }> = [];
+        // The POST stream of the call is cut right after the question arrives, as a network failure cuts it;
+        // the client's GETs go to the other instance, as a new connection may reach any Lambda instance.
+        const network: typeof fetch = async (input, init) => {
+          if ((init?.method ?? 'GET') === 'GET') {
+            resumes.push({ url: gw.instances[1]!.url, lastEventId: new Headers(init?.headers).get('last-event-id') });
+            return fetch(gw.instances[1]!.url, init);
+          }
+          const res = await fetch(input, init);
+          if (
+            !String(init?.body).includes('tools/call') ||
+            !res.headers.get('content-type')?.includes('event-stream')
+          ) {
+            return res;
+          }
+          const reader = res.body!.getReader();
+          const decoder = new TextDecoder();
+          let text = '';
+          const cut = new ReadableStream<Uint8Array>({
+            async pull(controller) {
+              const { done, value } = await reader.read();
+              if (done) return controller.close();
+              controller.enqueue(value);
+              text += decoder.decode(value, { stream: true });
+              if (text.includes('elicitation/create') && text.endsWith('\n\n')) {
+                await reader.cancel();
+                controller.error(new TypeError('terminated: the connection was lost'));
+              }
+            },
+          });
+          return new Response(cut, { status: res.status, headers: res.headers });
+        };
+        const client = await connect(sdk, network);
+        try {
+          expect(await client.call('sdk')).toEqual([{ type: 'text', text: 'executed: sdk' }]);
+          // A first GET without Last-Event-ID (the standalone stream, after initialize) gets 405; then the resume.
+          expect(resumes.filter((r) => r.lastEventId !== null)).toEqual([
+            { url: gw.instances[1]!.url, lastEventId: expect.stringMatching(/^[\w-]{16}\.1$/) },
+          ]);
+        } finally {
+          await client.close();
+        }
+      },
+    );
   });
 
   describe('an abandoned call', () => {
