@@ -74,6 +74,9 @@ export type StreamStore = Pick<SessionStore, 'putStreamEvent' | 'endStream' | 'r
  */
 const WRITE_GRACE_AFTER_DEADLINE_MS = 500;
 
+/** After a failed write, the end is still tried (the response matters most), for at most this long. */
+const BROKEN_END_WRITE_MS = 1000;
+
 export function openStreamLog(
   store: StreamStore,
   session: Pick<SessionRecord, 'id' | 'expiresAt'>,
@@ -82,14 +85,19 @@ export function openStreamLog(
   options: { streamId?: string; deadline?: number } = {},
 ): SseEventLog {
   const streamId = options.streamId ?? newStreamId();
-  // A write still running at the deadline's grace is given up: the event is then sent unkept.
+  /** A write failed: the stream has a gap, and DynamoDB may be down; later events go out at once, unkept. */
+  let broken = false;
+  // A write still running at the deadline's grace (or, once broken, after 1 s) is given up: the event is then sent unkept.
   const bounded = (write: Promise<void>): Promise<void> => {
-    if (options.deadline === undefined) return write;
-    const left = options.deadline + WRITE_GRACE_AFTER_DEADLINE_MS - Date.now();
+    const limits = [options.deadline === undefined ? Infinity : options.deadline + WRITE_GRACE_AFTER_DEADLINE_MS];
+    if (broken) limits.push(Date.now() + BROKEN_END_WRITE_MS);
+    const until = Math.min(...limits);
+    if (until === Infinity) return write;
+    const left = until - Date.now();
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () => reject(new Error("the invocation's deadline passed before the write ended")),
+        () => reject(new Error('the write took too long (the deadline, or a store that already failed)')),
         Math.max(0, left),
       );
     });
@@ -104,6 +112,7 @@ export function openStreamLog(
   return {
     streamId,
     async keep(seq: number, data: string): Promise<boolean> {
+      if (broken) return false;
       const bytes = Buffer.byteLength(data);
       if (keptBytes + bytes > settings.maxBytes || bytes + ITEM_OVERHEAD_BYTES > DYNAMODB_ITEM_LIMIT_BYTES) {
         warn('stream event not kept: over the stream log cap (a reconnect will not replay it)', {
@@ -118,7 +127,8 @@ export function openStreamLog(
           store.putStreamEvent(session.id, { streamId, seq, data, expiresAt: expiry(settings.ttlSeconds) }),
         );
       } catch (error) {
-        warn('stream event not kept: the store failed (a reconnect will not replay it)', {
+        broken = true;
+        warn('stream event not kept: the store failed (this stream keeps nothing more but its end)', {
           error: describeError(error),
         });
         return false;

@@ -111,6 +111,28 @@ describe('the stream log over the store', () => {
     expect(await log.end(1, undefined)).toBe(false);
   });
 
+  it('after a failed write sends later events at once, unkept, and still tries the end, for at most 1 s', async () => {
+    let puts = 0;
+    let ends = 0;
+    const failing = {
+      putStreamEvent: async () => {
+        puts++;
+        throw new Error('DynamoDB is down');
+      },
+      endStream: () => {
+        ends++;
+        return new Promise<void>(() => undefined); // never answers
+      },
+      readStream: async () => [],
+    };
+    const log = openStreamLog(failing, SESSION, SETTINGS, QUIET);
+    expect(await log.keep(0, '')).toBe(false);
+    expect(await log.keep(1, '{}')).toBe(false);
+    expect(puts).toBe(1);
+    expect(await log.end(2, undefined)).toBe(false);
+    expect(ends).toBe(1);
+  });
+
   it('never keeps an event past the session expiry', async () => {
     const store = new MemorySessionStore();
     const soon = { id: SESSION.id, expiresAt: Math.floor(Date.now() / 1000) + 5 };
