@@ -94,10 +94,12 @@ export function relayCall(input: RelayInput): Promise<Response> {
           })
       : undefined,
   });
-  void relay.run(out).then(({ message, error, silent }) => {
+  void relay.run(out).then(async ({ message, error, silent }) => {
     // A call the client cancelled gets no response on its stream (the spec: the receiver SHOULD NOT send one).
     if (silent && out.streaming) out.end();
     else out.finish(message, error ? httpStatusOf(error) : 200, error ? errorHeaders(error) : {});
+    // A resumable stream keeps its end before writing it: done (what a shutdown waits for) once it is written.
+    await out.flushed();
     relay.markDone();
   });
   return out.response;
