@@ -9,6 +9,7 @@ import { noteRequest } from '../observability/request-context';
 import { GatewayError, onGatewayError } from '../protocol/errors';
 import { MCP_HEADERS } from '../protocol/headers';
 import { type ClientMessage, parseClientMessage } from '../protocol/jsonrpc';
+import { isModernVersion } from '../protocol/versions';
 import type { StatelessDeps } from '../stateless/deps';
 import { handleStatelessPost, isModernRequest } from '../stateless/stateless-path';
 import type { GatewayDeps } from './deps';
@@ -67,9 +68,10 @@ async function route(deps: GatewayDeps, request: ExchangeRequest, exchange: Exch
       return methodNotAllowed('POST, DELETE');
     case 'GET': {
       // A client resuming a stream it lost (2025-11-25 resumability): replayed from the session's event log.
-      // An empty Last-Event-ID is no id (an EventSource sends none before its first id).
+      // An empty Last-Event-ID is no id (an EventSource sends none before its first id); 2026-07-28 has no resumption.
       const lastEventId = request.headers.get('last-event-id');
-      if (lastEventId && request.headers.get(MCP_HEADERS.sessionId)) {
+      const version = request.headers.get(MCP_HEADERS.protocolVersion)?.trim();
+      if (lastEventId && request.headers.get(MCP_HEADERS.sessionId) && !(version && isModernVersion(version))) {
         return handleLegacyResume({ deps, exchange, principal, headers: request.headers, lastEventId });
       }
       // No standalone GET stream: on Lambda it would hold an invocation open with nothing to send.

@@ -149,6 +149,12 @@ describe.each(KINDS)('through the %s', (kind) => {
         expect(body).not.toContain('elicitation');
         if (id !== '') expect(JSON.parse(body).error.code).toBe(-32600);
       }
+      // A 2026-07-28 request has no resumption: 405 as any GET.
+      const modern = await fetch(b(), {
+        headers: { ...theirs.headers, 'mcp-protocol-version': '2026-07-28', 'last-event-id': theirId },
+      });
+      expect(modern.status).toBe(405);
+      expect(await modern.text()).not.toContain('elicitation');
       // Their own reconnect still works.
       const theirs2 = await readEvents(await resume(b(), theirs.headers, theirId), (event) => {
         if (event.message?.method === 'elicitation/create')
