@@ -1,7 +1,7 @@
 import { errorResponse, methodNotAllowed, refuse } from '../http/errors';
 import type { ExchangeContext, ExchangeRequest, FetchHandler } from '../http/exchange';
 import { parseAccept, readBodyLimited } from '../http/responses';
-import { handleLegacyDelete, handleLegacyGet, handleLegacyPost } from '../legacy/legacy-path';
+import { handleLegacyDelete, handleLegacyGet, handleLegacyPost, handleLegacyResume } from '../legacy/legacy-path';
 import type { RequestTracer } from '../observability/active-tracing';
 import { describeError } from '../observability/logger';
 import { recordError } from '../observability/metrics';
@@ -9,6 +9,7 @@ import { noteRequest } from '../observability/request-context';
 import { GatewayError, onGatewayError } from '../protocol/errors';
 import { MCP_HEADERS } from '../protocol/headers';
 import { type ClientMessage, parseClientMessage } from '../protocol/jsonrpc';
+import { isModernVersion } from '../protocol/versions';
 import type { StatelessDeps } from '../stateless/deps';
 import { handleStatelessPost, isModernRequest } from '../stateless/stateless-path';
 import type { GatewayDeps } from './deps';
@@ -67,13 +68,21 @@ async function route(deps: GatewayDeps, request: ExchangeRequest, exchange: Exch
         return handleLegacyDelete({ deps, exchange, principal, headers: request.headers });
       }
       return methodNotAllowed(allow);
-    case 'GET':
-      if (deps.config.clientStreamHoldSeconds > 0 && !request.headers.get(MCP_HEADERS.lastEventId)) {
+    case 'GET': {
+      // A client resuming a stream it lost (2025-11-25 resumability): replayed from the session's event log.
+      // An empty Last-Event-ID is no id (an EventSource sends none before its first id); 2026-07-28 has no resumption.
+      const lastEventId = request.headers.get(MCP_HEADERS.lastEventId);
+      const version = request.headers.get(MCP_HEADERS.protocolVersion)?.trim();
+      if (lastEventId && request.headers.get(MCP_HEADERS.sessionId) && !(version && isModernVersion(version))) {
+        return handleLegacyResume({ deps, exchange, principal, headers: request.headers, lastEventId });
+      }
+      if (deps.config.clientStreamHoldSeconds > 0 && !lastEventId) {
         return handleLegacyGet({ deps, exchange, principal, headers: request.headers });
       }
       // The transport lets a server answer 405 where it offers no stream, and SDK clients ask once per
       // session: the normal answer, not an error worth an alarm.
       return refuse('NoStandaloneStream', 'Method not allowed', { headers: { allow } });
+    }
     default:
       return methodNotAllowed(allow);
   }

@@ -237,6 +237,20 @@ export const GatewayConfigSchema = z
     clientStreamHoldSeconds: z.number().int().min(0).max(900).default(60),
     /** The SSE `retry` (ms) a client GET stream ends with: how soon the client reconnects. */
     clientStreamRetryMs: z.number().int().min(0).max(60_000).default(1000),
+    /**
+     * Resumable streams (2025-11-25 sessions): how long the events of a client's SSE stream are kept
+     * in DynamoDB at most, for a reconnect with `Last-Event-ID` (never past the session's expiry).
+     */
+    streamLogTtlSeconds: z.number().int().min(60).max(28800).default(3600),
+    /** How long a stream's end (a call's final response) is kept after the call ended, for a client that missed it. */
+    streamLogRetainSeconds: z.number().int().min(5).max(3600).default(120),
+    /** Bytes of events kept per stream; events beyond it are sent without an id and never replayed (the final response always is). */
+    streamLogMaxBytes: z
+      .number()
+      .int()
+      .min(64 * 1024)
+      .max(16 * 1024 * 1024)
+      .default(1024 * 1024),
     supportedVersions: z
       .array(z.enum(ALL_PROTOCOL_VERSIONS))
       .min(1)

@@ -16,12 +16,60 @@ export class StalledClientError extends Error {
   }
 }
 
+/**
+ * Resumable streams (MCP 2025-11-25, transports "Resumability and redelivery", SEP-1699).
+ *
+ * An `SseStream` built with an `SseEventLog` is resumable: it opens with a priming event (an `id`
+ * and empty `data`), and every message event carries an `id` of the form `<streamId>.<seq>` (seq
+ * 0 is the priming event, then 1, 2, … in the order sent). Each event is handed to the log and
+ * kept before it is written to the client, so what a client was sent can be read back by any
+ * instance: `GET /mcp` with `Last-Event-ID` replays that stream after the id and then follows it
+ * live (legacy/resume.ts). Whoever builds the stream decides whether it may be resumable (only for
+ * sessions of 2025-11-25 or later: older clients may choke on the empty priming data); the log
+ * implementation over the session store is `relay/stream-log.ts` (`openStreamLog`, with the settings
+ * of the `streamLog*` configuration keys).
+ *
+ *   const sse = new SseStream({ log: openStreamLog(store, session, settings, logger) });
+ *   sse.send(message);          // kept, then written with its id
+ *   sse.end(finalMessage);      // the stream's last event, kept as its end; then closed
+ *   sse.close();                // ends the stream without a final message (the log records the end)
+ *
+ * Ordering: `send`, `end` and `close` return at once; events are kept and written strictly in call
+ * order. `flushed()` resolves once everything asked so far is kept and written (or dropped).
+ */
+export interface SseEventLog {
+  /** Names the stream within its session; the first part of every event id. */
+  readonly streamId: string;
+  /**
+   * Keeps event `seq` (`data`: the message's JSON, '' for the priming event) before it is sent. Resolves true when
+   * kept (the event is then sent with its id), false when it was not (over the stream's size cap, or
+   * the store failed: it is sent without an id, and a replay skips it). Never rejects.
+   */
+  keep(seq: number, data: string): Promise<boolean>;
+  /**
+   * The stream ends: with its final message (kept as seq `seq`, marking the end), or without one
+   * (an end marker at `seq`). The log then drops the stream's other events: once the stream is over
+   * a reconnecting client needs only its end (an earlier server request would be stale). Resolves
+   * whether the final message was kept as sent. Never rejects.
+   */
+  end(seq: number, final: { message: JSONRPCMessage; data: string } | undefined): Promise<boolean>;
+}
+
+/** `<streamId>.<seq>`: the event ids of resumable streams (see SseEventLog). */
+export function eventId(streamId: string, seq: number): string {
+  return `${streamId}.${seq}`;
+}
+
 export interface SseStreamOptions {
   /**
    * How long the stream may stay full without the client reading (config `stalledClientTimeoutSeconds`):
    * then the body fails with a StalledClientError (the adapter cuts the connection) and `onCancel` runs.
    */
   stalledClientMs?: number;
+  /** Makes the stream resumable: a priming event first, every event kept and sent with an id. */
+  log?: SseEventLog;
+  /** The `retry` field (ms) sent with the priming event: how long a client waits before reconnecting. */
+  retryMs?: number;
 }
 
 /**
@@ -35,7 +83,16 @@ export class SseStream {
   private keepAlive?: NodeJS.Timeout;
   private stall?: NodeJS.Timeout;
   private waiting?: { promise: Promise<void>; resolve: () => void };
+  /** No more writes reach the client (closed by us, or the reader went away). */
   closed = false;
+  /** The reader cancelled the body (the client went away). */
+  cancelled = false;
+  /** Closing was asked (end/close); later sends are dropped. */
+  private ending = false;
+  private readonly log?: SseEventLog;
+  private seq = 0;
+  /** Events are kept and written in call order. */
+  private queue: Promise<void> = Promise.resolve();
   readonly body: ReadableStream<Uint8Array>;
   /** Called once when the reader cancels the body (the client went away), or the client stalled. */
   onCancel?: () => void;
@@ -49,12 +106,23 @@ export class SseStream {
         // The reader took something and the stream is below its mark again.
         pull: () => this.relieve(),
         cancel: () => {
+          this.cancelled = true;
           this.stop();
           this.onCancel?.();
         },
       },
       new ByteLengthQueuingStrategy({ highWaterMark: STREAM_HIGH_WATER_BYTES }),
     );
+    this.log = options.log;
+    if (this.log) {
+      const retry = options.retryMs !== undefined ? `retry: ${options.retryMs}\n` : '';
+      this.logged('', (id) => (id ? `id: ${id}\n${retry}data: \n\n` : ''));
+    }
+  }
+
+  /** Whether events carry ids and are kept (a resumable stream). */
+  get resumable(): boolean {
+    return this.log !== undefined;
   }
 
   /**
@@ -86,17 +154,43 @@ export class SseStream {
   }
 
   send(message: JSONRPCMessage): void {
+    if (this.ending) return;
     noteClientMessage(message); // an error's code goes to the request's access log line
-    this.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
+    const data = JSON.stringify(message);
+    if (!this.log) {
+      this.write(frame(undefined, data));
+      return;
+    }
+    this.logged(data, (id) => frame(id, data));
+  }
+
+  /** Sends the stream's final message and closes it (a resumable stream keeps it as the stream's end). */
+  end(message: JSONRPCMessage): void {
+    if (this.ending) return;
+    noteClientMessage(message);
+    const data = JSON.stringify(message);
+    this.ending = true;
+    const log = this.log;
+    if (!log) {
+      this.write(frame(undefined, data));
+      this.closeNow();
+      return;
+    }
+    const seq = this.seq++;
+    this.enqueue(async () => {
+      const kept = await log.end(seq, { message, data });
+      this.write(frame(kept ? eventId(log.streamId, seq) : undefined, data));
+      this.closeNow();
+    });
   }
 
   comment(text = 'keep-alive'): void {
     this.write(`: ${text}\n\n`);
   }
 
-  /** Raw SSE text (already framed), e.g. another stream's bytes piped through. */
+  /** Raw SSE text (already framed), e.g. another stream's bytes piped through. Never kept. */
   write(text: string): void {
-    if (this.closed) return;
+    if (this.closed || text === '') return;
     try {
       this.controller.enqueue(this.encoder.encode(text));
     } catch {
@@ -139,7 +233,42 @@ export class SseStream {
     this.keepAlive.unref();
   }
 
+  /** Ends the stream without a final message (after what was already asked is kept and written). */
   close(): void {
+    if (this.ending) return;
+    this.ending = true;
+    const log = this.log;
+    if (!log) {
+      this.closeNow();
+      return;
+    }
+    const seq = this.seq++;
+    this.enqueue(async () => {
+      await log.end(seq, undefined);
+      this.closeNow();
+    });
+  }
+
+  /** Resolves once everything asked so far was kept and written (or dropped). */
+  flushed(): Promise<void> {
+    return this.queue;
+  }
+
+  private logged(data: string, framed: (id: string | undefined) => string): void {
+    const log = this.log!;
+    const seq = this.seq++;
+    this.enqueue(async () => {
+      const kept = await log.keep(seq, data);
+      this.write(framed(kept ? eventId(log.streamId, seq) : undefined));
+    });
+  }
+
+  private enqueue(task: () => Promise<void>): void {
+    // A log never rejects; the catch keeps one broken write from stopping the ones after it.
+    this.queue = this.queue.then(task).catch(() => undefined);
+  }
+
+  private closeNow(): void {
     if (this.closed) return;
     this.stop();
     try {
@@ -154,4 +283,9 @@ export class SseStream {
     if (this.keepAlive) clearInterval(this.keepAlive);
     this.relieve(); // a writer waiting for room goes on (and finds the stream over)
   }
+}
+
+/** One message event; `id` only on resumable streams (also what a replay writes). */
+export function frame(id: string | undefined, data: string): string {
+  return `${id ? `id: ${id}\n` : ''}event: message\ndata: ${data}\n\n`;
 }

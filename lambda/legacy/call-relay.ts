@@ -24,6 +24,7 @@ import { DeferredResponse } from '../relay/deferred-response';
 import { waitForHeldAnswer } from '../relay/held';
 import { upstreamRequestId } from '../relay/ids';
 import { ProgressMapper } from '../relay/progress';
+import { allowsResumableStreams, openStreamLog, streamLogSettings } from '../relay/stream-log';
 import { CLAIM_LEASE_MS, HOLDER_LEASE_MS, HOLDER_RENEW_MS, newPendingRecord } from '../state/records';
 import type { CallEndReason, LoadedSession, PendingRecord } from '../state/store';
 import {
@@ -69,24 +70,37 @@ const TIMEOUT_RECHECK_MS = 2000;
  * - a 2026-07-28 target's input_required rounds, asked as held requests and retried upstream;
  * - progress with the client's own token, log messages, and finally the response with the client's id.
  * The response is JSON when the target just answers, SSE as soon as something must reach the client
- * first (or the call runs long). Client gone, the invocation's deadline, or a pending request past
- * `pendingRequestTimeoutSeconds`: the target is told (notifications/cancelled), records are removed,
- * and the client (if still there) gets -32001.
+ * first (or the call runs long). In a 2025-11-25 session the stream is resumable (http/sse.ts): its
+ * events are kept in the session's partition before they are sent, and a client whose connection
+ * drops is not cancelling (2025-11-25 transports: a disconnect is not a cancellation), so the call
+ * goes on and the client's reconnect (`GET` + `Last-Event-ID`, any instance) gets the rest.
+ * The invocation's deadline, a pending request past `pendingRequestTimeoutSeconds`, or a client gone
+ * from a stream that cannot be resumed: the target is told (notifications/cancelled), records are
+ * removed, and the client (if still there) gets -32001.
  */
 export function relayCall(input: RelayInput): Promise<Response> {
   const relay = new Relay(input);
+  const { deps, loaded } = input;
   const out = new DeferredResponse({
     accept: input.accept,
     headers: input.responseHeaders,
-    keepAliveMs: input.deps.keepAliveMs,
-    stalledClientMs: input.deps.config.stalledClientTimeoutSeconds * 1000,
-    streamAfterMs: Math.min(STREAM_AFTER_MS, input.deps.keepAliveMs),
-    onClientGone: () => relay.stop('client-gone'),
+    keepAliveMs: deps.keepAliveMs,
+    stalledClientMs: deps.config.stalledClientTimeoutSeconds * 1000,
+    streamAfterMs: Math.min(STREAM_AFTER_MS, deps.keepAliveMs),
+    onClientGone: () => relay.clientGone(),
+    eventLog: allowsResumableStreams(loaded.session.protocolVersion)
+      ? () =>
+          openStreamLog(deps.store, loaded.session, streamLogSettings(deps.config), deps.logger, {
+            deadline: input.exchange.deadline,
+          })
+      : undefined,
   });
-  void relay.run(out).then(({ message, error, silent }) => {
+  void relay.run(out).then(async ({ message, error, silent }) => {
     // A call the client cancelled gets no response on its stream (the spec: the receiver SHOULD NOT send one).
     if (silent && out.streaming) out.end();
     else out.finish(message, error ? httpStatusOf(error) : 200, error ? errorHeaders(error) : {});
+    // A resumable stream keeps its end before writing it: done (what a shutdown waits for) once it is written.
+    await out.flushed();
     relay.markDone();
   });
   return out.response;
@@ -105,6 +119,8 @@ class Relay {
   private out?: DeferredResponse;
   private finished = false;
   private endReason?: EndReason;
+  /** The client's connection to a resumable stream closed (the call went on). */
+  private clientLeft = false;
   private cancelWatch?: NodeJS.Timeout;
   private leaseRenewal?: NodeJS.Timeout;
   /** Resolved once the call is over: records removed and the client's response finished. */
@@ -140,7 +156,7 @@ class Relay {
   async run(out: DeferredResponse): Promise<{ message: JSONRPCMessage; error?: unknown; silent?: boolean }> {
     this.out = out;
     const { exchange, loaded } = this.input;
-    const onClientGone = () => this.stop('client-gone');
+    const onClientGone = () => this.clientGone();
     exchange.signal.addEventListener('abort', onClientGone, { once: true });
     const deadline = setTimeout(() => this.stop('deadline'), Math.max(0, exchange.deadline - Date.now()));
     deadline.unref();
@@ -572,6 +588,20 @@ class Relay {
   private stopFor(marker: CallEndReason): void {
     if (marker === 'answer-undeliverable') this.stop('answer-lost', 'gateway: an answer could not be delivered');
     else this.stop('client-cancelled', 'gateway: the client cancelled the call');
+  }
+
+  /**
+   * The client's connection closed. On a resumable stream that is not a cancellation: the call goes
+   * on (bounded by the deadline and the pending timeout) and its events are kept for the reconnect.
+   */
+  clientGone(): void {
+    if (this.finished || this.endReason) return;
+    if (this.out?.resumable) {
+      if (!this.clientLeft) this.log.info("the client's stream closed; the call goes on for its reconnect");
+      this.clientLeft = true;
+      return;
+    }
+    this.stop('client-gone');
   }
 
   /** Ends the call early: the target is told (by the upstream, on abort), the pending records go. */

@@ -7,4 +7,6 @@ export interface LegacyDeps extends SharedDeps {
   store: SessionStore;
   /** The calls this instance holds (a cancellation that arrives here stops them at once). */
   activeCalls: ActiveCalls;
+  /** How often a resumed stream polls its log (legacy/resume.ts; tests shorten it). */
+  streamPollMs?: { minMs: number; maxMs: number };
 }

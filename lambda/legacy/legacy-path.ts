@@ -11,6 +11,7 @@ import type { LoadedSession, SessionRecord } from '../state/store';
 import { deliverAnswer } from './answer';
 import { CLIENT_STREAM_KEY, openClientStream } from './client-stream';
 import type { LegacyDeps } from './deps';
+import { resumeStream } from './resume';
 import { handleSessionMessage } from './session-router';
 
 /**
@@ -108,6 +109,18 @@ export async function handleLegacyDelete(input: Omit<LegacyInput, 'message' | 'a
   await terminateTargetSessions(input.deps, loaded);
   input.deps.logger.info('session deleted', { sessionId: loaded.session.id });
   return new Response(null, { status: 200 });
+}
+
+/**
+ * `GET` with `Last-Event-ID` resumes a stream of the session (legacy/resume.ts); the session is
+ * loaded and checked as for any request (another principal's or an unknown session → 404).
+ */
+export async function handleLegacyResume(
+  input: Omit<LegacyInput, 'message' | 'accept'> & { lastEventId: string },
+): Promise<Response> {
+  const loaded = await loadOwnSession(input, (id) => loadLiveSession(input.deps, id));
+  if (loaded instanceof Response) return loaded;
+  return resumeStream(input.deps, loaded, input.lastEventId, input.exchange);
 }
 
 /** Ends the session's target sessions (best effort: targets MAY answer 405). */

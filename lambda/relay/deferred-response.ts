@@ -1,6 +1,6 @@
 import type { AcceptPreference } from '../http/responses';
 import { jsonResponse } from '../http/responses';
-import { SseStream } from '../http/sse';
+import { type SseEventLog, SseStream } from '../http/sse';
 import type { JSONRPCMessage } from '../protocol/types';
 
 /**
@@ -20,6 +20,8 @@ export interface DeferredResponseOptions {
   onClientGone?: () => void;
   /** How long the client's stream may stay full without being read (config `stalledClientTimeoutSeconds`). */
   stalledClientMs?: number;
+  /** Makes the stream resumable (http/sse.ts): called once, when the stream opens. */
+  eventLog?: () => SseEventLog;
 }
 
 export class DeferredResponse {
@@ -48,11 +50,21 @@ export class DeferredResponse {
     return this.sse !== undefined;
   }
 
+  /** Whether the client's stream (when open) is resumable: its events are kept and carry ids. */
+  get resumable(): boolean {
+    return this.sse?.resumable ?? false;
+  }
+
+  /** Resolves once everything asked of the stream so far was kept and written. */
+  flushed(): Promise<void> {
+    return this.sse?.flushed() ?? Promise.resolve();
+  }
+
   /** The client's stream, opened on first use; undefined when the client takes no SSE or the call is over. */
   stream(): SseStream | undefined {
     if (!this.sse && this.options.accept.sse && !this.finished) {
       clearTimeout(this.timer);
-      const sse = new SseStream({ stalledClientMs: this.options.stalledClientMs });
+      const sse = new SseStream({ stalledClientMs: this.options.stalledClientMs, log: this.options.eventLog?.() });
       sse.onCancel = () => this.options.onClientGone?.();
       sse.startKeepAlive(this.options.keepAliveMs);
       this.sse = sse;
@@ -80,8 +92,7 @@ export class DeferredResponse {
     this.finished = true;
     clearTimeout(this.timer);
     if (this.sse) {
-      this.sse.send(message);
-      this.sse.close();
+      this.sse.end(message);
     } else {
       this.resolve(jsonResponse(status, message, { ...headers, ...this.options.headers }));
     }

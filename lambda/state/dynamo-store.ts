@@ -20,6 +20,7 @@ import {
   type SessionRecord,
   type SessionStore,
   StoreUnavailableError,
+  type StreamEventRecord,
   type TargetSessionRecord,
 } from './store';
 
@@ -31,6 +32,10 @@ const pendingSk = (gatewayId: string) => `P#${gatewayId}`;
 const cancelledSk = (upstreamId: string) => `C#${upstreamId}`;
 /** The session's client GET stream (sorts before 'S': a session's load does not read it). */
 const CLIENT_STREAM_SK = 'G#stream';
+/** Stream events sort before `S` (the session Query never reads them), in seq order within a stream. */
+const eventSk = (streamId: string, seq: number) => `E#${streamId}#${String(seq).padStart(10, '0')}`;
+/** Sorts after every seq of a stream (digits sort before `~`). */
+const streamEndSk = (streamId: string) => `E#${streamId}#~`;
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 /** Everything at or after 'S' in a partition: the session item and its target sessions (`C#`, `P#` sort before). */
@@ -436,6 +441,54 @@ export class DynamoSessionStore implements SessionStore {
     });
   }
 
+  async putStreamEvent(sessionId: string, event: StreamEventRecord): Promise<void> {
+    const item = { pk: pk(sessionId), sk: eventSk(event.streamId, event.seq), ...event };
+    checkSize('the stream event', item);
+    await guarded((abortSignal) =>
+      this.client.send(new PutCommand({ TableName: this.tableName, Item: item }), { abortSignal }),
+    );
+  }
+
+  async endStream(sessionId: string, end: StreamEventRecord, drop: number[]): Promise<void> {
+    const item = { pk: pk(sessionId), sk: eventSk(end.streamId, end.seq), ...end };
+    checkSize('the stream event', item);
+    if (drop.length === 0) {
+      await guarded((abortSignal) =>
+        this.client.send(new PutCommand({ TableName: this.tableName, Item: item }), { abortSignal }),
+      );
+      return;
+    }
+    // The end first: a reader that comes between two batches finds it and stops there.
+    await this.batchWrite([
+      { PutRequest: { Item: item } },
+      ...drop.map((seq) => ({ DeleteRequest: { Key: { pk: pk(sessionId), sk: eventSk(end.streamId, seq) } } })),
+    ]);
+  }
+
+  async readStream(
+    sessionId: string,
+    streamId: string,
+    fromSeq: number,
+    now = nowSeconds(),
+  ): Promise<StreamEventRecord[]> {
+    const events: StreamEventRecord[] = [];
+    for await (const page of this.pages({
+      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+      ExpressionAttributeValues: {
+        ':pk': pk(sessionId),
+        ':from': eventSk(streamId, fromSeq),
+        ':to': streamEndSk(streamId),
+      },
+    })) {
+      for (const item of (page.Items ?? []) as Record<string, unknown>[]) {
+        if ((item.expiresAt as number) <= now) continue;
+        const { pk: _pk, sk: _sk, ...event } = item;
+        events.push(event as unknown as StreamEventRecord);
+      }
+    }
+    return events;
+  }
+
   /** One conditional UpdateItem on a pending record: false when the condition refused it. */
   private async conditionalUpdate(
     sessionId: string,
@@ -465,12 +518,20 @@ export class DynamoSessionStore implements SessionStore {
     }
   }
 
-  private async batchDelete(keys: Array<{ pk: string; sk: string }>): Promise<void> {
-    for (let i = 0; i < keys.length; i += 25) {
-      let requests = keys.slice(i, i + 25).map((Key) => ({ DeleteRequest: { Key } }));
+  private batchDelete(keys: Array<{ pk: string; sk: string }>): Promise<void> {
+    return this.batchWrite(keys.map((Key) => ({ DeleteRequest: { Key } })));
+  }
+
+  private async batchWrite(
+    writes: Array<
+      { DeleteRequest: { Key: Record<string, unknown> } } | { PutRequest: { Item: Record<string, unknown> } }
+    >,
+  ): Promise<void> {
+    for (let i = 0; i < writes.length; i += 25) {
+      let requests = writes.slice(i, i + 25);
       // Unprocessed items are retried a bounded number of times (throttling), then reported.
       for (let attempt = 0; requests.length > 0; attempt++) {
-        if (attempt === 5) throw new StoreUnavailableError(new Error('unprocessed deletes after 5 attempts'));
+        if (attempt === 5) throw new StoreUnavailableError(new Error('unprocessed writes after 5 attempts'));
         const result = await guarded((abortSignal) =>
           this.client.send(new BatchWriteCommand({ RequestItems: { [this.tableName]: requests } }), { abortSignal }),
         );

@@ -8,6 +8,7 @@ import {
   type SessionRecord,
   type SessionStore,
   StoreUnavailableError,
+  type StreamEventRecord,
   type TargetSessionRecord,
 } from './store';
 
@@ -29,6 +30,7 @@ const targetSk = (target: string) => `T#${target}`;
 const pendingSk = (gatewayId: string) => `P#${gatewayId}`;
 const cancelledSk = (upstreamId: string) => `C#${upstreamId}`;
 const CLIENT_STREAM_SK = 'G#stream';
+const eventSk = (streamId: string, seq: number) => `E#${streamId}#${String(seq).padStart(10, '0')}`;
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
@@ -232,6 +234,38 @@ export class MemorySessionStore implements SessionStore {
     item.status = 'answered';
     item.answer = answer;
     return true;
+  }
+
+  async putStreamEvent(sessionId: string, event: StreamEventRecord): Promise<void> {
+    this.available();
+    checkSize('the stream event', event);
+    this.partition(sessionId).set(eventSk(event.streamId, event.seq), copy(event) as unknown as Item);
+  }
+
+  async endStream(sessionId: string, end: StreamEventRecord, drop: number[]): Promise<void> {
+    await this.putStreamEvent(sessionId, end);
+    const partition = this.partitions.get(sessionId);
+    for (const seq of drop) partition?.delete(eventSk(end.streamId, seq));
+  }
+
+  async readStream(
+    sessionId: string,
+    streamId: string,
+    fromSeq: number,
+    now = nowSeconds(),
+  ): Promise<StreamEventRecord[]> {
+    this.available();
+    const from = eventSk(streamId, fromSeq);
+    const prefix = `E#${streamId}#`;
+    return [...(this.partitions.get(sessionId) ?? [])]
+      .filter(([sk, item]) => sk.startsWith(prefix) && sk >= from && (item.expiresAt as number) > now)
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([, item]) => copy(item) as unknown as StreamEventRecord);
+  }
+
+  /** The sort keys of a partition (tests look at what is left in it). */
+  keysOf(sessionId: string): string[] {
+    return [...(this.partitions.get(sessionId)?.keys() ?? [])].sort();
   }
 
   /** How many items the store holds (every partition); tests check what was cleaned up. */

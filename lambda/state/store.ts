@@ -94,6 +94,23 @@ export interface LoadedAnswer {
   pending?: PendingRecord;
 }
 
+/**
+ * One event of a resumable SSE stream (http/sse.ts), kept in the session's partition before it is
+ * sent, so a client's reconnect (`GET` + `Last-Event-ID`) can be answered by any instance.
+ */
+export interface StreamEventRecord {
+  /** The stream within the session (random; the first part of the event id). */
+  streamId: string;
+  /** 0 = the priming event, then the order sent. */
+  seq: number;
+  /** The JSON-RPC message as sent; '' for the priming event and for an end without a final message. */
+  data: string;
+  /** The stream's last event: it ended here (with `data` as its final message, if any). */
+  end?: boolean;
+  /** Epoch seconds; also the TTL attribute. Reads ignore expired events. */
+  expiresAt: number;
+}
+
 /** Why a call's marker was written: the client cancelled it, or the answer to its request could not be delivered. */
 export type CallEndReason = 'cancelled' | 'answer-undeliverable';
 
@@ -159,6 +176,15 @@ export interface SessionStore {
    * TargetSessionRecord.lastEventId); nothing when the record is gone or names another target session.
    */
   saveTargetEventId(sessionId: string, target: string, targetSessionId: string, eventId: string): Promise<void>;
+  /** Keeps one event of a resumable stream (written before the event is sent). */
+  putStreamEvent(sessionId: string, event: StreamEventRecord): Promise<void>;
+  /**
+   * Ends a stream: writes its end event and removes the events `drop` (their seqs) in one request
+   * when they fit one (25 items), so after a call only its end is left, until it expires.
+   */
+  endStream(sessionId: string, end: StreamEventRecord, drop: number[]): Promise<void>;
+  /** The live events of a stream from seq `fromSeq` on (inclusive), in order (a consistent read). */
+  readStream(sessionId: string, streamId: string, fromSeq: number, now?: number): Promise<StreamEventRecord[]>;
   /** Stores the answer to a gateway-authored request and marks it answered, exactly once; false when absent, expired or answered. */
   answerPending(sessionId: string, gatewayId: string, answer: string, now?: number): Promise<boolean>;
 }

@@ -198,7 +198,6 @@ export class TargetEndpoint {
     const res = await this.fetch('POST', headers, JSON.stringify(request), options, SAFE_TO_RESEND.has(request.method));
     clock?.touch();
     const contentType = res.headers.get('content-type') ?? '';
-    const maxEventBytes = this.limits.maxMessageBytes;
     if (res.ok && contentType.includes('text/event-stream')) {
       const response = await this.readStream(request, headers, res, options, clock);
       return { response, status: res.status, headers: res.headers };

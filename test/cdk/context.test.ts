@@ -86,7 +86,9 @@ describe('CDK context', () => {
       reservedConcurrency: '10',
       alarmEmail: 'ops@example.com',
       tableName: 'my-gateway',
+      streamLogMaxBytes: '262144',
     });
+    expect(settings.config.streamLogMaxBytes).toBe(262144);
     expect(settings.config.targets).toEqual([{ name: 'docs', url: 'https://docs.example.com/mcp' }]);
     expect(settings.config.sessionTimeoutSeconds).toBe(7200);
     expect(settings.config.supportedVersions).toEqual(['2025-11-25', '2026-07-28']);
@@ -108,6 +110,9 @@ describe('CDK context', () => {
     ['sessionTimeoutSeconds', 60],
     ['sessionTimeoutSeconds', '99999'],
     ['pendingRequestTimeoutSeconds', 0],
+    ['streamLogTtlSeconds', 10],
+    ['streamLogRetainSeconds', 0],
+    ['streamLogMaxBytes', 1000],
     ['targets', '[{"name":"bad name","url":"https://x.example"}]'],
     ['targets', '[{"name":"a","url":"ftp://x.example"}]'],
     ['targets', 'not json'],

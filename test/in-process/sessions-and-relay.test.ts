@@ -70,7 +70,60 @@ describe('initialize', () => {
     ).toBe(404);
     expect((await gateway.post(headers, ping)).status).toBe(404);
   });
+
+  it("answers another principal's reconnect (GET with Last-Event-ID) with 404 and nothing of the stream", async () => {
+    const alice = { platformPrincipal: 'arn:aws:iam::123456789012:user/alice' };
+    const init = await gateway.post(
+      {},
+      {
+        jsonrpc: '2.0',
+        id: 'i',
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: ALL, clientInfo: { name: 't', version: '1' } },
+      },
+      alice,
+    );
+    const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')! };
+    await init.body?.cancel();
+    const call = { name: 'demo___use_aws', arguments: { command: 'mine' } };
+    const res = await gateway.post(headers, { jsonrpc: '2.0', id: 'mine', method: 'tools/call', params: call }, alice);
+    const text = await readUntil(res, 'elicitation/create');
+    const primingId = /^id: (\S+)$/m.exec(text)![1]!;
+    const resume = (exchange: { platformPrincipal?: string }) =>
+      gateway.fetch(
+        '/mcp',
+        { method: 'GET', headers: { ...headers, accept: 'text/event-stream', 'last-event-id': primingId } },
+        exchange,
+      );
+    for (const other of [{ platformPrincipal: 'arn:aws:iam::123456789012:role/bob' }, {}]) {
+      const refused = await resume(other);
+      expect(refused.status).toBe(404);
+      expect(await refused.text()).not.toContain('elicitation');
+    }
+    // Alice's own reconnect replays the question; her answer ends the call.
+    const replayed = await readUntil(await resume(alice), 'elicitation/create');
+    expect(replayed).toContain('Run `mine`?');
+    const asked = /"id":"(gw-[\w-]+)"/.exec(replayed)![1];
+    const answered = await gateway.post(headers, { jsonrpc: '2.0', id: asked, result: { action: 'decline' } }, alice);
+    expect(answered.status).toBe(202);
+  });
 });
+
+/** The raw SSE text of a response up to the first chunk containing `marker` (then the body is dropped). */
+async function readUntil(res: Response, marker: string): Promise<string> {
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let text = '';
+  try {
+    while (!text.includes(marker)) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += value;
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+  return text;
+}
 
 describe('a relayed call', () => {
   it('reaches the demo target, opens one target session lazily, and keeps it in the store', async () => {
@@ -190,8 +243,9 @@ describe('the end of a call', () => {
     await eventually(() => expect(demo.stats().cancelledRequestIds).toContain('c.s.deadline'));
   });
 
-  it('removes the pending records and cancels at the target when the client goes away', async () => {
-    const { headers, sessionId } = await gateway.initSession({ capabilities: ALL });
+  // Before 2025-11-25 the stream cannot be resumed: nobody could ever get the result, so the call ends.
+  it('removes the pending records and cancels at the target when a 2025-06-18 client goes away', async () => {
+    const { headers, sessionId } = await gateway.initSession({ capabilities: ALL, protocolVersion: '2025-06-18' });
     const client = new AbortController();
     const res = await gateway.post(
       headers,
@@ -211,5 +265,37 @@ describe('the end of a call', () => {
     client.abort();
     await eventually(async () => expect(gateway.store.pendingRecords(sessionId)).toHaveLength(0));
     await eventually(() => expect(demo.stats().cancelledRequestIds).toContain('c.s.gone'));
+  });
+
+  // 2025-11-25 transports: a disconnect is not a cancellation; the stream is resumable, so the call waits on.
+  it('lets the call of a 2025-11-25 client that went away go on: its request stays pending and its events are kept', async () => {
+    const { headers, sessionId } = await gateway.initSession({ capabilities: ALL });
+    const client = new AbortController();
+    const res = await gateway.post(
+      headers,
+      {
+        jsonrpc: '2.0',
+        id: 'away',
+        method: 'tools/call',
+        params: { name: 'demo___use_aws', arguments: { command: 'away' } },
+      },
+      { signal: client.signal },
+    );
+    let asked: Json | undefined;
+    for await (const event of sseEvents(res)) {
+      if (event.message?.method !== 'elicitation/create') continue;
+      asked = event.message;
+      break; // leaving the loop cancels the body
+    }
+    client.abort();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(gateway.store.pendingRecords(sessionId)).toHaveLength(1);
+    expect(demo.stats().cancelledRequestIds).not.toContain('c.s.away');
+    expect(gateway.store.keysOf(sessionId).filter((sk) => sk.startsWith('E#'))).toHaveLength(2); // priming + question
+    // The answer still reaches the target; the call ends and only its end is left.
+    const answered = await gateway.post(headers, { jsonrpc: '2.0', id: asked!.id, result: { action: 'decline' } });
+    expect(answered.status).toBe(202);
+    await eventually(() => expect(gateway.store.pendingRecords(sessionId)).toHaveLength(0));
+    expect(gateway.store.keysOf(sessionId).filter((sk) => sk.startsWith('E#'))).toHaveLength(1);
   });
 });

@@ -8,6 +8,7 @@ import {
   type SessionRecord,
   type SessionStore,
   StoreUnavailableError,
+  type StreamEventRecord,
   type TargetSessionRecord,
 } from '../../lambda/state/store';
 import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
@@ -426,6 +427,77 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
     });
   });
 
+  describe('stream events (resumable streams)', () => {
+    const event = (streamId: string, seq: number, over: Partial<StreamEventRecord> = {}): StreamEventRecord => ({
+      streamId,
+      seq,
+      data: seq === 0 ? '' : JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { seq } }),
+      expiresAt: NOW + 600,
+      ...over,
+    });
+
+    it('reads a stream from a seq on, in seq order (past 9 and 99), never another stream of the session', async () => {
+      const session = sessionRecord();
+      await store.createSession(session);
+      for (const seq of [0, 1, 2, 9, 10, 100]) await store.putStreamEvent(session.id, event('streamAAAAAAAAAA', seq));
+      await store.putStreamEvent(session.id, event('streamBBBBBBBBBB', 5));
+      const read = await store.readStream(session.id, 'streamAAAAAAAAAA', 2, NOW);
+      expect(read.map((e) => e.seq)).toEqual([2, 9, 10, 100]);
+      expect(read[0]).toEqual(event('streamAAAAAAAAAA', 2));
+      expect((await store.readStream(session.id, 'streamBBBBBBBBBB', 0, NOW)).map((e) => e.seq)).toEqual([5]);
+      expect(await store.readStream(session.id, 'streamCCCCCCCCCC', 0, NOW)).toEqual([]);
+    });
+
+    it('keeps events out of the session read, and out of other sessions', async () => {
+      const session = sessionRecord();
+      await store.createSession(session);
+      await store.putTargetSession(session, targetRecord('demo'));
+      await store.putStreamEvent(session.id, event('streamAAAAAAAAAA', 0));
+      const loaded = await store.loadSession(session.id, NOW);
+      expect([...loaded!.targets.keys()]).toEqual(['demo']);
+      const other = sessionRecord();
+      await store.createSession(other);
+      expect(await store.readStream(other.id, 'streamAAAAAAAAAA', 0, NOW)).toEqual([]);
+    });
+
+    it('ignores expired events', async () => {
+      const session = sessionRecord();
+      await store.createSession(session);
+      await store.putStreamEvent(session.id, event('streamAAAAAAAAAA', 0, { expiresAt: NOW - 1 }));
+      await store.putStreamEvent(session.id, event('streamAAAAAAAAAA', 1, { expiresAt: NOW + 1 }));
+      expect((await store.readStream(session.id, 'streamAAAAAAAAAA', 0, NOW)).map((e) => e.seq)).toEqual([1]);
+    });
+
+    it('ends a stream: writes its end and removes the events it names (more than one batch)', async () => {
+      const session = sessionRecord();
+      await store.createSession(session);
+      const seqs = Array.from({ length: 30 }, (_, i) => i);
+      for (const seq of seqs) await store.putStreamEvent(session.id, event('streamAAAAAAAAAA', seq));
+      await store.putStreamEvent(session.id, event('streamBBBBBBBBBB', 1));
+      const end = event('streamAAAAAAAAAA', 30, { end: true, expiresAt: NOW + 60 });
+      await store.endStream(session.id, end, seqs);
+      expect(await store.readStream(session.id, 'streamAAAAAAAAAA', 0, NOW)).toEqual([end]);
+      expect(await store.readStream(session.id, 'streamBBBBBBBBBB', 0, NOW)).toHaveLength(1);
+    });
+
+    it('goes with the session on delete', async () => {
+      const session = sessionRecord();
+      await store.createSession(session);
+      await store.putStreamEvent(session.id, event('streamAAAAAAAAAA', 0));
+      await store.endStream(session.id, event('streamAAAAAAAAAA', 1, { end: true }), []);
+      await store.deleteSession(session.id);
+      expect(await store.readStream(session.id, 'streamAAAAAAAAAA', 0, NOW)).toEqual([]);
+    });
+
+    it('refuses an event over the item limit with ItemTooLargeError', async () => {
+      const session = sessionRecord();
+      await store.createSession(session);
+      await expect(
+        store.putStreamEvent(session.id, event('streamAAAAAAAAAA', 1, { data: 'x'.repeat(420 * 1024) })),
+      ).rejects.toBeInstanceOf(ItemTooLargeError);
+    });
+  });
+
   describe('markers and limits', () => {
     it('says why a call was ended elsewhere: cancelled by the client, or an answer the target refused', async () => {
       const session = sessionRecord();
@@ -474,6 +546,9 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
         store.answerPending(session.id, pending.gatewayId, '{}', NOW),
         store.getPending(session.id, pending.gatewayId, NOW),
         store.deletePending(session.id, [pending.gatewayId]),
+        store.putStreamEvent(session.id, { streamId: 'streamAAAAAAAAAA', seq: 0, data: '', expiresAt: NOW + 60 }),
+        store.endStream(session.id, { streamId: 'streamAAAAAAAAAA', seq: 1, data: '', end: true, expiresAt: NOW }, [0]),
+        store.readStream(session.id, 'streamAAAAAAAAAA', 0, NOW),
       ]);
       for (const outcome of outcomes) {
         expect(outcome.status).toBe('rejected');

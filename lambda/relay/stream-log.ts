@@ -1,0 +1,244 @@
+import { randomBytes } from 'node:crypto';
+import type { GatewayConfig } from '../config/schema';
+import type { SseEventLog } from '../http/sse';
+import type { GatewayLogger } from '../observability/logger';
+import { describeError } from '../observability/logger';
+import { DYNAMODB_ITEM_LIMIT_BYTES } from '../protocol/errors';
+import type { JSONRPCMessage, RequestId } from '../protocol/types';
+import type { SessionRecord, SessionStore, StreamEventRecord } from '../state/store';
+
+/**
+ * The event log of resumable streams, kept in the session's partition (`E#<streamId>#<seq>`, sorting
+ * before `S`, so the one session Query per request never reads it). The API:
+ *
+ * - `allowsResumableStreams(version)`: only sessions of 2025-11-25 or later get resumable streams
+ *   (priming events with empty data can break older clients; the official SDK server primes only
+ *   from 2025-11-25 on, webStandardStreamableHttp.ts `writePrimingEvent`).
+ * - `openStreamLog(store, session, settings, logger)`: an `SseEventLog` for `new SseStream({ log })`.
+ *   Every event is written (one PutItem) before it is sent. Bounded: each event expires at
+ *   `settings.ttlSeconds` (never after the session); events past `settings.maxBytes` per stream are
+ *   sent without an id and not kept (a replay skips them); the final message is always kept (one
+ *   that does not fit an item is kept as an error response telling the client to retry). When the
+ *   stream ends, one BatchWriteItem writes the end (expiring after `settings.retainSeconds`, the
+ *   window in which a client that missed it can still reconnect for it) and removes every other event.
+ * - `parseEventId(id)` and `followStream(store, sessionId, from, options)`: what a `GET` with
+ *   `Last-Event-ID` replays, then polls for, until the stream's end (legacy/resume.ts).
+ */
+
+/** The first protocol version whose clients are sent priming events and event ids. */
+export const RESUMABLE_FROM_VERSION = '2025-11-25';
+
+export function allowsResumableStreams(protocolVersion: string): boolean {
+  // Version strings are dates, so they compare as strings (as the official SDK compares them).
+  return protocolVersion >= RESUMABLE_FROM_VERSION;
+}
+
+export interface StreamLogSettings {
+  /** How long events are kept at most (capped by the session's expiry). */
+  ttlSeconds: number;
+  /** How long a stream's end (its final message) is kept after the stream ended. */
+  retainSeconds: number;
+  /** Bytes of event data kept per stream; beyond it events are sent without being kept. */
+  maxBytes: number;
+}
+
+export function streamLogSettings(config: GatewayConfig): StreamLogSettings {
+  return {
+    ttlSeconds: config.streamLogTtlSeconds,
+    retainSeconds: config.streamLogRetainSeconds,
+    maxBytes: config.streamLogMaxBytes,
+  };
+}
+
+/** 96 random bits, base64url: an id no client can guess or mistake for another stream's. */
+export function newStreamId(): string {
+  return randomBytes(12).toString('base64url');
+}
+
+/** `<streamId>.<seq>` → its parts; undefined for anything else (an id the gateway never issued). */
+export function parseEventId(id: string): { streamId: string; seq: number } | undefined {
+  const match = /^([A-Za-z0-9_-]{16})\.(\d{1,9})$/.exec(id.trim());
+  if (!match) return undefined;
+  return { streamId: match[1]!, seq: Number(match[2]) };
+}
+
+/** Room for the item's keys and attributes besides the data (well over what they take). */
+const ITEM_OVERHEAD_BYTES = 1024;
+
+/** What the stream-log operations need of the store. */
+export type StreamStore = Pick<SessionStore, 'putStreamEvent' | 'endStream' | 'readStream'>;
+
+/**
+ * How long past the invocation's deadline a write may still take: the deadline leaves a margin
+ * before the function is stopped, and the stream's end must reach the client within it.
+ */
+const WRITE_GRACE_AFTER_DEADLINE_MS = 500;
+
+/** After a failed write, the end is still tried (the response matters most), for at most this long. */
+const BROKEN_END_WRITE_MS = 1000;
+
+export function openStreamLog(
+  store: StreamStore,
+  session: Pick<SessionRecord, 'id' | 'expiresAt'>,
+  settings: StreamLogSettings,
+  logger: GatewayLogger,
+  options: { streamId?: string; deadline?: number } = {},
+): SseEventLog {
+  const streamId = options.streamId ?? newStreamId();
+  /** A write failed: the stream has a gap, and DynamoDB may be down; later events go out at once, unkept. */
+  let broken = false;
+  // A write still running at the deadline's grace (or, once broken, after 1 s) is given up: the event is then sent unkept.
+  const bounded = (write: Promise<void>): Promise<void> => {
+    const limits = [options.deadline === undefined ? Infinity : options.deadline + WRITE_GRACE_AFTER_DEADLINE_MS];
+    if (broken) limits.push(Date.now() + BROKEN_END_WRITE_MS);
+    const until = Math.min(...limits);
+    if (until === Infinity) return write;
+    const left = until - Date.now();
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error('the write took too long (the deadline, or a store that already failed)')),
+        Math.max(0, left),
+      );
+    });
+    return Promise.race([write, late]).finally(() => clearTimeout(timer));
+  };
+  const kept: number[] = [];
+  let keptBytes = 0;
+  const nowSeconds = () => Math.floor(Date.now() / 1000);
+  const expiry = (seconds: number) => Math.min(session.expiresAt, nowSeconds() + seconds);
+  const warn = (message: string, extra: object) => logger.warn(message, { sessionId: session.id, streamId, ...extra });
+
+  return {
+    streamId,
+    async keep(seq: number, data: string): Promise<boolean> {
+      if (broken) return false;
+      const bytes = Buffer.byteLength(data);
+      if (keptBytes + bytes > settings.maxBytes || bytes + ITEM_OVERHEAD_BYTES > DYNAMODB_ITEM_LIMIT_BYTES) {
+        warn('stream event not kept: over the stream log cap (a reconnect will not replay it)', {
+          bytes,
+          keptBytes,
+          limitBytes: settings.maxBytes,
+        });
+        return false;
+      }
+      try {
+        await bounded(
+          store.putStreamEvent(session.id, { streamId, seq, data, expiresAt: expiry(settings.ttlSeconds) }),
+        );
+      } catch (error) {
+        broken = true;
+        warn('stream event not kept: the store failed (this stream keeps nothing more but its end)', {
+          error: describeError(error),
+        });
+        return false;
+      }
+      kept.push(seq);
+      keptBytes += bytes;
+      return true;
+    },
+    async end(seq: number, final: { message: JSONRPCMessage; data: string } | undefined): Promise<boolean> {
+      let data = final?.data ?? '';
+      const fits = Buffer.byteLength(data) + ITEM_OVERHEAD_BYTES <= DYNAMODB_ITEM_LIMIT_BYTES;
+      if (final && !fits) data = JSON.stringify(tooLargeToKeep(final.message, Buffer.byteLength(data)));
+      try {
+        await bounded(
+          store.endStream(
+            session.id,
+            { streamId, seq, data, end: true, expiresAt: expiry(settings.retainSeconds) },
+            kept,
+          ),
+        );
+      } catch (error) {
+        warn('stream end not kept: the store failed (a reconnect will not get the final message)', {
+          error: describeError(error),
+        });
+        return false;
+      }
+      return final !== undefined && fits;
+    },
+  };
+}
+
+/** What a reconnecting client gets instead of a final message that does not fit one item. */
+function tooLargeToKeep(message: JSONRPCMessage, bytes: number): JSONRPCMessage {
+  const id: RequestId | null = 'id' in message && message.id !== undefined ? (message.id as RequestId) : null;
+  return {
+    jsonrpc: '2.0',
+    id: id as RequestId,
+    error: {
+      code: -32603,
+      message: `The response (${bytes} bytes) was sent on the original connection but is too large to keep for a reconnect (DynamoDB item limit ${DYNAMODB_ITEM_LIMIT_BYTES} bytes); retry the call`,
+      data: { type: 'ResponseNotKept', limitBytes: DYNAMODB_ITEM_LIMIT_BYTES, sizeBytes: bytes, retryable: true },
+    },
+  };
+}
+
+export interface FollowOptions {
+  /** Stop following (without the stream's end) at this epoch ms: the invocation's deadline. */
+  until: number;
+  /** The reader went away. */
+  signal: AbortSignal;
+  /** Poll interval while the stream is live: starts at `minMs`, doubles to `maxMs` while nothing new comes. */
+  pollMs: { minMs: number; maxMs: number };
+}
+
+/** What a reconnect finds for its `Last-Event-ID`. */
+export type FollowStart = { known: false } | { known: true; events: AsyncGenerator<StreamEventRecord> };
+
+/**
+ * The stream named by an event id of this session: unknown when nothing of it is kept at or after
+ * that id (another session's id, a stream that expired, an id never issued). Otherwise the events
+ * after the id in order, then new ones as they are kept (polled: one consistent Query per poll),
+ * ending with the stream's end event, or when `until` passes or the reader leaves.
+ */
+export async function followStream(
+  store: StreamStore,
+  sessionId: string,
+  from: { streamId: string; seq: number },
+  options: FollowOptions,
+): Promise<FollowStart> {
+  const first = await store.readStream(sessionId, from.streamId, from.seq);
+  if (first.length === 0) return { known: false };
+  return { known: true, events: follow(store, sessionId, from, first, options) };
+}
+
+async function* follow(
+  store: StreamStore,
+  sessionId: string,
+  from: { streamId: string; seq: number },
+  first: StreamEventRecord[],
+  options: FollowOptions,
+): AsyncGenerator<StreamEventRecord> {
+  let last = from.seq;
+  let batch = first;
+  let interval = options.pollMs.minMs;
+  for (;;) {
+    let progressed = false;
+    for (const event of batch) {
+      if (event.seq <= last) continue;
+      last = event.seq;
+      progressed = true;
+      yield event;
+      if (event.end) return;
+    }
+    interval = progressed ? options.pollMs.minMs : Math.min(options.pollMs.maxMs, interval * 2);
+    const wait = Math.min(interval, options.until - Date.now());
+    if (wait <= 0 || options.signal.aborted) return;
+    await sleep(wait, options.signal);
+    if (options.signal.aborted) return;
+    batch = await store.readStream(sessionId, from.streamId, last + 1);
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,0 +1,208 @@
+import { type SseEventLog, SseStream } from '../../lambda/http/sse';
+import { followStream, openStreamLog, parseEventId } from '../../lambda/relay/stream-log';
+import { MemorySessionStore } from '../../lambda/state/memory-store';
+import type { StreamEventRecord } from '../../lambda/state/store';
+import { QUIET } from '../support/in-process';
+
+/**
+ * The pieces of resumable streams without HTTP: the SSE writer with an event log, the log over the
+ * store (its bounds), and the follower a reconnect reads from.
+ */
+
+const SESSION = { id: 'session-under-test', expiresAt: Math.floor(Date.now() / 1000) + 3600 };
+const SETTINGS = { ttlSeconds: 600, retainSeconds: 60, maxBytes: 100 };
+const message = (text: string) => ({
+  jsonrpc: '2.0' as const,
+  method: 'notifications/message',
+  params: { data: text },
+});
+
+async function bodyText(sse: SseStream): Promise<string> {
+  return new Response(sse.body).text();
+}
+
+describe('SseStream with an event log', () => {
+  it('primes, then keeps each event before writing it with its id; one the log refuses goes out without an id', async () => {
+    const calls: string[] = [];
+    const log: SseEventLog = {
+      streamId: 'S',
+      keep: async (seq, data) => {
+        calls.push(`keep ${seq} ${data === '' ? 'priming' : 'event'}`);
+        return seq !== 2;
+      },
+      end: async (seq, final) => {
+        calls.push(`end ${seq} ${final ? 'final' : 'none'}`);
+        return true;
+      },
+    };
+    const sse = new SseStream({ log, retryMs: 1500 });
+    sse.send(message('one'));
+    sse.send(message('two'));
+    sse.end({ jsonrpc: '2.0', id: 7, result: {} });
+    sse.send(message('after the end')); // dropped
+    const text = await bodyText(sse);
+    expect(calls).toEqual(['keep 0 priming', 'keep 1 event', 'keep 2 event', 'end 3 final']);
+    expect(text).toBe(
+      'id: S.0\nretry: 1500\ndata: \n\n' +
+        `id: S.1\nevent: message\ndata: ${JSON.stringify(message('one'))}\n\n` +
+        `event: message\ndata: ${JSON.stringify(message('two'))}\n\n` +
+        `id: S.3\nevent: message\ndata: {"jsonrpc":"2.0","id":7,"result":{}}\n\n`,
+    );
+  });
+
+  it('without a log writes no priming event and no ids', async () => {
+    const sse = new SseStream();
+    sse.send(message('one'));
+    sse.end({ jsonrpc: '2.0', id: 1, result: {} });
+    expect(await bodyText(sse)).toBe(
+      `event: message\ndata: ${JSON.stringify(message('one'))}\n\nevent: message\ndata: {"jsonrpc":"2.0","id":1,"result":{}}\n\n`,
+    );
+  });
+});
+
+describe('the stream log over the store', () => {
+  const events = (store: MemorySessionStore, streamId: string) => store.readStream(SESSION.id, streamId, 0);
+
+  it('keeps events up to maxBytes per stream; beyond it they are not kept, but the final message always is', async () => {
+    const store = new MemorySessionStore();
+    const log = openStreamLog(store, SESSION, SETTINGS, QUIET);
+    expect(await log.keep(0, '')).toBe(true);
+    expect(await log.keep(1, 'x'.repeat(60))).toBe(true);
+    expect(await log.keep(2, 'y'.repeat(60))).toBe(false); // 120 > 100
+    expect((await events(store, log.streamId)).map((e) => e.seq)).toEqual([0, 1]);
+    const final = { jsonrpc: '2.0' as const, id: 1, result: { text: 'z'.repeat(200) } };
+    expect(await log.end(3, { message: final, data: JSON.stringify(final) })).toBe(true);
+    // The end alone is left, kept for retainSeconds.
+    const left = await events(store, log.streamId);
+    expect(left).toEqual([
+      { streamId: log.streamId, seq: 3, data: JSON.stringify(final), end: true, expiresAt: expect.any(Number) },
+    ]);
+    expect(left[0]!.expiresAt).toBeLessThanOrEqual(Math.floor(Date.now() / 1000) + SETTINGS.retainSeconds);
+  });
+
+  it('keeps a final message too large for one item as a retryable error for the same request id', async () => {
+    const store = new MemorySessionStore();
+    const log = openStreamLog(store, SESSION, { ...SETTINGS, maxBytes: 16 * 1024 * 1024 }, QUIET);
+    const final = { jsonrpc: '2.0' as const, id: 'big', result: { text: 'z'.repeat(500 * 1024) } };
+    expect(await log.end(1, { message: final, data: JSON.stringify(final) })).toBe(false);
+    const [end] = await events(store, log.streamId);
+    expect(JSON.parse(end!.data)).toMatchObject({
+      id: 'big',
+      error: { code: -32603, data: { type: 'ResponseNotKept', retryable: true } },
+    });
+  });
+
+  it('never throws when the store fails: the event is reported not kept', async () => {
+    const store = new MemorySessionStore();
+    const log = openStreamLog(store, SESSION, SETTINGS, QUIET);
+    store.down = true;
+    expect(await log.keep(0, '')).toBe(false);
+    expect(await log.end(1, undefined)).toBe(false);
+  });
+
+  it("gives up a write still running past the invocation's deadline (plus 500 ms): the event is sent unkept", async () => {
+    const hanging = {
+      putStreamEvent: () => new Promise<void>(() => undefined),
+      endStream: () => new Promise<void>(() => undefined),
+      readStream: async () => [],
+    };
+    const log = openStreamLog(hanging, SESSION, SETTINGS, QUIET, { deadline: Date.now() - 400 });
+    expect(await log.keep(0, '')).toBe(false);
+    expect(await log.end(1, undefined)).toBe(false);
+  });
+
+  it('after a failed write sends later events at once, unkept, and still tries the end, for at most 1 s', async () => {
+    let puts = 0;
+    let ends = 0;
+    const failing = {
+      putStreamEvent: async () => {
+        puts++;
+        throw new Error('DynamoDB is down');
+      },
+      endStream: () => {
+        ends++;
+        return new Promise<void>(() => undefined); // never answers
+      },
+      readStream: async () => [],
+    };
+    const log = openStreamLog(failing, SESSION, SETTINGS, QUIET);
+    expect(await log.keep(0, '')).toBe(false);
+    expect(await log.keep(1, '{}')).toBe(false);
+    expect(puts).toBe(1);
+    expect(await log.end(2, undefined)).toBe(false);
+    expect(ends).toBe(1);
+  });
+
+  it('never keeps an event past the session expiry', async () => {
+    const store = new MemorySessionStore();
+    const soon = { id: SESSION.id, expiresAt: Math.floor(Date.now() / 1000) + 5 };
+    const log = openStreamLog(store, soon, SETTINGS, QUIET);
+    await log.keep(0, '');
+    expect((await events(store, log.streamId))[0]!.expiresAt).toBe(soon.expiresAt);
+  });
+});
+
+describe('following a stream', () => {
+  const put = (store: MemorySessionStore, event: Partial<StreamEventRecord> & { seq: number }) =>
+    store.putStreamEvent(SESSION.id, {
+      streamId: 'streamAAAAAAAAAA',
+      data: `{"n":${event.seq}}`,
+      expiresAt: SESSION.expiresAt,
+      ...event,
+    });
+
+  it('parses only the ids the gateway issues', () => {
+    expect(parseEventId('streamAAAAAAAAAA.12')).toEqual({ streamId: 'streamAAAAAAAAAA', seq: 12 });
+    for (const id of ['streamAAAAAAAAAA', 'short.1', 'streamAAAAAAAAAA.-1', 'streamAAAAAAAAAA.1.2', 'a#b.1']) {
+      expect(parseEventId(id)).toBeUndefined();
+    }
+  });
+
+  it('yields what came after the id, then polls for new events at the given interval until the end', async () => {
+    const store = new MemorySessionStore();
+    await put(store, { seq: 0, data: '' });
+    await put(store, { seq: 1 });
+    await put(store, { seq: 2 });
+    const start = await followStream(
+      store,
+      SESSION.id,
+      { streamId: 'streamAAAAAAAAAA', seq: 1 },
+      {
+        until: Date.now() + 10_000,
+        signal: new AbortController().signal,
+        pollMs: { minMs: 5, maxMs: 20 },
+      },
+    );
+    if (!start.known) throw new Error('the stream should be known');
+    const seen: number[] = [];
+    setTimeout(() => void put(store, { seq: 3 }), 30);
+    setTimeout(() => void put(store, { seq: 4, end: true }), 60);
+    for await (const event of start.events) seen.push(event.seq);
+    expect(seen).toEqual([2, 3, 4]);
+  });
+
+  it('stops at `until` without the end, and knows no stream of which nothing is kept at or after the id', async () => {
+    const store = new MemorySessionStore();
+    await put(store, { seq: 0, data: '' });
+    const start = await followStream(
+      store,
+      SESSION.id,
+      { streamId: 'streamAAAAAAAAAA', seq: 0 },
+      {
+        until: Date.now() + 50,
+        signal: new AbortController().signal,
+        pollMs: { minMs: 5, maxMs: 10 },
+      },
+    );
+    if (!start.known) throw new Error('the stream should be known');
+    const seen: number[] = [];
+    for await (const event of start.events) seen.push(event.seq);
+    expect(seen).toEqual([]);
+    const other = { streamId: 'streamBBBBBBBBBB', seq: 0 };
+    const options = { until: Date.now() + 50, signal: new AbortController().signal, pollMs: { minMs: 5, maxMs: 10 } };
+    expect((await followStream(store, SESSION.id, other, options)).known).toBe(false);
+    expect(
+      (await followStream(store, 'another-session', { streamId: 'streamAAAAAAAAAA', seq: 0 }, options)).known,
+    ).toBe(false);
+  });
+});
