@@ -162,13 +162,16 @@ class Relay {
       outcome = { message: this.failure(error), error: this.endReason ? undefined : error };
       if (this.endReason === 'client-cancelled') outcome.silent = true;
     }
+    // What the target sent before its response (queued behind earlier records) reaches the client
+    // first: the stream stays usable until the queue has drained, then the call is over.
+    await this.queue;
     this.finished = true;
     unregister();
     clearTimeout(this.cancelWatch);
     clearTimeout(this.leaseRenewal);
     clearTimeout(deadline);
     exchange.signal.removeEventListener('abort', onClientGone);
-    await this.queue;
+    await this.queue; // a server request that slipped in meanwhile is refused (finished) before cleanup
     await this.cleanup();
     return outcome;
   }
