@@ -19,6 +19,7 @@ import { BridgeHolder, bridgeFailure, continueBridge } from './bridge';
 import type { StatelessDeps } from './deps';
 import { mapResponse } from './outcome';
 import { argumentsDigest, type OpenedState, type StateBinding } from './request-state';
+import { checkedInputResponses, checkRoundAnswers } from './round-answers';
 import type { ModernRequest } from './validate';
 
 /**
@@ -100,7 +101,8 @@ export async function forwardCall(ctx: CallContext): Promise<JSONRPCResponse | u
     }
     opened = verdict.state;
   }
-  const inputResponses = params.inputResponses as Record<string, unknown> | undefined;
+  const inputResponses = checkedInputResponses(params.inputResponses);
+  if (opened?.bridge) checkRoundAnswers(opened.bridge, inputResponses);
   let confirmed = opened?.confirmed ?? false;
 
   // Policy before forwarding: the gateway asks the user itself for listed tools (confirmTools).
@@ -171,10 +173,12 @@ export async function forwardCall(ctx: CallContext): Promise<JSONRPCResponse | u
         isRetry: opened !== undefined,
       },
     );
-  const sealRound = (bridge: { id: string; round: number }) =>
-    sealer.seal(binding, { kind: 'bridge', confirmed, bridge });
-  const inputRound = (inputRequests: Record<string, InputRequest>, bridge: { id: string; round: number }) =>
-    complete({ resultType: 'input_required', inputRequests, requestState: sealRound(bridge) });
+  // The round's requests go into its state, so the retry's answers are checked against them.
+  const inputRound = (inputRequests: Record<string, InputRequest>, bridge: { id: string; round: number }) => {
+    const requests = Object.fromEntries(Object.entries(inputRequests).map(([key, r]) => [key, r.method]));
+    const requestState = sealer.seal(binding, { kind: 'bridge', confirmed, bridge: { ...bridge, requests } });
+    return complete({ resultType: 'input_required', inputRequests, requestState });
+  };
 
   // The retry of a bridged round: the answers go to the target, and what it does next comes back.
   if (opened?.kind === 'bridge' && opened.bridge) {

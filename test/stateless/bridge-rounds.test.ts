@@ -1,0 +1,156 @@
+import type { Json } from '../support/mcp-http';
+import { post, sseEvents } from '../support/mcp-http';
+import { type AskingServer, startAskingServer } from '../support/servers/v1-asking-server';
+import { withGateway } from '../support/with-gateway';
+
+/**
+ * A 2026-07-28 client calling a 2025-only target that asks for input (the bridged path,
+ * stateless/bridge.ts): the retry's answers are checked against the round they answer before anything
+ * reaches the target. Real parts: the v1 SDK server of test/support/servers/v1-asking-server.ts, dynalite
+ * through the AWS SDK, the local server.
+ */
+
+jest.setTimeout(30_000);
+
+const CAPS = { elicitation: { form: {} } };
+const ACCEPT = { action: 'accept', content: { ok: true } };
+
+const gw = withGateway(
+  (targets) => ({
+    logLevel: 'SILENT',
+    pendingRequestTimeoutSeconds: 5,
+    targets: [{ name: 'ask', url: targets.ask.url, era: 'legacy' }],
+  }),
+  { targets: { ask: startAskingServer } },
+);
+const target = () => gw.targets.ask as unknown as AskingServer;
+
+/** A 2026-07-28 tools/call; its first message (a held round-1 stream stays open: the rest is not read). */
+async function call(
+  id: string,
+  tool: string,
+  args: Json,
+  extra: Json = {},
+): Promise<{ status: number; message: Json }> {
+  const res = await post(
+    gw.url,
+    { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': `ask___${tool}` },
+    {
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: {
+        name: `ask___${tool}`,
+        arguments: args,
+        ...extra,
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+          'io.modelcontextprotocol/clientCapabilities': CAPS,
+        },
+      },
+    },
+    AbortSignal.timeout(20_000),
+  );
+  if (!(res.headers.get('content-type') ?? '').includes('text/event-stream'))
+    return { status: res.status, message: (await res.json()) as Json };
+  for await (const event of sseEvents(res)) if (event.message) return { status: res.status, message: event.message };
+  throw new Error('no message');
+}
+
+const answersOf = (round: Json, answer: Json = ACCEPT) =>
+  Object.fromEntries(Object.keys(round.result.inputRequests).map((key) => [key, answer]));
+
+describe('the answers of a bridged round are checked against the round', () => {
+  it('inputResponses: null with a valid requestState is -32602 / 400, and the round can still be answered', async () => {
+    const { message: round } = await call('n1', 'ask_many', { n: 1 });
+    expect(round.result.resultType).toBe('input_required');
+    const refused = await call(
+      'n2',
+      'ask_many',
+      { n: 1 },
+      { inputResponses: null, requestState: round.result.requestState },
+    );
+    expect(refused.status).toBe(400);
+    expect(refused.message.error).toMatchObject({ code: -32602 });
+    expect(refused.message.error.message).toContain('inputResponses');
+    const done = await call(
+      'n3',
+      'ask_many',
+      { n: 1 },
+      { inputResponses: answersOf(round), requestState: round.result.requestState },
+    );
+    expect(done.message.result).toMatchObject({ resultType: 'complete', content: [{ text: 'answered 1: accept' }] });
+  });
+
+  it.each([
+    ['an array', []],
+    ['a string', 'yes'],
+    ['a number', 7],
+  ])('inputResponses as %s is -32602 / 400', async (_what, inputResponses) => {
+    const { message: round } = await call('s1', 'ask_many', { n: 1 });
+    const refused = await call('s2', 'ask_many', { n: 1 }, { inputResponses, requestState: round.result.requestState });
+    expect(refused.status).toBe(400);
+    expect(refused.message.error).toMatchObject({ code: -32602, data: { field: 'inputResponses' } });
+  });
+
+  it.each([
+    ['null', null],
+    ['a string', 'accept'],
+    ['an elicitation result without a valid action', { action: 'maybe' }],
+    ['an elicitation result whose content is not an object', { action: 'accept', content: 'ok' }],
+  ])('an answer that is %s is -32602 / 400, and nothing reaches the target', async (_what, answer) => {
+    const { message: round } = await call('v1', 'ask_many', { n: 1 });
+    const answersBefore = target().stats().answers.length;
+    const refused = await call(
+      'v2',
+      'ask_many',
+      { n: 1 },
+      { inputResponses: answersOf(round, answer as Json), requestState: round.result.requestState },
+    );
+    expect(refused.status).toBe(400);
+    expect(refused.message.error).toMatchObject({ code: -32602, data: { field: 'inputResponses' } });
+    expect(target().stats().answers.length).toBe(answersBefore);
+  });
+
+  it('an answer to a request the round did not ask is -32602 / 400 naming it', async () => {
+    const { message: round } = await call('u1', 'ask_many', { n: 1 });
+    const refused = await call(
+      'u2',
+      'ask_many',
+      { n: 1 },
+      { inputResponses: { ...answersOf(round), 'gw-not-asked': ACCEPT }, requestState: round.result.requestState },
+    );
+    expect(refused.status).toBe(400);
+    expect(refused.message.error.data).toMatchObject({ unexpected: ['gw-not-asked'], missing: [] });
+  });
+
+  it('a retry answering only some of the round is refused at once, naming what is missing; the full retry completes', async () => {
+    const { message: round } = await call('p1', 'ask_many', { n: 2 });
+    const keys = Object.keys(round.result.inputRequests);
+    expect(keys).toHaveLength(2);
+    const answersBefore = target().stats().answers.length;
+    const started = Date.now();
+    const refused = await call(
+      'p2',
+      'ask_many',
+      { n: 2 },
+      { inputResponses: { [keys[0]!]: ACCEPT }, requestState: round.result.requestState },
+    );
+    // Refused before any wait for the round (the pending timeout is 5 s here).
+    expect(Date.now() - started).toBeLessThan(4000);
+    expect(refused.status).toBe(400);
+    expect(refused.message.error).toMatchObject({ code: -32602, data: { missing: [keys[1]] } });
+    expect(refused.message.error.message).toContain(keys[1]);
+    expect(target().stats().answers.length).toBe(answersBefore);
+    const done = await call(
+      'p3',
+      'ask_many',
+      { n: 2 },
+      { inputResponses: answersOf(round), requestState: round.result.requestState },
+    );
+    expect(done.message.result).toMatchObject({
+      resultType: 'complete',
+      content: [{ text: 'answered 2: accept,accept' }],
+    });
+  });
+});
