@@ -183,6 +183,17 @@ export const GatewayConfigSchema = z
      * it a target's request is refused (-32603 TooManyPendingRequests) instead of stored.
      */
     maxPendingRequestsPerSession: z.number().int().min(1).max(1000).default(100),
+    /**
+     * Largest outcome (the target's result, or its next round's requests) a bridged 2026-07-28 call
+     * hands from the invocation holding it to the client's retry, stored in parts of under 400 KB;
+     * beyond it the retry gets a non-retryable 413 `OutcomeTooLarge`.
+     */
+    maxBridgedOutcomeBytes: z
+      .number()
+      .int()
+      .min(64 * 1024)
+      .max(16 * 1024 * 1024)
+      .default(4 * 1024 * 1024),
     supportedVersions: z
       .array(z.enum(ALL_PROTOCOL_VERSIONS))
       .min(1)

@@ -189,6 +189,7 @@ export async function forwardCall(ctx: CallContext): Promise<JSONRPCResponse | u
         targets: deps.targets,
         logger: deps.logger,
         pendingTimeoutSeconds: deps.config.pendingRequestTimeoutSeconds,
+        maxOutcomeBytes: deps.config.maxBridgedOutcomeBytes,
       },
       opened.bridge,
       inputResponses,
@@ -198,7 +199,7 @@ export async function forwardCall(ctx: CallContext): Promise<JSONRPCResponse | u
     const next = { id: opened.bridge.id, round: opened.bridge.round + 1 };
     if (payload.kind === 'input') return inputRound(payload.inputRequests ?? {}, next);
     if (payload.kind === 'result' && payload.response) return outcome(payload.response, 'legacy');
-    return bridgeFailure(payload, request.id);
+    throw bridgeFailure(payload);
   }
 
   const upstream = await deps.targets.open(target, caller, ctx.signal);
@@ -240,7 +241,12 @@ async function callOnce(
   let bridgeError: unknown;
   const bridge = () => {
     holder ??= new BridgeHolder(
-      { store: deps.rounds, logger: deps.logger, pendingTimeoutSeconds: deps.config.pendingRequestTimeoutSeconds },
+      {
+        store: deps.rounds,
+        logger: deps.logger,
+        pendingTimeoutSeconds: deps.config.pendingRequestTimeoutSeconds,
+        maxOutcomeBytes: deps.config.maxBridgedOutcomeBytes,
+      },
       {
         upstream,
         clientRequestId: request.id,

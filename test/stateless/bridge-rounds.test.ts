@@ -14,11 +14,13 @@ jest.setTimeout(30_000);
 
 const CAPS = { elicitation: { form: {} } };
 const ACCEPT = { action: 'accept', content: { ok: true } };
+const MAX_OUTCOME = 2 * 1024 * 1024;
 
 const gw = withGateway(
   (targets) => ({
     logLevel: 'SILENT',
     pendingRequestTimeoutSeconds: 5,
+    maxBridgedOutcomeBytes: MAX_OUTCOME,
     targets: [{ name: 'ask', url: targets.ask.url, era: 'legacy' }],
   }),
   { targets: { ask: startAskingServer } },
@@ -152,5 +154,86 @@ describe('the answers of a bridged round are checked against the round', () => {
       resultType: 'complete',
       content: [{ text: 'answered 2: accept,accept' }],
     });
+  });
+});
+
+/** The client's retry of `round` answering every request (accept), as a fresh request `id`. */
+const answerRound = (id: string, tool: string, args: Json, round: Json) =>
+  call(id, tool, args, { inputResponses: answersOf(round), requestState: round.result.requestState });
+
+describe('outcomes larger than a DynamoDB item', () => {
+  it('a final result over 400 KB (1 MB) reaches the retry, and the tool ran once', async () => {
+    const before = target().stats().completed.ask_then_big ?? 0;
+    const args = { bytes: 1_000_000 };
+    const { message: round } = await call('l1', 'ask_then_big', args);
+    expect(round.result.resultType).toBe('input_required');
+    const done = await answerRound('l2', 'ask_then_big', args, round);
+    expect(done.message.result.resultType).toBe('complete');
+    expect(done.message.result.content[0].text).toHaveLength(1_000_000);
+    expect((target().stats().completed.ask_then_big ?? 0) - before).toBe(1);
+  });
+
+  it('a round-2 request over 400 KB (600 KB) reaches the retry of round 1, and its answer completes the call', async () => {
+    const args = { bytes: 600_000 };
+    const { message: first } = await call('q1', 'ask_big_second', args);
+    const second = await answerRound('q2', 'ask_big_second', args, first);
+    expect(second.message.result.resultType).toBe('input_required');
+    const [request] = Object.values(second.message.result.inputRequests) as Json[];
+    expect(request.params.message).toHaveLength('second '.length + 600_000);
+    const done = await answerRound('q3', 'ask_big_second', args, second.message);
+    expect(done.message.result).toMatchObject({ resultType: 'complete', content: [{ text: 'both answered' }] });
+  });
+
+  it('a result over maxBridgedOutcomeBytes: a prompt, non-retryable 413 OutcomeTooLarge that does not ask for a re-run', async () => {
+    const args = { bytes: MAX_OUTCOME + 100_000 };
+    const { message: round } = await call('t1', 'ask_then_big', args);
+    const started = Date.now();
+    const refused = await answerRound('t2', 'ask_then_big', args, round);
+    expect(Date.now() - started).toBeLessThan(4000);
+    expect(refused.status).toBe(413);
+    expect(refused.message.error).toMatchObject({ code: -32603, data: { type: 'OutcomeTooLarge' } });
+    expect(refused.message.error.data.retryable).toBeUndefined();
+    expect(refused.message.error.message).toContain('maxBridgedOutcomeBytes');
+    expect(refused.message.error.message).not.toMatch(/send the request again|retry the call/i);
+  });
+});
+
+describe('the same retry repeated (idempotent by round)', () => {
+  it('sent again after it completed: the stored outcome, the tool not run again', async () => {
+    const before = target().stats().started.ask_then_big ?? 0;
+    const args = { bytes: 20 };
+    const { message: round } = await call('i1', 'ask_then_big', args);
+    const answersBefore = target().stats().answers.length;
+    const first = await answerRound('i2', 'ask_then_big', args, round);
+    const again = await answerRound('i3', 'ask_then_big', args, round);
+    expect(first.message.result).toMatchObject({ resultType: 'complete', content: [{ text: 'x'.repeat(20) }] });
+    expect(again.message.result).toEqual(first.message.result);
+    expect((target().stats().started.ask_then_big ?? 0) - before).toBe(1);
+    expect(target().stats().answers.length - answersBefore).toBe(1);
+  });
+
+  it('8 identical retries at once all get the result; the target gets the answer once', async () => {
+    const args = { bytes: 30 };
+    const { message: round } = await call('c1', 'ask_then_big', args);
+    const answersBefore = target().stats().answers.length;
+    const retries = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => answerRound(`c-retry-${i}`, 'ask_then_big', args, round)),
+    );
+    for (const retry of retries) {
+      expect(retry.message.result).toMatchObject({ resultType: 'complete', content: [{ text: 'x'.repeat(30) }] });
+    }
+    expect(target().stats().answers.length - answersBefore).toBe(1);
+  });
+
+  it('a repeated retry of round 1 of a two-round call gives round 2 again (the same requests)', async () => {
+    const args = { bytes: 10 };
+    const { message: first } = await call('r1', 'ask_big_second', args);
+    const second = await answerRound('r2', 'ask_big_second', args, first);
+    const repeated = await answerRound('r3', 'ask_big_second', args, first);
+    expect(Object.keys(repeated.message.result.inputRequests)).toEqual(
+      Object.keys(second.message.result.inputRequests),
+    );
+    const done = await answerRound('r4', 'ask_big_second', args, repeated.message);
+    expect(done.message.result).toMatchObject({ resultType: 'complete', content: [{ text: 'both answered' }] });
   });
 });

@@ -61,12 +61,13 @@ function buildServer(stats: AskingServerStats): McpServer {
   server.registerTool(
     'ask_then_big',
     {
-      description: 'Asks once, then returns a text of `bytes` characters.',
-      inputSchema: { bytes: z.number().int() },
+      description: 'Asks once, waits `delayMs` after the answer, then returns a text of `bytes` characters.',
+      inputSchema: { bytes: z.number().int(), delayMs: z.number().int().optional() },
     },
-    async ({ bytes }, extra) => {
+    async ({ bytes, delayMs }, extra) => {
       count(stats.started, 'ask_then_big');
       await ask('go?', extra.requestId);
+      if (delayMs) await new Promise((resolve) => setTimeout(resolve, delayMs));
       count(stats.completed, 'ask_then_big');
       return text('x'.repeat(bytes));
     },
