@@ -22,6 +22,7 @@ import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest, ProgressToken } from '../protocol/types';
 import { DeferredResponse } from '../relay/deferred-response';
 import { waitForHeldAnswer } from '../relay/held';
+import { ClaimAcknowledger } from '../relay/holder-ack';
 import { upstreamRequestId } from '../relay/ids';
 import { ProgressMapper } from '../relay/progress';
 import { CLAIM_LEASE_MS, HOLDER_LEASE_MS, HOLDER_RENEW_MS, newPendingRecord } from '../state/records';
@@ -106,6 +107,8 @@ class Relay {
   private endReason?: EndReason;
   private cancelWatch?: NodeJS.Timeout;
   private leaseRenewal?: NodeJS.Timeout;
+  /** Acknowledges delivery claims on this call's relayed requests while it holds them (relay/holder-ack.ts). */
+  private readonly acknowledger: ClaimAcknowledger;
   /** Resolved once the call is over: records removed and the client's response finished. */
   readonly markDone: () => void;
   private readonly done: Promise<void>;
@@ -117,6 +120,9 @@ class Relay {
     });
     this.markDone = resolve;
     this.upstreamId = upstreamRequestId(input.request.id);
+    this.acknowledger = new ClaimAcknowledger(input.deps.store, input.deps.logger, input.loaded.session.id, () => [
+      ...this.relayed.keys(),
+    ]);
     this.progress = new ProgressMapper(
       (input.params._meta as { progressToken?: ProgressToken } | undefined)?.progressToken,
     );
@@ -167,6 +173,7 @@ class Relay {
     await this.queue;
     this.finished = true;
     unregister();
+    this.acknowledger.stop();
     clearTimeout(this.cancelWatch);
     clearTimeout(this.leaseRenewal);
     clearTimeout(deadline);
@@ -458,6 +465,7 @@ class Relay {
     timer.unref();
     this.relayed.set(record.gatewayId, { record, timer });
     this.renewLeases();
+    this.acknowledger.start();
     stream.send({ ...serverRequest, id: record.gatewayId });
     recordRelayedInput(serverRequest.method);
     this.log.info('relayed a server request', {

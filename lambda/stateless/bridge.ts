@@ -7,6 +7,7 @@ import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { InputRequest, JSONRPCRequest, RequestId } from '../protocol/types';
 import { LATEST_LEGACY_VERSION } from '../protocol/versions';
 import { waitForHeldAnswer } from '../relay/held';
+import { ClaimAcknowledger, holderAcknowledged, holderSilent } from '../relay/holder-ack';
 import { CLAIM_LEASE_MS, HOLDER_LEASE_MS, HOLDER_RENEW_MS, newPendingRecord } from '../state/records';
 import type { PendingStore } from '../state/store';
 import { MessageRejectedError, TargetSessionExpiredError } from '../targets/endpoint';
@@ -70,6 +71,8 @@ export class BridgeHolder {
   private closed = false;
   /** When each round's record expires (epoch seconds): its parts expire with it, and writing it stops then. */
   private readonly expiries = new Map<number, number>();
+  /** Acknowledges the retry's delivery claims while this holder lives (relay/holder-ack.ts). */
+  private readonly acknowledger: ClaimAcknowledger;
 
   constructor(
     private readonly settings: BridgeSettings,
@@ -83,7 +86,9 @@ export class BridgeHolder {
       /** A round could not be recorded (DynamoDB): the call is cancelled and the client told. */
       fail(error: unknown): void;
     },
-  ) {}
+  ) {
+    this.acknowledger = new ClaimAcknowledger(settings.store, settings.logger, this.id, () => this.ids);
+  }
 
   get bridged(): boolean {
     return this.round > 0;
@@ -100,6 +105,7 @@ export class BridgeHolder {
   finish(outcome: { response: JSONRPCResponse } | { error: unknown }): Promise<void> {
     return this.enqueue(async () => {
       this.over = true;
+      this.acknowledger.stop();
       clearTimeout(this.timer);
       clearTimeout(this.leaseRenewal);
       if (this.round === 0 || this.closed) return;
@@ -127,6 +133,7 @@ export class BridgeHolder {
       this.settings.logger.warn('bridged round failed', { bridge: this.id, error: describeError(error) });
       if (!this.over) {
         this.over = true;
+        this.acknowledger.stop();
         clearTimeout(this.leaseRenewal);
         this.call.fail(error);
       }
@@ -154,6 +161,7 @@ export class BridgeHolder {
       record.targetProtocolVersion = session?.protocolVersion;
       await store.putPending({ id: this.id }, record);
       this.renewLeases();
+      this.acknowledger.start();
       this.ids.push(record.gatewayId);
       this.methods.set(record.gatewayId, request.method);
       roundIds.push(record.gatewayId);
@@ -180,6 +188,7 @@ export class BridgeHolder {
       // The retry is told (OutcomeTooLarge); the call cannot go on without its answers: cancelled at the target.
       this.closed = true;
       this.over = true;
+      this.acknowledger.stop();
       clearTimeout(this.leaseRenewal);
       this.call.fail(new GatewayError('OutcomeTooLarge', 'the next input round is too large to hand over'));
       return;
@@ -265,6 +274,7 @@ export class BridgeHolder {
       return; // answered: the target carries on
     }
     this.over = true;
+    this.acknowledger.stop();
     clearTimeout(this.leaseRenewal);
     for (const id of roundIds) recordExpiredInput(this.methods.get(id) ?? 'unknown');
     this.settings.logger.info('bridged round abandoned: no retry in time; cancelling at the target', {
@@ -396,6 +406,15 @@ async function deliverOnce(
       if (Date.now() >= until || signal.aborted) throw stale();
       await new Promise((resolve) => setTimeout(resolve, DELIVERY_WAIT_MS));
       continue;
+    }
+    if (!(await holderAcknowledged(store, bridgeId, gatewayId, token))) {
+      // The holder did not answer for itself: it may be gone, and the target's next step would reach nobody.
+      await store.releaseClaim(bridgeId, gatewayId, token).catch(() => undefined);
+      logger.warn('bridged answer not delivered: the holder of the call did not acknowledge it', {
+        target: record.target,
+        bridge: bridgeId,
+      });
+      throw holderSilent(record.target);
     }
     const toTarget: JSONRPCResponse = { jsonrpc: '2.0', id: record.targetRequestId, result: answer };
     try {

@@ -1,5 +1,5 @@
+import { ACCEPT_OK as ACCEPT, answersOf, bridgedCall } from '../support/bridged-calls';
 import type { Json } from '../support/mcp-http';
-import { post, sseEvents } from '../support/mcp-http';
 import { type AskingServer, startAskingServer } from '../support/servers/v1-asking-server';
 import { withGateway } from '../support/with-gateway';
 
@@ -12,8 +12,6 @@ import { withGateway } from '../support/with-gateway';
 
 jest.setTimeout(30_000);
 
-const CAPS = { elicitation: { form: {} } };
-const ACCEPT = { action: 'accept', content: { ok: true } };
 const MAX_OUTCOME = 2 * 1024 * 1024;
 
 const gw = withGateway(
@@ -27,40 +25,8 @@ const gw = withGateway(
 );
 const target = () => gw.targets.ask as unknown as AskingServer;
 
-/** A 2026-07-28 tools/call; its first message (a held round-1 stream stays open: the rest is not read). */
-async function call(
-  id: string,
-  tool: string,
-  args: Json,
-  extra: Json = {},
-): Promise<{ status: number; message: Json }> {
-  const res = await post(
-    gw.url,
-    { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': `ask___${tool}` },
-    {
-      jsonrpc: '2.0',
-      id,
-      method: 'tools/call',
-      params: {
-        name: `ask___${tool}`,
-        arguments: args,
-        ...extra,
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-          'io.modelcontextprotocol/clientCapabilities': CAPS,
-        },
-      },
-    },
-    AbortSignal.timeout(20_000),
-  );
-  if (!(res.headers.get('content-type') ?? '').includes('text/event-stream'))
-    return { status: res.status, message: (await res.json()) as Json };
-  for await (const event of sseEvents(res)) if (event.message) return { status: res.status, message: event.message };
-  throw new Error('no message');
-}
-
-const answersOf = (round: Json, answer: Json = ACCEPT) =>
-  Object.fromEntries(Object.keys(round.result.inputRequests).map((key) => [key, answer]));
+const call = (id: string, tool: string, args: Json, extra: Json = {}) =>
+  bridgedCall(gw.url, { id, name: `ask___${tool}`, args, extra });
 
 describe('the answers of a bridged round are checked against the round', () => {
   it('inputResponses: null with a valid requestState is -32602 / 400, and the round can still be answered', async () => {
