@@ -39,6 +39,14 @@ export const ERROR_TABLE = {
   AnswerRefused: { code: RpcCode.InvalidRequest, status: 400 },
   /** More pending requests in one session than `maxPendingRequestsPerSession`. */
   TooManyPendingRequests: { code: RpcCode.InternalError, status: 200, type: 'TooManyPendingRequests' },
+  /** More bridged 2026-07-28 calls of one principal held by this instance than `maxBridgedCallsPerPrincipal`. */
+  TooManyBridgedCalls: {
+    code: RpcCode.InternalError,
+    status: 429,
+    retryable: true,
+    retryAfterSeconds: 5,
+    type: 'TooManyBridgedCalls',
+  },
   /** JSON nested deeper than the gateway follows (a whole message, or a target's response). */
   NestingTooDeep: { code: RpcCode.InvalidRequest, status: 400 },
   ParamsTooDeep: { code: RpcCode.InvalidParams, status: 400 },

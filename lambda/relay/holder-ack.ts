@@ -66,7 +66,7 @@ export class ClaimAcknowledger {
 }
 
 /** Between looks of the claimant for the holder's acknowledgement. */
-const ACK_CHECK_MS = 50;
+const ACK_CHECK_MS = 100;
 
 /**
  * The claimant's side: whether the holder acknowledged `token` within `waitMs`. False means the

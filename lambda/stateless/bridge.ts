@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import { recordAnsweredInput, recordExpiredInput, recordRelayedInput } from '../observability/metrics';
-import { GatewayError } from '../protocol/errors';
+import { GatewayError, rpcError } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { InputRequest, JSONRPCRequest, RequestId } from '../protocol/types';
 import { LATEST_LEGACY_VERSION } from '../protocol/versions';
@@ -47,6 +47,11 @@ export interface BridgeSettings {
   pendingTimeoutSeconds: number;
   /** maxBridgedOutcomeBytes: the largest outcome handed to the retry (stored in parts). */
   maxOutcomeBytes: number;
+  /**
+   * maxPendingRequestsPerSession, per bridged call: the target's requests it may record in all; a round
+   * that would pass it is refused at the target (TooManyPendingRequests) and nothing of it is stored.
+   */
+  maxRequests: number;
 }
 
 /** How long the holder keeps trying to record an outcome DynamoDB refused (it waits anyway: the retry polls). */
@@ -146,6 +151,7 @@ export class BridgeHolder {
     if (requests.length === 0 || this.over) return;
     const { store, pendingTimeoutSeconds } = this.settings;
     const { upstream } = this.call;
+    if (this.ids.length + requests.length > this.settings.maxRequests) return this.refuse(requests);
     const session = upstream.session;
     const inputRequests: Record<string, InputRequest> = {};
     const roundIds: string[] = [];
@@ -202,6 +208,24 @@ export class BridgeHolder {
     clearTimeout(this.timer);
     this.timer = setTimeout(() => void this.enqueue(() => this.checkAbandoned(roundIds)), pendingTimeoutSeconds * 1000);
     this.timer.unref();
+  }
+
+  /** Too many requests for one bridged call: each is refused at the target (which can report it), nothing stored. */
+  private async refuse(requests: JSONRPCRequest[]): Promise<void> {
+    const { maxRequests, logger } = this.settings;
+    const error = new GatewayError(
+      'TooManyPendingRequests',
+      `Too many requests for the client in one call (${this.ids.length} asked before, ${requests.length} more at once, at most ${maxRequests}: maxPendingRequestsPerSession)`,
+      { limit: maxRequests },
+    );
+    logger.warn('refused a bridged round: too many requests in one call', {
+      target: this.call.upstream.target,
+      bridge: this.id,
+      requests: requests.length,
+    });
+    await Promise.all(
+      requests.map((request) => this.call.upstream.reply(rpcError(request.id, error)).catch(() => undefined)),
+    );
   }
 
   /**

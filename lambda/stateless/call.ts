@@ -8,14 +8,14 @@ import {
   notConfirmedResult,
 } from '../policy/confirm-tools';
 import { elicitationModes, missingCapability } from '../protocol/capabilities';
-import { GatewayError, rpcErrorOf } from '../protocol/errors';
+import { GatewayError, rpcError, rpcErrorOf } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import { atOrAbove } from '../protocol/log-levels';
 import type { InputRequest, InputRequiredResult, JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import type { Era } from '../protocol/versions';
 import { ProgressMapper } from '../relay/progress';
 import type { Caller, Upstream } from '../targets/upstream';
-import { BridgeHolder, bridgeFailure, continueBridge } from './bridge';
+import { BridgeHolder, type BridgeSettings, bridgeFailure, continueBridge } from './bridge';
 import type { StatelessDeps } from './deps';
 import { mapResponse } from './outcome';
 import { argumentsDigest, type OpenedState, type StateBinding } from './request-state';
@@ -184,13 +184,7 @@ export async function forwardCall(ctx: CallContext): Promise<JSONRPCResponse | u
   if (opened?.kind === 'bridge' && opened.bridge) {
     ctx.keepAlive();
     const payload = await continueBridge(
-      {
-        store: deps.rounds,
-        targets: deps.targets,
-        logger: deps.logger,
-        pendingTimeoutSeconds: deps.config.pendingRequestTimeoutSeconds,
-        maxOutcomeBytes: deps.config.maxBridgedOutcomeBytes,
-      },
+      { ...bridgeSettings(deps), targets: deps.targets },
       opened.bridge,
       inputResponses,
       ctx.deadline,
@@ -207,6 +201,17 @@ export async function forwardCall(ctx: CallContext): Promise<JSONRPCResponse | u
     ctx.emit(inputRound(inputRequests, bridge)),
   );
   return response && outcome(response, upstream.era);
+}
+
+/** The bridged path's store, logger and bounds, from configuration. */
+function bridgeSettings(deps: StatelessDeps): BridgeSettings {
+  return {
+    store: deps.rounds,
+    logger: deps.logger,
+    pendingTimeoutSeconds: deps.config.pendingRequestTimeoutSeconds,
+    maxOutcomeBytes: deps.config.maxBridgedOutcomeBytes,
+    maxRequests: deps.config.maxPendingRequestsPerSession,
+  };
 }
 
 /**
@@ -239,28 +244,22 @@ async function callOnce(
   let missing: ReturnType<typeof missingCapability>;
   let holder: BridgeHolder | undefined;
   let bridgeError: unknown;
+  /** This call's slot among the principal's bridged calls (maxBridgedCallsPerPrincipal), once it is bridged. */
+  let releaseSlot: (() => void) | undefined;
   const bridge = () => {
-    holder ??= new BridgeHolder(
-      {
-        store: deps.rounds,
-        logger: deps.logger,
-        pendingTimeoutSeconds: deps.config.pendingRequestTimeoutSeconds,
-        maxOutcomeBytes: deps.config.maxBridgedOutcomeBytes,
+    holder ??= new BridgeHolder(bridgeSettings(deps), {
+      upstream,
+      clientRequestId: request.id,
+      emitFirstRound: (inputRequests, round) => {
+        if (!emitRound(inputRequests, { id: holder!.id, round: round + 1 }))
+          crossEra.abort('gateway: client takes no stream');
       },
-      {
-        upstream,
-        clientRequestId: request.id,
-        emitFirstRound: (inputRequests, round) => {
-          if (!emitRound(inputRequests, { id: holder!.id, round: round + 1 }))
-            crossEra.abort('gateway: client takes no stream');
-        },
-        abandon: () => crossEra.abort('gateway: pending-timeout'),
-        fail: (error) => {
-          bridgeError = error;
-          crossEra.abort('gateway: input round not recorded');
-        },
+      abandon: () => crossEra.abort('gateway: pending-timeout'),
+      fail: (error) => {
+        bridgeError = error;
+        crossEra.abort('gateway: input round not recorded');
       },
-    );
+    });
     return holder;
   };
   const crossEraError = () =>
@@ -280,6 +279,20 @@ async function callOnce(
     const requestParams = serverRequest.params as Record<string, unknown> | undefined;
     missing = missingCapability(request.clientCapabilities, serverRequest.method, requestParams);
     if (!missing && ctx.canStream) {
+      try {
+        releaseSlot ??= deps.bridgedCalls.acquire(ctx.principal);
+      } catch (error) {
+        // Refused before anything is stored: the target is told, the call cancelled, the client gets the error.
+        bridgeError = error;
+        refusedMethod = serverRequest.method;
+        deps.logger.warn('bridged call refused: too many of this caller waiting for input', {
+          target: upstream.target,
+        });
+        void upstream
+          .reply(rpcError(serverRequest.id, error))
+          .finally(() => crossEra.abort('gateway: too many bridged calls'));
+        return;
+      }
       bridge().onServerRequest(serverRequest);
       return;
     }
@@ -326,5 +339,6 @@ async function callOnce(
     throw error;
   } finally {
     ctx.signal.removeEventListener('abort', follow);
+    releaseSlot?.();
   }
 }

@@ -489,9 +489,13 @@ describe.each(kinds)('relay through the %s', (kind) => {
       await eventually(() => expect(dynamo.counts.get('DeleteItem')).toBe(1));
       const oneRound = Object.fromEntries(dynamo.counts);
       // call: Query; round: Query (the per-session cap) + PutItem (pending); the answer: BatchGetItem (the
-      // session and its one record), UpdateItem (claim) + UpdateItem (settle); end: DeleteItem (cleanup).
+      // session and its one record), UpdateItem (claim) + UpdateItem (the holder's acknowledgement) +
+      // UpdateItem (settle); end: DeleteItem (cleanup). GetItem: the holder looks for claims while it
+      // waits (every 250 ms) and the answering side for the acknowledgement, so their count is the time taken.
       expect(withoutInput).toEqual({ Query: 1 });
-      expect(oneRound).toEqual({ Query: 2, PutItem: 1, BatchGetItem: 1, UpdateItem: 2, DeleteItem: 1 });
+      const { GetItem: looks, ...rest } = oneRound;
+      expect(rest).toEqual({ Query: 2, PutItem: 1, BatchGetItem: 1, UpdateItem: 3, DeleteItem: 1 });
+      expect(looks).toBeGreaterThanOrEqual(2);
     });
   });
 });
