@@ -1,4 +1,4 @@
-import { ACCEPT_OK as ACCEPT, answersOf, bridgedCall } from '../support/bridged-calls';
+import { ACCEPT_OK as ACCEPT, answersOf, bridgedCall, retryOf } from '../support/bridged-calls';
 import type { Json } from '../support/mcp-http';
 import { type AskingServer, startAskingServer } from '../support/servers/v1-asking-server';
 import { withGateway } from '../support/with-gateway';
@@ -19,6 +19,7 @@ const gw = withGateway(
     logLevel: 'SILENT',
     pendingRequestTimeoutSeconds: 5,
     maxBridgedOutcomeBytes: MAX_OUTCOME,
+    maxBridgedCallsPerPrincipal: 100,
     targets: [{ name: 'ask', url: targets.ask.url, era: 'legacy' }],
   }),
   { targets: { ask: startAskingServer } },
@@ -201,5 +202,53 @@ describe('the same retry repeated (idempotent by round)', () => {
     );
     const done = await answerRound('r4', 'ask_big_second', args, repeated.message);
     expect(done.message.result).toMatchObject({ resultType: 'complete', content: [{ text: 'both answered' }] });
+  });
+});
+
+describe('bounds of the bridged path', () => {
+  const bounded = withGateway(
+    (targets) => ({
+      logLevel: 'SILENT',
+      pendingRequestTimeoutSeconds: 5,
+      maxPendingRequestsPerSession: 5,
+      maxBridgedCallsPerPrincipal: 2,
+      targets: [{ name: 'ask', url: targets.ask.url, era: 'legacy' }],
+    }),
+    { targets: { ask: startAskingServer } },
+  );
+  const boundedTarget = () => bounded.targets.ask as unknown as AskingServer;
+  const callBounded = (id: string, tool: string, args: Json, extra: Json = {}) =>
+    bridgedCall(bounded.url, { id, name: `ask___${tool}`, args, extra });
+
+  it('a round of more requests than maxPendingRequestsPerSession is refused at the target; nothing is stored', async () => {
+    bounded.dynamo.reset();
+    const { message } = await callBounded('m1', 'ask_many', { n: 6 });
+    // The target's tool got the refusal (its result reports it); the client was asked nothing.
+    expect(message.result?.resultType).not.toBe('input_required');
+    expect(JSON.stringify(message)).toContain('maxPendingRequestsPerSession');
+    expect(bounded.dynamo.counts.get('PutItem') ?? 0).toBe(0);
+    expect(boundedTarget().stats().completed.ask_many ?? 0).toBe(0);
+  });
+
+  it('more bridged calls of one principal than maxBridgedCallsPerPrincipal: 429 TooManyBridgedCalls before anything is stored; a slot frees when a call ends', async () => {
+    const first = await callBounded('o1', 'ask_many', { n: 1 });
+    const second = await callBounded('o2', 'ask_many', { n: 1 });
+    expect([first.message.result.resultType, second.message.result.resultType]).toEqual([
+      'input_required',
+      'input_required',
+    ]);
+    bounded.dynamo.reset();
+    const refused = await callBounded('o3', 'ask_many', { n: 1 });
+    expect(refused.status).toBe(429);
+    expect(refused.message.error).toMatchObject({
+      code: -32603,
+      data: { type: 'TooManyBridgedCalls', limit: 2, retryable: true },
+    });
+    expect(refused.message.error.message).toContain('maxBridgedCallsPerPrincipal');
+    expect(bounded.dynamo.counts.get('PutItem') ?? 0).toBe(0);
+    const done = await callBounded('o4', 'ask_many', { n: 1 }, retryOf(first.message));
+    expect(done.message.result).toMatchObject({ resultType: 'complete' });
+    const third = await callBounded('o5', 'ask_many', { n: 1 });
+    expect(third.message.result.resultType).toBe('input_required');
   });
 });
