@@ -31,10 +31,12 @@ import { type BridgePayload, readOutcome, type WriteVerdict, writeOutcome } from
  *
  * State (one partition per bridged call, `S#<bridge id>` with no session item):
  * - `P#<gateway id>`: one per request of the target (kind `relayed`), with the target's session id,
- *   request id and protocol version. B claims it (conditional write, once) and POSTs the answer to the
- *   target, which continues on A's stream.
+ *   request id and protocol version. B claims it (conditional write, once), waits for A to acknowledge
+ *   the claim (A is alive: ../relay/holder-ack.ts) and POSTs the answer to the target, which continues
+ *   on A's stream.
  * - `P#<bridge id>.n<k>`: what follows round k-1 (kind `held`). A creates it when it sends round k-1
- *   and fills it once (the next round's requests, the result, or an error); B polls it.
+ *   and fills it once (the next round's requests, the result, or an error; in parts when large:
+ *   ./bridge-outcome.ts); B polls it. It stays until it expires, so the same retry sent again gets it.
  * Abandoned rounds (no retry within `pendingRequestTimeoutSeconds`): A claims the unanswered records
  * itself, cancels the call at the target (notifications/cancelled) and removes every record.
  */
@@ -128,7 +130,7 @@ export class BridgeHolder {
               },
             };
       await this.fill(this.round + 1, payload);
-      // The target's requests were answered (or are moot now): their records go; B removes the last one it reads.
+      // The target's requests were answered (or are moot now): their records go; the outcomes stay until they expire.
       await this.settings.store.deletePending(this.id, this.ids).catch(() => undefined);
     });
   }
