@@ -65,7 +65,11 @@ export async function writeOutcome(
     };
     return (await fill(store, bridgeId, key, failure)) ? 'too-large' : 'not-stored';
   }
-  if (bytes <= OUTCOME_PART_BYTES) return (await fill(store, bridgeId, key, payload)) ? 'stored' : 'not-stored';
+  // One record when it fits as the store measures an answer (its JSON text, escapes included: a result
+  // full of quotes or backslashes measures up to twice its size), else parts (measured as they are).
+  if (Buffer.byteLength(JSON.stringify(json)) <= OUTCOME_PART_BYTES) {
+    return (await fill(store, bridgeId, key, payload)) ? 'stored' : 'not-stored';
+  }
   const parts = splitUtf8(json, OUTCOME_PART_BYTES);
   await Promise.all(
     parts.map((part, index) =>

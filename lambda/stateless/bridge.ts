@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import { recordAnsweredInput, recordExpiredInput, recordRelayedInput } from '../observability/metrics';
-import { GatewayError, rpcError } from '../protocol/errors';
+import { GatewayError, ItemTooLargeError, rpcError } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { InputRequest, JSONRPCRequest, RequestId } from '../protocol/types';
 import { LATEST_LEGACY_VERSION } from '../protocol/versions';
@@ -251,7 +251,8 @@ export class BridgeHolder {
         if (verdict !== 'stored') logger.warn('bridged outcome not handed over', { bridge: this.id, round, verdict });
         return verdict;
       } catch (error) {
-        if (Date.now() + delay >= expiresAt * 1000) throw error;
+        // Only a failure of DynamoDB is worth writing again; one that no retry fixes ends here.
+        if (error instanceof ItemTooLargeError || Date.now() + delay >= expiresAt * 1000) throw error;
         logger.warn('recording a bridged outcome failed; writing it again', {
           bridge: this.id,
           round,

@@ -151,6 +151,14 @@ describe('outcomes larger than a DynamoDB item', () => {
     expect(done.message.result).toMatchObject({ resultType: 'complete', content: [{ text: 'both answered' }] });
   });
 
+  it('a result of 150 KB of quotes (300 KB as JSON, twice that as the store measures an answer) reaches the retry', async () => {
+    const args = { bytes: 150_000, char: '"' };
+    const { message: round } = await call('e1', 'ask_then_big', args);
+    const done = await answerRound('e2', 'ask_then_big', args, round);
+    expect(done.message.result.resultType).toBe('complete');
+    expect(done.message.result.content[0].text).toBe('"'.repeat(150_000));
+  });
+
   it('a result over maxBridgedOutcomeBytes: a prompt, non-retryable 413 OutcomeTooLarge that does not ask for a re-run', async () => {
     const args = { bytes: MAX_OUTCOME + 100_000 };
     const { message: round } = await call('t1', 'ask_then_big', args);

@@ -61,15 +61,15 @@ function buildServer(stats: AskingServerStats): McpServer {
   server.registerTool(
     'ask_then_big',
     {
-      description: 'Asks once, waits `delayMs` after the answer, then returns a text of `bytes` characters.',
-      inputSchema: { bytes: z.number().int(), delayMs: z.number().int().optional() },
+      description: 'Asks once, waits `delayMs` after the answer, then returns `bytes` times `char` (x).',
+      inputSchema: { bytes: z.number().int(), delayMs: z.number().int().optional(), char: z.string().optional() },
     },
-    async ({ bytes, delayMs }, extra) => {
+    async ({ bytes, delayMs, char }, extra) => {
       count(stats.started, 'ask_then_big');
       await ask('go?', extra.requestId);
       if (delayMs) await new Promise((resolve) => setTimeout(resolve, delayMs));
       count(stats.completed, 'ask_then_big');
-      return text('x'.repeat(bytes));
+      return text((char ?? 'x').repeat(bytes));
     },
   );
 
