@@ -14,6 +14,7 @@ import { LATEST_LEGACY_VERSION, legacyVersionsOf } from '../protocol/versions';
 import { createDocumentClient } from '../state/dynamo-client';
 import { DynamoSessionStore } from '../state/dynamo-store';
 import type { SessionStore } from '../state/store';
+import { BridgedCalls } from '../stateless/bridged-calls';
 import { LegacySessionPool } from '../stateless/legacy-sessions';
 import { RequestStateSealer } from '../stateless/request-state';
 import { OutboundCredentials, type OutboundCredentialsOptions } from '../targets/credentials';
@@ -65,6 +66,7 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
     activeCalls: new ActiveCalls(),
     // Only bridged calls (a 2026-07-28 client, a 2025 target that asks for input) write here.
     rounds: store,
+    bridgedCalls: new BridgedCalls(config.maxBridgedCallsPerPrincipal),
   };
 }
 

@@ -251,6 +251,23 @@ export const GatewayConfigSchema = z
       .min(64 * 1024)
       .max(16 * 1024 * 1024)
       .default(1024 * 1024),
+    /**
+     * Bridged 2026-07-28 calls (a 2025-only target asking for input) one principal may have waiting
+     * for input on one instance, each holding a target stream open; beyond it the call is refused
+     * (429 TooManyBridgedCalls) and cancelled at the target before anything is stored.
+     */
+    maxBridgedCallsPerPrincipal: z.number().int().min(1).max(1000).default(20),
+    /**
+     * Largest outcome (the target's result, or its next round's requests) a bridged 2026-07-28 call
+     * hands from the invocation holding it to the client's retry, stored in parts of under 400 KB;
+     * beyond it the retry gets a non-retryable 413 `OutcomeTooLarge`.
+     */
+    maxBridgedOutcomeBytes: z
+      .number()
+      .int()
+      .min(64 * 1024)
+      .max(16 * 1024 * 1024)
+      .default(4 * 1024 * 1024),
     supportedVersions: z
       .array(z.enum(ALL_PROTOCOL_VERSIONS))
       .min(1)

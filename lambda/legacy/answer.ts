@@ -5,6 +5,7 @@ import { recordAnsweredInput } from '../observability/metrics';
 import { GatewayError } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import { storeHeldAnswer } from '../relay/held';
+import { holderAcknowledged, holderSilent } from '../relay/holder-ack';
 import { upstreamRequestId } from '../relay/ids';
 import { CLAIM_LEASE_MS } from '../state/records';
 import type { LoadedAnswer, PendingRecord } from '../state/store';
@@ -98,6 +99,16 @@ async function deliverClaimed(
   const id = answer.id ?? null;
   const toTarget = { ...answer, id: pending.targetRequestId };
   const protocolVersion = pending.targetProtocolVersion ?? loaded.session.protocolVersion;
+  if (!(await holderAcknowledged(deps.store, sessionId, gatewayId, token))) {
+    // The holder did not answer for itself: it may be gone, and the target's next step would reach nobody.
+    await deps.store.releaseClaim(sessionId, gatewayId, token).catch(() => undefined);
+    deps.logger.warn('answer not delivered: the holder of the call did not acknowledge it', {
+      sessionId,
+      target,
+      gatewayRequestId: gatewayId,
+    });
+    return errorResponse(id, holderSilent(target), headers);
+  }
   try {
     await deps.targets.deliver(target, { targetSessionId: pending.targetSessionId, protocolVersion }, toTarget);
   } catch (error) {

@@ -22,6 +22,7 @@ import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest, ProgressToken } from '../protocol/types';
 import { DeferredResponse } from '../relay/deferred-response';
 import { waitForHeldAnswer } from '../relay/held';
+import { ClaimAcknowledger } from '../relay/holder-ack';
 import { upstreamRequestId } from '../relay/ids';
 import { ProgressMapper } from '../relay/progress';
 import { allowsResumableStreams, openStreamLog, streamLogSettings } from '../relay/stream-log';
@@ -123,6 +124,8 @@ class Relay {
   private clientLeft = false;
   private cancelWatch?: NodeJS.Timeout;
   private leaseRenewal?: NodeJS.Timeout;
+  /** Acknowledges delivery claims on this call's relayed requests while it holds them (relay/holder-ack.ts). */
+  private readonly acknowledger: ClaimAcknowledger;
   /** Resolved once the call is over: records removed and the client's response finished. */
   readonly markDone: () => void;
   private readonly done: Promise<void>;
@@ -134,6 +137,9 @@ class Relay {
     });
     this.markDone = resolve;
     this.upstreamId = upstreamRequestId(input.request.id);
+    this.acknowledger = new ClaimAcknowledger(input.deps.store, input.deps.logger, input.loaded.session.id, () => [
+      ...this.relayed.keys(),
+    ]);
     this.progress = new ProgressMapper(
       (input.params._meta as { progressToken?: ProgressToken } | undefined)?.progressToken,
     );
@@ -179,13 +185,17 @@ class Relay {
       outcome = { message: this.failure(error), error: this.endReason ? undefined : error };
       if (this.endReason === 'client-cancelled') outcome.silent = true;
     }
+    // What the target sent before its response (queued behind earlier records) reaches the client
+    // first: the stream stays usable until the queue has drained, then the call is over.
+    await this.queue;
     this.finished = true;
     unregister();
+    this.acknowledger.stop();
     clearTimeout(this.cancelWatch);
     clearTimeout(this.leaseRenewal);
     clearTimeout(deadline);
     exchange.signal.removeEventListener('abort', onClientGone);
-    await this.queue;
+    await this.queue; // a server request that slipped in meanwhile is refused (finished) before cleanup
     await this.cleanup();
     return outcome;
   }
@@ -474,6 +484,7 @@ class Relay {
     timer.unref();
     this.relayed.set(record.gatewayId, { record, timer });
     this.renewLeases();
+    this.acknowledger.start();
     stream.send({ ...serverRequest, id: record.gatewayId });
     recordRelayedInput(serverRequest.method);
     this.log.info('relayed a server request', {

@@ -49,6 +49,14 @@ export const ERROR_TABLE = {
   AnswerRefused: { code: RpcCode.InvalidRequest, status: 400 },
   /** More pending requests in one session than `maxPendingRequestsPerSession`. */
   TooManyPendingRequests: { code: RpcCode.InternalError, status: 200, type: 'TooManyPendingRequests' },
+  /** More bridged 2026-07-28 calls of one principal held by this instance than `maxBridgedCallsPerPrincipal`. */
+  TooManyBridgedCalls: {
+    code: RpcCode.InternalError,
+    status: 429,
+    retryable: true,
+    retryAfterSeconds: 5,
+    type: 'TooManyBridgedCalls',
+  },
   /** JSON nested deeper than the gateway follows (a whole message, or a target's response). */
   NestingTooDeep: { code: RpcCode.InvalidRequest, status: 400 },
   ParamsTooDeep: { code: RpcCode.InvalidParams, status: 400 },
@@ -93,6 +101,16 @@ export const ERROR_TABLE = {
   AnswerLost: { code: RpcCode.RequestTimeout, status: 200, retryable: true },
   /** Only to a JSON request: a streamed call the client cancelled ends without a response, as the spec asks. */
   ClientCancelled: { code: RpcCode.RequestTimeout, status: 200 },
+  /**
+   * A bridged call's outcome (the target's result or next round) is larger than the gateway hands over
+   * between instances (`maxBridgedOutcomeBytes`): not retryable, the target already acted.
+   */
+  OutcomeTooLarge: { code: RpcCode.InternalError, status: 413, type: 'OutcomeTooLarge' },
+  /**
+   * The answers reached the target but the call's outcome was lost (its holder stopped, or could not
+   * record it): not retryable — sending the call again would run the tool again.
+   */
+  OutcomeLost: { code: RpcCode.InternalError, status: 503, type: 'OutcomeLost' },
   CrossEraInputUnsupported: { code: RpcCode.InternalError, status: 200, type: 'CrossEraInputUnsupported' },
   InputRequestFailed: { code: RpcCode.InternalError, status: 200, type: 'InputRequestFailed' },
   TooManyInputRounds: { code: RpcCode.InternalError, status: 200, type: 'TooManyInputRounds' },

@@ -351,7 +351,7 @@ export class DynamoSessionStore implements SessionStore {
 
   settleClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean> {
     return this.conditionalUpdate(sessionId, gatewayId, {
-      UpdateExpression: 'SET #status = :answered REMOVE #claim, claimedAt',
+      UpdateExpression: 'SET #status = :answered REMOVE #claim, claimedAt, ack',
       ConditionExpression: '#status = :delivering AND #claim = :token',
       ExpressionAttributeNames: { '#status': 'status', '#claim': 'claim' },
       ExpressionAttributeValues: { ':answered': 'answered', ':delivering': 'delivering', ':token': token },
@@ -360,10 +360,19 @@ export class DynamoSessionStore implements SessionStore {
 
   releaseClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean> {
     return this.conditionalUpdate(sessionId, gatewayId, {
-      UpdateExpression: 'SET #status = :pending REMOVE #claim, claimedAt',
+      UpdateExpression: 'SET #status = :pending REMOVE #claim, claimedAt, ack',
       ConditionExpression: '#status = :delivering AND #claim = :token',
       ExpressionAttributeNames: { '#status': 'status', '#claim': 'claim' },
       ExpressionAttributeValues: { ':pending': 'pending', ':delivering': 'delivering', ':token': token },
+    });
+  }
+
+  ackClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean> {
+    return this.conditionalUpdate(sessionId, gatewayId, {
+      UpdateExpression: 'SET #ack = :token',
+      ConditionExpression: '#status = :delivering AND #claim = :token',
+      ExpressionAttributeNames: { '#status': 'status', '#claim': 'claim', '#ack': 'ack' },
+      ExpressionAttributeValues: { ':delivering': 'delivering', ':token': token },
     });
   }
 

@@ -191,6 +191,14 @@ export class MemorySessionStore implements SessionStore {
     return this.fromClaim(sessionId, gatewayId, token, 'pending');
   }
 
+  async ackClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean> {
+    this.available();
+    const item = this.partitions.get(sessionId)?.get(pendingSk(gatewayId));
+    if (item?.status !== 'delivering' || item.claim !== token) return false;
+    item.ack = token;
+    return true;
+  }
+
   async expirePending(sessionId: string, gatewayId: string): Promise<boolean> {
     this.available();
     const item = this.partitions.get(sessionId)?.get(pendingSk(gatewayId));
@@ -290,6 +298,7 @@ export class MemorySessionStore implements SessionStore {
     item.status = to;
     delete item.claim;
     delete item.claimedAt;
+    delete item.ack;
     return true;
   }
 

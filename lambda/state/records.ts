@@ -65,3 +65,13 @@ function leaseFromEnvironment(value: string | undefined): number {
   const ms = Number(value);
   return Number.isInteger(ms) && ms >= 300 ? ms : 30_000;
 }
+
+/**
+ * Liveness at the moment an answer is delivered: the holder looks at its waiting records every
+ * HOLDER_ACK_POLL_MS and acknowledges each delivery claim it finds; the instance that claimed delivers
+ * only once acknowledged, and gives up (releasing the claim) after HOLDER_ACK_WAIT_MS. So an answer
+ * sent after the holder died reaches no target, however fresh its lease. Cost: one consistent read per
+ * waiting record per poll (4 a second) while a relayed request waits, one write per answer.
+ */
+export const HOLDER_ACK_POLL_MS = 250;
+export const HOLDER_ACK_WAIT_MS = 2000;

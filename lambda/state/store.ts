@@ -80,6 +80,12 @@ export interface PendingRecord {
    * what the target does next).
    */
   holderUntil?: number;
+  /**
+   * The holder saw the claim `claim` and is alive to receive what the target does next (it acknowledges
+   * each claim it sees): the claimant delivers only then, so no answer reaches a target whose call has
+   * no live receiver.
+   */
+  ack?: string;
 }
 
 /** What a request of a session reads: the session and its target sessions (never its pending records). */
@@ -145,6 +151,8 @@ export interface SessionStore {
   claimPending(sessionId: string, gatewayId: string, now?: number): Promise<string | undefined>;
   /** The target took the answer: delivering → answered (only by the claim's owner). */
   settleClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean>;
+  /** The holder acknowledges a claim it saw (sets `ack` to its token): it is alive; false when the claim changed. */
+  ackClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean>;
   /** The delivery provably did not reach the target: delivering → pending, so the client may send the answer again. */
   releaseClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean>;
   /**
@@ -199,6 +207,7 @@ export type PendingStore = Pick<
   | 'claimPending'
   | 'settleClaim'
   | 'releaseClaim'
+  | 'ackClaim'
   | 'expirePending'
   | 'renewHolder'
   | 'getPending'

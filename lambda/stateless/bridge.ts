@@ -2,16 +2,18 @@ import { randomBytes } from 'node:crypto';
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import { recordAnsweredInput, recordExpiredInput, recordRelayedInput } from '../observability/metrics';
-import { GatewayError, rpcError } from '../protocol/errors';
+import { GatewayError, ItemTooLargeError, rpcError } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { InputRequest, JSONRPCRequest, RequestId } from '../protocol/types';
 import { LATEST_LEGACY_VERSION } from '../protocol/versions';
 import { waitForHeldAnswer } from '../relay/held';
+import { ClaimAcknowledger, holderAcknowledged, holderSilent } from '../relay/holder-ack';
 import { CLAIM_LEASE_MS, HOLDER_LEASE_MS, HOLDER_RENEW_MS, newPendingRecord } from '../state/records';
 import type { PendingStore } from '../state/store';
 import { MessageRejectedError, TargetSessionExpiredError } from '../targets/endpoint';
 import type { Targets } from '../targets/targets';
 import type { Upstream } from '../targets/upstream';
+import { type BridgePayload, readOutcome, type WriteVerdict, writeOutcome } from './bridge-outcome';
 
 /**
  * A 2026-07-28 client calling a 2025-only target that asks for input during the call
@@ -29,28 +31,34 @@ import type { Upstream } from '../targets/upstream';
  *
  * State (one partition per bridged call, `S#<bridge id>` with no session item):
  * - `P#<gateway id>`: one per request of the target (kind `relayed`), with the target's session id,
- *   request id and protocol version. B claims it (conditional write, once) and POSTs the answer to the
- *   target, which continues on A's stream.
+ *   request id and protocol version. B claims it (conditional write, once), waits for A to acknowledge
+ *   the claim (A is alive: ../relay/holder-ack.ts) and POSTs the answer to the target, which continues
+ *   on A's stream.
  * - `P#<bridge id>.n<k>`: what follows round k-1 (kind `held`). A creates it when it sends round k-1
- *   and fills it once (the next round's requests, the result, or an error); B polls it.
+ *   and fills it once (the next round's requests, the result, or an error; in parts when large:
+ *   ./bridge-outcome.ts); B polls it. It stays until it expires, so the same retry sent again gets it.
  * Abandoned rounds (no retry within `pendingRequestTimeoutSeconds`): A claims the unanswered records
  * itself, cancels the call at the target (notifications/cancelled) and removes every record.
  */
 
-export interface BridgePayload {
-  kind: 'input' | 'result' | 'error';
-  /** Round k's requests, keyed by gateway id. */
-  inputRequests?: Record<string, InputRequest>;
-  response?: JSONRPCResponse;
-  /** Why the held call ended without a result (a gateway failure, told through the error table). */
-  failure?: { kind: 'RequestTimeout' | 'DependencyFailed'; message: string };
-}
+export type { BridgePayload };
 
 export interface BridgeSettings {
   store: PendingStore;
   logger: GatewayLogger;
   pendingTimeoutSeconds: number;
+  /** maxBridgedOutcomeBytes: the largest outcome handed to the retry (stored in parts). */
+  maxOutcomeBytes: number;
+  /**
+   * maxPendingRequestsPerSession, per bridged call: the target's requests it may record in all; a round
+   * that would pass it is refused at the target (TooManyPendingRequests) and nothing of it is stored.
+   */
+  maxRequests: number;
 }
+
+/** How long the holder keeps trying to record an outcome DynamoDB refused (it waits anyway: the retry polls). */
+const FILL_RETRY_FIRST_MS = 500;
+const FILL_RETRY_MAX_MS = 5000;
 
 const nextKey = (bridgeId: string, round: number) => `${bridgeId}.n${round}`;
 
@@ -66,6 +74,12 @@ export class BridgeHolder {
   private timer?: NodeJS.Timeout;
   private leaseRenewal?: NodeJS.Timeout;
   private over = false;
+  /** An outcome that ends the call was recorded (too large a round): nothing follows it. */
+  private closed = false;
+  /** When each round's record expires (epoch seconds): its parts expire with it, and writing it stops then. */
+  private readonly expiries = new Map<number, number>();
+  /** Acknowledges the retry's delivery claims while this holder lives (relay/holder-ack.ts). */
+  private readonly acknowledger: ClaimAcknowledger;
 
   constructor(
     private readonly settings: BridgeSettings,
@@ -79,7 +93,9 @@ export class BridgeHolder {
       /** A round could not be recorded (DynamoDB): the call is cancelled and the client told. */
       fail(error: unknown): void;
     },
-  ) {}
+  ) {
+    this.acknowledger = new ClaimAcknowledger(settings.store, settings.logger, this.id, () => this.ids);
+  }
 
   get bridged(): boolean {
     return this.round > 0;
@@ -96,9 +112,10 @@ export class BridgeHolder {
   finish(outcome: { response: JSONRPCResponse } | { error: unknown }): Promise<void> {
     return this.enqueue(async () => {
       this.over = true;
+      this.acknowledger.stop();
       clearTimeout(this.timer);
       clearTimeout(this.leaseRenewal);
-      if (this.round === 0) return;
+      if (this.round === 0 || this.closed) return;
       const payload: BridgePayload =
         'response' in outcome
           ? { kind: 'result', response: outcome.response }
@@ -113,7 +130,7 @@ export class BridgeHolder {
               },
             };
       await this.fill(this.round + 1, payload);
-      // The target's requests were answered (or are moot now): their records go; B removes the last one it reads.
+      // The target's requests were answered (or are moot now): their records go; the outcomes stay until they expire.
       await this.settings.store.deletePending(this.id, this.ids).catch(() => undefined);
     });
   }
@@ -123,6 +140,7 @@ export class BridgeHolder {
       this.settings.logger.warn('bridged round failed', { bridge: this.id, error: describeError(error) });
       if (!this.over) {
         this.over = true;
+        this.acknowledger.stop();
         clearTimeout(this.leaseRenewal);
         this.call.fail(error);
       }
@@ -135,6 +153,7 @@ export class BridgeHolder {
     if (requests.length === 0 || this.over) return;
     const { store, pendingTimeoutSeconds } = this.settings;
     const { upstream } = this.call;
+    if (this.ids.length + requests.length > this.settings.maxRequests) return this.refuse(requests);
     const session = upstream.session;
     const inputRequests: Record<string, InputRequest> = {};
     const roundIds: string[] = [];
@@ -150,6 +169,7 @@ export class BridgeHolder {
       record.targetProtocolVersion = session?.protocolVersion;
       await store.putPending({ id: this.id }, record);
       this.renewLeases();
+      this.acknowledger.start();
       this.ids.push(record.gatewayId);
       this.methods.set(record.gatewayId, request.method);
       roundIds.push(record.gatewayId);
@@ -170,8 +190,17 @@ export class BridgeHolder {
     delete next.holderUntil;
     await store.putPending({ id: this.id }, next);
     this.nextRecords.push(next.gatewayId);
+    this.expiries.set(this.round + 1, next.expiresAt);
     if (this.round === 1) this.call.emitFirstRound(inputRequests, this.round);
-    else await this.fill(this.round, { kind: 'input', inputRequests });
+    else if ((await this.fill(this.round, { kind: 'input', inputRequests })) === 'too-large') {
+      // The retry is told (OutcomeTooLarge); the call cannot go on without its answers: cancelled at the target.
+      this.closed = true;
+      this.over = true;
+      this.acknowledger.stop();
+      clearTimeout(this.leaseRenewal);
+      this.call.fail(new GatewayError('OutcomeTooLarge', 'the next input round is too large to hand over'));
+      return;
+    }
     this.settings.logger.info('bridged a 2025 target request to an input_required round', {
       target: upstream.target,
       bridge: this.id,
@@ -183,9 +212,56 @@ export class BridgeHolder {
     this.timer.unref();
   }
 
-  private async fill(round: number, payload: BridgePayload): Promise<void> {
+  /** Too many requests for one bridged call: each is refused at the target (which can report it), nothing stored. */
+  private async refuse(requests: JSONRPCRequest[]): Promise<void> {
+    const { maxRequests, logger } = this.settings;
+    const error = new GatewayError(
+      'TooManyPendingRequests',
+      `Too many requests for the client in one call (${this.ids.length} asked before, ${requests.length} more at once, at most ${maxRequests}: maxPendingRequestsPerSession)`,
+      { limit: maxRequests },
+    );
+    logger.warn('refused a bridged round: too many requests in one call', {
+      target: this.call.upstream.target,
+      bridge: this.id,
+      requests: requests.length,
+    });
+    await Promise.all(
+      requests.map((request) => this.call.upstream.reply(rpcError(request.id, error)).catch(() => undefined)),
+    );
+  }
+
+  /**
+   * Records what follows round `round - 1` for the retry. DynamoDB failing is not the end: the outcome
+   * is kept here and written again (backing off) until the round's record expires, so a stall while the
+   * result is written delays the retry instead of losing what the target did.
+   */
+  private async fill(round: number, payload: BridgePayload): Promise<WriteVerdict> {
+    const { store, logger, maxOutcomeBytes } = this.settings;
     const key = nextKey(this.id, round);
-    await this.settings.store.answerPending(this.id, key, JSON.stringify({ jsonrpc: '2.0', id: key, result: payload }));
+    const expiresAt = this.expiries.get(round) ?? 0;
+    const template = { target: this.call.upstream.target, clientRequestId: this.call.clientRequestId, expiresAt };
+    let delay = FILL_RETRY_FIRST_MS;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const verdict = await writeOutcome(store, this.id, key, payload, {
+          maxBytes: maxOutcomeBytes,
+          attempt,
+          template,
+        });
+        if (verdict !== 'stored') logger.warn('bridged outcome not handed over', { bridge: this.id, round, verdict });
+        return verdict;
+      } catch (error) {
+        // Only a failure of DynamoDB is worth writing again; one that no retry fixes ends here.
+        if (error instanceof ItemTooLargeError || Date.now() + delay >= expiresAt * 1000) throw error;
+        logger.warn('recording a bridged outcome failed; writing it again', {
+          bridge: this.id,
+          round,
+          error: describeError(error),
+        });
+        await new Promise((resolve) => setTimeout(resolve, delay));
+        delay = Math.min(FILL_RETRY_MAX_MS, delay * 2);
+      }
+    }
   }
 
   /**
@@ -225,6 +301,7 @@ export class BridgeHolder {
       return; // answered: the target carries on
     }
     this.over = true;
+    this.acknowledger.stop();
     clearTimeout(this.leaseRenewal);
     for (const id of roundIds) recordExpiredInput(this.methods.get(id) ?? 'unknown');
     this.settings.logger.info('bridged round abandoned: no retry in time; cancelling at the target', {
@@ -260,26 +337,86 @@ export class BridgeHolder {
   }
 }
 
-/** The retry's side (B): deliver the answers, then wait for what the target does next. */
+/**
+ * The retry's side (B): deliver the answers, then wait for what the target does next. Idempotent by
+ * round: a round whose outcome is recorded already (this same retry sent again, or sent several
+ * times at once) is given that outcome without delivering anything again; a retry finding another
+ * one delivering an answer waits for it instead of failing.
+ */
 export async function continueBridge(
   settings: BridgeSettings & { targets: Targets },
   bridge: { id: string; round: number },
-  inputResponses: Record<string, unknown> | undefined,
+  inputResponses: Record<string, Record<string, unknown>> | undefined,
   until: number,
   signal: AbortSignal,
 ): Promise<BridgePayload> {
-  const { store, targets, logger } = settings;
-  const stale = () =>
-    new GatewayError(
-      'RequestStateRefused',
-      'Invalid params: this input round was already answered or has expired; send the request again without requestState and inputResponses',
-      { reason: 'expired' },
-    );
-  // Claim, deliver, settle — or release (as legacy/answer.ts): an answer that provably did not reach
-  // the target is released, so the client's retry of the same round delivers it.
+  const { store, logger } = settings;
+  const key = nextKey(bridge.id, bridge.round);
+  const recorded = await store.getPending(bridge.id, key);
+  if (!recorded) throw stale();
+  if (recorded.status === 'answered' && recorded.answer) return outcomeOf(store, bridge.id, key, recorded.answer);
+
+  let delivered = true;
   for (const [gatewayId, answer] of Object.entries(inputResponses ?? {})) {
-    const record = await store.getPending(bridge.id, gatewayId);
-    if (record?.kind !== 'relayed') throw stale();
+    const outcome = await deliverOnce(settings, bridge.id, gatewayId, answer, until, signal);
+    if (outcome !== 'delivered') delivered = false;
+  }
+  const answer = await waitForHeldAnswer(store, logger, bridge.id, key, until, signal, { goneIsFinal: true });
+  if (answer === 'gone') {
+    if (!delivered) throw stale();
+    // The target has the answers, so re-running the call would act twice: say what happened instead.
+    throw new GatewayError(
+      'OutcomeLost',
+      'The answers reached the target, but the outcome of the call was lost (the gateway instance holding it stopped or could not record it); the tool may have acted: check before calling it again',
+    );
+  }
+  if (answer === 'timeout' || answer === 'client-gone') {
+    throw new GatewayError(
+      'RequestTimeout',
+      'Timed out waiting for the target after the answers were delivered; send this same retry (same requestState and inputResponses) again to get the outcome — the answers are not delivered twice',
+    );
+  }
+  if ('error' in answer) throw new GatewayError('Internal', 'Internal error');
+  return outcomeOf(store, bridge.id, key, JSON.stringify(answer));
+}
+
+const stale = () =>
+  new GatewayError(
+    'RequestStateRefused',
+    'Invalid params: this input round was already answered or has expired; send the request again without requestState and inputResponses',
+    { reason: 'expired' },
+  );
+
+async function outcomeOf(store: PendingStore, bridgeId: string, key: string, answer: string): Promise<BridgePayload> {
+  const stored = (JSON.parse(answer) as { result: Record<string, unknown> }).result;
+  const payload = await readOutcome(store, bridgeId, key, stored);
+  if (!payload) throw stale();
+  return payload;
+}
+
+/** Between looks at a record another retry is delivering an answer to. */
+const DELIVERY_WAIT_MS = 100;
+
+/**
+ * One answer of the round: claim, deliver, settle — or release (as legacy/answer.ts): an answer that
+ * provably did not reach the target is released, so the client's retry of the same round delivers it.
+ * 'delivered': the target has it (now or by an earlier or concurrent retry); 'unknown': its record is
+ * gone (the call ended or the holder cleaned up), so what the target got cannot be told from here.
+ */
+async function deliverOnce(
+  settings: BridgeSettings & { targets: Targets },
+  bridgeId: string,
+  gatewayId: string,
+  answer: Record<string, unknown>,
+  until: number,
+  signal: AbortSignal,
+): Promise<'delivered' | 'unknown'> {
+  const { store, targets, logger } = settings;
+  for (;;) {
+    const record = await store.getPending(bridgeId, gatewayId);
+    if (record?.kind !== 'relayed') return 'unknown';
+    if (record.status === 'answered') return 'delivered';
+    if (record.status === 'expired') throw stale();
     if (record.holderUntil !== undefined && record.holderUntil <= Date.now() && record.status === 'pending') {
       throw new GatewayError(
         'RequestStateRefused',
@@ -287,14 +424,26 @@ export async function continueBridge(
         { reason: 'expired' },
       );
     }
-    if (record.status === 'answered') continue; // delivered by an earlier retry of this round
-    const token = await store.claimPending(bridge.id, gatewayId);
-    if (!token) throw stale();
-    const toTarget: JSONRPCResponse = {
-      jsonrpc: '2.0',
-      id: record.targetRequestId,
-      result: answer as Record<string, unknown>,
-    };
+    const claimable =
+      record.status === 'pending' ||
+      (record.status === 'delivering' && (record.claimedAt ?? 0) < Date.now() - CLAIM_LEASE_MS);
+    const token = claimable ? await store.claimPending(bridgeId, gatewayId) : undefined;
+    if (!token) {
+      // Another retry of this round is delivering it (or just claimed it): see how that ends.
+      if (Date.now() >= until || signal.aborted) throw stale();
+      await new Promise((resolve) => setTimeout(resolve, DELIVERY_WAIT_MS));
+      continue;
+    }
+    if (!(await holderAcknowledged(store, bridgeId, gatewayId, token))) {
+      // The holder did not answer for itself: it may be gone, and the target's next step would reach nobody.
+      await store.releaseClaim(bridgeId, gatewayId, token).catch(() => undefined);
+      logger.warn('bridged answer not delivered: the holder of the call did not acknowledge it', {
+        target: record.target,
+        bridge: bridgeId,
+      });
+      throw holderSilent(record.target);
+    }
+    const toTarget: JSONRPCResponse = { jsonrpc: '2.0', id: record.targetRequestId, result: answer };
     try {
       await targets.deliver(
         record.target,
@@ -311,10 +460,10 @@ export async function continueBridge(
         outcome: rejected ? 'refused: the call is ended' : 'not delivered: released for a retry',
         error: describeError(error),
       });
-      await store.releaseClaim(bridge.id, gatewayId, token).catch(() => undefined);
+      await store.releaseClaim(bridgeId, gatewayId, token).catch(() => undefined);
       if (rejected) {
         // The holder finds the record expired and cancels the call at the target (checkAbandoned).
-        await store.expirePending(bridge.id, gatewayId).catch(() => undefined);
+        await store.expirePending(bridgeId, gatewayId).catch(() => undefined);
         throw new GatewayError('DependencyFailed', `target ${record.target}: refused the answer; the call was ended`, {
           target: record.target,
         });
@@ -325,25 +474,14 @@ export async function continueBridge(
         { target: record.target },
       );
     }
-    await store.settleClaim(bridge.id, gatewayId, token).catch(() => undefined);
+    await store.settleClaim(bridgeId, gatewayId, token).catch(() => undefined);
     recordAnsweredInput(record.method);
+    return 'delivered';
   }
-  const key = nextKey(bridge.id, bridge.round);
-  const answer = await waitForHeldAnswer(store, logger, bridge.id, key, until, signal, { goneIsFinal: true });
-  if (answer === 'gone') throw stale();
-  if (answer === 'timeout' || answer === 'client-gone') {
-    throw new GatewayError(
-      'RequestTimeout',
-      'Timed out waiting for the target after the answers were delivered; retry the call',
-    );
-  }
-  await store.deletePending(bridge.id, [key]).catch(() => undefined);
-  if ('error' in answer) throw new GatewayError('Internal', 'Internal error');
-  return JSON.parse(JSON.stringify(answer.result)) as BridgePayload;
 }
 
-/** The final message of a bridged call for the client, from the holder's payload. */
-export function bridgeFailure(payload: BridgePayload, id: RequestId): JSONRPCResponse {
+/** The final error of a bridged call for the client, from the holder's payload. */
+export function bridgeFailure(payload: BridgePayload): GatewayError {
   const kind = payload.failure?.kind ?? 'DependencyFailed';
-  return rpcError(id, new GatewayError(kind, payload.failure?.message ?? 'the bridged call failed'));
+  return new GatewayError(kind, payload.failure?.message ?? 'the bridged call failed');
 }

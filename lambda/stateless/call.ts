@@ -8,17 +8,18 @@ import {
   notConfirmedResult,
 } from '../policy/confirm-tools';
 import { elicitationModes, missingCapability } from '../protocol/capabilities';
-import { GatewayError, rpcErrorOf } from '../protocol/errors';
+import { GatewayError, rpcError, rpcErrorOf } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import { atOrAbove } from '../protocol/log-levels';
 import type { InputRequest, InputRequiredResult, JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import type { Era } from '../protocol/versions';
 import { ProgressMapper } from '../relay/progress';
 import type { Caller, Upstream } from '../targets/upstream';
-import { BridgeHolder, bridgeFailure, continueBridge } from './bridge';
+import { BridgeHolder, type BridgeSettings, bridgeFailure, continueBridge } from './bridge';
 import type { StatelessDeps } from './deps';
 import { mapResponse } from './outcome';
 import { argumentsDigest, type OpenedState, type StateBinding } from './request-state';
+import { checkedInputResponses, checkRoundAnswers } from './round-answers';
 import type { ModernRequest } from './validate';
 
 /**
@@ -102,7 +103,8 @@ export async function forwardCall(ctx: CallContext): Promise<JSONRPCResponse | u
     }
     opened = verdict.state;
   }
-  const inputResponses = params.inputResponses as Record<string, unknown> | undefined;
+  const inputResponses = checkedInputResponses(params.inputResponses);
+  if (opened?.bridge) checkRoundAnswers(opened.bridge, inputResponses);
   let confirmed = opened?.confirmed ?? false;
 
   // Policy before forwarding: the gateway asks the user itself for listed tools (confirmTools).
@@ -173,21 +175,18 @@ export async function forwardCall(ctx: CallContext): Promise<JSONRPCResponse | u
         isRetry: opened !== undefined,
       },
     );
-  const sealRound = (bridge: { id: string; round: number }) =>
-    sealer.seal(binding, { kind: 'bridge', confirmed, bridge });
-  const inputRound = (inputRequests: Record<string, InputRequest>, bridge: { id: string; round: number }) =>
-    complete({ resultType: 'input_required', inputRequests, requestState: sealRound(bridge) });
+  // The round's requests go into its state, so the retry's answers are checked against them.
+  const inputRound = (inputRequests: Record<string, InputRequest>, bridge: { id: string; round: number }) => {
+    const requests = Object.fromEntries(Object.entries(inputRequests).map(([key, r]) => [key, r.method]));
+    const requestState = sealer.seal(binding, { kind: 'bridge', confirmed, bridge: { ...bridge, requests } });
+    return complete({ resultType: 'input_required', inputRequests, requestState });
+  };
 
   // The retry of a bridged round: the answers go to the target, and what it does next comes back.
   if (opened?.kind === 'bridge' && opened.bridge) {
     ctx.keepAlive();
     const payload = await continueBridge(
-      {
-        store: deps.rounds,
-        targets: deps.targets,
-        logger: deps.logger,
-        pendingTimeoutSeconds: deps.config.pendingRequestTimeoutSeconds,
-      },
+      { ...bridgeSettings(deps), targets: deps.targets },
       opened.bridge,
       inputResponses,
       ctx.deadline,
@@ -196,7 +195,7 @@ export async function forwardCall(ctx: CallContext): Promise<JSONRPCResponse | u
     const next = { id: opened.bridge.id, round: opened.bridge.round + 1 };
     if (payload.kind === 'input') return inputRound(payload.inputRequests ?? {}, next);
     if (payload.kind === 'result' && payload.response) return outcome(payload.response, 'legacy');
-    return bridgeFailure(payload, request.id);
+    throw bridgeFailure(payload);
   }
 
   const upstream = await deps.targets.open(target, caller, ctx.signal);
@@ -204,6 +203,17 @@ export async function forwardCall(ctx: CallContext): Promise<JSONRPCResponse | u
     ctx.emit(inputRound(inputRequests, bridge)),
   );
   return response && outcome(response, upstream.era);
+}
+
+/** The bridged path's store, logger and bounds, from configuration. */
+function bridgeSettings(deps: StatelessDeps): BridgeSettings {
+  return {
+    store: deps.rounds,
+    logger: deps.logger,
+    pendingTimeoutSeconds: deps.config.pendingRequestTimeoutSeconds,
+    maxOutcomeBytes: deps.config.maxBridgedOutcomeBytes,
+    maxRequests: deps.config.maxPendingRequestsPerSession,
+  };
 }
 
 /**
@@ -236,23 +246,22 @@ async function callOnce(
   let missing: ReturnType<typeof missingCapability>;
   let holder: BridgeHolder | undefined;
   let bridgeError: unknown;
+  /** This call's slot among the principal's bridged calls (maxBridgedCallsPerPrincipal), once it is bridged. */
+  let releaseSlot: (() => void) | undefined;
   const bridge = () => {
-    holder ??= new BridgeHolder(
-      { store: deps.rounds, logger: deps.logger, pendingTimeoutSeconds: deps.config.pendingRequestTimeoutSeconds },
-      {
-        upstream,
-        clientRequestId: request.id,
-        emitFirstRound: (inputRequests, round) => {
-          if (!emitRound(inputRequests, { id: holder!.id, round: round + 1 }))
-            crossEra.abort('gateway: client takes no stream');
-        },
-        abandon: () => crossEra.abort('gateway: pending-timeout'),
-        fail: (error) => {
-          bridgeError = error;
-          crossEra.abort('gateway: input round not recorded');
-        },
+    holder ??= new BridgeHolder(bridgeSettings(deps), {
+      upstream,
+      clientRequestId: request.id,
+      emitFirstRound: (inputRequests, round) => {
+        if (!emitRound(inputRequests, { id: holder!.id, round: round + 1 }))
+          crossEra.abort('gateway: client takes no stream');
       },
-    );
+      abandon: () => crossEra.abort('gateway: pending-timeout'),
+      fail: (error) => {
+        bridgeError = error;
+        crossEra.abort('gateway: input round not recorded');
+      },
+    });
     return holder;
   };
   const crossEraError = () =>
@@ -272,6 +281,20 @@ async function callOnce(
     const requestParams = serverRequest.params as Record<string, unknown> | undefined;
     missing = missingCapability(request.clientCapabilities, serverRequest.method, requestParams);
     if (!missing && ctx.canStream) {
+      try {
+        releaseSlot ??= deps.bridgedCalls.acquire(ctx.principal);
+      } catch (error) {
+        // Refused before anything is stored: the target is told, the call cancelled, the client gets the error.
+        bridgeError = error;
+        refusedMethod = serverRequest.method;
+        deps.logger.warn('bridged call refused: too many of this caller waiting for input', {
+          target: upstream.target,
+        });
+        void upstream
+          .reply(rpcError(serverRequest.id, error))
+          .finally(() => crossEra.abort('gateway: too many bridged calls'));
+        return;
+      }
       bridge().onServerRequest(serverRequest);
       return;
     }
@@ -319,5 +342,6 @@ async function callOnce(
     throw error;
   } finally {
     ctx.signal.removeEventListener('abort', follow);
+    releaseSlot?.();
   }
 }

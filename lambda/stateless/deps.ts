@@ -1,5 +1,6 @@
 import type { SharedDeps } from '../relay/shared-deps';
 import type { PendingStore } from '../state/store';
+import type { BridgedCalls } from './bridged-calls';
 import type { LegacySessionPool } from './legacy-sessions';
 import type { RequestStateSealer } from './request-state';
 
@@ -14,4 +15,6 @@ export interface StatelessDeps extends SharedDeps {
    * input): a same-era 2026-07-28 request never touches it.
    */
   rounds: PendingStore;
+  /** Bridged calls held by this instance, per principal (maxBridgedCallsPerPrincipal). */
+  bridgedCalls: BridgedCalls;
 }

@@ -33,7 +33,17 @@ export interface OpenedState {
   /** The user already confirmed this call (confirmTools): later rounds do not ask again. */
   confirmed: boolean;
   /** A bridged call (kind `bridge`): where its rounds are kept, and which round this retry answers. */
-  bridge?: { id: string; round: number };
+  bridge?: BridgeRound;
+}
+
+/**
+ * A round of a bridged call: its id, the round number, and the round's requests (gateway id → method),
+ * so a retry's answers are checked against them before anything is claimed or delivered.
+ */
+export interface BridgeRound {
+  id: string;
+  round: number;
+  requests?: Record<string, string>;
 }
 
 export type StateRejection = 'malformed' | 'expired' | 'principal' | 'target' | 'method' | 'name' | 'arguments';
@@ -53,6 +63,8 @@ interface Payload {
   /** Bridge id and round (kind `bridge`). */
   b?: string;
   r?: number;
+  /** The round's requests, gateway id → method (kind `bridge`). */
+  q?: Record<string, string>;
 }
 
 export class RequestStateSealer {
@@ -78,6 +90,7 @@ export class RequestStateSealer {
     if (state.bridge) {
       payload.b = state.bridge.id;
       payload.r = state.bridge.round;
+      if (state.bridge.requests) payload.q = state.bridge.requests;
     }
     return this.box.seal(payload);
   }
@@ -107,10 +120,18 @@ export class RequestStateSealer {
         kind: payload.k as StateKind,
         targetState: typeof payload.s === 'string' ? payload.s : undefined,
         confirmed: payload.c === 1,
-        ...(bridged ? { bridge: { id: payload.b as string, round: payload.r as number } } : {}),
+        ...(bridged ? { bridge: bridgeRoundOf(payload) } : {}),
       },
     };
   }
+}
+
+function bridgeRoundOf(payload: Partial<Payload>): BridgeRound {
+  const round: BridgeRound = { id: payload.b as string, round: payload.r as number };
+  const requests = payload.q;
+  if (requests && typeof requests === 'object' && Object.values(requests).every((m) => typeof m === 'string'))
+    round.requests = requests;
+  return round;
 }
 
 /** SHA-256 over the canonical JSON of the arguments (object keys sorted), base64url. */

@@ -490,18 +490,15 @@ describe.each(kinds)('relay through the %s', (kind) => {
       await eventually(() => expect(dynamo.counts.get('DeleteItem')).toBe(1));
       const oneRound = Object.fromEntries(dynamo.counts);
       // call: Query; round: Query (the per-session cap) + PutItem (pending); the answer: BatchGetItem (the
-      // session and its one record), UpdateItem (claim) + UpdateItem (settle); end: DeleteItem (cleanup).
+      // session and its one record), UpdateItem (claim) + UpdateItem (the holder's acknowledgement) +
+      // UpdateItem (settle); end: DeleteItem (cleanup). GetItem: the holder looks for claims while it
+      // waits (every 250 ms) and the answering side for the acknowledgement, so their count is the time taken.
       // The 2025-11-25 stream is resumable: PutItem per event before it is sent (the priming event, the
       // question), and one BatchWriteItem at the end (the response kept as the stream's end, the rest removed).
       expect(withoutInput).toEqual({ Query: 1 });
-      expect(oneRound).toEqual({
-        Query: 2,
-        PutItem: 3,
-        BatchGetItem: 1,
-        UpdateItem: 2,
-        DeleteItem: 1,
-        BatchWriteItem: 1,
-      });
+      const { GetItem: looks, ...rest } = oneRound;
+      expect(rest).toEqual({ Query: 2, PutItem: 3, BatchGetItem: 1, UpdateItem: 3, DeleteItem: 1, BatchWriteItem: 1 });
+      expect(looks).toBeGreaterThanOrEqual(2);
     });
   });
 });

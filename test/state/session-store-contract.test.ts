@@ -303,6 +303,24 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       expect(await store.releaseClaim(session.id, pending.gatewayId, first!)).toBe(false);
     });
 
+    it('lets the holder acknowledge only the live claim; settling or releasing clears it', async () => {
+      const pending = pendingRecord();
+      await store.putPending(session, pending);
+      expect(await store.ackClaim(session.id, pending.gatewayId, 'no-claim-yet')).toBe(false);
+      const token = await store.claimPending(session.id, pending.gatewayId, NOW);
+      expect(await store.ackClaim(session.id, pending.gatewayId, 'not-the-token')).toBe(false);
+      expect((await store.getPending(session.id, pending.gatewayId, NOW))?.ack).toBeUndefined();
+      expect(await store.ackClaim(session.id, pending.gatewayId, token!)).toBe(true);
+      expect((await store.getPending(session.id, pending.gatewayId, NOW))?.ack).toBe(token);
+      expect(await store.releaseClaim(session.id, pending.gatewayId, token!)).toBe(true);
+      expect(await store.getPending(session.id, pending.gatewayId, NOW)).toEqual(pending);
+      expect(await store.ackClaim(session.id, pending.gatewayId, token!)).toBe(false);
+      const second = await store.claimPending(session.id, pending.gatewayId, NOW);
+      expect(await store.ackClaim(session.id, pending.gatewayId, second!)).toBe(true);
+      expect(await store.settleClaim(session.id, pending.gatewayId, second!)).toBe(true);
+      expect(await store.getPending(session.id, pending.gatewayId, NOW)).toEqual({ ...pending, status: 'answered' });
+    });
+
     it('lets exactly one of several concurrent claims win (two instances answering at once)', async () => {
       const pending = pendingRecord();
       await store.putPending(session, pending);
@@ -539,6 +557,7 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
         store.claimPending(session.id, pending.gatewayId, NOW),
         store.settleClaim(session.id, pending.gatewayId, 'token'),
         store.releaseClaim(session.id, pending.gatewayId, 'token'),
+        store.ackClaim(session.id, pending.gatewayId, 'token'),
         store.expirePending(session.id, pending.gatewayId),
         store.renewHolder(session.id, [pending.gatewayId], Date.now()),
         store.loadForAnswer(session.id, pending.gatewayId, NOW),

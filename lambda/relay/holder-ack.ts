@@ -1,0 +1,98 @@
+import type { GatewayLogger } from '../observability/logger';
+import { describeError } from '../observability/logger';
+import { GatewayError } from '../protocol/errors';
+import { HOLDER_ACK_POLL_MS, HOLDER_ACK_WAIT_MS } from '../state/records';
+import type { PendingStore } from '../state/store';
+
+/**
+ * No answer reaches a target whose call has no live receiver. The answer to a relayed request is
+ * delivered by whichever instance receives it, while the target's next step reaches only the instance
+ * that holds the call; a lease renewed every few seconds still looks alive for its whole length after
+ * the holder died. So delivery waits for the holder itself: the claimant asks (its claim), the holder,
+ * which waits anyway, looks at its waiting records and acknowledges each claim it finds, and only then
+ * is the answer sent to the target. Used by both era paths (legacy/answer.ts with legacy/call-relay.ts,
+ * stateless/bridge.ts for both sides).
+ */
+
+/** The holder's side: acknowledges delivery claims on its waiting relayed records until stopped. */
+export class ClaimAcknowledger {
+  private timer?: NodeJS.Timeout;
+  private stopped = false;
+  /** Records answered, expired or gone: nothing more to acknowledge, so no more reads. */
+  private readonly done = new Set<string>();
+
+  constructor(
+    private readonly store: Pick<PendingStore, 'getPending' | 'ackClaim'>,
+    private readonly logger: GatewayLogger,
+    private readonly partition: string,
+    /** The relayed records still waiting for an answer (read at each look). */
+    private readonly waiting: () => string[],
+    private readonly pollMs = HOLDER_ACK_POLL_MS,
+  ) {}
+
+  /** Starts looking (again: idempotent). */
+  start(): void {
+    if (this.timer || this.stopped) return;
+    this.schedule();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
+  private schedule(): void {
+    this.timer = setTimeout(() => void this.look().finally(() => !this.stopped && this.schedule()), this.pollMs);
+    this.timer.unref();
+  }
+
+  private async look(): Promise<void> {
+    const ids = this.waiting().filter((id) => !this.done.has(id));
+    await Promise.all(
+      ids.map(async (id) => {
+        try {
+          const record = await this.store.getPending(this.partition, id);
+          if (!record || record.status === 'answered' || record.status === 'expired') this.done.add(id);
+          else if (record.status === 'delivering' && record.claim && record.ack !== record.claim) {
+            await this.store.ackClaim(this.partition, id, record.claim);
+          }
+        } catch (error) {
+          // A claimant that gets no acknowledgement releases its claim: the client sends the answer again.
+          this.logger.warn('acknowledging a delivery claim failed', { error: describeError(error) });
+        }
+      }),
+    );
+  }
+}
+
+/** Between looks of the claimant for the holder's acknowledgement. */
+const ACK_CHECK_MS = 100;
+
+/**
+ * The claimant's side: whether the holder acknowledged `token` within `waitMs`. False means the
+ * holder is gone (or too slow to tell): the caller releases the claim and delivers nothing.
+ */
+export async function holderAcknowledged(
+  store: Pick<PendingStore, 'getPending'>,
+  partition: string,
+  gatewayId: string,
+  token: string,
+  waitMs = HOLDER_ACK_WAIT_MS,
+): Promise<boolean> {
+  const until = Date.now() + waitMs;
+  for (;;) {
+    const record = await store.getPending(partition, gatewayId).catch(() => undefined);
+    if (record?.ack === token) return true;
+    if (record?.claim !== token || Date.now() >= until) return false;
+    await new Promise((resolve) => setTimeout(resolve, ACK_CHECK_MS));
+  }
+}
+
+/** The holder did not acknowledge the claim in time: nothing was delivered (the same answer may be sent again). */
+export function holderSilent(target: string): GatewayError {
+  return new GatewayError(
+    'AnswerNotDelivered',
+    `DependencyFailedException: the gateway instance holding the call did not confirm it is still there; the answer was not delivered to target ${target} — send it again (once the call is no longer held, it is refused)`,
+    { target },
+  );
+}

@@ -1,0 +1,115 @@
+import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
+import { startEmbeddedDynamo } from '../../lambda/local/embedded-dynamodb';
+import { bridgedCall } from '../support/bridged-calls';
+import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
+import { type FaultProxy, startFaultProxy } from '../support/fault-proxy';
+import { type GatewayProcess, startGatewayProcess } from '../support/gateway-process';
+import { initSession, type Json, post, sseEvents } from '../support/mcp-http';
+
+/**
+ * No answer reaches a target whose call has no live receiver (relay/holder-ack.ts): the instance that
+ * holds a call is killed (SIGKILL) and the client's answer reaches another instance 1 s later — well
+ * inside the holder's 30 s lease. The answer is not delivered (502, retryable) and the target gets
+ * nothing, on the 2025 path and on the bridged 2026-07-28 path. Real parts: two `npm start` processes on
+ * one dynalite, the demo target (official SDK) behind a proxy that counts the answers reaching it.
+ */
+const ALL = { elicitation: { form: {} } };
+const CONFIRM = { action: 'accept', content: { confirm: true } };
+
+let dynamo: Awaited<ReturnType<typeof startEmbeddedDynamo>>;
+let counted: CountedDynamo;
+let demo: DemoTarget;
+let proxy: FaultProxy;
+let a: GatewayProcess;
+let b: GatewayProcess;
+
+beforeAll(async () => {
+  dynamo = await startEmbeddedDynamo();
+  counted = await startCountedDynamo(dynamo.endpoint);
+  demo = await startDemoTarget();
+  proxy = await startFaultProxy(demo.url);
+}, 30_000);
+afterAll(async () => {
+  await Promise.all([a?.stop('SIGKILL'), b?.stop('SIGKILL')]);
+  await proxy?.close();
+  await demo?.close();
+  await counted?.close();
+  await dynamo?.close();
+});
+
+/** Two instances on one DynamoDB (the default 30 s holder lease), A through the counting proxy. */
+async function startInstances(): Promise<void> {
+  const config = {
+    targets: [{ name: 'demo', url: proxy.url, era: 'legacy' as const }],
+    logLevel: 'SILENT' as const,
+    requestStateKeys: { current: 'a-shared-key-for-both-instances-0123456789' },
+  };
+  [a, b] = await Promise.all([
+    startGatewayProcess(config, counted.endpoint),
+    startGatewayProcess(config, dynamo.endpoint),
+  ]);
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('an answer sent 1 s after the instance holding the call was killed', () => {
+  beforeEach(startInstances, 60_000);
+  afterEach(async () => {
+    await Promise.all([a?.stop('SIGKILL'), b?.stop('SIGKILL')]);
+  });
+
+  it('2025 session: is not delivered (502, retryable) and nothing reaches the target', async () => {
+    const { headers } = await initSession(a.url, { capabilities: ALL });
+    const res = await post(a.url, headers, {
+      jsonrpc: '2.0',
+      id: 'killed',
+      method: 'tools/call',
+      params: { name: 'demo___use_aws', arguments: { command: 'killed' } },
+    });
+    const events = sseEvents(res);
+    let asked: Json | undefined;
+    // Read by hand: leaving a for-await loop would close the stream (the client going away).
+    for (let next = await events.next(); !next.done; next = await events.next()) {
+      if (next.value.message?.method !== 'elicitation/create') continue;
+      asked = next.value.message;
+      break;
+    }
+    expect(asked).toBeDefined();
+    // The holder waits for the answer: measure what that costs in DynamoDB (A's requests only).
+    counted.reset();
+    await sleep(2000);
+    const waitingReads = counted.counts.get('GetItem') ?? 0;
+    const waitingWrites = counted.counts.get('UpdateItem') ?? 0;
+    if (process.env.FAULT_FIGURES)
+      console.log(`holder waiting 2 s: ${waitingReads} GetItem, ${waitingWrites} UpdateItem`);
+    expect(await a.stop('SIGKILL')).toBe('SIGKILL');
+    await sleep(1000);
+    const answersBefore = proxy.stats.answers.length;
+    const sentAt = Date.now();
+    const answer = await post(b.url, headers, { jsonrpc: '2.0', id: asked!.id, result: CONFIRM });
+    if (process.env.FAULT_FIGURES) console.log(`answer refused after ${Date.now() - sentAt} ms`);
+    expect(answer.status).toBe(502);
+    expect(answer.headers.get('retry-after')).toBe('1');
+    expect((await answer.json()).error).toMatchObject({ code: -32603, data: { retryable: true } });
+    expect(proxy.stats.answers.length).toBe(answersBefore);
+  }, 40_000);
+
+  it('bridged 2026-07-28 call: the retry is not delivered (502, retryable) and nothing reaches the target', async () => {
+    const args = { command: 'killed-bridged' };
+    const { message: round } = await bridgedCall(a.url, { id: 'k1', name: 'demo___use_aws', args });
+    expect(round.result.resultType).toBe('input_required');
+    expect(await a.stop('SIGKILL')).toBe('SIGKILL');
+    await sleep(1000);
+    const answersBefore = proxy.stats.answers.length;
+    const [key] = Object.keys(round.result.inputRequests);
+    const retry = await bridgedCall(b.url, {
+      id: 'k2',
+      name: 'demo___use_aws',
+      args,
+      extra: { inputResponses: { [key!]: CONFIRM }, requestState: round.result.requestState },
+    });
+    expect(retry.status).toBe(502);
+    expect(retry.message.error).toMatchObject({ code: -32603, data: { retryable: true } });
+    expect(proxy.stats.answers.length).toBe(answersBefore);
+  }, 40_000);
+});
