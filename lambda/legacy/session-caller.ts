@@ -18,10 +18,15 @@ export function sessionCaller(store: SessionStore, loaded: LoadedSession, inputC
 }
 
 class PartitionSlots implements TargetSessionSlots {
+  readonly scope: string;
+
   constructor(
     private readonly store: SessionStore,
     private readonly loaded: LoadedSession,
-  ) {}
+  ) {
+    // Every request of the session loads its own copy: the session id is what they have in common.
+    this.scope = `session\u0000${loaded.session.id}`;
+  }
 
   get(target: string): StoredTargetSession | undefined {
     const record = this.loaded.targets.get(target);
@@ -41,7 +46,8 @@ class PartitionSlots implements TargetSessionSlots {
     this.loaded.targets.set(target, record);
   }
 
-  forget(target: string): void {
-    this.loaded.targets.delete(target);
+  forget(target: string, session: StoredTargetSession): void {
+    if (this.loaded.targets.get(target)?.targetSessionId === session.targetSessionId)
+      this.loaded.targets.delete(target);
   }
 }
