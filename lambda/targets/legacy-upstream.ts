@@ -6,7 +6,7 @@ import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import type { Era } from '../protocol/versions';
 import { TargetSessionExpiredError } from './endpoint';
-import type { LegacyTargetClient } from './legacy-client';
+import { type LegacyTargetClient, LegacyUnsupportedError } from './legacy-client';
 import type { StandaloneStreams } from './standalone-streams';
 import type { Caller, StoredTargetSession, Upstream, UpstreamCallOptions, UpstreamRequest } from './upstream';
 
@@ -40,6 +40,11 @@ export class LegacyUpstream implements Upstream {
     private readonly logger: GatewayLogger,
     /** The target sessions' GET streams on this instance. */
     private readonly streams?: StandaloneStreams,
+    /**
+     * Whether a target whose 2025 leg answered `initialize` without a session is to be reached in
+     * 2026-07-28 instead (2025 callers of a dual-era target); then `initialize` throws LegacyUnsupportedError.
+     */
+    private readonly bridgeSessionless?: (signal?: AbortSignal) => Promise<boolean>,
   ) {}
 
   get target(): string {
@@ -196,6 +201,12 @@ export class LegacyUpstream implements Upstream {
   private async initialize(signal?: AbortSignal): Promise<StoredTargetSession> {
     const declaredCapabilities = capabilitiesForLegacyTarget(this.caller.capabilities, this.protocolVersion);
     const { session, result } = await this.client.initialize(this.protocolVersion, declaredCapabilities, signal);
+    // Without a session a 2025 server has no stream to send requests on outside a call's own (the
+    // TypeScript v2 SDK's default 2025 leg answers statelessly and cannot ask at all): it counts as
+    // unable to ask, so a dual-era target is bridged, where it can ask in input_required rounds.
+    if (session.targetSessionId === undefined && (await this.bridgeSessionless?.(signal))) {
+      throw new LegacyUnsupportedError(this.target, 'its 2025 leg keeps no session (it could not ask the client)');
+    }
     if (this.caller.logLevel) {
       const setLevel: JSONRPCRequest = {
         jsonrpc: '2.0',
