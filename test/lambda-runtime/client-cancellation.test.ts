@@ -6,7 +6,7 @@ import { withGateway } from '../support/with-gateway';
 /**
  * A 2026-07-28 client cancels by closing its request. In AWS the function never learns that a
  * function URL's client went away (no 'close' or 'error' on the response stream, and writes to it keep
- * succeeding: aws-lambda-nodejs-runtime-interface-client issue #145), and `--lambda` reproduces that
+ * succeeding: https://github.com/aws/aws-lambda-nodejs-runtime-interface-client/issues/145), and `--lambda` reproduces that
  * (its function URL keeps reading the runtime's response and drops it). So the bound is the
  * invocation's deadline: the function timeout less one second, when the target is told as for any
  * cancellation and the environment is free again.
