@@ -51,7 +51,10 @@ export class LegacySessionPool {
       // Unique per pool: two gateways in one process never share an initialize.
       scope: `pool-${this.id}\u0000${caller}`,
       get: (target) => this.shared(keyOf(target)),
-      save: async (target, session, options) => this.put(keyOf(target), session, options?.checkedOut ?? false),
+      save: async (target, session, options) => {
+        this.put(keyOf(target), session, options?.checkedOut ?? false);
+        return session;
+      },
       forget: (target, session) => this.remove(keyOf(target), session),
       checkout: (target) => this.checkout(keyOf(target), target),
       checkin: (target, session) => this.checkin(keyOf(target), session),

@@ -139,8 +139,10 @@ export class LegacyUpstream implements Upstream {
       let shared = opening.get(key);
       if (!shared) {
         const started = this.initialize(signal).then(async (session) => {
-          await slots.save(this.target, session);
-          return session;
+          const kept = await slots.save(this.target, session);
+          // Another instance kept one first: that one is used, and this one ended rather than left open.
+          if (kept !== session) this.end(session);
+          return kept;
         });
         shared = { signal, session: started.finally(() => opening.delete(key)) };
         opening.set(key, shared);
@@ -186,15 +188,14 @@ export class LegacyUpstream implements Upstream {
     }
     const own = await this.initialize(signal);
     this.session = own;
-    return {
-      session: own,
-      release: () =>
-        void this.client
-          .terminate(own)
-          .catch((error) =>
-            this.logger.debug('ending a call’s own target session failed', { error: describeError(error) }),
-          ),
-    };
+    return { session: own, release: () => this.end(own) };
+  }
+
+  /** Ends a target session the gateway does not keep (best effort). */
+  private end(session: StoredTargetSession): void {
+    void this.client
+      .terminate(session)
+      .catch((error) => this.logger.debug('ending a target session failed', { error: describeError(error) }));
   }
 
   /** Opens a target session (not yet kept anywhere). */

@@ -30,8 +30,11 @@ export interface TargetSessionSlots {
    */
   readonly scope: string;
   get(target: string): StoredTargetSession | undefined;
-  /** `checkedOut`: opened by a call that holds it (see `checkout`). */
-  save(target: string, session: StoredTargetSession, options?: { checkedOut?: boolean }): Promise<void>;
+  /**
+   * Keeps a session just opened; returns the one to use: this one, or one another instance kept first
+   * (the caller then ends its own). `checkedOut`: opened by a call that holds it (see `checkout`).
+   */
+  save(target: string, session: StoredTargetSession, options?: { checkedOut?: boolean }): Promise<StoredTargetSession>;
   /** The target forgot the session (404): the next call opens a new one. */
   forget(target: string, session: StoredTargetSession): void;
   /**

@@ -1,6 +1,8 @@
+import { startEmbeddedDynamo } from '../../lambda/local/embedded-dynamodb';
 import type { LocalGateway } from '../../lambda/local/local-gateway';
 import { connectClient, type EraClient } from '../eras/clients';
 import { modernCall, startGateway } from '../stateless/helpers';
+import { type GatewayUnderTest, startGatewayProcess } from '../support/gateways';
 import { eventually, initSession, post, readMessage } from '../support/mcp-http';
 import { startV1PushServer, type V1PushServer } from '../support/servers/v1-push-server';
 
@@ -19,22 +21,27 @@ const CALL_TIMEOUT_MS = 5000;
 const NO_INPUT = {}; // a 2026-07-28 client that declares nothing: it cannot be asked, so it never listens
 
 let target: V1PushServer;
+let dynamo: { endpoint: string; close(): Promise<void> };
 let gateway: LocalGateway;
+/** A second instance on the same DynamoDB, in a process of its own (nothing in memory shared). */
+let other: GatewayUnderTest;
 const clients: EraClient[] = [];
 
 beforeAll(async () => {
   target = await startV1PushServer();
-  gateway = await startGateway(
-    { targets: [{ name: 'old', url: target.url, era: 'legacy' }] },
-    { dynamodbEndpoint: 'embedded' },
-  );
+  dynamo = await startEmbeddedDynamo();
+  const config = { targets: [{ name: 'old', url: target.url, era: 'legacy' as const }] };
+  gateway = await startGateway(config, { dynamodbEndpoint: dynamo.endpoint });
+  other = await startGatewayProcess(config, dynamo.endpoint);
 });
 afterEach(async () => {
   await Promise.all(clients.splice(0).map((c) => c.close()));
 });
 afterAll(async () => {
   await gateway?.close();
+  await other?.close();
   await target?.close();
+  await dynamo?.close();
 });
 
 async function client(kind: Parameters<typeof connectClient>[0]): Promise<EraClient> {
@@ -97,6 +104,26 @@ describe('one target session where callers are one', () => {
     const after = target.stats();
     expect(after.initializeCount - before.initializeCount).toBe(1);
     expect(after.liveSessions - before.liveSessions).toBe(1);
+  });
+
+  test('parallel requests of one 2025 session on two instances: one target session kept, the other opener ends its own', async () => {
+    const { headers } = await initSession(gateway.url);
+    const before = target.stats();
+    const responses = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        post(i % 2 ? other.url : gateway.url, headers, {
+          jsonrpc: '2.0',
+          id: `t${i}`,
+          method: 'tools/call',
+          params: { name: 'old___long_task', arguments: { steps: 1 } },
+        }).then(readMessage),
+      ),
+    );
+    expect(responses.map((r) => r.result?.content?.[0]?.text)).toEqual(Array(6).fill('finished 1 steps'));
+    await eventually(() => expect(target.stats().liveSessions - before.liveSessions).toBe(1));
+    const after = target.stats();
+    expect(after.initializeCount - before.initializeCount).toBeLessThanOrEqual(2); // one per instance at most
+    expect(after.initializeCount - before.initializeCount - (after.deleteCount - before.deleteCount)).toBe(1);
   });
 
   test('parallel calls of one 2025 session that listen: one kept target session; a call that found it in use ends its own', async () => {
