@@ -17,31 +17,69 @@ export function sessionCaller(store: SessionStore, loaded: LoadedSession, inputC
   };
 }
 
+/**
+ * Target sessions kept in the last seconds, per gateway session and target, on this instance: a
+ * request loads its partition when it starts, so one that loaded it just before a parallel request
+ * kept a target session would otherwise open another (and find it refused by the table).
+ */
+const recentlyKept = new Map<string, { record: TargetSessionRecord; at: number }>();
+const RECENT_MS = 10_000;
+
+function remember(key: string, record: TargetSessionRecord): void {
+  const now = Date.now();
+  if (recentlyKept.size > 1000) {
+    for (const [k, v] of recentlyKept) if (now - v.at > RECENT_MS) recentlyKept.delete(k);
+  }
+  recentlyKept.set(key, { record, at: now });
+}
+
 class PartitionSlots implements TargetSessionSlots {
+  readonly scope: string;
+  /** Target sessions the target forgot during this request (404), by target. */
+  private readonly forgotten = new Map<string, string>();
+
   constructor(
     private readonly store: SessionStore,
     private readonly loaded: LoadedSession,
-  ) {}
+  ) {
+    // Every request of the session loads its own copy: the session id is what they have in common.
+    this.scope = `session\u0000${loaded.session.id}`;
+  }
 
   get(target: string): StoredTargetSession | undefined {
-    const record = this.loaded.targets.get(target);
+    let record = this.loaded.targets.get(target);
+    if (!record && !this.forgotten.has(target)) {
+      const recent = recentlyKept.get(`${this.scope}\u0000${target}`);
+      if (recent && Date.now() - recent.at < RECENT_MS) record = recent.record;
+    }
     if (!record) return undefined;
     const { targetSessionId, protocolVersion, declaredCapabilities } = record;
     return { targetSessionId, protocolVersion, declaredCapabilities };
   }
 
-  async save(target: string, session: StoredTargetSession): Promise<void> {
+  async save(target: string, session: StoredTargetSession): Promise<StoredTargetSession> {
     const record: TargetSessionRecord = {
       target,
       targetSessionId: session.targetSessionId,
       protocolVersion: session.protocolVersion,
       declaredCapabilities: session.declaredCapabilities,
     };
-    await this.store.putTargetSession(this.loaded.session, record);
-    this.loaded.targets.set(target, record);
+    const kept = await this.store.putTargetSession(this.loaded.session, record, {
+      replacing: this.forgotten.get(target),
+    });
+    this.loaded.targets.set(target, kept);
+    remember(`${this.scope}\u0000${target}`, kept);
+    if (kept.targetSessionId === session.targetSessionId) return session;
+    const { targetSessionId, protocolVersion, declaredCapabilities } = kept;
+    return { targetSessionId, protocolVersion, declaredCapabilities };
   }
 
-  forget(target: string): void {
-    this.loaded.targets.delete(target);
+  forget(target: string, session: StoredTargetSession): void {
+    // The next save replaces it in the table (and only it: another instance may have replaced it already).
+    if (session.targetSessionId !== undefined) this.forgotten.set(target, session.targetSessionId);
+    const key = `${this.scope}\u0000${target}`;
+    if (recentlyKept.get(key)?.record.targetSessionId === session.targetSessionId) recentlyKept.delete(key);
+    if (this.loaded.targets.get(target)?.targetSessionId === session.targetSessionId)
+      this.loaded.targets.delete(target);
   }
 }

@@ -152,16 +152,40 @@ export class DynamoSessionStore implements SessionStore {
     return { session: session as unknown as SessionRecord, pending };
   }
 
-  async putTargetSession(session: SessionRecord, target: TargetSessionRecord): Promise<void> {
-    await guarded((abortSignal) =>
-      this.client.send(
-        new PutCommand({
-          TableName: this.tableName,
-          Item: { pk: pk(session.id), sk: targetSk(target.target), ...target, expiresAt: session.expiresAt },
-        }),
-        { abortSignal },
-      ),
+  async putTargetSession(
+    session: SessionRecord,
+    target: TargetSessionRecord,
+    options: { replacing?: string } = {},
+  ): Promise<TargetSessionRecord> {
+    const Key = { pk: pk(session.id), sk: targetSk(target.target) };
+    try {
+      await guarded((abortSignal) =>
+        this.client.send(
+          new PutCommand({
+            TableName: this.tableName,
+            Item: { ...Key, ...target, expiresAt: session.expiresAt },
+            ConditionExpression:
+              options.replacing === undefined
+                ? 'attribute_not_exists(sk)'
+                : 'attribute_not_exists(sk) OR targetSessionId = :replacing',
+            ...(options.replacing === undefined
+              ? {}
+              : { ExpressionAttributeValues: { ':replacing': options.replacing } }),
+          }),
+          { abortSignal },
+        ),
+      );
+      return target;
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+    // Another instance kept one first: that one is used.
+    const out = await guarded((abortSignal) =>
+      this.client.send(new GetCommand({ TableName: this.tableName, Key, ConsistentRead: true }), { abortSignal }),
     );
+    if (!out.Item) return this.putTargetSession(session, target, options); // removed meanwhile: try again
+    const { pk: _pk, sk: _sk, expiresAt: _expiresAt, ...kept } = out.Item;
+    return kept as TargetSessionRecord;
   }
 
   async setLogLevel(session: SessionRecord, level: string): Promise<void> {

@@ -94,10 +94,21 @@ export class MemorySessionStore implements SessionStore {
     return { session: copy(sessionItem) as unknown as SessionRecord, pending };
   }
 
-  async putTargetSession(session: SessionRecord, target: TargetSessionRecord): Promise<void> {
+  async putTargetSession(
+    session: SessionRecord,
+    target: TargetSessionRecord,
+    options: { replacing?: string } = {},
+  ): Promise<TargetSessionRecord> {
     this.available();
+    const partition = this.partition(session.id);
+    const there = partition.get(targetSk(target.target));
+    if (there && there.targetSessionId !== options.replacing) {
+      const { expiresAt: _expiresAt, ...kept } = copy(there);
+      return kept as unknown as TargetSessionRecord;
+    }
     // Like the table item: the target session expires with its gateway session.
-    this.partition(session.id).set(targetSk(target.target), copy({ ...target, expiresAt: session.expiresAt }));
+    partition.set(targetSk(target.target), copy({ ...target, expiresAt: session.expiresAt }));
+    return copy(target);
   }
 
   async setLogLevel(session: SessionRecord, level: string): Promise<void> {

@@ -133,7 +133,17 @@ export interface SessionStore {
   ): Promise<LoadedSession | undefined>;
   /** One read: the session and one pending record (absent or expired → undefined). */
   loadForAnswer(sessionId: string, gatewayId: string, now?: number): Promise<LoadedAnswer | undefined>;
-  putTargetSession(session: SessionRecord, target: TargetSessionRecord): Promise<void>;
+  /**
+   * Keeps a target session of the session, unless another was kept meanwhile (two instances opening
+   * the first at once): written only when there is none, or the one there is `replacing` (the session
+   * the target forgot). Returns what is kept now — this record, or the other one (whose opener then
+   * ends its own at the target, so none is left open unknown).
+   */
+  putTargetSession(
+    session: SessionRecord,
+    target: TargetSessionRecord,
+    options?: { replacing?: string },
+  ): Promise<TargetSessionRecord>;
   setLogLevel(session: SessionRecord, level: string): Promise<void>;
   /** Removes the session and everything in its partition. */
   deleteSession(sessionId: string): Promise<void>;

@@ -149,7 +149,8 @@ export async function forwardCall(ctx: CallContext): Promise<JSONRPCResponse | u
   const { _meta: _clientMeta, requestState: _state, inputResponses: _responses, ...rest } = params;
   const upstreamParams: Record<string, unknown> = { ...rest };
   if (method !== 'resources/read') upstreamParams.name = name;
-  if (opened?.kind === 'relay') {
+  // A -32042 round's retry is the call again: its answers only said the user went to the URL.
+  if (opened?.kind === 'relay' && !opened.reissue) {
     if (inputResponses !== undefined) {
       upstreamParams.inputResponses = inputResponses;
       for (const _key of Object.keys(inputResponses)) recordAnsweredInput('mrtr-retry');
@@ -172,6 +173,7 @@ export async function forwardCall(ctx: CallContext): Promise<JSONRPCResponse | u
         method,
         target,
         sealRelay,
+        sealReissue: () => sealer.seal(binding, { kind: 'relay', confirmed, reissue: true }),
         isRetry: opened !== undefined,
       },
     );

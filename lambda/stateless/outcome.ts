@@ -11,8 +11,10 @@ import type { Era } from '../protocol/versions';
  * What a 2026-07-28 client gets from a target's response:
  * - `input_required` goes back with `inputRequests` untouched and the target's state sealed in the
  *   gateway's; a kind the client did not declare → -32021 (HTTP 400);
- * - a legacy target's -32042 (URL elicitation required) becomes an input_required URL round whose
- *   retry re-issues the call; -32042 and -32002 are never sent to 2026-07-28 clients;
+ * - a target's -32042 (URL elicitation required) becomes an input_required URL round whose retry
+ *   re-issues the call: a 2025 target's, and a 2026-07-28 target's (which 2026-07-28 does not define,
+ *   but SDK servers still send: the Python SDK's URLElicitationRequiredError, the TypeScript v2 SDK's
+ *   UrlElicitationRequiredError); -32042 and -32002 are never sent to 2026-07-28 clients;
  * - a complete result names its type; a read resource is cacheable unless it answered a retry.
  */
 export interface OutcomeContext {
@@ -22,6 +24,8 @@ export interface OutcomeContext {
   method: string;
   target: string;
   sealRelay: (targetState: unknown) => string;
+  /** The state of a round whose retry re-issues the call (a -32042 round). */
+  sealReissue: () => string;
   isRetry: boolean;
 }
 
@@ -29,19 +33,10 @@ export function mapResponse(response: JSONRPCResponse, ctx: OutcomeContext): JSO
   const { caps, target } = ctx;
   if ('error' in response) {
     const { code, message, data } = response.error;
-    if (code === RpcCode.UrlElicitationRequired && ctx.era === 'legacy') return urlElicitationRound(response, ctx);
+    if (code === RpcCode.UrlElicitationRequired) return urlElicitationRound(response, ctx);
     // 2026-07-28 reports a missing resource as invalid params.
     if (code === RpcCode.ResourceNotFound) throw new GatewayError('InvalidParams', message, data);
     if (code === RpcCode.MissingRequiredClientCapability) throw new GatewayError('MissingCapability', message, data);
-    if (code === RpcCode.UrlElicitationRequired) {
-      throw new GatewayError(
-        'ProtocolViolation',
-        `Target ${target} answered with -32042, which 2026-07-28 does not allow`,
-        {
-          target,
-        },
-      );
-    }
     // Other errors are the target's answer to a valid request: in-band (HTTP 200).
     return response;
   }
@@ -120,7 +115,7 @@ function urlElicitationRound(
   const result: InputRequiredResult = {
     resultType: 'input_required',
     inputRequests,
-    requestState: ctx.sealRelay(undefined),
+    requestState: ctx.sealReissue(),
   };
   return withResult(response, result as unknown as Record<string, unknown>);
 }

@@ -34,6 +34,8 @@ export interface OpenedState {
   confirmed: boolean;
   /** A bridged call (kind `bridge`): where its rounds are kept, and which round this retry answers. */
   bridge?: BridgeRound;
+  /** A round the gateway made of a target's -32042 (kind `relay`): its retry re-issues the call, without the answers. */
+  reissue?: boolean;
 }
 
 /**
@@ -65,6 +67,8 @@ interface Payload {
   r?: number;
   /** The round's requests, gateway id → method (kind `bridge`). */
   q?: Record<string, string>;
+  /** A -32042 round (OpenedState.reissue). */
+  x?: 1;
 }
 
 export class RequestStateSealer {
@@ -87,6 +91,7 @@ export class RequestStateSealer {
     };
     if (state.targetState !== undefined) payload.s = state.targetState;
     if (state.confirmed) payload.c = 1;
+    if (state.reissue) payload.x = 1;
     if (state.bridge) {
       payload.b = state.bridge.id;
       payload.r = state.bridge.round;
@@ -120,6 +125,7 @@ export class RequestStateSealer {
         kind: payload.k as StateKind,
         targetState: typeof payload.s === 'string' ? payload.s : undefined,
         confirmed: payload.c === 1,
+        ...(payload.x === 1 ? { reissue: true } : {}),
         ...(bridged ? { bridge: bridgeRoundOf(payload) } : {}),
       },
     };

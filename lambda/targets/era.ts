@@ -72,10 +72,13 @@ export class EraProbe {
     if (known && Date.now() - known.at < this.ttlMs) return known.verdict;
     let probing = this.probing.get(target);
     if (!probing) {
-      probing = this.probe(target, signal).finally(() => this.probing.delete(target));
+      // Shared by every request that waits for it, so it follows none of their signals (only its own
+      // timeout): one request going away must not fail the others.
+      probing = this.probe(target).finally(() => this.probing.delete(target));
+      probing.catch(() => undefined); // awaited below by whoever still waits
       this.probing.set(target, probing);
     }
-    const verdict = await probing;
+    const verdict = await untilAborted(probing, signal);
     // Configured modern: the probe only supplied the DiscoverResult.
     return configured === 'modern' ? { ...verdict, serves: true } : verdict;
   }
@@ -98,12 +101,11 @@ export class EraProbe {
     return config;
   }
 
-  private async probe(target: string, signal?: AbortSignal): Promise<ModernVerdict> {
+  private async probe(target: string): Promise<ModernVerdict> {
     const client = this.clients.get(target);
     if (!client) throw new DependencyFailedError(target, 'not configured');
     this.probes++;
-    const timeout = AbortSignal.timeout(this.timeoutMs);
-    const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    const combined = AbortSignal.timeout(this.timeoutMs);
     let verdict: ModernVerdict;
     try {
       const { response } = await client.request(
@@ -114,7 +116,6 @@ export class EraProbe {
       );
       verdict = classify(response);
     } catch (error) {
-      if (signal?.aborted) throw error;
       // Unreachable: no verdict (the call fails as DependencyFailed and the next one probes again).
       if (error instanceof DependencyFailedError && /unreachable/.test(error.message)) throw error;
       verdict = { serves: false };
@@ -123,6 +124,26 @@ export class EraProbe {
     this.logger.info('target era detected', { target, era: verdict.serves ? 'modern' : 'legacy' });
     return verdict;
   }
+}
+
+/** `promise`, or the abort of `signal` (with its reason) if that comes first. */
+function untilAborted<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (!signal) return promise;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
 }
 
 function classify(response: { result?: unknown; error?: { code: number; data?: unknown } }): ModernVerdict {

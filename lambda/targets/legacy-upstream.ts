@@ -1,21 +1,14 @@
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import { capabilitiesForLegacyTarget, declaresInput } from '../protocol/capabilities';
-import { rpcErrorOf } from '../protocol/errors';
+import { DependencyFailedError, rpcErrorOf } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import type { Era } from '../protocol/versions';
 import { TargetSessionExpiredError, TargetTimeoutError } from './endpoint';
-import type { LegacySession, LegacyTargetClient } from './legacy-client';
+import { type LegacyTargetClient, LegacyUnsupportedError } from './legacy-client';
 import type { StandaloneStreams } from './standalone-streams';
-import type {
-  Caller,
-  StoredTargetSession,
-  TargetSessionSlots,
-  Upstream,
-  UpstreamCallOptions,
-  UpstreamRequest,
-} from './upstream';
+import type { Caller, StoredTargetSession, Upstream, UpstreamCallOptions, UpstreamRequest } from './upstream';
 
 /**
  * A legacy-era target for one caller: its target session opened lazily (with the caller's version
@@ -24,14 +17,20 @@ import type {
  * it (404). `ping` from the target is answered here; an aborted call is cancelled at the target.
  */
 
-/** Parallel requests of one caller share one `initialize` per target. */
-const opening = new WeakMap<TargetSessionSlots, Map<string, Promise<StoredTargetSession>>>();
+/**
+ * Parallel requests of one caller that find no session share one `initialize` per target: keyed by
+ * the slots' scope (the gateway session, or the pool key), which every request of the caller shares.
+ */
+const opening = new Map<string, { signal?: AbortSignal; session: Promise<StoredTargetSession> }>();
+
+/** Target sessions (scope, target, session id) a listening call holds on this instance (see `checkout`). */
+const listened = new Set<string>();
 
 let nextInternalId = 0;
 
 export class LegacyUpstream implements Upstream {
   readonly era: Era = 'legacy';
-  session?: LegacySession;
+  session?: StoredTargetSession;
 
   constructor(
     private readonly client: LegacyTargetClient,
@@ -41,6 +40,11 @@ export class LegacyUpstream implements Upstream {
     private readonly logger: GatewayLogger,
     /** The target sessions' GET streams on this instance. */
     private readonly streams?: StandaloneStreams,
+    /**
+     * Whether a target whose 2025 leg answered `initialize` without a session is to be reached in
+     * 2026-07-28 instead (2025 callers of a dual-era target); then `initialize` throws LegacyUnsupportedError.
+     */
+    private readonly bridgeSessionless?: (signal?: AbortSignal) => Promise<boolean>,
   ) {}
 
   get target(): string {
@@ -68,17 +72,21 @@ export class LegacyUpstream implements Upstream {
     };
     const onAbort = () => void this.cancel(id, options.signal.reason);
     options.signal.addEventListener('abort', onAbort, { once: true });
+    // A call that can relay the target's requests listens on the session's GET stream too (opened
+    // first). It costs a request (and a connection) per call, so only callers that can take requests pay it.
+    const listening = Boolean(options.onServerRequest && this.streams && declaresInput(this.caller.capabilities));
     try {
       for (let attempt = 0; ; attempt++) {
-        const session = await this.open(options.signal);
-        // A call that can relay the target's requests listens on the session's GET stream too (opened
-        // first). It costs a request (and a connection) per call, so only callers that can take requests pay it.
-        // What arrives on the GET stream belongs to this call too: a question to the user stops the call's
-        // clock (a person is answering), anything else restarts it.
-        let clock: { hold(): void; touch(): void } | undefined;
-        const detach =
-          options.onServerRequest && this.streams && declaresInput(this.caller.capabilities)
-            ? await this.streams.attach(this.client, session, {
+        // After a 404 the session is opened afresh, never taken from the slots (they may hold more dead ones).
+        const fresh = attempt > 0;
+        const held = listening ? await this.checkout(options.signal, fresh) : undefined;
+        const session = held ? held.session : await this.open(options.signal, fresh);
+        try {
+          // What arrives on the GET stream belongs to this call too: a question to the user stops the call's
+          // clock (a person is answering), anything else restarts it.
+          let clock: { hold(): void; touch(): void } | undefined;
+          const detach = listening
+            ? await this.streams?.attach(this.client, session, {
                 onServerRequest: (serverRequest) => {
                   clock?.hold();
                   listeners.onServerRequest(serverRequest);
@@ -90,22 +98,30 @@ export class LegacyUpstream implements Upstream {
                 progressToken: options.progressToken,
               })
             : undefined;
-        try {
-          return await this.client.request(session, message, {
-            signal: options.signal,
-            listeners,
-            onClock: (started) => {
-              clock = started;
-            },
-          });
+          try {
+            return await this.client.request(session, message, {
+              signal: options.signal,
+              listeners,
+              onClock: (started) => {
+                clock = started;
+              },
+            });
+          } finally {
+            await detach?.();
+          }
         } catch (error) {
           // The lifecycle page: a request that timed out is cancelled at the receiver.
           if (error instanceof TargetTimeoutError) void this.cancel(id, 'gateway: timed out');
-          if (!(error instanceof TargetSessionExpiredError) || attempt > 0) throw error;
+          if (!(error instanceof TargetSessionExpiredError)) throw error;
+          this.caller.sessions.forget(this.target, session);
+          if (attempt > 0) {
+            throw new DependencyFailedError(this.target, 'session not found again right after it was re-initialized', {
+              cause: error,
+            });
+          }
           this.logger.info('target session expired; re-initializing', { target: this.target });
-          this.caller.sessions.forget(this.target);
         } finally {
-          await detach?.();
+          held?.release();
         }
       }
     } finally {
@@ -129,34 +145,91 @@ export class LegacyUpstream implements Upstream {
   }
 
   async serverCapabilities(signal?: AbortSignal): Promise<Record<string, unknown> | undefined> {
-    await this.open(signal);
-    return this.caller.sessions.get(this.target)?.serverCapabilities ?? {};
+    return (await this.open(signal)).serverCapabilities ?? {};
   }
 
-  /** The caller's session with this target, opened if there is none. */
-  async open(signal?: AbortSignal): Promise<LegacySession> {
-    const stored = this.caller.sessions.get(this.target);
+  /** The caller's session with this target, opened if there is none (or `fresh`: a new one regardless). */
+  async open(signal?: AbortSignal, fresh = false): Promise<StoredTargetSession> {
+    const slots = this.caller.sessions;
+    const stored = fresh ? undefined : slots.get(this.target);
     if (stored) {
       this.session = stored;
       return stored;
     }
-    let perCaller = opening.get(this.caller.sessions);
-    if (!perCaller) {
-      perCaller = new Map();
-      opening.set(this.caller.sessions, perCaller);
+    const key = `${slots.scope}\u0000${this.target}`;
+    for (;;) {
+      let shared = opening.get(key);
+      if (!shared) {
+        const started = this.initialize(signal).then(async (session) => {
+          const kept = await slots.save(this.target, session);
+          // Another instance kept one first: that one is used, and this one ended rather than left open.
+          if (kept !== session) this.end(session);
+          return kept;
+        });
+        shared = { signal, session: started.finally(() => opening.delete(key)) };
+        opening.set(key, shared);
+      }
+      try {
+        this.session = await shared.session;
+        return this.session;
+      } catch (error) {
+        // The request that opened it went away: the others open it again rather than fail with it.
+        if (shared.signal === signal || !shared.signal?.aborted || signal?.aborted) throw error;
+      }
     }
-    let pending = perCaller.get(this.target);
-    if (!pending) {
-      pending = this.initialize(signal).finally(() => perCaller.delete(this.target));
-      perCaller.set(this.target, pending);
-    }
-    this.session = await pending;
-    return this.session;
   }
 
+  /**
+   * A session only this call listens on: a request on its GET stream names no call, so two calls that
+   * listen on one session on this instance could be shown each other's requests (and the one that ends
+   * first would take the other's along). The 2026-07-28 pool hands out a session no other such call
+   * holds, or the call opens one for the pool. A 2025 session's own target session is used by one
+   * listening call at a time here; a concurrent one opens a session for itself, ended after the call.
+   */
+  private async checkout(
+    signal: AbortSignal,
+    fresh: boolean,
+  ): Promise<{ session: StoredTargetSession; release: () => void }> {
+    const slots = this.caller.sessions;
+    let session: StoredTargetSession | undefined;
+    if (slots.checkout) {
+      session = fresh ? undefined : slots.checkout(this.target);
+      if (!session) {
+        session = await this.initialize(signal);
+        await slots.save(this.target, session, { checkedOut: true });
+      }
+      const taken = session;
+      this.session = taken;
+      return { session: taken, release: () => slots.checkin?.(this.target, taken) };
+    }
+    session = await this.open(signal, fresh);
+    const key = `${slots.scope}\u0000${this.target}\u0000${session.targetSessionId}`;
+    if (session.targetSessionId === undefined || !listened.has(key)) {
+      listened.add(key);
+      return { session, release: () => listened.delete(key) };
+    }
+    const own = await this.initialize(signal);
+    this.session = own;
+    return { session: own, release: () => this.end(own) };
+  }
+
+  /** Ends a target session the gateway does not keep (best effort). */
+  private end(session: StoredTargetSession): void {
+    void this.client
+      .terminate(session)
+      .catch((error) => this.logger.debug('ending a target session failed', { error: describeError(error) }));
+  }
+
+  /** Opens a target session (not yet kept anywhere). */
   private async initialize(signal?: AbortSignal): Promise<StoredTargetSession> {
     const declaredCapabilities = capabilitiesForLegacyTarget(this.caller.capabilities, this.protocolVersion);
     const { session, result } = await this.client.initialize(this.protocolVersion, declaredCapabilities, signal);
+    // Without a session a 2025 server has no stream to send requests on outside a call's own (the
+    // TypeScript v2 SDK's default 2025 leg answers statelessly and cannot ask at all): it counts as
+    // unable to ask, so a dual-era target is bridged, where it can ask in input_required rounds.
+    if (session.targetSessionId === undefined && (await this.bridgeSessionless?.(signal))) {
+      throw new LegacyUnsupportedError(this.target, 'its 2025 leg keeps no session (it could not ask the client)');
+    }
     if (this.caller.logLevel) {
       const setLevel: JSONRPCRequest = {
         jsonrpc: '2.0',
@@ -172,10 +245,8 @@ export class LegacyUpstream implements Upstream {
       );
     }
     const serverCapabilities = (result.capabilities ?? {}) as Record<string, unknown>;
-    const stored: StoredTargetSession = { ...session, declaredCapabilities, serverCapabilities };
-    await this.caller.sessions.save(this.target, stored);
     this.logger.debug('target session opened', { target: this.target, protocolVersion: session.protocolVersion });
-    return stored;
+    return { ...session, declaredCapabilities, serverCapabilities };
   }
 
   private async cancel(requestId: JSONRPCRequest['id'], reason: unknown): Promise<void> {

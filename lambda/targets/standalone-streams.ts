@@ -31,6 +31,11 @@ import { DEFAULT_RESUME_POLICY, resumeDelayMs } from './stream-resume';
  *   takes the requests and every notification but progress, and keeps the connection open without
  *   calls; `Last-Event-ID` given by it resumes where a previous stream (any instance) stopped; a 404
  *   tells it (the target forgot the session); an event id the target refuses (4xx) is dropped.
+ * - 409 right after this instance closed the session's previous stream (back-to-back calls): the
+ *   target has not yet noticed that close, and what it sends meanwhile on "the" GET stream is lost (the
+ *   v1 SDK drops it, or keeps it in an event store nobody resumes). So within `OWN_CLOSE_WINDOW_MS`
+ *   of our own close the GET is retried every `OWN_CLOSE_RETRY_MS` and the call waits for it
+ *   (at most `openTimeoutMs`), instead of going ahead without a stream.
  */
 
 export interface StandaloneListener extends StreamListeners {
@@ -78,6 +83,9 @@ interface Connection {
 
 /** How long a finishing call waits at most for its session's GET stream to deliver what is in flight. */
 const DRAIN_MAX_MS = 50;
+/** A 409 this soon after this instance closed the session's GET stream is that close not yet seen by the target. */
+const OWN_CLOSE_WINDOW_MS = 1000;
+const OWN_CLOSE_RETRY_MS = 15;
 
 export interface StandaloneStreamsOptions {
   /** How long to wait for the GET's response headers before sending the call anyway. */
@@ -89,6 +97,8 @@ export interface StandaloneStreamsOptions {
 export class StandaloneStreams {
   private readonly connections = new Map<string, Connection>();
   private readonly unsupported = new Map<string, number>();
+  /** When this instance last closed each session's stream (see the 409 rule above). */
+  private readonly closedAt = new Map<string, number>();
   private readonly openTimeoutMs: number;
   private readonly retryMs: number;
   private readonly unsupportedTtlMs: number;
@@ -198,9 +208,18 @@ export class StandaloneStreams {
     if (inUse(connection)) return;
     clearTimeout(connection.retry);
     connection.retry = undefined;
+    if (connection.abort) this.noteClosed(key);
     connection.abort?.abort();
     connection.abort = undefined;
     if (this.connections.get(key) === connection) this.connections.delete(key);
+  }
+
+  private noteClosed(key: string): void {
+    const now = Date.now();
+    if (this.closedAt.size > 1000) {
+      for (const [k, at] of this.closedAt) if (now - at > OWN_CLOSE_WINDOW_MS) this.closedAt.delete(k);
+    }
+    this.closedAt.set(key, now);
   }
 
   /** One GET; settles when its headers arrive (or the wait is over), then reads in the background. */
@@ -231,13 +250,23 @@ export class StandaloneStreams {
     return Promise.race([settled, new Promise<void>((resolve) => setTimeout(resolve, this.openTimeoutMs).unref())]);
   }
 
-  private onResponse(key: string, connection: Connection, abort: AbortController, res: TargetResponse): void {
+  private onResponse(
+    key: string,
+    connection: Connection,
+    abort: AbortController,
+    res: TargetResponse,
+  ): Promise<void> | undefined {
     if (abort.signal.aborted) {
       res.body.destroy();
       return;
     }
     const type = res.headers.get('content-type') ?? '';
+    if (res.status === 409 && Date.now() - (this.closedAt.get(key) ?? 0) < OWN_CLOSE_WINDOW_MS) {
+      res.discard();
+      return this.retryOwnClose(key, connection, abort);
+    }
     if (res.ok && type.includes('text/event-stream')) {
+      this.closedAt.delete(key);
       void this.read(connection, res.body).then((clean) => {
         // Ended early (the target closed it, or a proxy): reopen while calls still need it, after the
         // target's `retry` when it gave one (SSE polling), else at once (a request meanwhile may be
@@ -265,6 +294,22 @@ export class StandaloneStreams {
     }
     // 409: another instance holds the session's stream; 5xx: the target is in trouble. Both: try again.
     this.scheduleRetry(key, connection, abort);
+  }
+
+  /** Opens again shortly; settles when that open does (the call waits for it, bounded by the first open's wait). */
+  private retryOwnClose(key: string, connection: Connection, abort: AbortController): Promise<void> | undefined {
+    if (connection.abort !== abort || !inUse(connection)) return;
+    connection.abort = undefined;
+    return new Promise<void>((resolve) => {
+      connection.retry = setTimeout(() => {
+        connection.retry = undefined;
+        if (inUse(connection) && this.connections.get(key) === connection) {
+          connection.ready = this.open(key, connection);
+          void connection.ready.then(resolve);
+        } else resolve();
+      }, OWN_CLOSE_RETRY_MS);
+      connection.retry.unref();
+    });
   }
 
   private scheduleRetry(key: string, connection: Connection, abort: AbortController, delayMs = this.retryMs): void {

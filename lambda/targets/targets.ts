@@ -75,8 +75,13 @@ export class Targets {
     }
     if (era === 'modern') return this.watched(new ModernUpstream(modern, caller));
     const version = caller.era === 'legacy' ? caller.protocolVersion : this.options.legacyVersion;
-    const upstream = new LegacyUpstream(legacy, caller, version, this.options.logger, this.streams);
-    if (caller.era === 'modern') return this.watched(upstream);
+    if (caller.era === 'modern') {
+      return this.watched(new LegacyUpstream(legacy, caller, version, this.options.logger, this.streams));
+    }
+    const upstream = new LegacyUpstream(legacy, caller, version, this.options.logger, this.streams, async (signal) => {
+      const verdict = await this.eras.modernVerdict(name, signal).catch(() => ({ serves: false }));
+      return verdict.serves;
+    });
     return this.watched(
       new FallbackUpstream(upstream, () => {
         this.eras.noteLegacyUnsupported(name);

@@ -24,10 +24,27 @@ export interface StoredTargetSession extends LegacySession {
 
 /** Where one caller's legacy target sessions live. */
 export interface TargetSessionSlots {
+  /**
+   * The same for every request of one caller on this instance (a 2025 session; a 2026-07-28
+   * principal and capability set): parallel requests that find no session share one `initialize`.
+   */
+  readonly scope: string;
   get(target: string): StoredTargetSession | undefined;
-  save(target: string, session: StoredTargetSession): Promise<void>;
+  /**
+   * Keeps a session just opened; returns the one to use: this one, or one another instance kept first
+   * (the caller then ends its own). `checkedOut`: opened by a call that holds it (see `checkout`).
+   */
+  save(target: string, session: StoredTargetSession, options?: { checkedOut?: boolean }): Promise<StoredTargetSession>;
   /** The target forgot the session (404): the next call opens a new one. */
-  forget(target: string): void;
+  forget(target: string, session: StoredTargetSession): void;
+  /**
+   * Slots shared by callers that are not one client (the 2026-07-28 pool): a call that listens on the
+   * session's GET stream takes a session no other such call holds (undefined: it opens its own) and
+   * gives it back with `checkin`. A GET-stream request names no call, so this is what keeps one
+   * client's questions from reaching another. Absent: the caller is one client (a 2025 session).
+   */
+  checkout?(target: string): StoredTargetSession | undefined;
+  checkin?(target: string, session: StoredTargetSession): void;
 }
 
 /** Who is calling, as far as the target must know. */

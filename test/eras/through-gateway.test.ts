@@ -1,4 +1,5 @@
 import { startV1PushServer, type V1PushServer } from '../support/servers/v1-push-server';
+import { startV2DefaultServer, type V2DefaultServer } from '../support/servers/v2-default-server';
 import { startV2DualServer, type V2DualServer } from '../support/servers/v2-dual-server';
 import { startV2ModernServer, type V2ModernServer } from '../support/servers/v2-modern-server';
 import { type CellContext, eventually, type Feature, is2026, runCell } from './cells';
@@ -10,7 +11,9 @@ import { type Exchange, type GatewayPair, type Json, startGatewayPair } from './
  * gateway instances sharing one DynamoDB, behind the cross-instance proxy of gateway-pair.ts (a
  * client's answer to a server request, and a 2026-07-28 retry, always reach the instance that did NOT
  * carry the call). Targets: `old` = 2025-only v1 server whose tools ask on the standalone GET stream
- * (server a), `dual` = v2 dual-era server (server b), `new` = v2 2026-07-28-only server (server c).
+ * (server a), `dual` = v2 dual-era server (server b), `new` = v2 2026-07-28-only server (server c),
+ * `default` = a v2 server in its default mode (server d: a stateless 2025 leg that cannot ask, so the
+ * gateway bridges 2025 clients to its 2026-07-28 leg).
  *
  * Clients: the official v1 client (2025-11-25), the v2 client in its default negotiation (which is
  * `legacy`: 2025-11-25), pinned to the 2025 era (`mode: 'legacy'`), in `mode: 'auto'` (picks
@@ -22,7 +25,7 @@ import { type Exchange, type GatewayPair, type Json, startGatewayPair } from './
 jest.setTimeout(25_000);
 
 const CALL_TIMEOUT_MS = 5000;
-type TargetKind = 'old' | 'dual' | 'new';
+type TargetKind = 'old' | 'dual' | 'new' | 'default';
 const CLIENTS: ClientKind[] = ['v1', 'v2 default', 'v2 legacy', 'v2 auto', 'v2 pin 2026-07-28'];
 const LEGACY = new Set<ClientKind>(['v1', 'v2 default', 'v2 legacy']);
 
@@ -32,6 +35,7 @@ function featuresOf(client: ClientKind, target: TargetKind): Feature[] {
   if (target === 'old') return ['form', 'URL', '-32042', 'sampling', 'roots', 'progress', 'logging'];
   if (target === 'dual' && legacyClient)
     return ['form', 'form (push)', 'URL', '-32042', 'sampling', 'sampling (push)', 'roots', 'progress', 'logging'];
+  // The v2 SDK refuses to send -32042 on 2026-07-28 (it answers -32603 naming inputRequired instead).
   return ['form', 'URL', 'sampling', 'roots', 'progress', 'logging'];
 }
 
@@ -40,17 +44,24 @@ const INPUT_FEATURES = new Set<Feature>(['form', 'form (push)', 'URL', 'sampling
 let a: V1PushServer;
 let b: V2DualServer;
 let c: V2ModernServer;
+let d: V2DefaultServer;
 let pair: GatewayPair;
 let client: EraClient | undefined;
 let cell = 0;
 
 beforeAll(async () => {
-  [a, b, c] = await Promise.all([startV1PushServer(), startV2DualServer(), startV2ModernServer()]);
+  [a, b, c, d] = await Promise.all([
+    startV1PushServer(),
+    startV2DualServer(),
+    startV2ModernServer(),
+    startV2DefaultServer(),
+  ]);
   pair = await startGatewayPair({
     targets: [
       { name: 'old', url: a.url },
       { name: 'dual', url: b.url },
       { name: 'new', url: c.url },
+      { name: 'default', url: d.url },
     ],
   });
 }, 30_000);
@@ -60,7 +71,7 @@ afterEach(async () => {
 });
 afterAll(async () => {
   await pair?.close();
-  await Promise.all([a?.close(), b?.close(), c?.close()]);
+  await Promise.all([a?.close(), b?.close(), c?.close(), d?.close()]);
 });
 
 const last = <T>(list: T[]): T | undefined => list[list.length - 1];
@@ -71,6 +82,7 @@ function targetLogLevel(target: TargetKind, client: EraClient): (() => string | 
   // session's level or filter itself; only what the client receives is checked.
   if (target === 'old') return is2026(client) ? undefined : () => last(a.stats().logLevels);
   if (target === 'new') return () => last(c.stats().modern.calls)?.logLevel;
+  if (target === 'default') return () => last(d.stats().modern.calls)?.logLevel;
   return is2026(client) ? () => last(b.stats().modern.calls)?.logLevel : () => last(b.stats().legacy.logLevels);
 }
 
@@ -111,7 +123,7 @@ describe.each(CLIENTS)('%s client', (kind) => {
     expect(client.version).toBe(LEGACY.has(kind) ? '2025-11-25' : '2026-07-28');
   });
 
-  describe.each(['old', 'dual', 'new'] as TargetKind[])('→ %s target', (target) => {
+  describe.each(['old', 'dual', 'new', 'default'] as TargetKind[])('→ %s target', (target) => {
     test.each(featuresOf(kind, target))('%s', async (feature) => {
       client = await connectClient(kind, pair.url, CALL_TIMEOUT_MS);
       const from = pair.exchanges.length;

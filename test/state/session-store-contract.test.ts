@@ -178,12 +178,17 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
   });
 
   describe('target sessions', () => {
-    it('loads each target session of the session (expiring with it), and a put replaces the previous one', async () => {
+    it('loads each target session of the session (expiring with it), and a put replacing the forgotten one replaces it', async () => {
       const session = sessionRecord();
       await store.createSession(session);
       await store.putTargetSession(session, targetRecord('demo'));
       await store.putTargetSession(session, targetRecord('second'));
-      await store.putTargetSession(session, { ...targetRecord('demo'), targetSessionId: 'renewed' });
+      const forgotten = targetRecord('demo').targetSessionId;
+      await store.putTargetSession(
+        session,
+        { ...targetRecord('demo'), targetSessionId: 'renewed' },
+        { replacing: forgotten },
+      );
       const loaded = await store.loadSession(session.id, NOW);
       expect([...(loaded?.targets.keys() ?? [])]).toEqual(['demo', 'second']);
       // The stored item carries the session's expiry (the TTL attribute) next to the record's fields.
@@ -193,6 +198,18 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
         expiresAt: session.expiresAt,
       });
       expect(await store.loadSession(session.id, session.expiresAt)).toBeUndefined();
+    });
+
+    it('keeps the first of two openers: the second put gets the kept record back and writes nothing', async () => {
+      const session = sessionRecord();
+      await store.createSession(session);
+      const first = { ...targetRecord('demo'), targetSessionId: 'first' };
+      const second = { ...targetRecord('demo'), targetSessionId: 'second' };
+      expect(await store.putTargetSession(session, first)).toEqual(first);
+      expect(await store.putTargetSession(session, second)).toEqual(first);
+      // Replacing names the session the target forgot: a stale name changes nothing either.
+      expect(await store.putTargetSession(session, second, { replacing: 'long gone' })).toEqual(first);
+      expect((await store.loadSession(session.id, NOW))?.targets.get('demo')?.targetSessionId).toBe('first');
     });
   });
 

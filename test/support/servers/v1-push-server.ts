@@ -27,6 +27,10 @@ import { liveStreamSessions } from './serve-fetch';
 
 export interface V1PushServerStats {
   initializeCount: number;
+  /** DELETE requests that ended a session. */
+  deleteCount: number;
+  /** Sessions the server holds now (initialized, not ended). */
+  liveSessions: number;
   /** Sessions whose standalone GET stream is open now (answered 200, not ended). */
   liveGetStreams: string[];
   /** GET requests received (opens and reconnects). */
@@ -282,6 +286,8 @@ function jsonError(res: ServerResponse, status: number, message: string): void {
 export async function startV1PushServer(): Promise<V1PushServer> {
   const stats: V1PushServerStats = {
     initializeCount: 0,
+    deleteCount: 0,
+    liveSessions: 0,
     liveGetStreams: [],
     getRequests: 0,
     lastEventIds: [],
@@ -346,6 +352,8 @@ export async function startV1PushServer(): Promise<V1PushServer> {
         if (typeof lastEventId === 'string') stats.lastEventIds.push(lastEventId);
         getResponses.set(res, transport.sessionId ?? '');
         res.once('close', () => getResponses.delete(res));
+      } else {
+        stats.deleteCount++;
       }
       await transport.handleRequest(req, res);
       return;
@@ -365,7 +373,11 @@ export async function startV1PushServer(): Promise<V1PushServer> {
 
   return {
     url: `http://127.0.0.1:${port}/mcp`,
-    stats: () => ({ ...structuredClone(stats), liveGetStreams: liveStreamSessions(getResponses) }),
+    stats: () => ({
+      ...structuredClone(stats),
+      liveSessions: Object.keys(transports).length,
+      liveGetStreams: liveStreamSessions(getResponses),
+    }),
     closeGetStreams: () => {
       for (const transport of Object.values(transports)) transport.closeStandaloneSSEStream();
     },
