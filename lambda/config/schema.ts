@@ -139,6 +139,13 @@ const origin = z
 export const CorsConfigSchema = z.strictObject({
   /** At most 100, the function URL's limit. */
   allowedOrigins: z.array(origin).max(100).default([]),
+  /**
+   * The local server refuses to start with `allowedOrigins: ["*"]` and auth `none`: any web page the
+   * user opens could then call the gateway and its targets (the Host/Origin checks let every origin
+   * past). `true` says that is intended. Deployed it changes nothing: with auth `none` the function
+   * URL requires SigV4 (AWS_IAM), which a web page cannot sign.
+   */
+  allowAnyOriginWithoutAuth: z.boolean().default(false),
 });
 
 /** A tool pattern for `confirmTools`: `target___tool`, or `target___*` for every tool of a target. */
@@ -221,7 +228,7 @@ export const GatewayConfigSchema = z
      */
     confirmationTtlSeconds: z.number().int().min(5).max(3600).default(120),
     /** Origins allowed to call the gateway from a browser (CORS); in AWS also the function URL's CORS setting. */
-    cors: CorsConfigSchema.default({ allowedOrigins: [] }),
+    cors: CorsConfigSchema.default({ allowedOrigins: [], allowAnyOriginWithoutAuth: false }),
   })
   .superRefine((config, ctx) => {
     const seen = new Set<string>();

@@ -10,6 +10,7 @@ import { createDocumentClient, ensureTable } from '../state/dynamo-client';
 import { type DemoTargets, type DemoTargetsOptions, startDemoTargets } from './demo-targets';
 import { startEmbeddedDynamo } from './embedded-dynamodb';
 import { serveOnNode } from './node-adapter';
+import { refuseOpenCorsWithoutAuth } from './open-cors';
 
 export interface LocalGatewayOptions {
   host?: string;
@@ -56,6 +57,8 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
     for (const close of closers.reverse()) await close().catch(() => undefined);
   };
   try {
+    // Before anything starts: a configuration this server must not serve fails with one line.
+    refuseOpenCorsWithoutAuth(parseConfig(options.config ?? {}));
     let endpoint = options.dynamodbEndpoint;
     if (!endpoint) {
       const embedded = await startEmbeddedDynamo(options.dynamodbPort);

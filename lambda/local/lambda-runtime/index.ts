@@ -4,6 +4,7 @@ import { type GatewayConfig, type GatewayConfigInput, parseConfig } from '../../
 import { createDocumentClient, ensureTable } from '../../state/dynamo-client';
 import { type DemoTarget, startDemoTarget } from '../demo-target';
 import { startEmbeddedDynamo } from '../embedded-dynamodb';
+import { refuseOpenCorsWithoutAuth } from '../open-cors';
 import { ensureBundle, snapshotBundle } from './bundle';
 import { startFrontEnd } from './front-end';
 import { EnvironmentPool, type LambdaModeStats } from './pool';
@@ -66,6 +67,8 @@ export async function startLambdaMode(options: LambdaModeOptions = {}): Promise<
     closers.length = 0;
   };
   try {
+    // Before anything starts: the front end serves on this machine as `npm start` does.
+    refuseOpenCorsWithoutAuth(parseConfig(options.config ?? {}));
     const image = resolveRuntimeImage();
     let endpoint = options.dynamodbEndpoint;
     if (!endpoint) {
