@@ -2,6 +2,7 @@ import { type BuildOptions, buildGatewayDeps } from '../app/bootstrap';
 import type { GatewayDeps } from '../app/deps';
 import { createGateway } from '../app/gateway';
 import { reportTargetsAtStartup } from '../app/startup-report';
+import { readEnvironment } from '../config/environment';
 import { type GatewayConfig, type GatewayConfigInput, parseConfig } from '../config/schema';
 import { keySecretsFromConfig } from '../crypto/keys';
 import type { GatewayLogger } from '../observability/logger';
@@ -58,6 +59,7 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
   };
   try {
     // Before anything starts: a configuration this server must not serve fails with one line.
+    const environment = readEnvironment();
     refuseOpenCorsWithoutAuth(parseConfig(options.config ?? {}));
     let endpoint = options.dynamodbEndpoint;
     if (!endpoint) {
@@ -75,7 +77,7 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
     }
     const config = parseConfig({ ...options.config, targets });
     const documentClient = createDocumentClient({ endpoint });
-    const logger = options.logger ?? createLogger(config.logLevel);
+    const logger = options.logger ?? createLogger(environment.logLevel ?? config.logLevel);
     try {
       await ensureTable(documentClient, config.tableName);
     } catch (error) {

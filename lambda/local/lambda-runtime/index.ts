@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, extname } from 'node:path';
+import { ENV, readEnvironment } from '../../config/environment';
 import { type GatewayConfig, type GatewayConfigInput, parseConfig } from '../../config/schema';
 import { createDocumentClient, ensureTable } from '../../state/dynamo-client';
 import { type DemoTarget, startDemoTarget } from '../demo-target';
@@ -68,6 +69,8 @@ export async function startLambdaMode(options: LambdaModeOptions = {}): Promise<
   };
   try {
     // Before anything starts: the front end serves on this machine as `npm start` does.
+    // The variables passed on to the environments (functionEnvironment) fail here, once, not in each.
+    readEnvironment();
     refuseOpenCorsWithoutAuth(parseConfig(options.config ?? {}));
     const image = resolveRuntimeImage();
     let endpoint = options.dynamodbEndpoint;
@@ -162,7 +165,7 @@ function functionEnvironment(
     const value = process.env[name];
     if (value !== undefined) environment[name] = value;
   }
-  for (const name of ['GATEWAY_LOG_LEVEL', 'GATEWAY_KEEPALIVE_MS', 'GATEWAY_HOLDER_LEASE_MS']) {
+  for (const name of [ENV.logLevel, ENV.keepAliveMs, ENV.holderLeaseMs]) {
     const value = process.env[name];
     if (value !== undefined) environment[name] = value;
   }
