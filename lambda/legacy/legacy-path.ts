@@ -126,6 +126,19 @@ async function loadOwnSession<T extends { session: SessionRecord }>(
     // Another principal's session is indistinguishable from a missing one.
     return refuse('SessionNotFound', 'Session not found: it expired or was deleted; initialize a new one', { id });
   }
+  // The transports page (2025-11-25): the client sends the version negotiated at initialize, and an
+  // unsupported one is answered 400. Within a session only that version is supported: another one
+  // (even a version the gateway serves) would have the request read by the wrong version's rules.
+  // No header stays accepted (a 2025-03-26 client sends none).
+  const versionHeader = headers.get(MCP_HEADERS.protocolVersion);
+  const negotiated = loaded.session.protocolVersion;
+  if (versionHeader !== null && versionHeader !== negotiated) {
+    return refuse(
+      'InvalidRequest',
+      `Bad Request: MCP-Protocol-Version "${versionHeader}" is not this session's protocol version "${negotiated}" (negotiated at initialize)`,
+      { id, data: { negotiated, requested: versionHeader } },
+    );
+  }
   return loaded;
 }
 
