@@ -1,4 +1,5 @@
 import { noteClientMessage } from '../observability/request-context';
+import { stringifyMessage } from '../protocol/request-id';
 import type { JSONRPCMessage } from '../protocol/types';
 
 /**
@@ -40,7 +41,7 @@ export class SseStream {
 
   send(message: JSONRPCMessage): void {
     noteClientMessage(message); // an error's code goes to the request's access log line
-    this.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
+    this.write(`event: message\ndata: ${stringifyMessage(message)}\n\n`);
   }
 
   comment(text = 'keep-alive'): void {
