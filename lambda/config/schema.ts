@@ -190,6 +190,14 @@ export const GatewayConfigSchema = z
      * it a target's request is refused (-32603 TooManyPendingRequests) instead of stored.
      */
     maxPendingRequestsPerSession: z.number().int().min(1).max(1000).default(100),
+    /**
+     * Live 2025-era sessions one principal may hold at once, counted across instances (DynamoDB); an
+     * `initialize` beyond it is refused with 429 + Retry-After. With auth `none` every caller is one
+     * principal (`anonymous`), so this caps the whole gateway.
+     */
+    maxSessionsPerPrincipal: z.number().int().min(1).max(1_000_000).default(1000),
+    /** `initialize` requests one principal may send per minute, counted across instances; beyond it 429 + Retry-After. */
+    initializeRatePerMinute: z.number().int().min(1).max(100_000).default(300),
     supportedVersions: z
       .array(z.enum(ALL_PROTOCOL_VERSIONS))
       .min(1)

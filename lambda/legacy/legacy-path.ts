@@ -2,12 +2,14 @@ import { errorResponse, refuse } from '../http/errors';
 import type { ExchangeContext } from '../http/exchange';
 import { type AcceptPreference, messageResponse } from '../http/responses';
 import { describeError } from '../observability/logger';
+import { GatewayError } from '../protocol/errors';
 import { isWellFormedSessionId, MCP_HEADERS } from '../protocol/headers';
 import type { ClientMessage } from '../protocol/jsonrpc';
 import type { InitializeRequestParams, InitializeResult, JSONRPCRequest, RequestId } from '../protocol/types';
 import { legacyVersionsOf } from '../protocol/versions';
 import { newSessionId } from '../state/records';
 import type { LoadedSession, SessionRecord } from '../state/store';
+import { admitSession, releaseSession } from './admission';
 import { deliverAnswer } from './answer';
 import type { LegacyDeps } from './deps';
 import { handleSessionMessage } from './session-router';
@@ -71,6 +73,7 @@ export async function handleLegacyDelete(input: Omit<LegacyInput, 'message' | 'a
   } catch (error) {
     return errorResponse(null, error);
   }
+  await releaseSession(input.deps, loaded.session);
   await terminateTargetSessions(input.deps, loaded);
   input.deps.logger.info('session deleted', { sessionId: loaded.session.id });
   return new Response(null, { status: 200 });
@@ -174,9 +177,16 @@ async function initialize(input: LegacyInput, request: JSONRPCRequest): Promise<
     expiresAt: now + deps.config.sessionTimeoutSeconds,
   };
   try {
+    await admitSession(deps, session);
+  } catch (error) {
+    deps.logger.info('initialize refused', { kind: error instanceof GatewayError ? error.kind : 'unknown' });
+    return errorResponse(request.id, error);
+  }
+  try {
     await deps.store.createSession(session);
   } catch (error) {
     deps.logger.error('creating the session failed', { error: describeError(error) });
+    await releaseSession(deps, session);
     return errorResponse(request.id, error);
   }
   deps.logger.info('session initialized', { sessionId: session.id, protocolVersion, client: params.clientInfo?.name });
