@@ -312,7 +312,8 @@ export class McpGateway extends Construct {
     }
     // The gateway's own variables among them (GATEWAY_LOG_LEVEL, GATEWAY_KEEPALIVE_MS, …) are checked
     // here as the function checks them at a cold start, so a typo fails the synth, not every cold start.
-    readEnvironment(extraEnvironment);
+    // (A token, e.g. a CloudFormation parameter, is known only at deploy time: checked at the cold start.)
+    readEnvironment(Object.fromEntries(Object.entries(extraEnvironment).filter(([, v]) => !Token.isUnresolved(v))));
     const environment: Record<string, string> = {
       ...extraEnvironment,
       POWERTOOLS_METRICS_NAMESPACE: this.metricsNamespace,

@@ -8,7 +8,7 @@ import { withGateway } from '../support/with-gateway';
  * one dynalite here, as two Lambda environments). Beyond either: 429 with Retry-After and a data.type a
  * client can switch on; nothing is stored for the refused initialize.
  */
-const kinds: GatewayKind[] = ['local server', 'lambda handler'];
+const kinds: GatewayKind[] = ['local server', 'lambda handler', 'lambda runtime'];
 
 const INIT = {
   jsonrpc: '2.0',

@@ -11,7 +11,7 @@ import { withGateway } from '../support/with-gateway';
  * number beyond 2^53 or -0 comes back as written, in both eras, as JSON and as SSE — derives the
  * target's id from it exactly, and refuses ids longer than 256 characters before anything is sent.
  */
-const kinds: GatewayKind[] = ['local server', 'lambda handler'];
+const kinds: GatewayKind[] = ['local server', 'lambda handler', 'lambda runtime'];
 const BIG = '9007199254740993'; // 2^53 + 1: JSON.parse makes it …992
 
 /** The raw body of a POST whose JSON is given as text (so the id's text is exactly what is sent). */

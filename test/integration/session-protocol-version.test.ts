@@ -10,7 +10,7 @@ import { withGateway } from '../support/with-gateway';
  * 2025-11-25 transports page); any other one — even a version the gateway serves — is answered 400,
  * as an unsupported version must be. No header stays accepted (2025-03-26 clients send none).
  */
-const kinds: GatewayKind[] = ['local server', 'lambda handler'];
+const kinds: GatewayKind[] = ['local server', 'lambda handler', 'lambda runtime'];
 
 describe.each(kinds)('MCP-Protocol-Version within a session, through the %s', (kind) => {
   const gw = withGateway({}, { kind, targets: { demo: () => startDemoTarget() } });
