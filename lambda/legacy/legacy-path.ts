@@ -179,7 +179,8 @@ async function initialize(input: LegacyInput, request: JSONRPCRequest): Promise<
   try {
     await admitSession(deps, session);
   } catch (error) {
-    deps.logger.info('initialize refused', { kind: error instanceof GatewayError ? error.kind : 'unknown' });
+    // DEBUG: the access log already has the 429; a flood of refusals must not flood the log too.
+    deps.logger.debug('initialize refused', { kind: error instanceof GatewayError ? error.kind : 'unknown' });
     return errorResponse(request.id, error);
   }
   try {
