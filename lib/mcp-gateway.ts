@@ -11,10 +11,10 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
+import { ENV, readEnvironment } from '../lambda/config/environment';
 import { ConfigError, type GatewayConfig, type GatewayConfigInput, parseConfig } from '../lambda/config/schema';
 import { APPCONFIG_ENV, CONFIG_ENV, TABLE_NAME_ENV } from '../lambda/config/source';
 import { CORS_ALLOWED_HEADERS, CORS_BY_ENV, CORS_EXPOSED_HEADERS, CORS_MAX_AGE_SECONDS } from '../lambda/http/cors';
-import { TRACING_ENV } from '../lambda/observability/active-tracing';
 import { DEFAULT_METRICS_NAMESPACE } from '../lambda/observability/metrics';
 import { GatewayAppConfig } from './app-config';
 import { HANDLER_ENTRY, LAMBDA_BUNDLE } from './bundling';
@@ -43,7 +43,8 @@ export const SECRET_ACTIONS = ['secretsmanager:GetSecretValue'] as const;
 export const TTL_ATTRIBUTE = 'expiresAt';
 
 /** Where the runtime looks for the requestState key secret (lambda/crypto/keys.ts `SECRET_ARN_ENV`). */
-export const REQUEST_STATE_SECRET_ENV = 'GATEWAY_REQUEST_STATE_SECRET_ARN';
+export const REQUEST_STATE_SECRET_ENV = ENV.requestStateSecretArn;
+const TRACING_ENV = ENV.tracing;
 
 /** Lambda allows 4 KB for all environment variables together. */
 export const LAMBDA_ENVIRONMENT_LIMIT_BYTES = 4096;
@@ -309,6 +310,10 @@ export class McpGateway extends Construct {
     for (const key of Object.keys(extraEnvironment)) {
       if (reserved.includes(key)) throw new Error(`environment: ${key} is set by the construct`);
     }
+    // The gateway's own variables among them (GATEWAY_LOG_LEVEL, GATEWAY_KEEPALIVE_MS, …) are checked
+    // here as the function checks them at a cold start, so a typo fails the synth, not every cold start.
+    // (A token, e.g. a CloudFormation parameter, is known only at deploy time: checked at the cold start.)
+    readEnvironment(Object.fromEntries(Object.entries(extraEnvironment).filter(([, v]) => !Token.isUnresolved(v))));
     const environment: Record<string, string> = {
       ...extraEnvironment,
       POWERTOOLS_METRICS_NAMESPACE: this.metricsNamespace,

@@ -1,14 +1,14 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createInboundAuth, type InboundAuthOptions } from '../auth/inbound';
 import { Catalog } from '../catalog/catalog';
+import { DEFAULT_KEEPALIVE_MS, readEnvironment } from '../config/environment';
 import type { GatewayConfig } from '../config/schema';
 import { loadConfig } from '../config/source';
 import { keySecretsFromConfig, resolveKeySecrets } from '../crypto/keys';
 import { type KeySecrets, SealedBox } from '../crypto/sealed-box';
-import { CORS_BY_ENV } from '../http/cors';
 import type { ShutdownableHandler } from '../http/exchange';
 import { ActiveCalls } from '../legacy/active-calls';
-import { createActiveTracer, tracingEnabled } from '../observability/active-tracing';
+import { createActiveTracer } from '../observability/active-tracing';
 import { createLogger, type GatewayLogger } from '../observability/logger';
 import { LATEST_LEGACY_VERSION, legacyVersionsOf } from '../protocol/versions';
 import { createDocumentClient } from '../state/dynamo-client';
@@ -39,7 +39,8 @@ export interface BuildOptions {
 
 /** Assembles the gateway from a validated configuration: the one place parts are wired together. */
 export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = {}): GatewayDeps {
-  const logger = options.logger ?? createLogger(config.logLevel);
+  // GATEWAY_LOG_LEVEL overrides the configured level without a redeploy; a malformed environment fails here.
+  const logger = options.logger ?? createLogger(readEnvironment().logLevel ?? config.logLevel);
   const store =
     options.store ?? new DynamoSessionStore(options.documentClient ?? createDocumentClient(), config.tableName);
   const outbound = new OutboundCredentials({ ...options.outbound, logger });
@@ -60,7 +61,7 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
     targets,
     catalog: new Catalog(targets, { toolNamePrefix: config.toolNamePrefix }, logger),
     serverInfo: GATEWAY_INFO,
-    keepAliveMs: options.keepAliveMs ?? 15_000,
+    keepAliveMs: options.keepAliveMs ?? DEFAULT_KEEPALIVE_MS,
     requestState: new RequestStateSealer(SealedBox.fromSecrets(secrets), config.requestStateTtlSeconds),
     legacySessions: new LegacySessionPool(targets, logger),
     activeCalls: new ActiveCalls(),
@@ -71,26 +72,33 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
 }
 
 /**
- * The Lambda's gateway, built once per cold start from the environment the CDK stack writes:
- * GATEWAY_CONFIG (JSON, the shared schema), optionally DYNAMODB_ENDPOINT (local runs only),
- * GATEWAY_KEEPALIVE_MS (SSE keep-alive interval, default 15 s), GATEWAY_CORS=function-url (the
- * function URL answers CORS, so the function sets no CORS headers) and GATEWAY_TRACING=active
- * (X-Ray active tracing with Powertools Tracer).
+ * The Lambda's gateway, built once per cold start from the environment the CDK stack writes
+ * (config/environment.ts names and validates every variable; a malformed one fails the cold start
+ * naming it): GATEWAY_CONFIG (JSON, the shared schema) or GATEWAY_APPCONFIG, optionally
+ * DYNAMODB_ENDPOINT (local runs only), GATEWAY_KEEPALIVE_MS (SSE keep-alive interval, default 15 s),
+ * GATEWAY_LOG_LEVEL, GATEWAY_CORS=function-url (the function URL answers CORS, so the function sets
+ * no CORS headers) and GATEWAY_TRACING=active (X-Ray active tracing with Powertools Tracer).
  */
 export async function createGatewayFromEnvironment(env: NodeJS.ProcessEnv = process.env): Promise<ShutdownableHandler> {
+  const environment = readEnvironment(env);
   const config = await loadConfig(env); // GATEWAY_CONFIG or AppConfig (lambda/config/source.ts), once per cold start
-  const documentClient = createDocumentClient({ endpoint: env.DYNAMODB_ENDPOINT || undefined });
-  const keepAliveMs = env.GATEWAY_KEEPALIVE_MS ? Number(env.GATEWAY_KEEPALIVE_MS) : undefined;
-  const logger = createLogger(config.logLevel);
+  const documentClient = createDocumentClient({ endpoint: environment.dynamodbEndpoint });
+  const logger = createLogger(environment.logLevel ?? config.logLevel);
   // Once per cold start: configuration, else Secrets Manager (GATEWAY_REQUEST_STATE_SECRET_ARN), else random.
   const requestStateKeys = await resolveKeySecrets(config, logger, env);
-  const tracer = tracingEnabled(env)
-    ? await createActiveTracer(env.POWERTOOLS_SERVICE_NAME ?? GATEWAY_INFO.name)
-    : undefined;
+  const tracer =
+    environment.tracing === 'active'
+      ? await createActiveTracer(environment.serviceName ?? GATEWAY_INFO.name)
+      : undefined;
   tracer?.instrumentClient(documentClient);
-  const deps = buildGatewayDeps(config, { documentClient, keepAliveMs, logger, requestStateKeys });
+  const deps = buildGatewayDeps(config, {
+    documentClient,
+    keepAliveMs: environment.keepAliveMs,
+    logger,
+    requestStateKeys,
+  });
   const gateway = createGateway(deps, {
-    cors: env[CORS_BY_ENV] === 'function-url' ? 'platform' : 'gateway',
+    cors: environment.cors === 'function-url' ? 'platform' : 'gateway',
     tracer,
   });
   // On SIGTERM the calls this environment holds are cancelled at their targets and their records removed.

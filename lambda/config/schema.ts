@@ -183,6 +183,13 @@ const origin = z
 export const CorsConfigSchema = z.strictObject({
   /** At most 100, the function URL's limit. */
   allowedOrigins: z.array(origin).max(100).default([]),
+  /**
+   * The local server refuses to start with `allowedOrigins: ["*"]` and auth `none`: any web page the
+   * user opens could then call the gateway and its targets (the Host/Origin checks let every origin
+   * past). `true` says that is intended. Deployed it changes nothing: with auth `none` the function
+   * URL requires SigV4 (AWS_IAM), which a web page cannot sign.
+   */
+  allowAnyOriginWithoutAuth: z.boolean().default(false),
 });
 
 /** A tool pattern for `confirmTools`: `target___tool`, or `target___*` for every tool of a target. */
@@ -268,6 +275,14 @@ export const GatewayConfigSchema = z
       .min(64 * 1024)
       .max(16 * 1024 * 1024)
       .default(4 * 1024 * 1024),
+    /**
+     * Live 2025-era sessions one principal may hold at once, counted across instances (DynamoDB); an
+     * `initialize` beyond it is refused with 429 + Retry-After. With auth `none` every caller is one
+     * principal (`anonymous`), so this caps the whole gateway.
+     */
+    maxSessionsPerPrincipal: z.number().int().min(1).max(1_000_000).default(1000),
+    /** `initialize` requests one principal may send per minute, counted across instances; beyond it 429 + Retry-After. */
+    initializeRatePerMinute: z.number().int().min(1).max(100_000).default(300),
     supportedVersions: z
       .array(z.enum(ALL_PROTOCOL_VERSIONS))
       .min(1)
@@ -306,7 +321,7 @@ export const GatewayConfigSchema = z
      */
     confirmationTtlSeconds: z.number().int().min(5).max(3600).default(120),
     /** Origins allowed to call the gateway from a browser (CORS); in AWS also the function URL's CORS setting. */
-    cors: CorsConfigSchema.default({ allowedOrigins: [] }),
+    cors: CorsConfigSchema.default({ allowedOrigins: [], allowAnyOriginWithoutAuth: false }),
     /** Timeouts and size limits for every target (a target's `limits` overrides them). */
     targetLimits: TargetLimitsSchema.partial()
       .default({})

@@ -1,4 +1,5 @@
 import type { AppConfigDataClientConfig } from '@aws-sdk/client-appconfigdata';
+import { ENV } from './environment';
 import { ConfigError, type GatewayConfig, parseConfig } from './schema';
 
 /**
@@ -15,9 +16,9 @@ import { ConfigError, type GatewayConfig, parseConfig } from './schema';
  * so an edited AppConfig document cannot point the gateway at another one.
  */
 
-export const CONFIG_ENV = 'GATEWAY_CONFIG';
-export const APPCONFIG_ENV = 'GATEWAY_APPCONFIG';
-export const TABLE_NAME_ENV = 'GATEWAY_TABLE_NAME';
+export const CONFIG_ENV = ENV.config;
+export const APPCONFIG_ENV = ENV.appConfig;
+export const TABLE_NAME_ENV = ENV.tableName;
 
 /** One AppConfig configuration profile, as deployed to one environment of one application. */
 export interface AppConfigLocation {

@@ -1,4 +1,5 @@
 import { regionOfArn } from '../config/arn';
+import { ENV } from '../config/environment';
 import type { GatewayConfig } from '../config/schema';
 import type { GatewayLogger } from '../observability/logger';
 import { type KeySecrets, randomSecret } from './sealed-box';
@@ -13,7 +14,7 @@ import { type KeySecrets, randomSecret } from './sealed-box';
  * 3. otherwise a random key, logged, that only this process knows.
  */
 
-export const SECRET_ARN_ENV = 'GATEWAY_REQUEST_STATE_SECRET_ARN';
+export const SECRET_ARN_ENV = ENV.requestStateSecretArn;
 
 /** Reads one version stage of a secret; undefined when that stage does not exist. */
 export type SecretReader = (

@@ -1,3 +1,4 @@
+import { ENV } from '../config/environment';
 import type { ExchangeRequest } from './exchange';
 /**
  * CORS for browser-based MCP clients (the MCP Inspector's web UI, web apps), from the configuration's
@@ -18,7 +19,7 @@ import type { ExchangeRequest } from './exchange';
  */
 
 /** Set to `function-url` by the CDK stack: the function URL's own CORS setting answers CORS, not the function. */
-export const CORS_BY_ENV = 'GATEWAY_CORS';
+export const CORS_BY_ENV = ENV.cors;
 
 /** Request headers a browser-based MCP client sends (Streamable HTTP, both eras, resumption, tracing). */
 export const CORS_ALLOWED_HEADERS = [

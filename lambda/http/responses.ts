@@ -1,4 +1,5 @@
 import { noteClientMessage } from '../observability/request-context';
+import { stringifyMessage } from '../protocol/request-id';
 import type { JSONRPCMessage } from '../protocol/types';
 import type { ExchangeRequest } from './exchange';
 import { SseStream } from './sse';
@@ -7,7 +8,7 @@ import { SseStream } from './sse';
 
 export function jsonResponse(status: number, body: unknown, headers: Record<string, string> = {}): Response {
   noteClientMessage(body); // an error's code goes to the request's access log line
-  return new Response(JSON.stringify(body), {
+  return new Response(stringifyMessage(body), {
     status,
     headers: { 'content-type': 'application/json', ...headers },
   });

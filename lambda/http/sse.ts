@@ -1,4 +1,5 @@
 import { noteClientMessage } from '../observability/request-context';
+import { stringifyMessage } from '../protocol/request-id';
 import type { JSONRPCMessage } from '../protocol/types';
 
 /**
@@ -156,7 +157,7 @@ export class SseStream {
   send(message: JSONRPCMessage): void {
     if (this.ending) return;
     noteClientMessage(message); // an error's code goes to the request's access log line
-    const data = JSON.stringify(message);
+    const data = stringifyMessage(message);
     if (!this.log) {
       this.write(frame(undefined, data));
       return;
@@ -168,7 +169,7 @@ export class SseStream {
   end(message: JSONRPCMessage): void {
     if (this.ending) return;
     noteClientMessage(message);
-    const data = JSON.stringify(message);
+    const data = stringifyMessage(message);
     this.ending = true;
     const log = this.log;
     if (!log) {

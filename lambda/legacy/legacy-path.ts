@@ -2,12 +2,14 @@ import { errorResponse, refuse } from '../http/errors';
 import type { ExchangeContext } from '../http/exchange';
 import { type AcceptPreference, messageResponse, parseAccept } from '../http/responses';
 import { describeError } from '../observability/logger';
+import { GatewayError } from '../protocol/errors';
 import { isWellFormedSessionId, MCP_HEADERS } from '../protocol/headers';
 import type { ClientMessage } from '../protocol/jsonrpc';
 import type { InitializeRequestParams, InitializeResult, JSONRPCRequest, RequestId } from '../protocol/types';
 import { legacyVersionsOf } from '../protocol/versions';
 import { newSessionId } from '../state/records';
 import type { LoadedSession, SessionRecord } from '../state/store';
+import { admitSession, releaseSession } from './admission';
 import { deliverAnswer } from './answer';
 import { CLIENT_STREAM_KEY, openClientStream } from './client-stream';
 import type { LegacyDeps } from './deps';
@@ -106,6 +108,7 @@ export async function handleLegacyDelete(input: Omit<LegacyInput, 'message' | 'a
   }
   // Its GET stream, when this instance holds it (elsewhere it ends when the targets forget the session).
   input.deps.activeCalls.get(loaded.session.id, CLIENT_STREAM_KEY)?.cancelByClient(undefined);
+  await releaseSession(input.deps, loaded.session);
   await terminateTargetSessions(input.deps, loaded);
   input.deps.logger.info('session deleted', { sessionId: loaded.session.id });
   return new Response(null, { status: 200 });
@@ -173,6 +176,19 @@ async function loadOwnSession<T extends { session: SessionRecord }>(
     // Another principal's session is indistinguishable from a missing one.
     return refuse('SessionNotFound', 'Session not found: it expired or was deleted; initialize a new one', { id });
   }
+  // The transports page (2025-11-25): the client sends the version negotiated at initialize, and an
+  // unsupported one is answered 400. Within a session only that version is supported: another one
+  // (even a version the gateway serves) would have the request read by the wrong version's rules.
+  // No header stays accepted (a 2025-03-26 client sends none).
+  const versionHeader = headers.get(MCP_HEADERS.protocolVersion);
+  const negotiated = loaded.session.protocolVersion;
+  if (versionHeader !== null && versionHeader !== negotiated) {
+    return refuse(
+      'InvalidRequest',
+      `Bad Request: MCP-Protocol-Version "${versionHeader}" is not this session's protocol version "${negotiated}" (negotiated at initialize)`,
+      { id, data: { negotiated, requested: versionHeader } },
+    );
+  }
   return loaded;
 }
 
@@ -208,9 +224,17 @@ async function initialize(input: LegacyInput, request: JSONRPCRequest): Promise<
     expiresAt: now + deps.config.sessionTimeoutSeconds,
   };
   try {
+    await admitSession(deps, session);
+  } catch (error) {
+    // DEBUG: the access log already has the 429; a flood of refusals must not flood the log too.
+    deps.logger.debug('initialize refused', { kind: error instanceof GatewayError ? error.kind : 'unknown' });
+    return errorResponse(request.id, error);
+  }
+  try {
     await deps.store.createSession(session);
   } catch (error) {
     deps.logger.error('creating the session failed', { error: describeError(error) });
+    await releaseSession(deps, session);
     return errorResponse(request.id, error);
   }
   deps.logger.info('session initialized', { sessionId: session.id, protocolVersion, client: params.clientInfo?.name });

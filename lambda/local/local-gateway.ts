@@ -2,6 +2,7 @@ import { type BuildOptions, buildGatewayDeps } from '../app/bootstrap';
 import type { GatewayDeps } from '../app/deps';
 import { createGateway } from '../app/gateway';
 import { reportTargetsAtStartup } from '../app/startup-report';
+import { readEnvironment } from '../config/environment';
 import { type GatewayConfig, type GatewayConfigInput, parseConfig } from '../config/schema';
 import { keySecretsFromConfig } from '../crypto/keys';
 import type { GatewayLogger } from '../observability/logger';
@@ -10,6 +11,7 @@ import { createDocumentClient, ensureTable } from '../state/dynamo-client';
 import { type DemoTargets, type DemoTargetsOptions, startDemoTargets } from './demo-targets';
 import { startEmbeddedDynamo } from './embedded-dynamodb';
 import { serveOnNode } from './node-adapter';
+import { refuseOpenCorsWithoutAuth } from './open-cors';
 
 export interface LocalGatewayOptions {
   host?: string;
@@ -56,6 +58,9 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
     for (const close of closers.reverse()) await close().catch(() => undefined);
   };
   try {
+    // Before anything starts: a configuration this server must not serve fails with one line.
+    const environment = readEnvironment();
+    refuseOpenCorsWithoutAuth(parseConfig(options.config ?? {}));
     let endpoint = options.dynamodbEndpoint;
     if (!endpoint) {
       const embedded = await startEmbeddedDynamo(options.dynamodbPort);
@@ -72,7 +77,7 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
     }
     const config = parseConfig({ ...options.config, targets });
     const documentClient = createDocumentClient({ endpoint });
-    const logger = options.logger ?? createLogger(config.logLevel);
+    const logger = options.logger ?? createLogger(environment.logLevel ?? config.logLevel);
     try {
       await ensureTable(documentClient, config.tableName);
     } catch (error) {

@@ -28,13 +28,6 @@ export interface RequestTracer {
   begin(): RequestSpan | undefined;
 }
 
-export const TRACING_ENV = 'GATEWAY_TRACING';
-
-/** Whether the environment asks for active tracing. */
-export function tracingEnabled(env: NodeJS.ProcessEnv): boolean {
-  return env[TRACING_ENV] === 'active';
-}
-
 export async function createActiveTracer(serviceName: string): Promise<RequestTracer> {
   // Imported only here, so a function without tracing never loads the X-Ray SDK.
   const { Tracer } = await import('@aws-lambda-powertools/tracer');

@@ -11,10 +11,9 @@ export type GatewayLogger = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
 
 export type GatewayLogLevel = 'DEBUG' | 'INFO' | 'WARN' | 'ERROR' | 'SILENT';
 
+/** `level`: the configured one, or GATEWAY_LOG_LEVEL's, which callers read validated (config/environment.ts). */
 export function createLogger(level: GatewayLogLevel = 'INFO'): GatewayLogger {
-  // GATEWAY_LOG_LEVEL lets tests and operators override the configured level without a redeploy.
-  const override = process.env.GATEWAY_LOG_LEVEL as GatewayLogLevel | undefined;
-  return withRequestKeys(new Logger({ serviceName: 'mcp-gateway', logLevel: override ?? level }));
+  return withRequestKeys(new Logger({ serviceName: 'mcp-gateway', logLevel: level }));
 }
 
 type LogMethod = 'debug' | 'info' | 'warn' | 'error';

@@ -47,6 +47,10 @@ export const ERROR_TABLE = {
   SessionRequired: { code: RpcCode.InvalidRequest, status: 400 },
   SessionNotFound: { code: RpcCode.InvalidRequest, status: 404 },
   AnswerRefused: { code: RpcCode.InvalidRequest, status: 400 },
+  /** A principal's `initialize` over `maxSessionsPerPrincipal` live sessions; `Retry-After`: when one ends. */
+  TooManySessions: { code: RpcCode.ServerError, status: 429, retryable: true, type: 'TooManySessions' },
+  /** A principal's `initialize` over `initializeRatePerMinute`; `Retry-After`: when the minute is over. */
+  InitializeRateExceeded: { code: RpcCode.ServerError, status: 429, retryable: true, type: 'RateLimited' },
   /** More pending requests in one session than `maxPendingRequestsPerSession`. */
   TooManyPendingRequests: { code: RpcCode.InternalError, status: 200, type: 'TooManyPendingRequests' },
   /** More bridged 2026-07-28 calls of one principal held by this instance than `maxBridgedCallsPerPrincipal`. */
@@ -128,11 +132,15 @@ export class GatewayError extends Error {
     message: string,
     /** Details for the client (an object is merged with the table's `type`/`retryable`; anything else is sent as is). */
     readonly data?: unknown,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; retryAfterSeconds?: number },
   ) {
     super(message, options);
     this.name = 'GatewayError';
+    this.retryAfterSeconds = options?.retryAfterSeconds ?? (ERROR_TABLE[kind] as ErrorSpec).retryAfterSeconds;
   }
+
+  /** When retrying may help: the table's wait, or this error's own (a rate window's end). */
+  readonly retryAfterSeconds?: number;
 
   get spec(): ErrorSpec {
     return ERROR_TABLE[this.kind];
@@ -207,7 +215,7 @@ export function rpcError(id: RequestId | null, error: unknown): JSONRPCErrorResp
       ...(spec.type ? { type: spec.type } : {}),
       ...(own as Record<string, unknown> | undefined),
       ...(spec.retryable ? { retryable: true } : {}),
-      ...(spec.retryAfterSeconds ? { retryAfterSeconds: spec.retryAfterSeconds } : {}),
+      ...(known.retryAfterSeconds ? { retryAfterSeconds: known.retryAfterSeconds } : {}),
     };
     data = Object.keys(merged).length ? merged : undefined;
   }
@@ -234,6 +242,6 @@ export function httpStatusOf(error: unknown): number {
 
 /** Headers that go with `error` when it is the whole response (`Retry-After` where a wait is known). */
 export function errorHeaders(error: unknown): Record<string, string> {
-  const seconds = error instanceof GatewayError ? error.spec.retryAfterSeconds : undefined;
+  const seconds = error instanceof GatewayError ? error.retryAfterSeconds : undefined;
   return seconds ? { 'retry-after': String(seconds) } : {};
 }

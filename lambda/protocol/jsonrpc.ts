@@ -6,6 +6,7 @@ import type {
   RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
 import { ERROR_TABLE, type ErrorKind } from './errors';
+import { exactNumberId, isReservedStringId, MAX_REQUEST_ID_LENGTH, rawValueAt } from './request-id';
 
 /** JSON-RPC 2.0 message guards and the parser of what clients POST (both eras). */
 
@@ -100,6 +101,28 @@ function isErrorObject(value: unknown): boolean {
 }
 
 /**
+ * The id at `path` of the message `text`, exactly as the client wrote it (./request-id.ts), or an
+ * error when it is longer than MAX_REQUEST_ID_LENGTH or a string the gateway reserves.
+ */
+function exactIdAt(text: string, path: readonly string[], id: RequestId): RequestId | { refused: string } {
+  if (typeof id === 'string') {
+    if (id.length > MAX_REQUEST_ID_LENGTH)
+      return { refused: `Invalid Request: a request id is at most ${MAX_REQUEST_ID_LENGTH} characters` };
+    if (isReservedStringId(id)) return { refused: 'Invalid Request: a string id may not start with U+0000' };
+    return id;
+  }
+  // Only a value JSON.parse could not keep is looked up in the text (a scan of the body): beyond 2^53,
+  // or -0. Any other number id is its value exactly (1.0 and 1e3 are the number 1 and 1000, and come
+  // back so), and costs nothing.
+  if (Number.isSafeInteger(id) && !Object.is(id, -0)) return id;
+  const token = rawValueAt(text, path, (candidate) => Number(candidate) === id);
+  if (token === undefined) return id;
+  if (token.length > MAX_REQUEST_ID_LENGTH)
+    return { refused: `Invalid Request: a request id is at most ${MAX_REQUEST_ID_LENGTH} characters` };
+  return exactNumberId(id, token);
+}
+
+/**
  * Parses one POSTed JSON-RPC message. Batches were removed from MCP in 2025-06-18 and are refused.
  * Checked by hand rather than with the SDK's schemas: the shape is all the gateway needs, and the
  * params travel on to the target untouched.
@@ -114,7 +137,11 @@ export function parseClientMessage(text: string): ParseOutcome {
   if (Array.isArray(raw)) {
     return refusal('InvalidRequest', 'Invalid Request: JSON-RPC batches are not supported', null);
   }
-  const id = isObject(raw) && isId(raw.id) ? raw.id : null;
+  // The id exactly as written (a number's text, e.g. 9007199254740993 or -0), so every response echoes it.
+  const exact = isObject(raw) && isId(raw.id) ? exactIdAt(text, ['id'], raw.id) : null;
+  if (exact !== null && typeof exact === 'object') return refusal('InvalidRequest', exact.refused, null);
+  const id = exact;
+  if (isObject(raw) && id !== null) raw.id = id;
   if (nestedDeeperThan(raw)) {
     // In a request or notification only `params` can nest; in anything else (an answer) it is the message.
     return isObject(raw) && typeof raw.method === 'string'
@@ -124,6 +151,13 @@ export function parseClientMessage(text: string): ParseOutcome {
   if (isObject(raw) && raw.jsonrpc === '2.0') {
     if (typeof raw.method === 'string' && isParams(raw.params)) {
       if (!('id' in raw) && onlyKeys(raw, ['jsonrpc', 'method', 'params'])) {
+        // A cancellation names a request by its id: kept exactly too, so it derives the same upstream id.
+        const params = raw.params as Record<string, unknown> | undefined;
+        if (raw.method === 'notifications/cancelled' && params && isId(params.requestId)) {
+          const requestId = exactIdAt(text, ['params', 'requestId'], params.requestId);
+          if (typeof requestId === 'object') return refusal('InvalidRequest', requestId.refused, null);
+          params.requestId = requestId;
+        }
         return { ok: true, value: { kind: 'notification', message: raw as JSONRPCNotification } };
       }
       if (isId(raw.id) && onlyKeys(raw, ['jsonrpc', 'id', 'method', 'params'])) {

@@ -1,3 +1,4 @@
+import { numberTextOf } from '../protocol/request-id';
 import type { RequestId } from '../protocol/types';
 
 /**
@@ -6,5 +7,9 @@ import type { RequestId } from '../protocol/types';
  * Client ids are unique among its in-flight requests, and each gateway session has its own target sessions.
  */
 export function upstreamRequestId(clientId: RequestId): string {
+  // A number id kept as its JSON text derives from its exact digits (protocol/request-id.ts); ids are
+  // at most MAX_REQUEST_ID_LENGTH long, so this one is too (plus 4), and fits a DynamoDB sort key.
+  const numberText = numberTextOf(clientId);
+  if (numberText !== undefined) return `c.n.${numberText}`;
   return typeof clientId === 'number' ? `c.n.${clientId}` : `c.s.${clientId}`;
 }

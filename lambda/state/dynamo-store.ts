@@ -11,8 +11,18 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { DYNAMODB_ITEM_LIMIT_BYTES, ItemTooLargeError } from '../protocol/errors';
+import {
+  bucketOfSk,
+  bucketStartOf,
+  COUNTER_TTL_SLACK_SECONDS,
+  LIVE_END,
+  liveSk,
+  principalPk,
+  rateSk,
+} from './principal-counters';
 import { CLAIM_LEASE_MS, newClaimToken } from './records';
 import {
+  type Admission,
   type CallEndReason,
   type LoadedAnswer,
   type LoadedSession,
@@ -540,6 +550,91 @@ export class DynamoSessionStore implements SessionStore {
             TableName: this.tableName,
             Key: { pk: pk(sessionId), sk: pendingSk(gatewayId) },
             ...update,
+          }),
+          { abortSignal },
+        ),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+
+  async countInitialize(
+    principal: string,
+    windowStart: number,
+    windowSeconds: number,
+    limit: number,
+  ): Promise<boolean> {
+    return this.conditionalCount({ pk: principalPk(principal), sk: rateSk(windowStart) }, 1, {
+      condition: 'attribute_not_exists(#n) OR #n < :bound',
+      bound: limit,
+      ttl: windowStart + windowSeconds + COUNTER_TTL_SLACK_SECONDS,
+    });
+  }
+
+  async admitSession(
+    principal: string,
+    expiresAt: number,
+    limits: { max: number; bucketSeconds: number },
+    now = nowSeconds(),
+  ): Promise<Admission> {
+    const partition = principalPk(principal);
+    const own = bucketStartOf(expiresAt, limits.bucketSeconds);
+    let others = 0;
+    let firstEnd = own + limits.bucketSeconds;
+    for await (const page of this.pages({
+      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+      ExpressionAttributeValues: {
+        ':pk': partition,
+        ':from': liveSk(bucketStartOf(now, limits.bucketSeconds)),
+        ':to': LIVE_END,
+      },
+    })) {
+      for (const item of page.Items ?? []) {
+        const bucket = bucketOfSk(item.sk as string);
+        const count = Number(item.count ?? 0);
+        if (count > 0) firstEnd = Math.min(firstEnd, bucket + limits.bucketSeconds);
+        if (bucket !== own) others += count;
+      }
+    }
+    const refused: Admission = { admitted: false, retryAfterSeconds: Math.max(1, firstEnd - now) };
+    const room = limits.max - others;
+    if (room <= 0) return refused;
+    const admitted = await this.conditionalCount({ pk: partition, sk: liveSk(own) }, 1, {
+      condition: 'attribute_not_exists(#n) OR #n < :bound',
+      bound: room,
+      ttl: own + limits.bucketSeconds + COUNTER_TTL_SLACK_SECONDS,
+    });
+    return admitted ? { admitted: true } : refused;
+  }
+
+  async releaseSession(principal: string, expiresAt: number, bucketSeconds: number): Promise<void> {
+    const own = bucketStartOf(expiresAt, bucketSeconds);
+    await this.conditionalCount({ pk: principalPk(principal), sk: liveSk(own) }, -1, {
+      condition: '#n > :bound',
+      bound: 0,
+      ttl: own + bucketSeconds + COUNTER_TTL_SLACK_SECONDS,
+    });
+  }
+
+  /** `ADD count delta` on one counter item when `condition` holds (its TTL set with it); false when it did not. */
+  private async conditionalCount(
+    key: { pk: string; sk: string },
+    delta: number,
+    options: { condition: string; bound: number; ttl: number },
+  ): Promise<boolean> {
+    try {
+      await guarded((abortSignal) =>
+        this.client.send(
+          new UpdateCommand({
+            TableName: this.tableName,
+            Key: key,
+            UpdateExpression: 'ADD #n :delta SET expiresAt = :ttl',
+            ConditionExpression: options.condition,
+            ExpressionAttributeNames: { '#n': 'count' },
+            ExpressionAttributeValues: { ':delta': delta, ':ttl': options.ttl, ':bound': options.bound },
           }),
           { abortSignal },
         ),

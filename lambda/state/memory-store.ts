@@ -1,6 +1,8 @@
 import { DYNAMODB_ITEM_LIMIT_BYTES, ItemTooLargeError } from '../protocol/errors';
+import { bucketOfSk, bucketStartOf, LIVE_END, liveSk, principalPk, rateSk } from './principal-counters';
 import { CLAIM_LEASE_MS, newClaimToken } from './records';
 import {
+  type Admission,
   type CallEndReason,
   type LoadedAnswer,
   type LoadedSession,
@@ -310,6 +312,57 @@ export class MemorySessionStore implements SessionStore {
     delete item.claim;
     delete item.claimedAt;
     delete item.ack;
+    return true;
+  }
+
+  async countInitialize(
+    principal: string,
+    windowStart: number,
+    _windowSeconds: number,
+    limit: number,
+  ): Promise<boolean> {
+    this.available();
+    return this.conditionalCount(principalPk(principal), rateSk(windowStart), 1, (n) => n < limit);
+  }
+
+  async admitSession(
+    principal: string,
+    expiresAt: number,
+    limits: { max: number; bucketSeconds: number },
+    now = nowSeconds(),
+  ): Promise<Admission> {
+    this.available();
+    const partition = this.partition(principalPk(principal));
+    const own = bucketStartOf(expiresAt, limits.bucketSeconds);
+    const from = liveSk(bucketStartOf(now, limits.bucketSeconds));
+    let others = 0;
+    let firstEnd = own + limits.bucketSeconds;
+    for (const [sk, item] of partition) {
+      if (sk < from || sk > LIVE_END) continue;
+      const bucket = bucketOfSk(sk);
+      const count = Number(item.count ?? 0);
+      if (count > 0) firstEnd = Math.min(firstEnd, bucket + limits.bucketSeconds);
+      if (bucket !== own) others += count;
+    }
+    const refused: Admission = { admitted: false, retryAfterSeconds: Math.max(1, firstEnd - now) };
+    const room = limits.max - others;
+    if (room <= 0) return refused;
+    return this.conditionalCount(principalPk(principal), liveSk(own), 1, (n) => n < room)
+      ? { admitted: true }
+      : refused;
+  }
+
+  async releaseSession(principal: string, expiresAt: number, bucketSeconds: number): Promise<void> {
+    this.available();
+    this.conditionalCount(principalPk(principal), liveSk(bucketStartOf(expiresAt, bucketSeconds)), -1, (n) => n > 0);
+  }
+
+  /** `count += delta` on one counter item when `allowed(count)` (0 when absent), as the DynamoDB store's conditional ADD. */
+  private conditionalCount(pk: string, sk: string, delta: number, allowed: (count: number) => boolean): boolean {
+    const partition = this.partition(pk);
+    const count = Number(partition.get(sk)?.count ?? 0);
+    if (partition.has(sk) ? !allowed(count) : !allowed(0)) return false;
+    partition.set(sk, { count: count + delta });
     return true;
   }
 

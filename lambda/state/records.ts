@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { holderLeaseMsOf } from '../config/environment';
 import type { RequestId } from '../protocol/types';
 import type { PendingKind, PendingRecord } from './store';
 
@@ -58,13 +59,8 @@ export const CLAIM_LEASE_MS = 30_000;
  * waits; a holder that died stops its records being answered within HOLDER_LEASE_MS. 30 s, or
  * GATEWAY_HOLDER_LEASE_MS (fault tests shorten it, so a killed instance is noticed in seconds).
  */
-export const HOLDER_LEASE_MS = leaseFromEnvironment(process.env.GATEWAY_HOLDER_LEASE_MS);
+export const HOLDER_LEASE_MS = holderLeaseMsOf(process.env);
 export const HOLDER_RENEW_MS = Math.floor(HOLDER_LEASE_MS / 3);
-
-function leaseFromEnvironment(value: string | undefined): number {
-  const ms = Number(value);
-  return Number.isInteger(ms) && ms >= 300 ? ms : 30_000;
-}
 
 /**
  * Liveness at the moment an answer is delivered: the holder looks at its waiting records every

@@ -120,7 +120,28 @@ export interface StreamEventRecord {
 /** Why a call's marker was written: the client cancelled it, or the answer to its request could not be delivered. */
 export type CallEndReason = 'cancelled' | 'answer-undeliverable';
 
-export interface SessionStore {
+/** Whether a principal's new session was admitted; when not, how long until one may be (seconds). */
+export type Admission = { admitted: true } | { admitted: false; retryAfterSeconds: number };
+
+/**
+ * Per-principal limits on 2025-era sessions, counted across instances (./principal-counters.ts says
+ * how, and what it costs).
+ */
+export interface PrincipalCounters {
+  /** Counts one `initialize` in the window starting at `windowStart` (epoch s); false when `limit` were already counted there. */
+  countInitialize(principal: string, windowStart: number, windowSeconds: number, limit: number): Promise<boolean>;
+  /** Admits one more live session expiring at `expiresAt`, unless `max` of the principal's sessions are live. */
+  admitSession(
+    principal: string,
+    expiresAt: number,
+    limits: { max: number; bucketSeconds: number },
+    now?: number,
+  ): Promise<Admission>;
+  /** A live session expiring at `expiresAt` ended (DELETE, or its creation failed after admission). */
+  releaseSession(principal: string, expiresAt: number, bucketSeconds: number): Promise<void>;
+}
+
+export interface SessionStore extends PrincipalCounters {
   createSession(session: SessionRecord): Promise<void>;
   /**
    * One read: the session with its target sessions; undefined when absent or expired. It does not

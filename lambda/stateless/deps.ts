@@ -4,7 +4,7 @@ import type { BridgedCalls } from './bridged-calls';
 import type { LegacySessionPool } from './legacy-sessions';
 import type { RequestStateSealer } from './request-state';
 
-/** What the 2026-07-28 path is built from: the shared parts, the sealer, and memory. No store at all. */
+/** What the 2026-07-28 path is built from: the shared parts, the sealer, memory, and the bridged calls' rounds (no session store). */
 export interface StatelessDeps extends SharedDeps {
   /** Seals and opens the gateway's requestState (keys from configuration or Secrets Manager). */
   requestState: RequestStateSealer;

@@ -47,8 +47,10 @@ export function isModernRequest(headers: Headers, message: ClientMessage): boole
 }
 
 /**
- * A POST on the 2026-07-28 path. No store is passed in and none is used: every request carries
- * what the gateway needs, and the only cross-request state is the sealed requestState the client holds.
+ * A POST on the 2026-07-28 path. The session store is not passed in: every request carries what the
+ * gateway needs, and the cross-request state is the sealed requestState the client holds. The one
+ * exception is a call bridged to a 2025-only target that asks for input, whose rounds live in
+ * `deps.rounds` (./bridge.ts).
  */
 export async function handleStatelessPost(input: StatelessInput): Promise<Response> {
   const { deps, message } = input;

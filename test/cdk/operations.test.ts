@@ -1,8 +1,8 @@
 import { App, Validations } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
+import { ENV } from '../../lambda/config/environment';
 import { CORS_BY_ENV } from '../../lambda/http/cors';
-import { TRACING_ENV } from '../../lambda/observability/active-tracing';
 import { MetricName } from '../../lambda/observability/metrics';
 import { readGatewayContext } from '../../lib/context';
 import { buildGatewayApp, type McpGatewayStack } from '../../lib/mcp-gateway-stack';
@@ -42,7 +42,7 @@ describe('X-Ray active tracing (context tracing)', () => {
     const { stack, template } = synth();
     const fn = theFunction(template);
     expect(fn.Properties.TracingConfig).toBeUndefined();
-    expect(fn.Properties.Environment.Variables[TRACING_ENV]).toBeUndefined();
+    expect(fn.Properties.Environment.Variables[ENV.tracing]).toBeUndefined();
     expect(xrayStatements(template)).toEqual([]);
     expect(nagViolations(stack)).toEqual([]);
   });
@@ -51,7 +51,7 @@ describe('X-Ray active tracing (context tracing)', () => {
     const { stack, template } = synth({ tracing: 'active' });
     const fn = theFunction(template);
     expect(fn.Properties.TracingConfig).toEqual({ Mode: 'Active' });
-    expect(fn.Properties.Environment.Variables[TRACING_ENV]).toBe('active');
+    expect(fn.Properties.Environment.Variables[ENV.tracing]).toBe('active');
     const xray = xrayStatements(template);
     expect(xray).toHaveLength(1);
     expect([xray[0]?.Action].flat().sort()).toEqual(['xray:PutTelemetryRecords', 'xray:PutTraceSegments']);

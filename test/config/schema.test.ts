@@ -14,7 +14,7 @@ function target(tools: unknown) {
 
 describe('cors', () => {
   test('default: no origin is allowed', () => {
-    expect(parseConfig({}).cors).toEqual({ allowedOrigins: [] });
+    expect(parseConfig({}).cors).toEqual({ allowedOrigins: [], allowAnyOriginWithoutAuth: false });
   });
 
   test.each([

@@ -560,6 +560,41 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
     });
   });
 
+  describe('per-principal counters', () => {
+    const limits = { max: 3, bucketSeconds: 300 };
+
+    it('counts initializes per window up to the limit; the next window starts again', async () => {
+      const counted = [];
+      for (let i = 0; i < 4; i++) counted.push(await store.countInitialize('rate-a', NOW, 60, 3));
+      expect(counted).toEqual([true, true, true, false]);
+      expect(await store.countInitialize('rate-b', NOW, 60, 3)).toBe(true); // another principal
+      expect(await store.countInitialize('rate-a', NOW + 60, 60, 3)).toBe(true);
+    });
+
+    it('admits live sessions up to max across expiry buckets; a release or expiry makes room, with a Retry-After until then', async () => {
+      // Two sessions expiring in one bucket, one in the next: three live.
+      expect(await store.admitSession('live-a', NOW + 3600, limits, NOW)).toEqual({ admitted: true });
+      expect(await store.admitSession('live-a', NOW + 3610, limits, NOW)).toEqual({ admitted: true });
+      expect(await store.admitSession('live-a', NOW + 3900, limits, NOW + 300)).toEqual({ admitted: true });
+      const refused = await store.admitSession('live-a', NOW + 3950, limits, NOW + 350);
+      // The first bucket (expiries in [NOW+3600 rounded down, +300 s)) ends first.
+      const firstBucketEnd = Math.floor((NOW + 3600) / 300) * 300 + 300;
+      expect(refused).toEqual({ admitted: false, retryAfterSeconds: firstBucketEnd - (NOW + 350) });
+      expect(await store.admitSession('live-b', NOW + 3950, limits, NOW + 350)).toEqual({ admitted: true });
+      await store.releaseSession('live-a', NOW + 3610, limits.bucketSeconds);
+      expect(await store.admitSession('live-a', NOW + 3950, limits, NOW + 350)).toEqual({ admitted: true });
+      // Once the first bucket's sessions expired, it no longer counts.
+      expect(await store.admitSession('live-a', firstBucketEnd + 3600, limits, firstBucketEnd)).toEqual({
+        admitted: true,
+      });
+      // A release of nothing counted is ignored (never negative).
+      await store.releaseSession('live-c', NOW + 3600, limits.bucketSeconds);
+      for (let i = 0; i < 3; i++)
+        expect((await store.admitSession('live-c', NOW + 3600, limits, NOW)).admitted).toBe(true);
+      expect((await store.admitSession('live-c', NOW + 3600, limits, NOW)).admitted).toBe(false);
+    });
+  });
+
   describe('an unreachable store', () => {
     // Last: the store stays down for the rest of this block's file.
     it('fails every operation with StoreUnavailableError (503 to the client), never with false or undefined', async () => {

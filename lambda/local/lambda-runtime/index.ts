@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, extname } from 'node:path';
+import { ENV, readEnvironment } from '../../config/environment';
 import { type GatewayConfig, type GatewayConfigInput, parseConfig } from '../../config/schema';
 import { createDocumentClient, ensureTable } from '../../state/dynamo-client';
 import { type DemoTargets, type DemoTargetsOptions, startDemoTargets } from '../demo-targets';
 import { startEmbeddedDynamo } from '../embedded-dynamodb';
+import { refuseOpenCorsWithoutAuth } from '../open-cors';
 import { ensureBundle, snapshotBundle } from './bundle';
 import { startFrontEnd } from './front-end';
 import { EnvironmentPool, type LambdaModeStats } from './pool';
@@ -72,6 +74,10 @@ export async function startLambdaMode(options: LambdaModeOptions = {}): Promise<
     closers.length = 0;
   };
   try {
+    // Before anything starts: the front end serves on this machine as `npm start` does.
+    // The variables passed on to the environments (functionEnvironment) fail here, once, not in each.
+    readEnvironment();
+    refuseOpenCorsWithoutAuth(parseConfig(options.config ?? {}));
     const progress = options.progress ?? (() => undefined);
     const image = await ensureRuntimeImage(progress);
     let endpoint = options.dynamodbEndpoint;
@@ -168,7 +174,7 @@ function functionEnvironment(
     const value = process.env[name];
     if (value !== undefined) environment[name] = value;
   }
-  for (const name of ['GATEWAY_LOG_LEVEL', 'GATEWAY_KEEPALIVE_MS', 'GATEWAY_HOLDER_LEASE_MS']) {
+  for (const name of [ENV.logLevel, ENV.keepAliveMs, ENV.holderLeaseMs]) {
     const value = process.env[name];
     if (value !== undefined) environment[name] = value;
   }
