@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -15,23 +15,15 @@ import { withGateway } from '../support/with-gateway';
  * gateway, except the gaps named below; a gap that starts passing fails this test, so the list
  * stays true (the suite's own `--expected-failures` rule).
  *
- * The suite needs Node.js 22+ (the runtime image's Node 24 is used when this one is older) and the
- * package installed; without it this suite is skipped. `MCP_CONFORMANCE_DIR` may point at a copy.
+ * The suite needs Node.js 22+ (the runtime image's Node 24 is used when this one is older); the package
+ * is a devDependency (`MCP_CONFORMANCE_DIR` may point at another copy).
  */
 
 /** Scenarios the gateway does not pass yet, and why. */
-const GATEWAY_GAPS: Record<string, string> = {
-  'resources-subscribe': 'resources/subscribe is not routed to targets yet (-32601)',
-  'resources-unsubscribe': 'resources/unsubscribe is not routed to targets yet (-32601)',
-};
+const GATEWAY_GAPS: Record<string, string> = {};
 
-function conformanceDir(): string | undefined {
-  if (process.env.MCP_CONFORMANCE_DIR) return process.env.MCP_CONFORMANCE_DIR;
-  try {
-    return dirname(require.resolve('@modelcontextprotocol/conformance/package.json'));
-  } catch {
-    return undefined;
-  }
+function conformanceDir(): string {
+  return process.env.MCP_CONFORMANCE_DIR ?? dirname(require.resolve('@modelcontextprotocol/conformance/package.json'));
 }
 
 function node22(): string {
@@ -68,11 +60,9 @@ function checksOf(
   return folder ? JSON.parse(readFileSync(join(run.dir, folder, 'checks.json'), 'utf8')) : [];
 }
 
-const dir = conformanceDir();
-const cli = dir ? join(dir, 'dist', 'index.js') : undefined;
-const suite = cli && existsSync(cli) ? describe : describe.skip;
+const cli = join(conformanceDir(), 'dist', 'index.js');
 
-suite('the official conformance suite (server scenarios, 2025-11-25)', () => {
+describe('the official conformance suite (server scenarios, 2025-11-25)', () => {
   const gw = withGateway(
     { logLevel: 'SILENT', toolNamePrefix: 'conditional' },
     { targets: { conformance: () => startConformanceServer() } },
@@ -80,7 +70,7 @@ suite('the official conformance suite (server scenarios, 2025-11-25)', () => {
   let direct: SuiteRun;
 
   beforeAll(async () => {
-    direct = await runSuite(cli as string, gw.targets.conformance.url);
+    direct = await runSuite(cli, gw.targets.conformance.url);
   }, 300_000);
 
   it('passes every scenario directly against the reference server', () => {
@@ -89,7 +79,7 @@ suite('the official conformance suite (server scenarios, 2025-11-25)', () => {
   });
 
   it('passes through the gateway every scenario that passes directly, but the named gaps', async () => {
-    const through = await runSuite(cli as string, gw.url);
+    const through = await runSuite(cli, gw.url);
     const failing = Object.entries(through.scenarios)
       .filter(([, passed]) => !passed)
       .map(([name]) => name)
