@@ -6,7 +6,7 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
-import { MetricDimension, MetricName } from '../lambda/observability/metrics';
+import { MetricDimension, MetricName } from '../lambda/observability/metric-names';
 
 /** The JSON-RPC code of the errors that are the gateway's (or a target's) fault, not the client's. */
 export const SERVER_ERROR_CODE = '-32603';
