@@ -80,8 +80,13 @@ export function functionUrlAuthFor(authType: string): lambda.FunctionUrlAuthType
 /** The alias that serves the function URL; a deployment moves it to the new version (or CodeDeploy shifts it). */
 export const LIVE_ALIAS = 'live';
 
+export type { GatewayAppConfigProps } from './app-config';
+export type { GatewayMonitoringProps } from './monitoring';
+export type { GatewayConfig, GatewayConfigInput };
 /** The same lists the gateway core answers with locally (lambda/http/cors.ts), so the two never differ. */
-export { CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS };
+// This module is the published package's entry point (packages/construct): what an app needs to type
+// the props, catch a configuration error, or use the parts the construct exposes.
+export { CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS, ConfigError, GatewayAppConfig, GatewayMonitoring };
 
 /**
  * The function URL's own CORS setting, from the configuration's `cors`; undefined when no origin is

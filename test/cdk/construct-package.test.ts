@@ -89,6 +89,16 @@ describe('the construct package, used from another CDK app', () => {
     const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as Record<string, unknown>;
     expect(manifest.peerDependencies).toEqual({ 'aws-cdk-lib': expect.any(String), constructs: expect.any(String) });
     expect(manifest.private).toBeUndefined();
+    // Released with the repository, and running on the dependency versions the repository tests.
+    const root = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+      version: string;
+      dependencies: Record<string, string>;
+      devDependencies: Record<string, string>;
+    };
+    expect(manifest.version).toBe(root.version);
+    for (const [name, version] of Object.entries(manifest.dependencies as Record<string, string>)) {
+      expect([name, version]).toEqual([name, root.dependencies[name] ?? root.devDependencies[name]]);
+    }
     expect(existsSync(join(installed, 'dist', 'lib', 'mcp-gateway.js'))).toBe(true);
     expect(existsSync(join(installed, 'dist', 'lib', 'mcp-gateway.d.ts'))).toBe(true);
     expect(readdirSync(join(installed, 'dist', 'handler')).sort()).toEqual(['index.mjs', 'index.mjs.map']);
