@@ -27,13 +27,13 @@ function documentedApp(): string {
   return block;
 }
 
-/** Runs node with these arguments; a failure shows what the command printed (tsc reports on stdout). */
+/** Runs node with these arguments; a failure shows the end of what it printed (tsc reports on stdout). */
 function run(args: string[], cwd: string, env: Record<string, string> = {}): void {
   try {
     execFileSync(process.execPath, args, { cwd, env: { ...process.env, ...env }, stdio: 'pipe', timeout: 180_000 });
   } catch (error) {
     const { stdout, stderr } = error as { stdout?: Buffer; stderr?: Buffer };
-    throw new Error(`node ${args.join(' ')} failed:\n${stdout ?? ''}${stderr ?? ''}`);
+    throw new Error(`node ${args.join(' ')} failed:\n${`${stdout ?? ''}${stderr ?? ''}`.slice(-4000)}`);
   }
 }
 
