@@ -9,6 +9,13 @@
 export const HANDLER_ENTRY = 'lambda/handler.ts';
 
 /**
+ * The published construct package's prebuilt handler: this folder (relative to the package's compiled
+ * root, `dist/`) holds only this file and its source map, so the folder is the function's code asset.
+ */
+export const PREBUILT_HANDLER_DIR = 'handler';
+export const PREBUILT_HANDLER_FILE = 'index.mjs';
+
+/**
  * ESM (import.meta works, and a cold-start import is faster than CommonJS), minified with names kept
  * (stack traces stay readable), a linked source map without sources (smaller asset). Every dependency
  * is bundled, the AWS SDK included: the pinned versions travel with the code.
@@ -27,7 +34,7 @@ export const LAMBDA_BUNDLE = {
     "import { createRequire as __gatewayCreateRequire } from 'node:module'; const require = __gatewayCreateRequire(import.meta.url);",
 } as const;
 
-/** The options for esbuild's `build()` (scripts/build.mjs). */
+/** The options for esbuild's `build()` (scripts/build.mjs, scripts/build-construct.ts). */
 export function esbuildOptions(entry: string, outfile: string) {
   return {
     entryPoints: [entry],

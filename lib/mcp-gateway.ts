@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { Annotations, Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
@@ -15,9 +16,9 @@ import { ENV, readEnvironment } from '../lambda/config/environment';
 import { ConfigError, type GatewayConfig, type GatewayConfigInput, parseConfig } from '../lambda/config/schema';
 import { APPCONFIG_ENV, CONFIG_ENV, TABLE_NAME_ENV } from '../lambda/config/source';
 import { CORS_ALLOWED_HEADERS, CORS_BY_ENV, CORS_EXPOSED_HEADERS, CORS_MAX_AGE_SECONDS } from '../lambda/http/cors';
-import { DEFAULT_METRICS_NAMESPACE } from '../lambda/observability/metrics';
+import { DEFAULT_METRICS_NAMESPACE } from '../lambda/observability/metric-names';
 import { GatewayAppConfig } from './app-config';
-import { HANDLER_ENTRY, LAMBDA_BUNDLE } from './bundling';
+import { HANDLER_ENTRY, LAMBDA_BUNDLE, PREBUILT_HANDLER_DIR, PREBUILT_HANDLER_FILE } from './bundling';
 import { configReferences, FULL_SECRET_ARN_PATTERN } from './context';
 import { GatewayMonitoring } from './monitoring';
 
@@ -49,9 +50,28 @@ const TRACING_ENV = ENV.tracing;
 /** Lambda allows 4 KB for all environment variables together. */
 export const LAMBDA_ENVIRONMENT_LIMIT_BYTES = 4096;
 
-/** The Lambda handler, bundled by esbuild. */
-export const DEFAULT_ENTRY = path.join(__dirname, '..', HANDLER_ENTRY);
 const PROJECT_ROOT = path.join(__dirname, '..');
+/** The Lambda handler's source, bundled by esbuild at synth time (present in this repository only). */
+export const DEFAULT_ENTRY = path.join(PROJECT_ROOT, HANDLER_ENTRY);
+/**
+ * The handler as the published package ships it: bundled once by its `prepack` script with the same
+ * options (lib/bundling.ts), so an app that installs the package synthesizes without esbuild, these
+ * sources or this lockfile. Next to the compiled construct: `<package>/dist/lib/` → `<package>/dist/`.
+ */
+export const PREBUILT_HANDLER = path.join(PROJECT_ROOT, PREBUILT_HANDLER_DIR);
+
+/**
+ * Where the function's code comes from: an explicit `entry`, or the handler source when it sits next to
+ * this file (a checkout of the repository, where a change to lambda/ must reach the next synth), are
+ * bundled now; otherwise (the installed package, which has no sources) the prebuilt bundle is the code.
+ */
+export function handlerCodeSource(entry: string | undefined): 'source' | 'prebuilt' {
+  if (entry !== undefined || existsSync(DEFAULT_ENTRY)) return 'source';
+  if (existsSync(path.join(PREBUILT_HANDLER, PREBUILT_HANDLER_FILE))) return 'prebuilt';
+  throw new Error(
+    `McpGateway: neither the handler source (${DEFAULT_ENTRY}) nor the prebuilt bundle (${PREBUILT_HANDLER}) exists; reinstall the package, or pass \`entry\``,
+  );
+}
 
 /** How clients reach the function URL: signed with SigV4, or open because the gateway checks JWTs itself. */
 export function functionUrlAuthFor(authType: string): lambda.FunctionUrlAuthType {
@@ -61,8 +81,13 @@ export function functionUrlAuthFor(authType: string): lambda.FunctionUrlAuthType
 /** The alias that serves the function URL; a deployment moves it to the new version (or CodeDeploy shifts it). */
 export const LIVE_ALIAS = 'live';
 
+export type { GatewayAppConfigProps } from './app-config';
+export type { GatewayMonitoringProps } from './monitoring';
+export type { GatewayConfig, GatewayConfigInput };
 /** The same lists the gateway core answers with locally (lambda/http/cors.ts), so the two never differ. */
-export { CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS };
+// This module is the published package's entry point (packages/construct): what an app needs to type
+// the props, catch a configuration error, or use the parts the construct exposes.
+export { CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS, ConfigError, GatewayAppConfig, GatewayMonitoring };
 
 /**
  * The function URL's own CORS setting, from the configuration's `cors`; undefined when no origin is
@@ -153,7 +178,10 @@ export interface McpGatewayProps {
   readonly vpcSubnets?: ec2.SubnetSelection;
   /** Security groups, with `vpc`. @default - one that allows all outbound traffic and no inbound */
   readonly securityGroups?: ec2.ISecurityGroup[];
-  /** The handler file. @default lambda/handler.ts of this package */
+  /**
+   * The handler file, bundled with esbuild at synth time. @default the prebuilt bundle of the installed
+   * package (lambda/handler.ts bundled from source in this repository)
+   */
   readonly entry?: string;
   /**
    * AWS X-Ray active tracing: Lambda records each invocation, and the function adds a subsegment per
@@ -183,7 +211,8 @@ export class McpGateway extends Construct {
   readonly config: GatewayConfig;
   readonly configSource: ConfigSource;
   readonly table: dynamodb.Table;
-  readonly function: nodejs.NodejsFunction;
+  /** Bundled from source (a NodejsFunction) in this repository or with `entry`; the prebuilt bundle otherwise. */
+  readonly function: lambda.Function;
   /** The alias `live`: the function URL invokes it, and a deployment moves it. */
   readonly alias: lambda.Alias;
   readonly functionUrl: lambda.FunctionUrl;
@@ -334,12 +363,8 @@ export class McpGateway extends Construct {
     warnAboutInlineSecrets(this, parsed, this.configSource);
     const vpcSubnets = props.vpc ? (props.vpcSubnets ?? { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS }) : undefined;
 
-    this.function = new nodejs.NodejsFunction(this, 'Function', {
-      entry: props.entry ?? DEFAULT_ENTRY,
-      handler: 'handler',
-      projectRoot: PROJECT_ROOT,
-      depsLockFilePath: path.join(PROJECT_ROOT, 'package-lock.json'),
-      runtime: props.runtime ?? lambda.Runtime.NODEJS_24_X,
+    const runtime = props.runtime ?? lambda.Runtime.NODEJS_24_X;
+    const functionProps: lambda.FunctionOptions = {
       architecture: props.architecture ?? lambda.Architecture.ARM_64,
       memorySize: props.memorySize ?? 1024,
       timeout,
@@ -351,9 +376,26 @@ export class McpGateway extends Construct {
       vpc: props.vpc,
       vpcSubnets,
       securityGroups: props.securityGroups,
-      bundling: cdkBundling(),
       tracing: props.activeTracing ? lambda.Tracing.ACTIVE : lambda.Tracing.DISABLED,
-    });
+    };
+    this.function =
+      handlerCodeSource(props.entry) === 'source'
+        ? new nodejs.NodejsFunction(this, 'Function', {
+            ...functionProps,
+            runtime,
+            entry: props.entry ?? DEFAULT_ENTRY,
+            handler: 'handler',
+            projectRoot: PROJECT_ROOT,
+            depsLockFilePath: path.join(PROJECT_ROOT, 'package-lock.json'),
+            bundling: cdkBundling(),
+          })
+        : new lambda.Function(this, 'Function', {
+            ...functionProps,
+            runtime,
+            // The file NodejsFunction would write for ESM, so both paths deploy the same handler name.
+            handler: `${path.parse(PREBUILT_HANDLER_FILE).name}.handler`,
+            code: lambda.Code.fromAsset(PREBUILT_HANDLER),
+          });
     if (props.vpc) this.grantVpcNetworking(props.vpc.selectSubnets(vpcSubnets).subnetIds);
 
     // --- Version, alias `live`, and the streaming function URL on the alias: rollback is moving the alias.

@@ -6,7 +6,7 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
-import { MetricDimension, MetricName } from '../lambda/observability/metrics';
+import { MetricDimension, MetricName } from '../lambda/observability/metric-names';
 
 /** The JSON-RPC code of the errors that are the gateway's (or a target's) fault, not the client's. */
 export const SERVER_ERROR_CODE = '-32603';
@@ -241,9 +241,13 @@ export class GatewayMonitoring extends Construct {
         width: 8,
       }),
       new cloudwatch.GraphWidget({
-        title: 'Errors answered to clients (by code); targets not listed (by target)',
+        title: 'Errors answered to clients (by code); targets not listed, target streams resumed (by target)',
         left: [this.search(MetricName.GatewayErrors, MetricDimension.code, 'Sum', 'errors')],
-        right: [this.search(MetricName.TargetListFailures, MetricDimension.target, 'Sum', 'not listed')],
+        right: [
+          this.search(MetricName.TargetListFailures, MetricDimension.target, 'Sum', 'not listed'),
+          // A target that polls (closes its call streams, SSE polling) is resumed: normal, but worth seeing.
+          this.search(MetricName.TargetStreamResumes, MetricDimension.target, 'Sum', 'resumed'),
+        ],
         width: 8,
       }),
       new cloudwatch.GraphWidget({

@@ -1,5 +1,6 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { MetricUnit as MetricUnitValue } from '@aws-lambda-powertools/metrics/types';
+import { DEFAULT_METRICS_NAMESPACE, DEFAULT_METRICS_SERVICE, MetricDimension, MetricName } from './metric-names';
 import { noteInputRound } from './request-context';
 
 /**
@@ -23,30 +24,8 @@ import { noteInputRound } from './request-context';
  * `lib/mcp-gateway.ts`; change them together.
  */
 
-/** Namespace used when metrics are enabled by flag and no namespace is configured. */
-export const DEFAULT_METRICS_NAMESPACE = 'McpGateway';
-/** Service dimension used when `POWERTOOLS_SERVICE_NAME` is not set. */
-export const DEFAULT_METRICS_SERVICE = 'mcp-gateway';
-
-export const MetricName = {
-  /** A server-to-client request (elicitation/create, sampling/createMessage, roots/list) forwarded to a client. */
-  RelayedInputRequests: 'RelayedInputRequests',
-  /** A client answer to a relayed request, accepted and delivered to the target. */
-  AnsweredInputRequests: 'AnsweredInputRequests',
-  /** A relayed request that was never answered before its pending record expired. */
-  ExpiredInputRequests: 'ExpiredInputRequests',
-  /** An error answered to a client, by JSON-RPC or HTTP code. */
-  GatewayErrors: 'GatewayErrors',
-  /** Time for one request to a target, in milliseconds. */
-  TargetLatency: 'TargetLatency',
-  /** A target left out of an aggregated list because it could not be listed. */
-  TargetListFailures: 'TargetListFailures',
-  /** A reconnect (GET + Last-Event-ID) to a target's stream that ended before its response (SSE polling). */
-  TargetStreamResumes: 'TargetStreamResumes',
-} as const;
-
-/** Dimension names (besides Powertools' own `service`). */
-export const MetricDimension = { method: 'method', code: 'code', target: 'target' } as const;
+// The names live apart from the Powertools code, so the CDK construct can read them without loading it.
+export { DEFAULT_METRICS_NAMESPACE, DEFAULT_METRICS_SERVICE, MetricDimension, MetricName } from './metric-names';
 
 export interface MetricsSettings {
   /** Force metrics on (true) or off (false); by default on only when POWERTOOLS_METRICS_NAMESPACE is set. */
