@@ -38,10 +38,11 @@ function demoClient(args: string[], input: string): Promise<{ status: number | n
   return new Promise((resolve) => child.on('exit', (status) => resolve({ status, stdout, stderr })));
 }
 
-it("the README's first screen has the two commands and the quickstart", () => {
+it("the README's first screen has the commands (start, try, test) and the quickstart", () => {
   const firstScreen = readFileSync(join(ROOT, 'README.md'), 'utf8').split('\n').slice(0, 40).join('\n');
   expect(firstScreen).toMatch(/^npm ci && npm start {2,}# /m);
   expect(firstScreen).toMatch(/^npm run demo:client {2,}# /m);
+  expect(firstScreen).toMatch(/^npm test {2,}# /m);
   expect(firstScreen).toContain('## Quickstart');
   expect(firstScreen).toContain('```mermaid');
 });
