@@ -261,7 +261,7 @@ export class McpGateway extends Construct {
     this.metricsNamespace = props.metricsNamespace ?? DEFAULT_METRICS_NAMESPACE;
     this.metricsServiceName = props.metricsServiceName ?? Stack.of(this).stackName;
 
-    // --- State: one table, one partition per session (DESIGN.md).
+    // --- State: one table, one partition per session (ARCHITECTURE.md).
     this.table = new dynamodb.Table(this, 'Table', {
       tableName: input.tableName,
       partitionKey: { name: 'pk', type: dynamodb.AttributeType.STRING },

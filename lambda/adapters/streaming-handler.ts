@@ -83,7 +83,7 @@ export function createStreamingHandler(
     context: { getRemainingTimeInMillis(): number; awsRequestId?: string },
   ): Promise<void> {
     // Client-disconnect detection: 'close'/'error' before the response finished. Real Lambda may never
-    // signal this (see building-blocks §3.3), so the deadline below is the backstop.
+    // signal this (https://github.com/aws/aws-lambda-nodejs-runtime-interface-client/issues/145), so the deadline below is the backstop.
     const controller = requestAbortController();
     const onGone = (): void => {
       if (!responseStream.writableFinished) controller.abort();

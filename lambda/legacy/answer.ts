@@ -18,7 +18,7 @@ import type { LegacyDeps } from './deps';
  * A held request's answer is stored in its record for the waiting invocation (once).
  *
  * A relayed request's answer goes to the target with the target's session id and its original
- * request id: claim, deliver, settle — or release (DESIGN.md). The claim (pending → delivering,
+ * request id: claim, deliver, settle — or release. The claim (pending → delivering,
  * with a token) makes the delivery exclusive; the targets layer retries what provably did not
  * arrive (targets/endpoint.ts); then:
  * - delivered: settled (→ answered), 202; the target continues on the holder's stream;

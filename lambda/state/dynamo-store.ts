@@ -34,7 +34,7 @@ import {
   type TargetSessionRecord,
 } from './store';
 
-/** Item layout: see DESIGN.md "State: one table, one partition per session". */
+/** Item layout: one partition per session (ARCHITECTURE.md, "Pending requests"; lambda/README.md). */
 const pk = (sessionId: string) => `S#${sessionId}`;
 const SESSION_SK = 'SESSION';
 const targetSk = (target: string) => `T#${target}`;

@@ -41,7 +41,7 @@ export interface TargetSessionRecord {
  * `pending` → `delivering` (claimed by the instance that took the client's answer, with a token) →
  * `answered` once the target took it; back to `pending` when the delivery provably failed (released,
  * so the client's retry of the answer is accepted). `expired`: the holder gave up waiting.
- * Claim, deliver, settle — or release (DESIGN.md).
+ * Claim, deliver, settle — or release (lambda/README.md, "The relay").
  */
 export type PendingStatus = 'pending' | 'delivering' | 'answered' | 'expired';
 

@@ -4,8 +4,8 @@ import type { JSONRPCRequest } from '../protocol/types';
 import { supportsFeature } from '../protocol/versions';
 
 /**
- * The translation of a 2026-07-28 target's `input_required` rounds for a 2025 session (spec notes
- * §10.17–18): each input request becomes a 2025 server request the relay sends on the call's stream,
+ * The translation of a 2026-07-28 target's `input_required` rounds (multi round-trip requests) for a
+ * 2025 session: each input request becomes a 2025 server request the relay sends on the call's stream,
  * and the answers become the retry the target expects.
  */
 

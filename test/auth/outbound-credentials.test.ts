@@ -25,7 +25,7 @@ import {
 } from './support';
 
 /**
- * Outbound credentials (issue 6, part 3): static headers from the environment and Secrets Manager,
+ * Outbound credentials: static headers from the environment and Secrets Manager,
  * OAuth client credentials with the token reused until shortly before expiry, and the client's own
  * token never reaching a target.
  */

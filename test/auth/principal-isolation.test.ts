@@ -6,7 +6,7 @@ import { withGateway } from '../support/with-gateway';
 import { AUDIENCE, CLIENT, startIssuer, type TestIssuer } from './support';
 
 /**
- * The principal (`<iss>#<sub>`) owns what it creates (issue 6, part 2): another user presenting a
+ * The principal (`<iss>#<sub>`) owns what it creates: another user presenting a
  * session id gets 404, answering another user's pending request gets -32600, and a sealed 2026-07-28
  * requestState minted for one user is refused for another. Through the local server and the Lambda handler.
  */

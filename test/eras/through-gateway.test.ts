@@ -19,7 +19,7 @@ import { type Exchange, type GatewayPair, type Json, startGatewayPair } from './
  * `legacy`: 2025-11-25), pinned to the 2025 era (`mode: 'legacy'`), in `mode: 'auto'` (picks
  * 2026-07-28, which the gateway offers) and pinned to 2026-07-28.
  *
- * This file states what the gateway must do (issue 11); cells of behaviour not built yet fail here.
+ * This file states what the gateway must do; cells of behaviour not built yet fail here.
  */
 
 jest.setTimeout(25_000);

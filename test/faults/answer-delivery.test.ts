@@ -5,7 +5,7 @@ import { eventually, initSession, type Json, post, sessionItems, sseEvents } fro
 import { type EarlierTargets, withGateway } from '../support/with-gateway';
 
 /**
- * No answer lost (issue 12, item 2): the client's answer to a target's elicitation is claimed,
+ * No answer lost: the client's answer to a target's elicitation is claimed,
  * delivered through a fault proxy that fails on purpose, then settled — or released. Whatever the
  * fault, the call completes or ends with a clear error within pendingRequestTimeoutSeconds + a few
  * seconds, and the table keeps nothing of it. Real parts: the demo target (official SDK) behind the

@@ -6,7 +6,7 @@ import { initSession, type Json, post, readMessage } from '../support/mcp-http';
 import { withGateway } from '../support/with-gateway';
 
 /**
- * Bounds and hygiene (issue 12, item 4): deeply nested JSON is refused where it enters (never a stack
+ * Bounds and hygiene: deeply nested JSON is refused where it enters (never a stack
  * overflow, a 500 or "target unreachable"), every HTTP method the endpoint does not serve is 405 (TRACE
  * too, which fetch's Request cannot even carry), and a protocol version header that is not a version
  * gets each era path's documented error.

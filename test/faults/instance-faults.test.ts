@@ -5,7 +5,7 @@ import { type GatewayProcess, startGatewayProcess } from '../support/gateway-pro
 import { eventually, initSession, type Json, post, sessionItems, sseEvents } from '../support/mcp-http';
 
 /**
- * Every failure is told (issue 12, item 3) where an instance is the fault. A gateway instance that
+ * Every failure is told where an instance is the fault. A gateway instance that
  * holds a call and dies (SIGKILL) stops its pending requests being answered once its lease lapses:
  * another instance refuses the answer instead of delivering it to a target whose result nobody would
  * receive. A graceful shutdown (SIGTERM of `npm start`, of `npm start -- --lambda`) first cancels the

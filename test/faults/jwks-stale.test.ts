@@ -4,7 +4,7 @@ import { startCountedDynamo } from '../support/dynamo';
 import { post } from '../support/mcp-http';
 
 /**
- * JWKS serve-stale-on-error (issue 12, item 4): an issuer outage longer than the key cache does not
+ * JWKS serve-stale-on-error: an issuer outage longer than the key cache does not
  * lock out valid tokens — the last key set fetched still verifies them for `jwksStaleMs` — and after
  * that bound the gateway answers 503 (the token may be fine), as it does for a key it never saw.
  */

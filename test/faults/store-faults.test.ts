@@ -10,7 +10,7 @@ import { initSession, type Json, post, readMessage, sseEvents } from '../support
 import { withGateway } from '../support/with-gateway';
 
 /**
- * Every failure is told (issue 12, item 3) where DynamoDB is the fault: a DynamoDB that stops
+ * Every failure is told where DynamoDB is the fault: a DynamoDB that stops
  * answering (dynalite paused with SIGSTOP, 20 s) gives 503 + Retry-After within the documented bound,
  * never a hang; a failed claim is 503 and the answer can be sent again; what does not fit DynamoDB's
  * 400 KB item gets a non-retryable 413 naming the limit, never a 5xx — and what need not be stored

@@ -329,7 +329,7 @@ describe.each(kinds)('relay through the %s', (kind) => {
       }
     });
 
-    // The local server and the handler's invoker signal a client that left; Lambda does not (building-blocks §3.3).
+    // The local server and the handler's invoker signal a client that left; Lambda does not (https://github.com/aws/aws-lambda-nodejs-runtime-interface-client/issues/145).
     // A 2025-06-18 stream cannot be resumed (a 2025-11-25 one can: test/integration/resumable-streams.test.ts).
     it('a 2025-06-18 client going away: cancelled at the target where the platform says so; on Lambda the call runs on', async () => {
       const { headers, sessionId } = await initSession(url, { capabilities: ALL, protocolVersion: '2025-06-18' });

@@ -9,7 +9,7 @@ import { callAndAnswer, eventually, initSession, type Json, post, sessionItems, 
 import { withGateway } from '../support/with-gateway';
 
 /**
- * A 2025 session calling a 2026-07-28-only target that answers input_required (spec notes §10.17–18):
+ * A 2025 session calling a 2026-07-28-only target that answers input_required (MCP 2026-07-28, multi round-trip requests):
  * the gateway sends each input request on the call's SSE stream with a gateway id, waits for the
  * answers (POSTed to any instance, stored in gateway-held pending records), retries upstream with
  * inputResponses and the target's requestState, and returns the final result without resultType.

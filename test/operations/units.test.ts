@@ -3,7 +3,7 @@ import { configureMetrics, MetricName, recordTargetListFailure } from '../../lam
 import { startTrace, traceFromHeaders } from '../../lambda/observability/trace-context';
 import { ToolFilters, toolFilterFor } from '../../lambda/policy/tool-filter';
 
-/** The pure parts of issue 14's operations work: tool-name globs, the CORS policy, W3C trace context. */
+/** The pure parts of the operations features: tool-name globs, the CORS policy, W3C trace context. */
 
 describe('tool filter globs (targets[].tools)', () => {
   test('include keeps matches, exclude then removes; * is any run, ? one character, the rest literal', () => {

@@ -1,7 +1,7 @@
 /**
  * Runs a `streamifyResponse` handler behind a local HTTP server the way the Node.js Lambda runtime and a
  * function URL (InvokeMode RESPONSE_STREAM) do, with real streaming, so tests exercise the same bytes:
- * payload 2.0 event in, prelude JSON + 8 NUL bytes + body out. See building-blocks.md §3.1–3.4.
+ * payload 2.0 event in, prelude JSON + 8 NUL bytes + body out (as aws-lambda-ric's streaming response writes it).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -240,7 +240,7 @@ function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
   });
 }
 
-/** Payload format 2.0 as a function URL builds it (building-blocks.md §3.2). */
+/** Payload format 2.0 as a function URL builds it (the AWS Lambda guide, "Invoking Lambda function URLs"). */
 function toFunctionUrlEvent(req: IncomingMessage, body: Buffer, iamUserArn?: string): LambdaFunctionURLEvent {
   const headers: Record<string, string> = {};
   const cookies: string[] = [];

@@ -5,7 +5,7 @@ import type { LambdaFunctionURLEvent } from 'aws-lambda';
 /**
  * The payload (format 2.0) a function URL with auth type NONE hands the function: headers lower-cased
  * and repeats comma-joined, cookies split out, text bodies as is and anything else base64-encoded,
- * no `authorizer` block. See shared/reference/building-blocks.md §3.2.
+ * no `authorizer` block (the AWS Lambda guide, "Invoking Lambda function URLs": request payload format).
  */
 export function toFunctionUrlEvent(req: IncomingMessage, body: Buffer): LambdaFunctionURLEvent {
   const headers: Record<string, string> = {};

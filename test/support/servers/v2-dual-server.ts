@@ -11,8 +11,8 @@ import { createToolFactory, newToolStats, type V2ToolStats } from './v2-tools';
 import { newTraffic, recordTraffic, type Traffic } from './v2-traffic';
 
 /**
- * A dual-era server on the v2 SDK, wired as `building-blocks.md` §2 and the SDK's `isLegacyRequest`
- * documentation describe: `isLegacyRequest(request)` routes 2025-era traffic to a sessionful
+ * A dual-era server on the v2 SDK, wired as the v2 SDK's `isLegacyRequest`
+ * documentation describes: `isLegacyRequest(request)` routes 2025-era traffic to a sessionful
  * `WebStandardStreamableHTTPServerTransport` leg (one transport and server per session, standalone GET
  * stream and DELETE supported), everything else to `createMcpHandler(factory, { legacy: 'reject' })`.
  * One tool factory backs both legs; the push-style tools exist only on the 2025 leg (`v2-tools.ts`).
