@@ -28,23 +28,27 @@ export async function runLambdaMode(options: LambdaCliOptions, env: NodeJS.Proce
     progress: (line) => console.log(line),
   });
   const targets = gateway.config.targets.map((t) => `${t.name} → ${t.url}`).join(', ') || 'none';
-  console.log(`MCP gateway ready: ${gateway.url}`);
-  console.log(`  Lambda mode: dist/lambda/index.mjs in aws-lambda-ric on Node.js ${gateway.nodeVersion}`);
-  console.log(`  targets: ${targets}`);
+  // One write: a reader waiting for the ready line gets the lines under it in the same chunk.
+  const lines = [
+    `MCP gateway ready: ${gateway.url}`,
+    `  Lambda mode: dist/lambda/index.mjs in aws-lambda-ric on Node.js ${gateway.nodeVersion}`,
+    `  targets: ${targets}`,
+  ];
   const demos = gateway.demo?.running.filter((demo) => demo.startedHere) ?? [];
   if (demos.length) {
-    console.log(
+    lines.push(
       `  ${demos.map((d) => `${d.name} (${d.era})`).join(' and ')} run in this process; their URL elicitations open a consent page on the target`,
     );
   }
-  console.log(
+  lines.push(
     `  DynamoDB: ${options.dynamodbEndpoint ?? `embedded (${gateway.dynamodbEndpoint})`}, table ${gateway.config.tableName}`,
   );
   if (gateway.demo?.running.some((demo) => demo.name === 'demo')) {
-    console.log(
+    lines.push(
       `  try it: npm run demo:client -- --url ${gateway.url}   (a tool call whose elicitation you answer in the terminal)`,
     );
   }
+  console.log(lines.join('\n'));
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
