@@ -390,7 +390,12 @@ export class MemorySessionStore implements SessionStore {
 
   private releaseLive(counter: LiveCounter, principal: string, expiresAt: number, bucketSeconds: number): void {
     this.available();
-    this.conditionalCount(principalPk(principal), counter.sk(bucketStartOf(expiresAt, bucketSeconds)), -1, (n) => n > 0);
+    this.conditionalCount(
+      principalPk(principal),
+      counter.sk(bucketStartOf(expiresAt, bucketSeconds)),
+      -1,
+      (n) => n > 0,
+    );
   }
 
   /** `count += delta` on one counter item when `allowed(count)` (0 when absent), as the DynamoDB store's conditional ADD. */
