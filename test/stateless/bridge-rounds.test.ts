@@ -320,7 +320,6 @@ describe('the bound on bridged calls holds across instances (one DynamoDB)', () 
       'input_required',
       'input_required',
     ]);
-    expect(await placesCounted()).toBe(2);
     for (const instance of [0, 1]) {
       two.dynamo.reset();
       const res = await post(
@@ -351,6 +350,7 @@ describe('the bound on bridged calls holds across instances (one DynamoDB)', () 
       // Nothing of a round was stored for the refused call.
       expect(two.dynamo.counts.get('PutItem') ?? 0).toBe(0);
     }
+    expect(await placesCounted()).toBe(2);
     // The call held by A is answered through B: it completes and gives its place back.
     const done = await on(1, 'x4', retryOf(onA.message));
     expect(done.message.result).toMatchObject({ resultType: 'complete' });
@@ -364,7 +364,10 @@ describe('the bound on bridged calls holds across instances (one DynamoDB)', () 
   });
 
   it('an abandoned round gives its place back (the holder cancels the call and ends its stream)', async () => {
-    const both = await Promise.all([abandoned(0, 'y1'), abandoned(1, 'y2')]);
+    const held = Promise.all([abandoned(0, 'y1'), abandoned(1, 'y2')]);
+    // While both wait for an answer, each holds a place in the table.
+    await eventually(async () => expect(await placesCounted()).toBe(2));
+    const both = await held;
     for (const messages of both) expect(messages[0].result.resultType).toBe('input_required');
     expect(await placesCounted()).toBe(0);
     const again = await on(0, 'y3');
