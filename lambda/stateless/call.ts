@@ -309,6 +309,8 @@ async function callOnce(
       });
       // Requests arriving while the place is taken keep their order (and still form one round).
       void place.then((release) => {
+        // The call ended while the place was being taken (deadline, client gone): nothing to hold.
+        if (crossEra.signal.aborted) return;
         if (release) {
           bridge().onServerRequest(serverRequest);
           return;
