@@ -14,7 +14,6 @@ import { LATEST_LEGACY_VERSION, legacyVersionsOf } from '../protocol/versions';
 import { createDocumentClient } from '../state/dynamo-client';
 import { DynamoSessionStore } from '../state/dynamo-store';
 import type { SessionStore } from '../state/store';
-import { BridgedCalls } from '../stateless/bridged-calls';
 import { LegacySessionPool } from '../stateless/legacy-sessions';
 import { RequestStateSealer } from '../stateless/request-state';
 import { OutboundCredentials, type OutboundCredentialsOptions } from '../targets/credentials';
@@ -65,9 +64,8 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
     requestState: new RequestStateSealer(SealedBox.fromSecrets(secrets), config.requestStateTtlSeconds),
     legacySessions: new LegacySessionPool(targets, logger),
     activeCalls: new ActiveCalls(),
-    // Only bridged calls (a 2026-07-28 client, a 2025 target that asks for input) write here.
+    // Only bridged calls (a 2026-07-28 client, a 2025 target that asks for input) write here (their rounds and per-principal count).
     rounds: store,
-    bridgedCalls: new BridgedCalls(config.maxBridgedCallsPerPrincipal),
   };
 }
 

@@ -260,8 +260,8 @@ export const GatewayConfigSchema = z
       .default(1024 * 1024),
     /**
      * Bridged 2026-07-28 calls (a 2025-only target asking for input) one principal may have waiting
-     * for input on one instance, each holding a target stream open; beyond it the call is refused
-     * (429 TooManyBridgedCalls) and cancelled at the target before anything is stored.
+     * for input across all instances (counted in DynamoDB), each holding a target stream open; beyond it
+     * the call is refused (429 TooManyBridgedCalls) and cancelled at the target before anything is stored.
      */
     maxBridgedCallsPerPrincipal: z.number().int().min(1).max(1000).default(20),
     /**

@@ -53,7 +53,7 @@ export const ERROR_TABLE = {
   InitializeRateExceeded: { code: RpcCode.ServerError, status: 429, retryable: true, type: 'RateLimited' },
   /** More pending requests in one session than `maxPendingRequestsPerSession`. */
   TooManyPendingRequests: { code: RpcCode.InternalError, status: 200, type: 'TooManyPendingRequests' },
-  /** More bridged 2026-07-28 calls of one principal held by this instance than `maxBridgedCallsPerPrincipal`. */
+  /** More bridged 2026-07-28 calls of one principal waiting for input, on any instances, than `maxBridgedCallsPerPrincipal`. */
   TooManyBridgedCalls: {
     code: RpcCode.InternalError,
     status: 429,

@@ -12,11 +12,12 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { DYNAMODB_ITEM_LIMIT_BYTES, ItemTooLargeError } from '../protocol/errors';
 import {
+  BRIDGED_CALLS,
   bucketOfSk,
   bucketStartOf,
   COUNTER_TTL_SLACK_SECONDS,
-  LIVE_END,
-  liveSk,
+  LIVE_SESSIONS,
+  type LiveCounter,
   principalPk,
   rateSk,
 } from './principal-counters';
@@ -574,11 +575,39 @@ export class DynamoSessionStore implements SessionStore {
     });
   }
 
-  async admitSession(
+  admitSession(
     principal: string,
     expiresAt: number,
     limits: { max: number; bucketSeconds: number },
     now = nowSeconds(),
+  ): Promise<Admission> {
+    return this.admitLive(LIVE_SESSIONS, principal, expiresAt, limits, now);
+  }
+
+  async releaseSession(principal: string, expiresAt: number, bucketSeconds: number): Promise<void> {
+    await this.releaseLive(LIVE_SESSIONS, principal, expiresAt, bucketSeconds);
+  }
+
+  admitBridgedCall(
+    principal: string,
+    expiresAt: number,
+    limits: { max: number; bucketSeconds: number },
+    now = nowSeconds(),
+  ): Promise<Admission> {
+    return this.admitLive(BRIDGED_CALLS, principal, expiresAt, limits, now);
+  }
+
+  async releaseBridgedCall(principal: string, expiresAt: number, bucketSeconds: number): Promise<void> {
+    await this.releaseLive(BRIDGED_CALLS, principal, expiresAt, bucketSeconds);
+  }
+
+  /** One more live item of `counter` (./principal-counters.ts): read the live buckets, grow only its own. */
+  private async admitLive(
+    counter: LiveCounter,
+    principal: string,
+    expiresAt: number,
+    limits: { max: number; bucketSeconds: number },
+    now: number,
   ): Promise<Admission> {
     const partition = principalPk(principal);
     const own = bucketStartOf(expiresAt, limits.bucketSeconds);
@@ -588,8 +617,8 @@ export class DynamoSessionStore implements SessionStore {
       KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
       ExpressionAttributeValues: {
         ':pk': partition,
-        ':from': liveSk(bucketStartOf(now, limits.bucketSeconds)),
-        ':to': LIVE_END,
+        ':from': counter.sk(bucketStartOf(now, limits.bucketSeconds)),
+        ':to': counter.end,
       },
     })) {
       for (const item of page.Items ?? []) {
@@ -602,7 +631,7 @@ export class DynamoSessionStore implements SessionStore {
     const refused: Admission = { admitted: false, retryAfterSeconds: Math.max(1, firstEnd - now) };
     const room = limits.max - others;
     if (room <= 0) return refused;
-    const admitted = await this.conditionalCount({ pk: partition, sk: liveSk(own) }, 1, {
+    const admitted = await this.conditionalCount({ pk: partition, sk: counter.sk(own) }, 1, {
       condition: 'attribute_not_exists(#n) OR #n < :bound',
       bound: room,
       ttl: own + limits.bucketSeconds + COUNTER_TTL_SLACK_SECONDS,
@@ -610,9 +639,14 @@ export class DynamoSessionStore implements SessionStore {
     return admitted ? { admitted: true } : refused;
   }
 
-  async releaseSession(principal: string, expiresAt: number, bucketSeconds: number): Promise<void> {
+  private async releaseLive(
+    counter: LiveCounter,
+    principal: string,
+    expiresAt: number,
+    bucketSeconds: number,
+  ): Promise<void> {
     const own = bucketStartOf(expiresAt, bucketSeconds);
-    await this.conditionalCount({ pk: principalPk(principal), sk: liveSk(own) }, -1, {
+    await this.conditionalCount({ pk: principalPk(principal), sk: counter.sk(own) }, -1, {
       condition: '#n > :bound',
       bound: 0,
       ttl: own + bucketSeconds + COUNTER_TTL_SLACK_SECONDS,

@@ -1,5 +1,13 @@
 import { DYNAMODB_ITEM_LIMIT_BYTES, ItemTooLargeError } from '../protocol/errors';
-import { bucketOfSk, bucketStartOf, LIVE_END, liveSk, principalPk, rateSk } from './principal-counters';
+import {
+  BRIDGED_CALLS,
+  bucketOfSk,
+  bucketStartOf,
+  LIVE_SESSIONS,
+  type LiveCounter,
+  principalPk,
+  rateSk,
+} from './principal-counters';
 import { CLAIM_LEASE_MS, newClaimToken } from './records';
 import {
   type Admission,
@@ -331,14 +339,42 @@ export class MemorySessionStore implements SessionStore {
     limits: { max: number; bucketSeconds: number },
     now = nowSeconds(),
   ): Promise<Admission> {
+    return this.admitLive(LIVE_SESSIONS, principal, expiresAt, limits, now);
+  }
+
+  async releaseSession(principal: string, expiresAt: number, bucketSeconds: number): Promise<void> {
+    this.releaseLive(LIVE_SESSIONS, principal, expiresAt, bucketSeconds);
+  }
+
+  async admitBridgedCall(
+    principal: string,
+    expiresAt: number,
+    limits: { max: number; bucketSeconds: number },
+    now = nowSeconds(),
+  ): Promise<Admission> {
+    return this.admitLive(BRIDGED_CALLS, principal, expiresAt, limits, now);
+  }
+
+  async releaseBridgedCall(principal: string, expiresAt: number, bucketSeconds: number): Promise<void> {
+    this.releaseLive(BRIDGED_CALLS, principal, expiresAt, bucketSeconds);
+  }
+
+  /** As the DynamoDB store: read the live buckets of `counter`, grow only the new item's own. */
+  private admitLive(
+    counter: LiveCounter,
+    principal: string,
+    expiresAt: number,
+    limits: { max: number; bucketSeconds: number },
+    now: number,
+  ): Admission {
     this.available();
     const partition = this.partition(principalPk(principal));
     const own = bucketStartOf(expiresAt, limits.bucketSeconds);
-    const from = liveSk(bucketStartOf(now, limits.bucketSeconds));
+    const from = counter.sk(bucketStartOf(now, limits.bucketSeconds));
     let others = 0;
     let firstEnd = own + limits.bucketSeconds;
     for (const [sk, item] of partition) {
-      if (sk < from || sk > LIVE_END) continue;
+      if (sk < from || sk > counter.end) continue;
       const bucket = bucketOfSk(sk);
       const count = Number(item.count ?? 0);
       if (count > 0) firstEnd = Math.min(firstEnd, bucket + limits.bucketSeconds);
@@ -347,14 +383,19 @@ export class MemorySessionStore implements SessionStore {
     const refused: Admission = { admitted: false, retryAfterSeconds: Math.max(1, firstEnd - now) };
     const room = limits.max - others;
     if (room <= 0) return refused;
-    return this.conditionalCount(principalPk(principal), liveSk(own), 1, (n) => n < room)
+    return this.conditionalCount(principalPk(principal), counter.sk(own), 1, (n) => n < room)
       ? { admitted: true }
       : refused;
   }
 
-  async releaseSession(principal: string, expiresAt: number, bucketSeconds: number): Promise<void> {
+  private releaseLive(counter: LiveCounter, principal: string, expiresAt: number, bucketSeconds: number): void {
     this.available();
-    this.conditionalCount(principalPk(principal), liveSk(bucketStartOf(expiresAt, bucketSeconds)), -1, (n) => n > 0);
+    this.conditionalCount(
+      principalPk(principal),
+      counter.sk(bucketStartOf(expiresAt, bucketSeconds)),
+      -1,
+      (n) => n > 0,
+    );
   }
 
   /** `count += delta` on one counter item when `allowed(count)` (0 when absent), as the DynamoDB store's conditional ADD. */

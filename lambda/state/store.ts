@@ -139,6 +139,19 @@ export interface PrincipalCounters {
   ): Promise<Admission>;
   /** A live session expiring at `expiresAt` ended (DELETE, or its creation failed after admission). */
   releaseSession(principal: string, expiresAt: number, bucketSeconds: number): Promise<void>;
+  /**
+   * Admits one more bridged 2026-07-28 call waiting for input, whose holder lives until `expiresAt`
+   * (its invocation's deadline), unless `max` of the principal's are live: counted as sessions are, in
+   * buckets of their own.
+   */
+  admitBridgedCall(
+    principal: string,
+    expiresAt: number,
+    limits: { max: number; bucketSeconds: number },
+    now?: number,
+  ): Promise<Admission>;
+  /** A bridged call admitted with `expiresAt` ended (result, failure, abandoned round, shutdown). */
+  releaseBridgedCall(principal: string, expiresAt: number, bucketSeconds: number): Promise<void>;
 }
 
 export interface SessionStore extends PrincipalCounters {
@@ -244,4 +257,6 @@ export type PendingStore = Pick<
   | 'getPending'
   | 'answerPending'
   | 'deletePending'
+  | 'admitBridgedCall'
+  | 'releaseBridgedCall'
 >;

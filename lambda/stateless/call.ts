@@ -16,6 +16,7 @@ import type { Era } from '../protocol/versions';
 import { ProgressMapper } from '../relay/progress';
 import type { Caller, Upstream } from '../targets/upstream';
 import { BridgeHolder, type BridgeSettings, bridgeFailure, continueBridge } from './bridge';
+import { type BridgedPlaces, takeBridgedPlace } from './bridged-calls';
 import type { StatelessDeps } from './deps';
 import { mapResponse } from './outcome';
 import { argumentsDigest, type OpenedState, type StateBinding } from './request-state';
@@ -207,6 +208,16 @@ export async function forwardCall(ctx: CallContext): Promise<JSONRPCResponse | u
   return response && outcome(response, upstream.era);
 }
 
+/** Where a principal's bridged calls are counted, and the bound, from configuration. */
+function bridgedPlaces(deps: StatelessDeps): BridgedPlaces {
+  return {
+    store: deps.rounds,
+    logger: deps.logger,
+    max: deps.config.maxBridgedCallsPerPrincipal,
+    pendingTimeoutSeconds: deps.config.pendingRequestTimeoutSeconds,
+  };
+}
+
 /** The bridged path's store, logger and bounds, from configuration. */
 function bridgeSettings(deps: StatelessDeps): BridgeSettings {
   return {
@@ -248,8 +259,11 @@ async function callOnce(
   let missing: ReturnType<typeof missingCapability>;
   let holder: BridgeHolder | undefined;
   let bridgeError: unknown;
-  /** This call's slot among the principal's bridged calls (maxBridgedCallsPerPrincipal), once it is bridged. */
-  let releaseSlot: (() => void) | undefined;
+  /**
+   * This call's place among the principal's bridged calls (maxBridgedCallsPerPrincipal), taken at the
+   * target's first request, before anything of the round is stored: its release, or undefined when refused.
+   */
+  let place: Promise<(() => Promise<void>) | undefined> | undefined;
   const bridge = () => {
     holder ??= new BridgeHolder(bridgeSettings(deps), {
       upstream,
@@ -283,21 +297,28 @@ async function callOnce(
     const requestParams = serverRequest.params as Record<string, unknown> | undefined;
     missing = missingCapability(request.clientCapabilities, serverRequest.method, requestParams);
     if (!missing && ctx.canStream) {
-      try {
-        releaseSlot ??= deps.bridgedCalls.acquire(ctx.principal);
-      } catch (error) {
+      place ??= takeBridgedPlace(bridgedPlaces(deps), ctx.principal, ctx.deadline).catch((error: unknown) => {
         // Refused before anything is stored: the target is told, the call cancelled, the client gets the error.
         bridgeError = error;
         refusedMethod = serverRequest.method;
-        deps.logger.warn('bridged call refused: too many of this caller waiting for input', {
+        deps.logger.warn('bridged call refused: too many of this caller waiting for input, or no count', {
           target: upstream.target,
+          reason: error instanceof GatewayError ? error.kind : String(error),
         });
+        return undefined;
+      });
+      // Requests arriving while the place is taken keep their order (and still form one round).
+      void place.then((release) => {
+        // The call ended while the place was being taken (deadline, client gone): nothing to hold.
+        if (crossEra.signal.aborted) return;
+        if (release) {
+          bridge().onServerRequest(serverRequest);
+          return;
+        }
         void upstream
-          .reply(rpcError(serverRequest.id, error))
+          .reply(rpcError(serverRequest.id, bridgeError))
           .finally(() => crossEra.abort('gateway: too many bridged calls'));
-        return;
-      }
-      bridge().onServerRequest(serverRequest);
+      });
       return;
     }
     refusedMethod = serverRequest.method;
@@ -344,6 +365,8 @@ async function callOnce(
     throw error;
   } finally {
     ctx.signal.removeEventListener('abort', follow);
-    releaseSlot?.();
+    // Given back before the invocation ends (Lambda runs nothing after it): result, failure, abandoned round, shutdown.
+    const release = await place;
+    await release?.();
   }
 }

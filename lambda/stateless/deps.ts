@@ -1,10 +1,9 @@
 import type { SharedDeps } from '../relay/shared-deps';
 import type { PendingStore } from '../state/store';
-import type { BridgedCalls } from './bridged-calls';
 import type { LegacySessionPool } from './legacy-sessions';
 import type { RequestStateSealer } from './request-state';
 
-/** What the 2026-07-28 path is built from: the shared parts, the sealer, memory, and the bridged calls' rounds (no session store). */
+/** What the 2026-07-28 path is built from: the shared parts, the sealer, memory, and the bridged calls' rounds and per-principal count (no session store). */
 export interface StatelessDeps extends SharedDeps {
   /** Seals and opens the gateway's requestState (keys from configuration or Secrets Manager). */
   requestState: RequestStateSealer;
@@ -15,6 +14,4 @@ export interface StatelessDeps extends SharedDeps {
    * input): a same-era 2026-07-28 request never touches it.
    */
   rounds: PendingStore;
-  /** Bridged calls held by this instance, per principal (maxBridgedCallsPerPrincipal). */
-  bridgedCalls: BridgedCalls;
 }

@@ -595,6 +595,49 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
     });
   });
 
+  describe('bridged calls per principal', () => {
+    // A bridged call's place expires with its holder's deadline (at most 900 s ahead), in 60 s buckets.
+    const bridged = { max: 2, bucketSeconds: 60 };
+
+    it("admits bridged calls up to max, apart from the same principal's sessions and from other principals; a release makes room", async () => {
+      expect(await store.admitBridgedCall('bridged-a', NOW + 900, bridged, NOW)).toEqual({ admitted: true });
+      expect(await store.admitBridgedCall('bridged-a', NOW + 30, bridged, NOW)).toEqual({ admitted: true });
+      const firstBucketEnd = Math.floor((NOW + 30) / 60) * 60 + 60;
+      expect(await store.admitBridgedCall('bridged-a', NOW + 900, bridged, NOW)).toEqual({
+        admitted: false,
+        retryAfterSeconds: firstBucketEnd - NOW,
+      });
+      // Sessions and bridged calls are counted apart, and per principal.
+      expect(await store.admitSession('bridged-a', NOW + 3600, { max: 1, bucketSeconds: 300 }, NOW)).toEqual({
+        admitted: true,
+      });
+      expect(await store.admitBridgedCall('bridged-b', NOW + 900, bridged, NOW)).toEqual({ admitted: true });
+      await store.releaseBridgedCall('bridged-a', NOW + 900, bridged.bucketSeconds);
+      expect(await store.admitBridgedCall('bridged-a', NOW + 600, bridged, NOW)).toEqual({ admitted: true });
+      expect((await store.admitBridgedCall('bridged-a', NOW + 600, bridged, NOW)).admitted).toBe(false);
+      // A released session frees no bridged place, and the reverse.
+      await store.releaseSession('bridged-a', NOW + 3600, 300);
+      expect((await store.admitBridgedCall('bridged-a', NOW + 600, bridged, NOW)).admitted).toBe(false);
+    });
+
+    it("stops counting a place whose holder died without giving it back once its deadline's bucket is over", async () => {
+      expect(await store.admitBridgedCall('bridged-c', NOW + 100, bridged, NOW)).toEqual({ admitted: true });
+      expect(await store.admitBridgedCall('bridged-c', NOW + 100, bridged, NOW)).toEqual({ admitted: true });
+      expect((await store.admitBridgedCall('bridged-c', NOW + 200, bridged, NOW + 50)).admitted).toBe(false);
+      const bucketEnd = Math.floor((NOW + 100) / 60) * 60 + 60;
+      expect(await store.admitBridgedCall('bridged-c', bucketEnd + 100, bridged, bucketEnd)).toEqual({
+        admitted: true,
+      });
+    });
+
+    it('lets exactly max of many concurrent admissions with one deadline bucket in (instances admitting at once)', async () => {
+      const results = await Promise.all(
+        Array.from({ length: 6 }, (_, i) => store.admitBridgedCall('bridged-d', NOW + 300 + (i % 3), bridged, NOW)),
+      );
+      expect(results.filter((r) => r.admitted)).toHaveLength(2);
+    });
+  });
+
   describe('an unreachable store', () => {
     // Last: the store stays down for the rest of this block's file.
     it('fails every operation with StoreUnavailableError (503 to the client), never with false or undefined', async () => {

@@ -1,5 +1,5 @@
 import { ACCEPT_OK as ACCEPT, answersOf, bridgedCall, retryOf } from '../support/bridged-calls';
-import type { Json } from '../support/mcp-http';
+import { eventually, type Json, post, sseEvents } from '../support/mcp-http';
 import { type AskingServer, startAskingServer } from '../support/servers/v1-asking-server';
 import { withGateway } from '../support/with-gateway';
 
@@ -258,5 +258,120 @@ describe('bounds of the bridged path', () => {
     expect(done.message.result).toMatchObject({ resultType: 'complete' });
     const third = await callBounded('o5', 'ask_many', { n: 1 });
     expect(third.message.result.resultType).toBe('input_required');
+  });
+});
+
+describe('the bound on bridged calls holds across instances (one DynamoDB)', () => {
+  const two = withGateway(
+    (targets) => ({
+      logLevel: 'SILENT',
+      pendingRequestTimeoutSeconds: 3,
+      maxBridgedCallsPerPrincipal: 2,
+      // One deployment: every instance opens the requestState the others sealed.
+      requestStateKeys: { current: 'bridged-calls-across-instances-test-key' },
+      targets: [{ name: 'ask', url: targets.ask.url, era: 'legacy' }],
+    }),
+    { targets: { ask: startAskingServer }, instances: 2 },
+  );
+  const on = (instance: number, id: string, extra: Json = {}) =>
+    bridgedCall(two.instances[instance].url, { id, name: 'ask___ask_many', args: { n: 1 }, extra });
+  /** The places of bridged calls the table counts now (the `B#` buckets of every principal). */
+  const placesCounted = async () => {
+    const { createDocumentClient } = await import('../../lambda/state/dynamo-client');
+    const { ScanCommand } = await import('@aws-sdk/lib-dynamodb');
+    const out = await createDocumentClient({ endpoint: two.dynamodbEndpoint }).send(
+      new ScanCommand({
+        TableName: 'mcp-gateway',
+        FilterExpression: 'begins_with(sk, :b)',
+        ExpressionAttributeValues: { ':b': 'B#' },
+      }),
+    );
+    return (out.Items ?? []).reduce((sum, item) => sum + Number(item.count ?? 0), 0);
+  };
+  /** A bridged call on `instance` whose round 1 nobody answers: resolves when its held stream ends. */
+  const abandoned = async (instance: number, id: string) => {
+    const res = await post(
+      two.instances[instance].url,
+      { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'ask___ask_many' },
+      {
+        jsonrpc: '2.0',
+        id,
+        method: 'tools/call',
+        params: {
+          name: 'ask___ask_many',
+          arguments: { n: 1 },
+          _meta: {
+            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+            'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } },
+          },
+        },
+      },
+      AbortSignal.timeout(20_000),
+    );
+    const messages: Json[] = [];
+    for await (const event of sseEvents(res)) if (event.message) messages.push(event.message);
+    return messages;
+  };
+
+  it("one call waiting on each instance fills the principal's places: a third is refused on either instance (429, Retry-After); a place comes back when a call ends", async () => {
+    const onA = await on(0, 'x1');
+    const onB = await on(1, 'x2');
+    expect([onA.message.result.resultType, onB.message.result.resultType]).toEqual([
+      'input_required',
+      'input_required',
+    ]);
+    for (const instance of [0, 1]) {
+      two.dynamo.reset();
+      const res = await post(
+        two.instances[instance].url,
+        { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'ask___ask_many' },
+        {
+          jsonrpc: '2.0',
+          id: `x3-${instance}`,
+          method: 'tools/call',
+          params: {
+            name: 'ask___ask_many',
+            arguments: { n: 1 },
+            _meta: {
+              'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+              'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} } },
+            },
+          },
+        },
+        AbortSignal.timeout(20_000),
+      );
+      expect(res.status).toBe(429);
+      const retryAfter = Number(res.headers.get('retry-after'));
+      expect(retryAfter).toBeGreaterThanOrEqual(1);
+      expect(retryAfter).toBeLessThanOrEqual(3); // within pendingRequestTimeoutSeconds an unanswered round gives its place back
+      const refused = (await res.json()) as Json;
+      expect(refused.error).toMatchObject({ data: { type: 'TooManyBridgedCalls', limit: 2, retryable: true } });
+      expect(refused.error.message).toContain('across gateway instances');
+      // Nothing of a round was stored for the refused call.
+      expect(two.dynamo.counts.get('PutItem') ?? 0).toBe(0);
+    }
+    expect(await placesCounted()).toBe(2);
+    // The call held by A is answered through B: it completes and gives its place back.
+    const done = await on(1, 'x4', retryOf(onA.message));
+    expect(done.message.result).toMatchObject({ resultType: 'complete' });
+    await eventually(async () => expect(await placesCounted()).toBe(1));
+    const next = await on(1, 'x5');
+    expect(next.message.result.resultType).toBe('input_required');
+    // Both waiting calls finish so the next test starts with no place taken.
+    await on(0, 'x6', retryOf(onB.message));
+    await on(0, 'x7', retryOf(next.message));
+    await eventually(async () => expect(await placesCounted()).toBe(0));
+  });
+
+  it('an abandoned round gives its place back (the holder cancels the call and ends its stream)', async () => {
+    const held = Promise.all([abandoned(0, 'y1'), abandoned(1, 'y2')]);
+    // While both wait for an answer, each holds a place in the table.
+    await eventually(async () => expect(await placesCounted()).toBe(2));
+    const both = await held;
+    for (const messages of both) expect(messages[0].result.resultType).toBe('input_required');
+    expect(await placesCounted()).toBe(0);
+    const again = await on(0, 'y3');
+    expect(again.message.result.resultType).toBe('input_required');
+    await on(1, 'y4', retryOf(again.message));
   });
 });
