@@ -328,8 +328,9 @@ export const GatewayConfigSchema = z
       .transform((limits) => ({ ...DEFAULT_TARGET_LIMITS, ...limits })),
     /**
      * A client that stops reading its stream: the gateway stops reading the target meanwhile
-     * (backpressure); after this long without the client taking anything the call is ended as if the
-     * client had gone (the target told).
+     * (backpressure); after this long without the client taking anything its stream is cut and the
+     * call treated as for a client gone (a resumable stream's call goes on for a reconnect; any other
+     * is ended and the target told).
      */
     stalledClientTimeoutSeconds: z.number().int().min(1).max(900).default(60),
   })

@@ -94,6 +94,11 @@ export class SseStream {
   private seq = 0;
   /** Events are kept and written in call order. */
   private queue: Promise<void> = Promise.resolve();
+  /**
+   * Bytes of events asked for but not yet written (waiting in `queue` for the log): they are held in
+   * memory just like the stream's own buffer, so `room()` counts them too.
+   */
+  private queuedBytes = 0;
   readonly body: ReadableStream<Uint8Array>;
   /** Called once when the reader cancels the body (the client went away), or the client stalled. */
   onCancel?: () => void;
@@ -131,7 +136,7 @@ export class SseStream {
    * the stream is over): a writer that can wait (reading a target's stream) waits for it.
    */
   room(): Promise<void> | undefined {
-    if (this.closed || (this.controller.desiredSize ?? 1) > 0) return undefined;
+    if (!this.full()) return undefined;
     if (!this.waiting) {
       let resolve!: () => void;
       const promise = new Promise<void>((r) => {
@@ -140,6 +145,17 @@ export class SseStream {
       this.waiting = { promise, resolve };
     }
     return this.waiting.promise;
+  }
+
+  /**
+   * Whether a writer must wait: the client's buffer plus what waits for the log reach the mark. After
+   * the stream closed only the queue counts: a resumable stream still keeps each event for a reconnect.
+   */
+  private full(): boolean {
+    const buffered = this.closed
+      ? 0
+      : STREAM_HIGH_WATER_BYTES - (this.controller.desiredSize ?? STREAM_HIGH_WATER_BYTES);
+    return buffered + this.queuedBytes >= STREAM_HIGH_WATER_BYTES;
   }
 
   response(headers: Record<string, string> = {}, status = 200): Response {
@@ -222,6 +238,12 @@ export class SseStream {
   private relieve(): void {
     clearTimeout(this.stall);
     this.stall = undefined;
+    this.release();
+  }
+
+  /** A writer waiting for room goes on once there is room (or the stream is over and nothing is queued). */
+  private release(): void {
+    if (this.full()) return;
     const waiting = this.waiting;
     this.waiting = undefined;
     waiting?.resolve();
@@ -258,9 +280,16 @@ export class SseStream {
   private logged(data: string, framed: (id: string | undefined) => string): void {
     const log = this.log!;
     const seq = this.seq++;
+    const bytes = Buffer.byteLength(data);
+    this.queuedBytes += bytes;
     this.enqueue(async () => {
-      const kept = await log.keep(seq, data);
-      this.write(framed(kept ? eventId(log.streamId, seq) : undefined));
+      try {
+        const kept = await log.keep(seq, data);
+        this.write(framed(kept ? eventId(log.streamId, seq) : undefined));
+      } finally {
+        this.queuedBytes -= bytes;
+        this.release();
+      }
     });
   }
 

@@ -23,10 +23,14 @@ async function postText(url: string, headers: Record<string, string>, body: stri
   });
 }
 
-/** The data of the first message event of an SSE response, as text (the stream is read to its end). */
+/**
+ * The data of the first message event of an SSE response, as text (the stream is read to its end). A
+ * resumable stream (2025-11-25 sessions) opens with a priming event, an id and empty data and no
+ * `event:` line (spec, transports, "Resumability and redelivery"): it is not a message.
+ */
 async function sseData(res: Response): Promise<string> {
   expect(res.headers.get('content-type')).toContain('text/event-stream');
-  const data = /^data: (.*)$/m.exec(await res.text())?.[1];
+  const data = /^event: message\ndata: (.*)$/m.exec(await res.text())?.[1];
   if (data === undefined) throw new Error('no event');
   return data;
 }

@@ -1,4 +1,4 @@
-import { type SseEventLog, SseStream } from '../../lambda/http/sse';
+import { type SseEventLog, SseStream, STREAM_HIGH_WATER_BYTES } from '../../lambda/http/sse';
 import { followStream, openStreamLog, parseEventId } from '../../lambda/relay/stream-log';
 import { MemorySessionStore } from '../../lambda/state/memory-store';
 import type { StreamEventRecord } from '../../lambda/state/store';
@@ -48,6 +48,42 @@ describe('SseStream with an event log', () => {
         `event: message\ndata: ${JSON.stringify(message('two'))}\n\n` +
         `id: S.3\nevent: message\ndata: {"jsonrpc":"2.0","id":7,"result":{}}\n\n`,
     );
+  });
+
+  it('asks its writer to wait while events waiting for a slow log fill the mark, and lets it go on when they are written', async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const log: SseEventLog = {
+      streamId: 'S',
+      keep: async () => {
+        await gate; // a store that takes its time
+        return true;
+      },
+      end: async () => true,
+    };
+    const sse = new SseStream({ log });
+    const big = 'x'.repeat(STREAM_HIGH_WATER_BYTES / 4);
+    for (let i = 0; i < 3; i++) sse.send(message(big));
+    expect(sse.room()).toBeUndefined(); // three quarters of the mark wait for the log
+    sse.send(message(big));
+    const room = sse.room();
+    expect(room).toBeDefined(); // the whole mark waits in memory, though nothing reached the stream yet
+    let freed = false;
+    void room?.then(() => (freed = true));
+    const reader = sse.body.getReader(); // the client reads everything written
+    const reading = (async () => {
+      while (!(await reader.read()).done);
+    })();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(freed).toBe(false);
+    open();
+    await sse.flushed();
+    await room;
+    expect(freed).toBe(true);
+    sse.close();
+    await reading;
   });
 
   it('without a log writes no priming event and no ids', async () => {
