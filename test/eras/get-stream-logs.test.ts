@@ -1,17 +1,29 @@
 import { createServer, request as httpRequest } from 'node:http';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { CallToolResultSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { LocalGateway } from '../../lambda/local/local-gateway';
 import { startGateway } from '../stateless/helpers';
 import { listen } from '../support/loopback';
 import { startV1PushServer, type V1PushServer } from '../support/servers/v1-push-server';
-import { type ClientKind, connectClient } from './clients';
+import { CAPABILITIES, type ClientKind, connectClient } from './clients';
 
 /**
  * Log messages a 2025 target sends on its session's GET stream just before its tool returns (the v1
  * SDK's `sendLoggingMessage` in the `long_task` tool of the era tests' v1 server), for back-to-back
- * calls. The gateway closes a call's GET stream when the call ends and opens one for the next call;
- * a target that has not yet noticed the close refuses the new one (409) and drops what it sends
- * meanwhile. Here the network is slow to tell: the target learns of a closed GET stream 30 ms late
- * (a proxy), as it does under load or across a real network.
+ * calls. Without a client GET stream, the gateway opens the target's GET stream for each call and
+ * closes it when the call ends; a target that has not yet noticed the close refuses the next one
+ * (409) and drops what it sends meanwhile. Here the network is slow to tell: the target learns of a
+ * closed GET stream 30 ms late (a proxy), as it does under load or across a real network.
+ *
+ * A 2025 client's own GET stream (the v1 SDK opens one after initializing) changes that: once it
+ * listens to the target session, it keeps the target's GET stream open across calls and takes what
+ * the target sends there. When it starts listening depends on timing (the target session must exist:
+ * at the stream's open or its next rescan), so each case sets up one situation on purpose: the first
+ * v1 client opens no GET stream (a client MAY skip it; its fetch answers the GET with 405 itself, and
+ * the transport goes on without one), the last one opens its GET stream only once the target session
+ * exists.
  */
 
 jest.setTimeout(60_000);
@@ -20,12 +32,14 @@ let target: V1PushServer;
 let proxy: { base: string; close(): Promise<void> };
 let gateway: LocalGateway;
 let conflicts = 0;
+let targetGets = 0;
 
 beforeAll(async () => {
   target = await startV1PushServer();
   const upstream = new URL(target.url);
   proxy = await listen(
     createServer((req, res) => {
+      if (req.method === 'GET') targetGets++;
       const forward = httpRequest(
         {
           host: upstream.hostname,
@@ -56,26 +70,111 @@ afterAll(async () => {
   await target?.close();
 });
 
-test.each(['v1', 'v2 pin 2026-07-28'] as ClientKind[])(
+/**
+ * A v1 SDK client whose GET requests go through `get` (the transport's `fetch` option). It declares
+ * the input capabilities: only then does a call listen on the target's GET stream.
+ */
+async function connectV1(get: FetchLike) {
+  const logs: Array<{ level: string; data: unknown }> = [];
+  const client = new V1Client({ name: 'get-stream-logs', version: '1.0.0' }, { capabilities: CAPABILITIES });
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+    logs.push({ level: n.params.level, data: n.params.data });
+  });
+  const transport = new V1Transport(new URL(gateway.url), {
+    fetch: (url, init) => (init?.method === 'GET' ? get(url, init) : fetch(url, init)),
+  });
+  await client.connect(transport, { timeout: 5000 });
+  await client.setLoggingLevel('warning', { timeout: 5000 });
+  const callTool = () =>
+    client.callTool({ name: 'old___long_task', arguments: { steps: 1 } }, CallToolResultSchema, { timeout: 5000 });
+  return { client, logs, callTool };
+}
+
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !done(); i++) await new Promise((resolve) => setTimeout(resolve, 25));
+}
+
+const FINISHED = { level: 'warning', data: 'long_task finished 1' };
+
+async function backToBack(
+  callTool: () => Promise<unknown>,
+  logs: ReadonlyArray<unknown>,
+): Promise<{ arrivedWithResult: number }> {
+  let arrivedWithResult = 0;
+  for (let i = 0; i < 30; i++) {
+    const seen = logs.length;
+    await callTool();
+    if (logs.length > seen) arrivedWithResult++;
+  }
+  return { arrivedWithResult };
+}
+
+test('v1 client without a GET stream: 30 back-to-back calls, each log message reaches the client', async () => {
+  const { client, logs, callTool } = await connectV1(async () => new Response(null, { status: 405 }));
+  try {
+    const conflictsBefore = conflicts;
+    const { arrivedWithResult } = await backToBack(callTool, logs);
+    // The situation the test is about did arise: the target refused a GET stream it still thought open.
+    expect(conflicts).toBeGreaterThan(conflictsBefore);
+    expect(arrivedWithResult).toBe(30);
+    expect(logs).toEqual(Array(30).fill(FINISHED));
+  } finally {
+    await client.close();
+  }
+});
+
+test.each(['v2 pin 2026-07-28'] as ClientKind[])(
   '%s client: 30 back-to-back calls, each log message reaches the client',
   async (kind) => {
     const client = await connectClient(kind, gateway.url, 5000);
     try {
-      const meta = kind === 'v1' ? undefined : { 'io.modelcontextprotocol/logLevel': 'warning' };
-      if (kind === 'v1') await client.setLoggingLevel('warning');
+      const meta = { 'io.modelcontextprotocol/logLevel': 'warning' };
       const conflictsBefore = conflicts;
-      let arrivedWithResult = 0;
-      for (let i = 0; i < 30; i++) {
-        const seen = client.logs.length;
-        await client.callTool('old___long_task', { steps: 1 }, { meta });
-        if (client.logs.length > seen) arrivedWithResult++;
-      }
+      const { arrivedWithResult } = await backToBack(
+        () => client.callTool('old___long_task', { steps: 1 }, { meta }),
+        client.logs,
+      );
       // The situation the test is about did arise: the target refused a GET stream it still thought open.
       expect(conflicts).toBeGreaterThan(conflictsBefore);
       expect(arrivedWithResult).toBe(30);
-      expect(client.logs).toEqual(Array(30).fill({ level: 'warning', data: 'long_task finished 1' }));
+      expect(client.logs).toEqual(Array(30).fill(FINISHED));
     } finally {
       await client.close();
     }
   },
 );
+
+test('v1 client with its GET stream: the target stream stays open across 30 calls, each log message reaches the client', async () => {
+  // The client's GET stream is held back until the target session exists (after the first call), so
+  // the gateway's stream listens to it from its open on (the response waits for that).
+  let release: () => void = () => undefined;
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let opened: () => void = () => undefined;
+  const streamOpen = new Promise<void>((resolve) => {
+    opened = resolve;
+  });
+  const { client, logs, callTool } = await connectV1(async (url, init) => {
+    await released;
+    const response = await fetch(url, init);
+    opened();
+    return response;
+  });
+  try {
+    await callTool();
+    release();
+    await streamOpen;
+    const conflictsBefore = conflicts;
+    const getsBefore = targetGets;
+    for (let i = 0; i < 30; i++) await callTool();
+    // Each log message arrives on the client's GET stream, not necessarily before its call's result.
+    await until(() => logs.length >= 31);
+    expect(logs).toEqual(Array(31).fill(FINISHED));
+    // Calls no longer close and reopen the target's GET stream, so the target had nothing to refuse.
+    expect(targetGets).toBe(getsBefore);
+    expect(conflicts).toBe(conflictsBefore);
+  } finally {
+    await client.close();
+  }
+});
