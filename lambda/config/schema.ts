@@ -239,11 +239,13 @@ export const GatewayConfigSchema = z
      * updates, log messages, requests not tied to a call) is held at most this long, then ended with an
      * SSE `retry` so the client reconnects (an open stream holds a Lambda invocation, so it is bounded;
      * it always ends before the function deadline). 0: no GET stream (405), and the gateway declares
-     * no list changes and no resource subscriptions.
+     * no list changes and no resource subscriptions. Short by default, with a long `retry` (SSE
+     * polling): the official TS clients open this stream by themselves, and a stream held all the time
+     * would bill an invocation for every connected session's whole life.
      */
-    clientStreamHoldSeconds: z.number().int().min(0).max(900).default(60),
-    /** The SSE `retry` (ms) a client GET stream ends with: how soon the client reconnects. */
-    clientStreamRetryMs: z.number().int().min(0).max(60_000).default(1000),
+    clientStreamHoldSeconds: z.number().int().min(0).max(900).default(5),
+    /** The SSE `retry` (ms) a client GET stream ends with: how soon the client reconnects (polling interval). */
+    clientStreamRetryMs: z.number().int().min(0).max(60_000).default(30_000),
     /**
      * Resumable streams (2025-11-25 sessions): how long the events of a client's SSE stream are kept
      * in DynamoDB at most, for a reconnect with `Last-Event-ID` (never past the session's expiry).

@@ -99,7 +99,10 @@ async function deliverClaimed(
   const id = answer.id ?? null;
   const toTarget = { ...answer, id: pending.targetRequestId };
   const protocolVersion = pending.targetProtocolVersion ?? loaded.session.protocolVersion;
-  if (!(await holderAcknowledged(deps.store, sessionId, gatewayId, token))) {
+  // A record without a holder lease is tied to no call (a request sent on the session's GET stream):
+  // the target answers it on its own stream, which any instance relays, so no holder has to be there.
+  const holderNeeded = pending.holderUntil !== undefined;
+  if (holderNeeded && !(await holderAcknowledged(deps.store, sessionId, gatewayId, token))) {
     // The holder did not answer for itself: it may be gone, and the target's next step would reach nobody.
     await deps.store.releaseClaim(sessionId, gatewayId, token).catch(() => undefined);
     deps.logger.warn('answer not delivered: the holder of the call did not acknowledge it', {

@@ -176,18 +176,18 @@ async function loadOwnSession<T extends { session: SessionRecord }>(
     // Another principal's session is indistinguishable from a missing one.
     return refuse('SessionNotFound', 'Session not found: it expired or was deleted; initialize a new one', { id });
   }
-  // The transports page (2025-11-25): the client sends the version negotiated at initialize, and an
-  // unsupported one is answered 400. Within a session only that version is supported: another one
-  // (even a version the gateway serves) would have the request read by the wrong version's rules.
+  // The transports page (2025-11-25): a request with an invalid or unsupported MCP-Protocol-Version is
+  // answered 400; the client SHOULD send the version negotiated at initialize. A version the gateway
+  // serves but not the negotiated one is served as the official SDK servers do, and as the official
+  // conformance suite expects (server-sse-multiple-streams and server-sse-polling send 2025-03-26 within
+  // a 2025-11-25 session); the request is read by the session's negotiated version, never the header's.
   // No header stays accepted (a 2025-03-26 client sends none).
   const versionHeader = headers.get(MCP_HEADERS.protocolVersion);
-  const negotiated = loaded.session.protocolVersion;
-  if (versionHeader !== null && versionHeader !== negotiated) {
-    return refuse(
-      'InvalidRequest',
-      `Bad Request: MCP-Protocol-Version "${versionHeader}" is not this session's protocol version "${negotiated}" (negotiated at initialize)`,
-      { id, data: { negotiated, requested: versionHeader } },
-    );
+  if (versionHeader !== null && !legacyVersionsOf(deps.config.supportedVersions).includes(versionHeader)) {
+    return refuse('InvalidRequest', `Bad Request: unsupported MCP-Protocol-Version "${versionHeader}"`, {
+      id,
+      data: { supported: deps.config.supportedVersions, requested: versionHeader },
+    });
   }
   return loaded;
 }

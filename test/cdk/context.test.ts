@@ -36,8 +36,8 @@ function errorOf(context: Record<string, unknown>): ContextError {
 }
 
 describe('CDK context', () => {
-  test('the client GET stream: held 60 s and retried after 1 s by default; -c clientStreamHoldSeconds=0 turns it off', () => {
-    expect(read({}).config).toMatchObject({ clientStreamHoldSeconds: 60, clientStreamRetryMs: 1000 });
+  test('the client GET stream: held 5 s and retried after 30 s by default (SSE polling); -c clientStreamHoldSeconds=0 turns it off', () => {
+    expect(read({}).config).toMatchObject({ clientStreamHoldSeconds: 5, clientStreamRetryMs: 30_000 });
     expect(read({ clientStreamHoldSeconds: '0', clientStreamRetryMs: '5000' }).config).toMatchObject({
       clientStreamHoldSeconds: 0,
       clientStreamRetryMs: 5000,

@@ -46,12 +46,23 @@ describe('path and method', () => {
     expect(res.status).toBe(400);
   });
 
-  it("answers GET that resumes a stream (Last-Event-ID) with 405: the gateway's events carry no ids", async () => {
+  it('answers GET that resumes a stream (Last-Event-ID) of an unknown session with 404, as any request of it', async () => {
     const res = await gateway.fetch('/mcp', {
       method: 'GET',
       headers: { accept: 'text/event-stream', 'last-event-id': '1', 'mcp-session-id': 'x'.repeat(43) },
     });
+    expect(res.status).toBe(404);
+  });
+
+  it('answers the GET for a standalone stream with 405 and Allow: POST, DELETE when the stream is off (clientStreamHoldSeconds 0)', async () => {
+    const off = inProcessGateway({
+      targets: [{ name: 'never', url: 'http://127.0.0.1:9/mcp' }],
+      clientStreamHoldSeconds: 0,
+    });
+    const { headers } = await off.initSession();
+    const res = await off.fetch('/mcp', { method: 'GET', headers: { ...headers, accept: 'text/event-stream' } });
     expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe('POST, DELETE');
   });
 });
 
@@ -76,9 +87,15 @@ describe('the GatewayErrors metric', () => {
       .flatMap((line) => JSON.parse(line)._aws.CloudWatchMetrics[0].Metrics.map((m: { Name: string }) => m.Name));
   }
 
-  it('does not count the 405 to the GET every SDK client sends for a standalone stream', async () => {
+  it('does not count the 405 to the GET every SDK client sends for a standalone stream (where the stream is off)', async () => {
+    // The stream is on by default (a session's GET is then held, not refused); turned off, it is the 405.
+    const off = inProcessGateway({
+      targets: [{ name: 'never', url: 'http://127.0.0.1:9/mcp' }],
+      clientStreamHoldSeconds: 0,
+    });
+    const { headers } = await off.initSession();
     const names = await metricsOf(async () => {
-      const res = await gateway.fetch('/mcp', { method: 'GET', headers: { accept: 'text/event-stream' } });
+      const res = await off.fetch('/mcp', { method: 'GET', headers: { ...headers, accept: 'text/event-stream' } });
       expect(res.status).toBe(405);
     });
     expect(names).toEqual([]);

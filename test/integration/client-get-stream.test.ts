@@ -19,7 +19,13 @@ import { startV1NotifyingServer, type V1NotifyingServer } from '../support/serve
  * itself after initialize.
  */
 
-const CONFIG = { logLevel: 'SILENT' as const, pendingRequestTimeoutSeconds: 30 };
+// Held long and retried soon (not the polling defaults: 5 s, then 30 s away), so a test sees one stream.
+const CONFIG = {
+  logLevel: 'SILENT' as const,
+  pendingRequestTimeoutSeconds: 30,
+  clientStreamHoldSeconds: 60,
+  clientStreamRetryMs: 1000,
+};
 
 /** A v1 client whose GET stream goes to `getUrl` and every POST/DELETE to `postUrl` (two instances). */
 async function connectV1(getUrl: string, postUrl: string, capabilities: Json = {}) {

@@ -135,20 +135,26 @@ describe.each(KINDS)('through the %s', (kind) => {
       expect(late.map((e) => e.message?.id)).toEqual(['multi']);
     });
 
-    it('answers a Last-Event-ID of another session, of an unknown stream or of no stream with 400 and nothing of any stream', async () => {
+    it("answers a Last-Event-ID of another session, of an unknown stream or of no stream with 400 and nothing of any stream; an empty one opens the session's own GET stream", async () => {
       const mine = await initSession(a(), { capabilities: ALL });
       const theirs = await initSession(a(), { capabilities: ALL });
       const res = await call(a(), theirs.headers, 'theirs', 'demo___use_aws', { command: 'theirs' });
       const seen = await readEvents(res, (event) => event.message?.method === 'elicitation/create');
       const theirId = seen[0]!.id!;
 
-      for (const id of [theirId, 'AAAAAAAAAAAAAAAA.0', 'not-an-event-id', '']) {
+      for (const id of [theirId, 'AAAAAAAAAAAAAAAA.0', 'not-an-event-id']) {
         const refused = await resume(b(), mine.headers, id);
-        expect(refused.status).toBe(id === '' ? 405 : 400);
+        expect(refused.status).toBe(400);
         const body = await refused.text();
         expect(body).not.toContain('elicitation');
-        if (id !== '') expect(JSON.parse(body).error.code).toBe(-32600);
+        expect(JSON.parse(body).error.code).toBe(-32600);
       }
+      // An empty Last-Event-ID names no event (an EventSource has none before its first id): the session's own
+      // GET stream, which is not theirs — it is let go at once (it would be held clientStreamHoldSeconds).
+      const own = await resume(b(), mine.headers, '');
+      expect(own.status).toBe(200);
+      expect(own.headers.get('content-type')).toContain('text/event-stream');
+      await own.body?.cancel();
       // A 2026-07-28 request has no resumption: 405 as any GET.
       const modern = await fetch(b(), {
         headers: { ...theirs.headers, 'mcp-protocol-version': '2026-07-28', 'last-event-id': theirId },
