@@ -77,9 +77,15 @@ async function startFloodTarget(): Promise<FloodTarget> {
         sent += event.length;
         written += event.length;
         if (!res.write(event)) {
+          // Whichever comes first; the other listener goes, so a long flood does not pile them up.
           await new Promise<void>((resolve) => {
-            res.once('drain', resolve);
-            res.once('close', resolve);
+            const done = () => {
+              res.off('drain', done);
+              res.off('close', done);
+              resolve();
+            };
+            res.once('drain', done);
+            res.once('close', done);
           });
         }
       }
