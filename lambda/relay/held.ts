@@ -2,6 +2,7 @@ import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import type { JSONRPCErrorResponse, JSONRPCResultResponse } from '../protocol/types';
 import type { PendingRecord, PendingStore } from '../state/store';
+import { abortableSleep } from './abortable-sleep';
 
 /**
  * Gateway-held requests (pending records of kind `held`): requests the gateway itself asks a 2025
@@ -41,7 +42,7 @@ export async function waitForHeldAnswer(
     if (record?.status === 'answered' && record.answer) {
       return JSON.parse(record.answer) as JSONRPCResultResponse | JSONRPCErrorResponse;
     }
-    await sleep(Math.min(interval, Math.max(0, until - Date.now())), stop);
+    await abortableSleep(Math.min(interval, Math.max(0, until - Date.now())), stop);
     interval = Math.min(POLL_MAX_MS, interval * 2);
   }
   return stop.aborted ? 'client-gone' : 'timeout';
@@ -60,16 +61,4 @@ export async function storeHeldAnswer(
       : { jsonrpc: '2.0', id: gatewayId, result: answer.result },
   );
   return store.answerPending(sessionId, gatewayId, payload);
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

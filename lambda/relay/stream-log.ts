@@ -6,6 +6,7 @@ import { describeError } from '../observability/logger';
 import { DYNAMODB_ITEM_LIMIT_BYTES } from '../protocol/errors';
 import type { JSONRPCMessage, RequestId } from '../protocol/types';
 import type { SessionRecord, SessionStore, StreamEventRecord } from '../state/store';
+import { abortableSleep } from './abortable-sleep';
 
 /**
  * The event log of resumable streams, kept in the session's partition (`E#<streamId>#<seq>`, sorting
@@ -225,20 +226,8 @@ async function* follow(
     interval = progressed ? options.pollMs.minMs : Math.min(options.pollMs.maxMs, interval * 2);
     const wait = Math.min(interval, options.until - Date.now());
     if (wait <= 0 || options.signal.aborted) return;
-    await sleep(wait, options.signal);
+    await abortableSleep(wait, options.signal);
     if (options.signal.aborted) return;
     batch = await store.readStream(sessionId, from.streamId, last + 1);
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }
