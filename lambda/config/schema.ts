@@ -261,6 +261,23 @@ export const GatewayConfigSchema = z
       .max(16 * 1024 * 1024)
       .default(1024 * 1024),
     /**
+     * Release while waiting (SSE polling, MCP 2025-11-25): a call of a 2025-11-25 session that waits
+     * for the client (an elicitation, sampling, roots, a confirmation) and whose target stream can be
+     * resumed (a 2026-07-28 target, or a 2025 target that sends event ids) ends its client stream with
+     * an SSE `retry` after `streamReleaseAfterSeconds`, and the invocation ends; the client's reconnect
+     * (`GET` + `Last-Event-ID`, any instance) goes on with the call. Such calls are also released just
+     * before the function timeout instead of failing with -32001, so `pendingRequestTimeoutSeconds` may
+     * then exceed it. Older sessions, excluded clients and calls whose target stream cannot be resumed
+     * are held as before. false: every call is held for its whole wait.
+     */
+    streamRelease: z.boolean().default(true),
+    /** How long a waiting call stays held before its stream is released: an answer within it pays no reconnect. */
+    streamReleaseAfterSeconds: z.number().min(0).max(900).default(5),
+    /** The SSE `retry` (ms) a released stream ends with: how soon the client reconnects, so what an answer may wait for. */
+    streamReleaseRetryMs: z.number().int().min(0).max(60_000).default(2000),
+    /** `clientInfo.name`s whose streams are never released (a client known not to reconnect after a server-side close). */
+    streamReleaseExcludeClients: z.array(z.string().min(1).max(200)).max(100).default([]),
+    /**
      * Bridged 2026-07-28 calls (a 2025-only target asking for input) one principal may have waiting
      * for input across all instances (counted in DynamoDB), each holding a target stream open; beyond it
      * the call is refused (429 TooManyBridgedCalls) and cancelled at the target before anything is stored.

@@ -71,6 +71,11 @@ export interface SseStreamOptions {
   log?: SseEventLog;
   /** The `retry` field (ms) sent with the priming event: how long a client waits before reconnecting. */
   retryMs?: number;
+  /**
+   * Goes on with a stream another invocation began (a released call taken over on a reconnect): no
+   * priming event, and the events go on at this seq.
+   */
+  continueAtSeq?: number;
 }
 
 /**
@@ -90,7 +95,7 @@ export class SseStream {
   cancelled = false;
   /** Closing was asked (end/close); later sends are dropped. */
   private ending = false;
-  private readonly log?: SseEventLog;
+  private log?: SseEventLog;
   private seq = 0;
   /** Events are kept and written in call order. */
   private queue: Promise<void> = Promise.resolve();
@@ -120,7 +125,8 @@ export class SseStream {
       new ByteLengthQueuingStrategy({ highWaterMark: STREAM_HIGH_WATER_BYTES }),
     );
     this.log = options.log;
-    if (this.log) {
+    if (this.log && options.continueAtSeq !== undefined) this.seq = options.continueAtSeq;
+    else if (this.log) {
       const retry = options.retryMs !== undefined ? `retry: ${options.retryMs}\n` : '';
       this.logged('', (id) => (id ? `id: ${id}\n${retry}data: \n\n` : ''));
     }
@@ -268,6 +274,39 @@ export class SseStream {
     const seq = this.seq++;
     this.enqueue(async () => {
       await log.end(seq, undefined);
+      this.closeNow();
+    });
+  }
+
+  /**
+   * Goes on with a stream another invocation began, from here on kept in `log` at `seq` on (a call
+   * taken over on a reconnect; what was replayed before was written raw, with its own ids).
+   */
+  continueWith(log: SseEventLog, seq: number): void {
+    this.log = log;
+    this.seq = seq;
+  }
+
+  /** The stream's id within its session (resumable streams only). */
+  get streamId(): string | undefined {
+    return this.log?.streamId;
+  }
+
+  /** The seq the next event gets (the stream's events so far are below it). */
+  get nextSeq(): number {
+    return this.seq;
+  }
+
+  /**
+   * Ends the connection but not the stream (SSE polling, MCP 2025-11-25): after what was asked so far
+   * is kept and written, a `retry` field tells the client when to reconnect with `Last-Event-ID`; the
+   * log records no end, so the stream goes on on whichever instance the client reconnects to.
+   */
+  hangUp(retryMs: number): void {
+    if (this.ending) return;
+    this.ending = true;
+    this.enqueue(async () => {
+      this.write(`retry: ${Math.max(0, Math.round(retryMs))}\n\n`);
       this.closeNow();
     });
   }

@@ -10,6 +10,7 @@ import { upstreamRequestId } from '../relay/ids';
 import { CLAIM_LEASE_MS } from '../state/records';
 import type { LoadedAnswer, PendingRecord } from '../state/store';
 import { MessageRejectedError, TargetSessionExpiredError } from '../targets/endpoint';
+import { NO_CLIENT_REQUEST } from './client-stream';
 import type { LegacyDeps } from './deps';
 
 /**
@@ -99,8 +100,9 @@ async function deliverClaimed(
   const id = answer.id ?? null;
   const toTarget = { ...answer, id: pending.targetRequestId };
   const protocolVersion = pending.targetProtocolVersion ?? loaded.session.protocolVersion;
-  // A record without a holder lease is tied to no call (a request sent on the session's GET stream):
-  // the target answers it on its own stream, which any instance relays, so no holder has to be there.
+  // A record without a holder lease is tied to no call (a request sent on the session's GET stream), or
+  // its call was released (relay/waiting-call.ts): the target answers on a stream any instance reads
+  // (its GET stream, or the released call's resumable stream), so no holder has to be there.
   const holderNeeded = pending.holderUntil !== undefined;
   if (holderNeeded && !(await holderAcknowledged(deps.store, sessionId, gatewayId, token))) {
     // The holder did not answer for itself: it may be gone, and the target's next step would reach nobody.
@@ -150,7 +152,7 @@ async function deliverClaimed(
     );
   }
   await settle(deps, sessionId, gatewayId, token);
-  if (pending.holderUntil === undefined) {
+  if (pending.clientRequestId === NO_CLIENT_REQUEST) {
     // Tied to no call (the session's GET stream): no call's end removes it, so it goes now and stops
     // counting against maxPendingRequestsPerSession (a repeated answer then finds nothing: 400 as well).
     await deps.store

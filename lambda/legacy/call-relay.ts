@@ -19,15 +19,25 @@ import {
   rpcErrorOf,
 } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
-import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest, ProgressToken } from '../protocol/types';
+import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest, ProgressToken, RequestId } from '../protocol/types';
 import { DeferredResponse } from '../relay/deferred-response';
 import { waitForHeldAnswer } from '../relay/held';
 import { ClaimAcknowledger } from '../relay/holder-ack';
 import { upstreamRequestId } from '../relay/ids';
 import { ProgressMapper } from '../relay/progress';
 import { allowsResumableStreams, openStreamLog, streamLogSettings } from '../relay/stream-log';
+import {
+  mayRelease,
+  type ReleaseSettings,
+  releaseSettings,
+  WaitingCall,
+  type WaitingCallSnapshot,
+  type WaitingRequest,
+  type WaitingStep,
+} from '../relay/waiting-call';
 import { CLAIM_LEASE_MS, HOLDER_LEASE_MS, HOLDER_RENEW_MS, newPendingRecord } from '../state/records';
 import type { CallEndReason, LoadedSession, PendingRecord } from '../state/store';
+import { StreamDetachedError } from '../targets/endpoint';
 import {
   type InputRequestEntry,
   inputRequiredOf,
@@ -35,6 +45,7 @@ import {
   retryParams,
   toLegacyServerRequest,
 } from '../targets/input-rounds';
+import type { StreamCursor } from '../targets/sse-reader';
 import type { Caller, Upstream } from '../targets/upstream';
 import type { LegacyDeps } from './deps';
 
@@ -52,12 +63,25 @@ export interface RelayInput {
   responseHeaders: Record<string, string>;
   /** confirmTools: ask the user before forwarding (the name the client called, the target's tool). */
   confirm?: { exposedName: string; tool: string };
+  /**
+   * Going on with a call another invocation released (or whose holder died), taken over by the
+   * client's reconnect (legacy/resume.ts): the reconnect's stream, and where the call stands.
+   */
+  resumed?: { waiting: WaitingCall; snapshot: WaitingCallSnapshot; stream: SseStream };
 }
+
+/** forward() let go of the call: its stream is to be released (the record written by run()). */
+const RELEASED = Symbol('released');
+
+/** How long before the invocation's deadline a resumable call is released rather than ended with -32001. */
+const RELEASE_BEFORE_DEADLINE_MS = 1500;
 
 /** A relayed call still running after this long answers as a stream, so keep-alives can flow. */
 const STREAM_AFTER_MS = 1000;
 
 type EndReason = 'client-gone' | 'client-cancelled' | 'deadline' | 'pending-timeout' | 'answer-lost' | 'shutdown';
+
+type RunOutcome = { message: JSONRPCMessage; error?: unknown; silent?: boolean } | { released: true };
 
 /** How soon the holder looks again when it could not decide a pending timeout (DynamoDB unreachable). */
 const TIMEOUT_RECHECK_MS = 2000;
@@ -80,9 +104,22 @@ const TIMEOUT_RECHECK_MS = 2000;
  * removed, and the client (if still there) gets -32001.
  */
 export function relayCall(input: RelayInput): Promise<Response> {
+  return startRelay(input).response;
+}
+
+/**
+ * Goes on with a call taken over by a reconnect (legacy/resume.ts), on the reconnect's stream;
+ * resolves when this invocation is done with it (the call ended, or was released again).
+ */
+export function continueCall(input: RelayInput & Required<Pick<RelayInput, 'resumed'>>): Promise<void> {
+  return startRelay(input).done;
+}
+
+function startRelay(input: RelayInput): { response: Promise<Response>; done: Promise<void> } {
   const relay = new Relay(input);
   const { deps, loaded } = input;
   const out = new DeferredResponse({
+    existing: input.resumed?.stream,
     accept: input.accept,
     headers: input.responseHeaders,
     keepAliveMs: deps.keepAliveMs,
@@ -96,21 +133,33 @@ export function relayCall(input: RelayInput): Promise<Response> {
           })
       : undefined,
   });
-  void relay.run(out).then(async ({ message, error, silent }) => {
-    // A call the client cancelled gets no response on its stream (the spec: the receiver SHOULD NOT send one).
-    if (silent && out.streaming) out.end();
-    else out.finish(message, error ? httpStatusOf(error) : 200, error ? errorHeaders(error) : {});
+  const done = relay.run(out).then(async (outcome) => {
+    if ('released' in outcome) {
+      // Not the stream's end: the client reconnects after `retry` and the call goes on there.
+      out.hangUp(releaseSettings(deps.config).retryMs);
+    } else {
+      const { message, error, silent } = outcome;
+      // A call the client cancelled gets no response on its stream (the spec: the receiver SHOULD NOT send one).
+      if (silent && out.streaming) out.end();
+      else out.finish(message, error ? httpStatusOf(error) : 200, error ? errorHeaders(error) : {});
+    }
     // A resumable stream keeps its end before writing it: done (what a shutdown waits for) once it is written.
     await out.flushed();
     relay.markDone();
   });
-  return out.response;
+  return { response: out.response, done };
 }
+
+type HeldAnswers =
+  | Array<Exclude<Awaited<ReturnType<typeof waitForHeldAnswer>>, string>>
+  | 'timeout'
+  | 'ended'
+  | typeof RELEASED;
 
 class Relay {
   private readonly upstreamId: string;
   private readonly upstreamAbort = new AbortController();
-  private readonly relayed = new Map<string, { record: PendingRecord; timer: NodeJS.Timeout }>();
+  private readonly relayed = new Map<string, { method: string; askedAt: number; timer: NodeJS.Timeout }>();
   /** Held records (confirmations, input rounds), removed with the others. */
   private readonly held: string[] = [];
   private readonly progress: ProgressMapper;
@@ -126,6 +175,22 @@ class Relay {
   private leaseRenewal?: NodeJS.Timeout;
   /** Acknowledges delivery claims on this call's relayed requests while it holds them (relay/holder-ack.ts). */
   private readonly acknowledger: ClaimAcknowledger;
+  /** The call's durable record once it waits, when its stream may be released (relay/waiting-call.ts). */
+  private waiting?: WaitingCall;
+  /** Where the call stands while it waits (what a release writes). */
+  private step?: WaitingStep;
+  /** What the call is doing: waiting for held answers, or reading the target (`upstreamCallId`). */
+  private phase: 'held-wait' | 'upstream' | 'other' = 'other';
+  private upstreamCallId?: RequestId;
+  /** The target stream's last event id and `retry` (a 2025 target's stream can be resumed from it). */
+  private readonly cursor: StreamCursor = {};
+  /** Stops reading the target's stream without cancelling (a release). */
+  private detach = new AbortController();
+  /** Ends the waits for held answers (a release). */
+  private releaseWaits = new AbortController();
+  private releasing = false;
+  private releaseTimer?: NodeJS.Timeout;
+  private readonly release: ReleaseSettings;
   /** Resolved once the call is over: records removed and the client's response finished. */
   readonly markDone: () => void;
   private readonly done: Promise<void>;
@@ -142,7 +207,17 @@ class Relay {
     ]);
     this.progress = new ProgressMapper(
       (input.params._meta as { progressToken?: ProgressToken } | undefined)?.progressToken,
+      input.resumed?.snapshot.call.upstreamProgressToken,
     );
+    this.release = releaseSettings(input.deps.config);
+    const resumed = input.resumed;
+    if (resumed) {
+      this.waiting = resumed.waiting;
+      const relayedIds = new Set(resumed.snapshot.relayed.map((r) => r.gatewayId));
+      this.held.push(...resumed.snapshot.records.filter((id) => !relayedIds.has(id)));
+      for (const request of resumed.snapshot.relayed)
+        this.trackRelayed(request.gatewayId, request.method, request.askedAt);
+    }
   }
 
   private get log() {
@@ -159,13 +234,27 @@ class Relay {
     return this.finished ? undefined : this.out?.stream();
   }
 
-  async run(out: DeferredResponse): Promise<{ message: JSONRPCMessage; error?: unknown; silent?: boolean }> {
+  async run(out: DeferredResponse): Promise<RunOutcome> {
     this.out = out;
     const { exchange, loaded } = this.input;
     const onClientGone = () => this.clientGone();
     exchange.signal.addEventListener('abort', onClientGone, { once: true });
     const deadline = setTimeout(() => this.stop('deadline'), Math.max(0, exchange.deadline - Date.now()));
     deadline.unref();
+    // A call that can be resumed is released just before the deadline instead (the function timeout is no limit).
+    const beforeDeadline = setTimeout(
+      () => void this.releaseBeforeDeadline(),
+      Math.max(0, exchange.deadline - RELEASE_BEFORE_DEADLINE_MS - Date.now()),
+    );
+    beforeDeadline.unref();
+    if (this.input.resumed) {
+      this.renewLeases();
+      if (this.relayed.size > 0) this.acknowledger.start();
+      // The records of a released call lost their holder lease: this instance holds them again.
+      await this.input.deps.store
+        .renewHolder(loaded.session.id, this.pendingIds(), Date.now() + HOLDER_LEASE_MS)
+        .catch((error) => this.log.warn('renewing the holder lease failed', { error: describeError(error) }));
+    }
     const unregister = this.input.deps.activeCalls.register(loaded.session.id, this.upstreamId, {
       cancelByClient: (reason) => this.stop('client-cancelled', reason ?? 'gateway: client cancelled'),
       shutdown: () => {
@@ -173,9 +262,9 @@ class Relay {
         return this.done;
       },
     });
-    let outcome: { message: JSONRPCMessage; error?: unknown; silent?: boolean };
+    let outcome: RunOutcome;
     try {
-      outcome = { message: await this.forward() };
+      outcome = await this.forwardUntilReleased(this.input.resumed?.snapshot.step);
     } catch (error) {
       // A stream that ended without a response may be the target honouring a cancellation sent from another instance.
       if (!this.endReason && error instanceof DependencyFailedError) {
@@ -193,24 +282,162 @@ class Relay {
     this.acknowledger.stop();
     clearTimeout(this.cancelWatch);
     clearTimeout(this.leaseRenewal);
+    clearTimeout(this.releaseTimer);
     clearTimeout(deadline);
+    clearTimeout(beforeDeadline);
     exchange.signal.removeEventListener('abort', onClientGone);
     await this.queue; // a server request that slipped in meanwhile is refused (finished) before cleanup
+    if ('released' in outcome) {
+      for (const { timer } of this.relayed.values()) clearTimeout(timer);
+      return outcome;
+    }
     await this.cleanup();
     return outcome;
   }
 
-  private async forward(): Promise<JSONRPCMessage> {
+  /**
+   * forward() from where the call stands; when it let go of the call, the release is written (the
+   * record, then the pending records lose their holder lease). When that fails the call is not
+   * released: this invocation goes on with it from the same step, and tries again later.
+   */
+  private async forwardUntilReleased(from: WaitingStep | undefined): Promise<RunOutcome> {
+    for (;;) {
+      const result = await this.forward(from);
+      if (result !== RELEASED) return { message: result };
+      await this.queue; // what the target sent before the release reaches the client (and the log) first
+      const step = this.currentStep();
+      if (step && (await this.writeRelease(step))) return { released: true };
+      this.log.warn('the call could not be released; this invocation goes on holding it');
+      this.releasing = false;
+      this.detach = new AbortController();
+      this.releaseWaits = new AbortController();
+      from = step;
+      this.scheduleRelease();
+    }
+  }
+
+  /** The step a release writes: the held wait's, or the target stream's (from where it was read up to). */
+  private currentStep(): WaitingStep | undefined {
+    if (this.step?.kind !== 'target-stream') return this.step;
+    return this.cursor.lastEventId ? { ...this.step, lastEventId: this.cursor.lastEventId } : undefined;
+  }
+
+  private snapshot(step: WaitingStep): WaitingCallSnapshot {
+    const { target, request, params, confirm } = this.input;
+    return {
+      call: {
+        target,
+        method: request.method,
+        clientRequestId: request.id,
+        params,
+        confirm,
+        upstreamProgressToken: this.progress.upstreamToken,
+      },
+      step,
+      relayed: [...this.relayed].map(([gatewayId, { method, askedAt }]) => ({ gatewayId, method, askedAt })),
+      records: this.pendingIds(),
+    };
+  }
+
+  private pendingIds(): string[] {
+    return [...this.relayed.keys(), ...this.held];
+  }
+
+  /** The call now waits (for the client, or a target that polls): its record says where it stands. */
+  private async holdWaiting(step: WaitingStep): Promise<void> {
+    this.step = step;
+    const stream = this.out?.stream();
+    if (!stream?.resumable || !mayRelease(this.release, this.input.loaded.session)) return;
+    if (!this.waiting) {
+      const { deps, loaded } = this.input;
+      this.waiting = new WaitingCall(deps.store, loaded.session.id, stream.streamId ?? '', () =>
+        Math.min(loaded.session.expiresAt, Math.floor(Date.now() / 1000) + deps.config.streamLogTtlSeconds),
+      );
+    }
+    const step2 = this.currentStep();
+    if (!step2) return;
+    try {
+      await this.waiting.hold(this.snapshot(step2), stream.nextSeq);
+    } catch (error) {
+      // Without its record the call cannot be released (nor taken over): it is held, as before.
+      this.log.warn('the waiting call was not recorded; it is held', { error: describeError(error) });
+      return;
+    }
+    this.scheduleRelease();
+  }
+
+  /** After the grace period the call is released if it still waits. */
+  private scheduleRelease(): void {
+    clearTimeout(this.releaseTimer);
+    this.releaseTimer = setTimeout(
+      () => this.tryRelease('waited past streamReleaseAfterSeconds'),
+      this.release.afterMs,
+    );
+    this.releaseTimer.unref();
+  }
+
+  /**
+   * The function is about to time out: a call that waits is released; so is a 2025 target's call
+   * still running, when its stream can be resumed (it sent event ids). Otherwise the deadline ends it.
+   */
+  private async releaseBeforeDeadline(): Promise<void> {
+    const upstream = this.upstream;
+    if (this.phase === 'upstream' && this.step === undefined && upstream?.era === 'legacy' && this.cursor.lastEventId) {
+      await this.holdWaiting({
+        kind: 'target-stream',
+        requestId: this.upstreamCallId ?? this.upstreamId,
+        lastEventId: this.cursor.lastEventId,
+        targetSessionId: upstream.session?.targetSessionId,
+      });
+    }
+    this.tryRelease('the invocation is about to time out');
+  }
+
+  /** Lets go of the call now when it can be resumed elsewhere: the waits end, the target's stream is detached. */
+  private tryRelease(why: string): void {
+    if (this.finished || this.endReason || this.releasing || !this.waiting?.holding) return;
+    if (this.phase === 'upstream') {
+      if (this.upstream?.era !== 'legacy' || !this.cursor.lastEventId || this.step?.kind !== 'target-stream') return;
+    } else if (this.phase !== 'held-wait') return;
+    this.releasing = true;
+    this.log.info('releasing the call', { reason: why });
+    this.releaseWaits.abort();
+    this.detach.abort();
+  }
+
+  /** The record says released, the pending records lose their holder lease; false when the record could not be written. */
+  private async writeRelease(step: WaitingStep): Promise<boolean> {
+    const { deps, loaded } = this.input;
+    const stream = this.out?.stream();
+    if (!this.waiting || !stream) return false;
+    try {
+      if (!(await this.waiting.release(this.snapshot(step), stream.nextSeq))) return false;
+    } catch (error) {
+      this.log.warn('releasing the call failed', { error: describeError(error) });
+      return false;
+    }
+    await deps.store.detachHolder(loaded.session.id, this.pendingIds()).catch((error) =>
+      // Their leases run out by themselves (HOLDER_LEASE_MS): until the reconnect renews them, answers wait.
+      this.log.warn('detaching the holder from pending records failed', { error: describeError(error) }),
+    );
+    this.log.info('call released; the client reconnects for the rest', { step: step.kind });
+    return true;
+  }
+
+  private async forward(from: WaitingStep | undefined): Promise<JSONRPCMessage | typeof RELEASED> {
     const { deps, request, target, caller } = this.input;
-    if (this.input.confirm) {
-      const refusal = await this.confirm(this.input.confirm);
+    if (this.input.confirm && (!from || from.kind === 'confirm')) {
+      const refusal = await this.confirm(this.input.confirm, from?.kind === 'confirm' ? from.request : undefined);
       if (refusal) return refusal;
+      from = undefined;
     }
     const signal = this.upstreamAbort.signal;
-    const upstream = await deps.targets.open(target, caller, signal);
+    const upstream = this.upstream ?? (await deps.targets.open(target, caller, signal));
     this.upstream = upstream;
     const options = {
       signal,
+      cursor: this.cursor,
+      detach: this.detach.signal,
       progressToken: this.progress.upstreamToken,
       onServerRequest: (serverRequest: JSONRPCRequest) => this.enqueue(() => this.onServerRequest(serverRequest)),
       onNotification: (notification: JSONRPCNotification) =>
@@ -218,13 +445,46 @@ class Relay {
       // The target's stream is not read while the client's is full (the relay's queue is drained first).
       backpressure: () => this.out?.room(),
     };
-    this.watchForCancellation();
-    let response = await upstream.call(
-      { id: this.upstreamId, method: request.method, params: this.input.params },
-      options,
-    );
+    if (!this.cancelWatch) this.watchForCancellation();
+    const callUpstream = async (id: RequestId, params: Record<string, unknown>, resumeFrom?: string) => {
+      this.phase = 'upstream';
+      this.upstreamCallId = id;
+      try {
+        const targetSessionId =
+          from?.kind === 'target-stream' ? from.targetSessionId : upstream.session?.targetSessionId;
+        return await upstream.call(
+          { id, method: request.method, params },
+          {
+            ...options,
+            resumeFrom: resumeFrom === undefined ? undefined : { lastEventId: resumeFrom, targetSessionId },
+          },
+        );
+      } catch (error) {
+        if (error instanceof StreamDetachedError && this.releasing) return RELEASED;
+        throw error;
+      } finally {
+        this.phase = 'other';
+      }
+    };
+    let response: JSONRPCResponse | typeof RELEASED;
+    let firstRound = 1;
+    if (from?.kind === 'input') {
+      // Taken over in an input round: its answers (awaited here if not yet there), then the target's retry.
+      const collected = await this.awaitInput(from);
+      if (collected === RELEASED || !('responses' in collected)) return collected;
+      if (Object.keys(collected.responses).length) recordAnsweredInput('mrtr-retry');
+      const params = retryParams(this.input.params, collected.responses, from.requestState);
+      response = await callUpstream(`${this.upstreamId}.r${from.round}`, params);
+      firstRound = from.round + 1;
+    } else if (from?.kind === 'target-stream') {
+      this.step = from;
+      response = await callUpstream(from.requestId, this.input.params, from.lastEventId);
+    } else {
+      response = await callUpstream(this.upstreamId, this.input.params);
+    }
     // A 2026-07-28 target asks for input with input_required results: the rounds run here.
-    for (let round = 1; ; round++) {
+    for (let round = firstRound; ; round++) {
+      if (response === RELEASED) return RELEASED;
       const inputRequired = inputRequiredOf(response);
       if (!inputRequired) break;
       if (round > MAX_INPUT_ROUNDS) {
@@ -235,11 +495,15 @@ class Relay {
           { target },
         );
       }
-      const collected = await this.collectInput(Object.entries(inputRequired.inputRequests));
-      if (!('responses' in collected)) return collected;
+      const collected = await this.collectInput(
+        Object.entries(inputRequired.inputRequests),
+        round,
+        inputRequired.requestState,
+      );
+      if (collected === RELEASED || !('responses' in collected)) return collected;
       if (Object.keys(collected.responses).length) recordAnsweredInput('mrtr-retry');
       const params = retryParams(this.input.params, collected.responses, inputRequired.requestState);
-      response = await upstream.call({ id: `${this.upstreamId}.r${round}`, method: request.method, params }, options);
+      response = await callUpstream(`${this.upstreamId}.r${round}`, params);
     }
     return { ...response, id: request.id };
   }
@@ -249,7 +513,10 @@ class Relay {
    * its arguments) before anything reaches the target. Undefined when confirmed; otherwise the
    * final message (not confirmed, cannot be asked, timed out). The target is never called then.
    */
-  private async confirm(confirm: { exposedName: string; tool: string }): Promise<JSONRPCMessage | undefined> {
+  private async confirm(
+    confirm: { exposedName: string; tool: string },
+    asked?: WaitingRequest,
+  ): Promise<JSONRPCMessage | undefined | typeof RELEASED> {
     const { loaded, request, target, accept } = this.input;
     const reply = (result: ReturnType<typeof notConfirmedResult>): JSONRPCMessage => ({
       jsonrpc: '2.0',
@@ -264,10 +531,17 @@ class Relay {
     }
     const params = this.input.params;
     const form = confirmationForm(confirm.exposedName, target, confirm.tool, params.arguments);
-    const answers = await this.askHeld(
-      [{ method: 'elicitation/create', params: { ...form } }],
-      'confirmation requested',
-    );
+    const answers = asked
+      ? await this.awaitHeld([asked], { kind: 'confirm', request: asked })
+      : await this.askHeld(
+          [{ method: 'elicitation/create', params: { ...form } }],
+          'confirmation requested',
+          (sent) => ({
+            kind: 'confirm',
+            request: sent[0]!,
+          }),
+        );
+    if (answers === RELEASED) return RELEASED;
     if (answers === 'timeout') {
       return rpcErrorOf(
         request.id,
@@ -291,7 +565,9 @@ class Relay {
    */
   private async collectInput(
     entries: Array<[string, InputRequestEntry]>,
-  ): Promise<{ responses: Record<string, unknown> } | JSONRPCResponse> {
+    round: number,
+    requestState: string | undefined,
+  ): Promise<{ responses: Record<string, unknown> } | JSONRPCResponse | typeof RELEASED> {
     const { loaded, request, target } = this.input;
     if (entries.length === 0) return { responses: {} }; // requestState only: retry at once
     await this.queue; // the target's notifications so far go first
@@ -314,12 +590,38 @@ class Relay {
     const answers = await this.askHeld(
       entries.map(([, entry]) => entry),
       'relayed input requests of a 2026-07-28 target',
+      (sent) => ({
+        kind: 'input',
+        round,
+        requestState,
+        keys: sent.map((asked, index) => ({ key: entries[index]![0], ...asked })),
+      }),
     );
+    return this.inputResponses(
+      entries.map(([key, entry]) => ({ key, method: entry.method })),
+      answers,
+    );
+  }
+
+  /** A round taken over: its answers (awaited), as the target's responses. */
+  private async awaitInput(
+    step: Extract<WaitingStep, { kind: 'input' }>,
+  ): Promise<{ responses: Record<string, unknown> } | JSONRPCResponse | typeof RELEASED> {
+    const answers = await this.awaitHeld(step.keys, step);
+    return this.inputResponses(step.keys, answers);
+  }
+
+  private inputResponses(
+    keys: Array<{ key: string; method: string }>,
+    answers: Awaited<ReturnType<Relay['awaitHeld']>>,
+  ): { responses: Record<string, unknown> } | JSONRPCResponse | typeof RELEASED {
+    const { request, target } = this.input;
+    if (answers === RELEASED) return RELEASED;
     if (answers === 'timeout' || !Array.isArray(answers)) throw new Error(`input round ended: ${this.endReason}`);
     const errorIndex = answers.findIndex((a) => 'error' in a);
     const failed = answers[errorIndex];
     if (failed && 'error' in failed) {
-      const method = entries[errorIndex]?.[1].method;
+      const method = keys[errorIndex]?.method;
       const { error } = failed;
       this.log.info('the client answered an input request with an error', { inputMethod: method, code: error.code });
       return rpcErrorOf(
@@ -330,7 +632,7 @@ class Relay {
       );
     }
     const responses: Record<string, unknown> = {};
-    entries.forEach(([key], index) => {
+    keys.forEach(({ key }, index) => {
       responses[key] = (answers[index] as { result: unknown }).result;
     });
     return { responses };
@@ -344,9 +646,10 @@ class Relay {
   private async askHeld(
     requests: InputRequestEntry[],
     logMessage: string,
-  ): Promise<Array<Exclude<Awaited<ReturnType<typeof waitForHeldAnswer>>, string>> | 'timeout' | 'ended'> {
+    stepOf: (sent: WaitingRequest[]) => WaitingStep,
+  ): Promise<HeldAnswers> {
     const { deps, loaded, request, target } = this.input;
-    const sent: Array<{ gatewayId: string; method: string }> = [];
+    const sent: WaitingRequest[] = [];
     await this.checkPendingCap(requests.length);
     for (const entry of requests) {
       const record = newPendingRecord(deps.config.pendingRequestTimeoutSeconds, {
@@ -358,7 +661,7 @@ class Relay {
       await deps.store.putPending(loaded.session, record);
       this.held.push(record.gatewayId);
       this.renewLeases();
-      sent.push({ gatewayId: record.gatewayId, method: entry.method });
+      sent.push({ gatewayId: record.gatewayId, method: entry.method, askedAt: Date.now() });
     }
     const stream = this.stream();
     if (!stream) return 'ended';
@@ -367,23 +670,38 @@ class Relay {
       recordRelayedInput(entry.method);
     });
     this.log.info(logMessage, { gatewayRequestIds: sent.map((s) => s.gatewayId) });
+    return this.awaitHeld(sent, stepOf(sent));
+  }
 
-    const until = Math.min(this.input.exchange.deadline, Date.now() + deps.config.pendingRequestTimeoutSeconds * 1000);
+  /**
+   * Waits for the answers to held requests (asked by this invocation, or by one before it: their
+   * pending timeout runs from when they were asked). The call may be released meanwhile (RELEASED).
+   */
+  private async awaitHeld(sent: WaitingRequest[], step: WaitingStep): Promise<HeldAnswers> {
+    const { deps, loaded } = this.input;
+    await this.holdWaiting(step);
+    const pendingEnd = Math.min(...sent.map((s) => s.askedAt)) + deps.config.pendingRequestTimeoutSeconds * 1000;
+    // The deadline ends the wait only when the call cannot be released before it.
+    const until = Math.min(this.waiting?.holding ? Number.POSITIVE_INFINITY : this.input.exchange.deadline, pendingEnd);
     const failed = new AbortController(); // one error answer ends the round: stop waiting for the rest
-    const stop = AbortSignal.any([this.upstreamAbort.signal, failed.signal]);
+    const stop = AbortSignal.any([this.upstreamAbort.signal, failed.signal, this.releaseWaits.signal]);
+    this.phase = 'held-wait';
     const answers = await Promise.all(
       sent.map(async ({ gatewayId }) => {
         const answer = await waitForHeldAnswer(deps.store, deps.logger, loaded.session.id, gatewayId, until, stop);
         if (typeof answer === 'object' && 'error' in answer) failed.abort();
         return answer;
       }),
-    );
+    ).finally(() => {
+      this.phase = 'other';
+    });
+    if (this.releasing && !failed.signal.aborted && answers.some((a) => typeof a !== 'object')) return RELEASED;
     const errorAnswer = answers.find((a) => typeof a === 'object' && 'error' in a);
     if (errorAnswer && typeof errorAnswer === 'object') {
       return answers.map((a) => (typeof a === 'object' ? a : errorAnswer));
     }
     if (answers.some((a) => a === 'timeout') && !this.endReason) {
-      if (Date.now() >= this.input.exchange.deadline) this.stop('deadline');
+      if (Date.now() < pendingEnd) this.stop('deadline');
       else if (!this.input.confirm || this.upstream) {
         for (const { method } of sent) recordExpiredInput(method);
         this.stop('pending-timeout');
@@ -477,12 +795,7 @@ class Relay {
       );
       return;
     }
-    const timer = setTimeout(
-      () => void this.onPendingTimeout(record.gatewayId),
-      deps.config.pendingRequestTimeoutSeconds * 1000,
-    );
-    timer.unref();
-    this.relayed.set(record.gatewayId, { record, timer });
+    this.trackRelayed(record.gatewayId, serverRequest.method, Date.now());
     this.renewLeases();
     this.acknowledger.start();
     stream.send({ ...serverRequest, id: record.gatewayId });
@@ -491,6 +804,26 @@ class Relay {
       serverMethod: serverRequest.method,
       gatewayRequestId: record.gatewayId,
     });
+    // The target now waits for the client: when its stream can be resumed, the call may be released.
+    if (this.upstreamCallId !== undefined && this.upstream?.era === 'legacy') {
+      await this.holdWaiting({
+        kind: 'target-stream',
+        requestId: this.upstreamCallId,
+        lastEventId: this.cursor.lastEventId ?? '',
+        targetSessionId: upstream.session?.targetSessionId,
+      });
+    }
+  }
+
+  /** A relayed request waiting for the client, with its pending timeout (from when it was sent). */
+  private trackRelayed(gatewayId: string, method: string, askedAt: number): void {
+    const timeoutMs = this.input.deps.config.pendingRequestTimeoutSeconds * 1000;
+    const timer = setTimeout(
+      () => void this.onPendingTimeout(gatewayId),
+      Math.max(0, askedAt + timeoutMs - Date.now()),
+    );
+    timer.unref();
+    this.relayed.set(gatewayId, { method, askedAt, timer });
   }
 
   private onNotification(notification: JSONRPCNotification): void {
@@ -518,7 +851,7 @@ class Relay {
     try {
       if (await store.expirePending(sessionId, gatewayId)) {
         this.log.info('pending request timed out', { gatewayRequestId: gatewayId });
-        recordExpiredInput(entry.record.method);
+        recordExpiredInput(entry.method);
         this.stop('pending-timeout');
         return;
       }
@@ -534,7 +867,7 @@ class Relay {
       return;
     }
     this.log.info('pending request timed out (its record is gone)', { gatewayRequestId: gatewayId });
-    recordExpiredInput(entry.record.method);
+    recordExpiredInput(entry.method);
     this.stop('pending-timeout');
   }
 
@@ -561,7 +894,13 @@ class Relay {
     const renew = () => {
       this.leaseRenewal = setTimeout(() => {
         if (this.finished) return;
-        const ids = [...this.relayed.keys(), ...this.held];
+        const ids = this.pendingIds();
+        const step = this.currentStep();
+        if (this.waiting?.holding && step && !this.releasing) {
+          void this.waiting
+            .renew(this.snapshot(step), this.out?.stream()?.nextSeq ?? 0)
+            .catch((error) => this.log.warn('renewing the waiting call failed', { error: describeError(error) }));
+        }
         void this.input.deps.store
           .renewHolder(this.input.loaded.session.id, ids, Date.now() + HOLDER_LEASE_MS)
           .catch((error) => this.log.warn('renewing the holder lease failed', { error: describeError(error) }))
@@ -610,6 +949,8 @@ class Relay {
     if (this.out?.resumable) {
       if (!this.clientLeft) this.log.info("the client's stream closed; the call goes on for its reconnect");
       this.clientLeft = true;
+      // Nobody reads this stream any more: a call that can be released need not wait for the grace period.
+      this.tryRelease('the client left its stream');
       return;
     }
     this.stop('client-gone');
@@ -626,7 +967,10 @@ class Relay {
 
   private async cleanup(): Promise<void> {
     for (const { timer } of this.relayed.values()) clearTimeout(timer);
-    const ids = [...this.relayed.keys(), ...this.held];
+    await this.waiting
+      ?.finish()
+      .catch((error) => this.log.warn('removing the waiting call failed', { error: describeError(error) }));
+    const ids = this.pendingIds();
     if (ids.length === 0) return;
     // One request removes every pending record of this call, answered or not: a late answer then
     // finds nothing and gets -32600 instead of reaching a target that no longer waits.

@@ -54,7 +54,8 @@ const LIST_CHANGES: Record<string, readonly ListingKind[]> = {
  * Requests on the stream belong to no call: their pending records carry this in place of a client
  * request id, and no holder lease (any instance may deliver the answer until the record expires).
  */
-const NO_CLIENT_REQUEST = 'standalone-stream';
+/** The client request of a record tied to no call (a request sent on the session's GET stream). */
+export const NO_CLIENT_REQUEST = 'standalone-stream';
 
 export async function openClientStream(
   deps: LegacyDeps,

@@ -22,6 +22,8 @@ export interface DeferredResponseOptions {
   stalledClientMs?: number;
   /** Makes the stream resumable (http/sse.ts): called once, when the stream opens. */
   eventLog?: () => SseEventLog;
+  /** A stream already open (a call taken over on the client's reconnect): used as this response's stream. */
+  existing?: SseStream;
 }
 
 export class DeferredResponse {
@@ -35,7 +37,11 @@ export class DeferredResponse {
     this.response = new Promise((resolve) => {
       this.resolve = resolve;
     });
-    if (options.accept.sse && !options.accept.json) this.stream();
+    if (options.existing) {
+      // Its response is already the client's (the reconnect's): `response` is never used then.
+      this.sse = options.existing;
+      this.sse.onCancel = () => options.onClientGone?.();
+    } else if (options.accept.sse && !options.accept.json) this.stream();
     else if (options.streamAfterMs !== undefined) this.streamAfter(options.streamAfterMs);
   }
 
@@ -76,6 +82,14 @@ export class DeferredResponse {
   /** Undefined while the client can take more; else a promise that settles when it can (backpressure). */
   room(): Promise<void> | undefined {
     return this.sse?.room();
+  }
+
+  /** Ends the connection but not the stream: the client reconnects after `retryMs` (a released call, http/sse.ts). */
+  hangUp(retryMs: number): void {
+    if (this.finished) return;
+    this.finished = true;
+    clearTimeout(this.timer);
+    this.sse?.hangUp(retryMs);
   }
 
   /** Ends a stream whose last message was already sent (a held call); a JSON answer cannot be left without a body. */

@@ -83,6 +83,9 @@ export async function holderAcknowledged(
   for (;;) {
     const record = await store.getPending(partition, gatewayId).catch(() => undefined);
     if (record?.ack === token) return true;
+    // Its holder released the call meanwhile (relay/waiting-call.ts): the target answers on a stream
+    // that is read again on the client's reconnect, so the answer needs no live holder.
+    if (record?.claim === token && record.holderUntil === undefined) return true;
     if (record?.claim !== token || Date.now() >= until) return false;
     await new Promise((resolve) => setTimeout(resolve, ACK_CHECK_MS));
   }

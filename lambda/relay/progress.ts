@@ -8,8 +8,12 @@ import type { JSONRPCNotification, ProgressToken } from '../protocol/types';
 export class ProgressMapper {
   readonly upstreamToken?: string;
 
-  constructor(readonly clientToken?: ProgressToken) {
-    if (clientToken !== undefined) this.upstreamToken = `gw-progress-${randomUUID()}`;
+  /** `upstreamToken`: the one a call taken over from another instance gave the target already. */
+  constructor(
+    readonly clientToken?: ProgressToken,
+    upstreamToken?: string,
+  ) {
+    if (clientToken !== undefined) this.upstreamToken = upstreamToken ?? `gw-progress-${randomUUID()}`;
   }
 
   /** The notification as the client should see it, or undefined when it is not this call's progress. */

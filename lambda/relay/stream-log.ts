@@ -83,7 +83,12 @@ export function openStreamLog(
   session: Pick<SessionRecord, 'id' | 'expiresAt'>,
   settings: StreamLogSettings,
   logger: GatewayLogger,
-  options: { streamId?: string; deadline?: number } = {},
+  options: {
+    streamId?: string;
+    deadline?: number;
+    /** The seqs already kept for this stream by the invocations before (a continued stream): dropped at its end too. */
+    kept?: number[];
+  } = {},
 ): SseEventLog {
   const streamId = options.streamId ?? newStreamId();
   /** A write failed: the stream has a gap, and DynamoDB may be down; later events go out at once, unkept. */
@@ -104,7 +109,7 @@ export function openStreamLog(
     });
     return Promise.race([write, late]).finally(() => clearTimeout(timer));
   };
-  const kept: number[] = [];
+  const kept: number[] = [...(options.kept ?? [])];
   let keptBytes = 0;
   const nowSeconds = () => Math.floor(Date.now() / 1000);
   const expiry = (seconds: number) => Math.min(session.expiresAt, nowSeconds() + seconds);
@@ -182,6 +187,11 @@ export interface FollowOptions {
   signal: AbortSignal;
   /** Poll interval while the stream is live: starts at `minMs`, doubles to `maxMs` while nothing new comes. */
   pollMs: { minMs: number; maxMs: number };
+  /**
+   * Called whenever the reader has caught up (after the replay, then after each poll that found
+   * nothing new), with the last seq read: true stops following (the caller goes on with the stream).
+   */
+  caughtUp?: (lastSeq: number) => Promise<boolean>;
 }
 
 /** What a reconnect finds for its `Last-Event-ID`. */
@@ -223,6 +233,7 @@ async function* follow(
       yield event;
       if (event.end) return;
     }
+    if (options.caughtUp && (await options.caughtUp(last))) return;
     interval = progressed ? options.pollMs.minMs : Math.min(options.pollMs.maxMs, interval * 2);
     const wait = Math.min(interval, options.until - Date.now());
     if (wait <= 0 || options.signal.aborted) return;

@@ -33,6 +33,7 @@ import {
   StoreUnavailableError,
   type StreamEventRecord,
   type TargetSessionRecord,
+  type WaitingCallRecord,
 } from './store';
 
 /** Item layout: one partition per session (ARCHITECTURE.md, "Pending requests"; lambda/README.md). */
@@ -43,6 +44,8 @@ const pendingSk = (gatewayId: string) => `P#${gatewayId}`;
 const cancelledSk = (upstreamId: string) => `C#${upstreamId}`;
 /** The session's client GET stream (sorts before 'S': a session's load does not read it). */
 const CLIENT_STREAM_SK = 'G#stream';
+/** A waiting call's record: `R` sorts before the session item, so the per-request Query never reads it. */
+const waitingCallSk = (streamId: string) => `R#${streamId}`;
 /** Stream events sort before `S` (the session Query never reads them), in seq order within a stream. */
 const eventSk = (streamId: string, seq: number) => `E#${streamId}#${String(seq).padStart(10, '0')}`;
 /** Sorts after every seq of a stream (digits sort before `~`). */
@@ -465,6 +468,76 @@ export class DynamoSessionStore implements SessionStore {
     if (!out.Item || (out.Item.expiresAt as number) <= now) return undefined;
     const { pk: _pk, sk: _sk, ...record } = out.Item;
     return record as PendingRecord;
+  }
+
+  async detachHolder(sessionId: string, gatewayIds: string[]): Promise<void> {
+    await Promise.all(
+      gatewayIds.map((gatewayId) =>
+        this.conditionalUpdate(sessionId, gatewayId, {
+          UpdateExpression: 'REMOVE holderUntil',
+          ConditionExpression: 'attribute_exists(pk)',
+        }),
+      ),
+    );
+  }
+
+  async getWaitingCall(
+    sessionId: string,
+    streamId: string,
+    now = nowSeconds(),
+  ): Promise<WaitingCallRecord | undefined> {
+    const out = await guarded((abortSignal) =>
+      this.client.send(
+        new GetCommand({
+          TableName: this.tableName,
+          Key: { pk: pk(sessionId), sk: waitingCallSk(streamId) },
+          ConsistentRead: true,
+        }),
+        { abortSignal },
+      ),
+    );
+    if (!out.Item || (out.Item.expiresAt as number) <= now) return undefined;
+    const { pk: _pk, sk: _sk, ...record } = out.Item;
+    return record as WaitingCallRecord;
+  }
+
+  async swapWaitingCall(
+    sessionId: string,
+    next: WaitingCallRecord,
+    expectedVersion: number | undefined,
+  ): Promise<boolean> {
+    try {
+      await guarded((abortSignal) =>
+        this.client.send(
+          new PutCommand({
+            TableName: this.tableName,
+            Item: { pk: pk(sessionId), sk: waitingCallSk(next.streamId), ...next },
+            ...(expectedVersion === undefined
+              ? { ConditionExpression: 'attribute_not_exists(pk)' }
+              : {
+                  // Attribute names are placeholders: DynamoDB reserves many plain words.
+                  ConditionExpression: '#v = :v',
+                  ExpressionAttributeNames: { '#v': 'version' },
+                  ExpressionAttributeValues: { ':v': expectedVersion },
+                }),
+          }),
+          { abortSignal },
+        ),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+
+  async deleteWaitingCall(sessionId: string, streamId: string): Promise<void> {
+    await guarded((abortSignal) =>
+      this.client.send(
+        new DeleteCommand({ TableName: this.tableName, Key: { pk: pk(sessionId), sk: waitingCallSk(streamId) } }),
+        { abortSignal },
+      ),
+    );
   }
 
   async answerPending(sessionId: string, gatewayId: string, answer: string, now = nowSeconds()): Promise<boolean> {

@@ -20,6 +20,7 @@ import {
   StoreUnavailableError,
   type StreamEventRecord,
   type TargetSessionRecord,
+  type WaitingCallRecord,
 } from './store';
 
 /**
@@ -40,6 +41,7 @@ const targetSk = (target: string) => `T#${target}`;
 const pendingSk = (gatewayId: string) => `P#${gatewayId}`;
 const cancelledSk = (upstreamId: string) => `C#${upstreamId}`;
 const CLIENT_STREAM_SK = 'G#stream';
+const waitingCallSk = (streamId: string) => `R#${streamId}`;
 const eventSk = (streamId: string, seq: number) => `E#${streamId}#${String(seq).padStart(10, '0')}`;
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
@@ -252,6 +254,42 @@ export class MemorySessionStore implements SessionStore {
     const item = this.partitions.get(sessionId)?.get(pendingSk(gatewayId));
     if (!item || (item.expiresAt as number) <= now) return undefined;
     return copy(item) as unknown as PendingRecord;
+  }
+
+  async detachHolder(sessionId: string, gatewayIds: string[]): Promise<void> {
+    this.available();
+    for (const id of gatewayIds) delete this.partitions.get(sessionId)?.get(pendingSk(id))?.holderUntil;
+  }
+
+  async getWaitingCall(
+    sessionId: string,
+    streamId: string,
+    now = nowSeconds(),
+  ): Promise<WaitingCallRecord | undefined> {
+    this.available();
+    const item = this.partitions.get(sessionId)?.get(waitingCallSk(streamId));
+    if (!item || (item.expiresAt as number) <= now) return undefined;
+    return copy(item) as unknown as WaitingCallRecord;
+  }
+
+  async swapWaitingCall(
+    sessionId: string,
+    next: WaitingCallRecord,
+    expectedVersion: number | undefined,
+  ): Promise<boolean> {
+    this.available();
+    checkSize('the waiting call', next);
+    const partition = this.partition(sessionId);
+    const item = partition.get(waitingCallSk(next.streamId));
+    if (expectedVersion === undefined ? item !== undefined : item?.version !== expectedVersion) return false;
+    partition.set(waitingCallSk(next.streamId), copy(next) as unknown as Item);
+    return true;
+  }
+
+  async deleteWaitingCall(sessionId: string, streamId: string): Promise<void> {
+    this.available();
+    this.partitions.get(sessionId)?.delete(waitingCallSk(streamId));
+    this.dropIfEmpty(sessionId);
   }
 
   async answerPending(sessionId: string, gatewayId: string, answer: string, now = nowSeconds()): Promise<boolean> {

@@ -117,6 +117,30 @@ export interface StreamEventRecord {
   expiresAt: number;
 }
 
+/**
+ * A call of a 2025 session whose stream may be released while it waits (relay/waiting-call.ts): where
+ * it stands, kept in the session's partition (`R#<streamId>`, sorting before the session item, so
+ * the per-request Query never reads it) so that the client's reconnect, on any instance, can go on
+ * with it. `held`: an invocation holds it (lease `holderUntil`, epoch ms, renewed while it waits);
+ * `released`: no invocation does (the client's stream was ended with a `retry`). Every change is a
+ * conditional write on `version`, so exactly one instance takes a released (or orphaned) call over.
+ */
+export interface WaitingCallRecord {
+  /** The client's stream this call answers on (its event ids name it). */
+  streamId: string;
+  version: number;
+  state: 'held' | 'released';
+  /** While `held`: the holder's token and lease (epoch ms). */
+  holder?: string;
+  holderUntil?: number;
+  /** The last seq written to the client's stream when the record was last written. */
+  seq: number;
+  /** Where the call stands, as JSON (its shape is the relay's business: relay/waiting-call.ts). */
+  snapshot: string;
+  /** Epoch seconds; also the TTL attribute. */
+  expiresAt: number;
+}
+
 /** Why a call's marker was written: the client cancelled it, or the answer to its request could not be delivered. */
 export type CallEndReason = 'cancelled' | 'answer-undeliverable';
 
@@ -237,6 +261,19 @@ export interface SessionStore extends PrincipalCounters {
   endStream(sessionId: string, end: StreamEventRecord, drop: number[]): Promise<void>;
   /** The live events of a stream from seq `fromSeq` on (inclusive), in order (a consistent read). */
   readStream(sessionId: string, streamId: string, fromSeq: number, now?: number): Promise<StreamEventRecord[]>;
+  /**
+   * The holder released its call (relay/waiting-call.ts): its records no longer need a live holder
+   * (the lease is removed), so an answer is taken and delivered without one.
+   */
+  detachHolder(sessionId: string, gatewayIds: string[]): Promise<void>;
+  /** A waiting call's record (consistent read); undefined when absent or expired. */
+  getWaitingCall(sessionId: string, streamId: string, now?: number): Promise<WaitingCallRecord | undefined>;
+  /**
+   * Writes a waiting call's record if it is still at `expectedVersion` (undefined: only when there is
+   * none); false when another write came first.
+   */
+  swapWaitingCall(sessionId: string, next: WaitingCallRecord, expectedVersion: number | undefined): Promise<boolean>;
+  deleteWaitingCall(sessionId: string, streamId: string): Promise<void>;
   /** Stores the answer to a gateway-authored request and marks it answered, exactly once; false when absent, expired or answered. */
   answerPending(sessionId: string, gatewayId: string, answer: string, now?: number): Promise<boolean>;
 }

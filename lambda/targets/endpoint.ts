@@ -39,6 +39,17 @@ export class MessageRejectedError extends DependencyFailedError {
   }
 }
 
+/** The request's stream was let go of on purpose (PostOptions.detach): the target goes on; resume from `cursor`. */
+export class StreamDetachedError extends Error {
+  constructor(
+    readonly target: string,
+    readonly cursor: StreamCursor,
+  ) {
+    super(`target ${target}: stream released at event ${cursor.lastEventId ?? '(none)'}`);
+    this.name = 'StreamDetachedError';
+  }
+}
+
 /** The target did not answer in time (config `limits.requestTimeoutMs` / `limits.callIdleTimeoutMs`). */
 export class TargetTimeoutError extends DependencyFailedError {
   constructor(target: string, method: string, ms: number, idle: boolean) {
@@ -57,6 +68,16 @@ export interface PostOptions {
    * `id` is resumed with GET + `Last-Event-ID` (./stream-resume.ts). 2026-07-28 has no resumption.
    */
   resumable?: boolean;
+  /** Where the request's stream stands (its last event id and `retry`): the caller's, so it can release the call. */
+  cursor?: StreamCursor;
+  /**
+   * Stops reading the request's stream without cancelling the request (a released call): the read
+   * ends with a StreamDetachedError carrying the cursor, and the target, which keeps its events, is
+   * resumed later with `resumeFrom`.
+   */
+  detach?: AbortSignal;
+  /** Goes on with a request sent earlier (a released call): GET + `Last-Event-ID` instead of the POST. */
+  resumeFrom?: string;
   /**
    * Gets the request's clock, for what the target sends about this request elsewhere (the session's
    * GET stream): a request to the user holds it, a notification restarts it.
@@ -153,7 +174,12 @@ export class TargetEndpoint {
   ): Promise<PostResult> {
     const idle = RELAYED_CALL_METHODS.has(request.method);
     const clock = new TargetClock(idle ? this.limits.callIdleTimeoutMs : this.limits.requestTimeoutMs);
-    const signal = options.signal ? AbortSignal.any([options.signal, clock.signal]) : clock.signal;
+    const signals = [
+      clock.signal,
+      ...(options.signal ? [options.signal] : []),
+      ...(options.detach ? [options.detach] : []),
+    ];
+    const signal = signals.length === 1 ? clock.signal : AbortSignal.any(signals);
     if (idle) options.onClock?.(clock);
     const listeners = options.listeners;
     const timed: StreamListeners | undefined = idle
@@ -180,6 +206,9 @@ export class TargetEndpoint {
     try {
       return await this.exchange(request, headers, { ...options, signal, listeners: timed }, idle ? clock : undefined);
     } catch (error) {
+      if (options.detach?.aborted && !options.signal?.aborted && !clock.expired) {
+        throw new StreamDetachedError(this.name, options.cursor ?? {});
+      }
       if (clock.expired && !options.signal?.aborted) {
         throw new TargetTimeoutError(this.name, request.method, clock.ms, idle);
       }
@@ -195,11 +224,19 @@ export class TargetEndpoint {
     options: PostOptions,
     clock: TargetClock | undefined,
   ): Promise<PostResult> {
+    if (options.resumeFrom !== undefined) {
+      const cursor = options.cursor ?? {};
+      cursor.lastEventId = options.resumeFrom;
+      const body = await this.reopen(headers, cursor, options, 'the call was released', { now: true });
+      clock?.touch();
+      const response = await this.readStream(request, headers, body, options, clock);
+      return { response, status: 200, headers: { get: () => null } };
+    }
     const res = await this.fetch('POST', headers, JSON.stringify(request), options, SAFE_TO_RESEND.has(request.method));
     clock?.touch();
     const contentType = res.headers.get('content-type') ?? '';
     if (res.ok && contentType.includes('text/event-stream')) {
-      const response = await this.readStream(request, headers, res, options, clock);
+      const response = await this.readStream(request, headers, res.body, options, clock);
       return { response, status: res.status, headers: res.headers };
     }
     let body: unknown;
@@ -227,13 +264,13 @@ export class TargetEndpoint {
   private async readStream(
     request: JSONRPCRequest,
     headers: Record<string, string>,
-    first: TargetResponse,
+    first: TargetResponse['body'],
     options: PostOptions,
     clock: TargetClock | undefined,
   ): Promise<JSONRPCResponse> {
-    const cursor: StreamCursor = {};
+    const cursor: StreamCursor = options.cursor ?? {};
     const read = { maxEventBytes: this.limits.maxMessageBytes, onChunk: clock && (() => clock.touch()), cursor };
-    let body = first.body;
+    let body = first;
     let resumes = 0;
     for (;;) {
       let ending = 'the stream ended before the response';
@@ -265,11 +302,14 @@ export class TargetEndpoint {
     cursor: StreamCursor,
     options: PostOptions,
     ending: string,
+    first: { now?: boolean } = {},
   ): Promise<TargetResponse['body']> {
     let reason = '';
     for (let attempt = 1; attempt <= this.resume.maxFailedAttempts; attempt++) {
       try {
-        await sleep(resumeDelayMs(this.resume, cursor.retryMs), undefined, { signal: options.signal });
+        // A released call taken over reconnects at once: the target's `retry` was waited out meanwhile.
+        const delay = first.now && attempt === 1 ? 0 : resumeDelayMs(this.resume, cursor.retryMs);
+        await sleep(delay, undefined, { signal: options.signal });
       } catch (error) {
         throw this.failure(error, ending, options.signal);
       }

@@ -87,7 +87,7 @@ export class LegacyTargetClient {
   async request(
     session: LegacySession,
     request: JSONRPCRequest,
-    options: Pick<PostOptions, 'signal' | 'listeners' | 'onClock'> = {},
+    options: Pick<PostOptions, 'signal' | 'listeners' | 'onClock' | 'cursor' | 'detach' | 'resumeFrom'> = {},
   ): Promise<JSONRPCResponse> {
     const headers = await this.headers(session);
     const sessionBound = session.targetSessionId !== undefined;

@@ -7,6 +7,7 @@ import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import type { Era } from '../protocol/versions';
 import { TargetSessionExpiredError, TargetTimeoutError } from './endpoint';
 import { type LegacyTargetClient, LegacyUnsupportedError } from './legacy-client';
+import type { StreamListeners } from './sse-reader';
 import type { StandaloneStreams } from './standalone-streams';
 import type { Caller, StoredTargetSession, Upstream, UpstreamCallOptions, UpstreamRequest } from './upstream';
 
@@ -76,6 +77,7 @@ export class LegacyUpstream implements Upstream {
     // first). It costs a request (and a connection) per call, so only callers that can take requests pay it.
     const listening = Boolean(options.onServerRequest && this.streams && declaresInput(this.caller.capabilities));
     try {
+      if (options.resumeFrom) return await this.resume(message, options.resumeFrom, options, listeners);
       for (let attempt = 0; ; attempt++) {
         // After a 404 the session is opened afresh, never taken from the slots (they may hold more dead ones).
         const fresh = attempt > 0;
@@ -101,6 +103,8 @@ export class LegacyUpstream implements Upstream {
           try {
             return await this.client.request(session, message, {
               signal: options.signal,
+              cursor: options.cursor,
+              detach: options.detach,
               listeners,
               onClock: (started) => {
                 clock = started;
@@ -126,6 +130,41 @@ export class LegacyUpstream implements Upstream {
       }
     } finally {
       options.signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /**
+   * Goes on with a call released earlier (possibly by another instance): its stream is read again
+   * from the last event id, in the target session it was sent in (a 404 there is a failure: the call
+   * cannot be sent again, it was already taken). What the target sends meanwhile on the session's GET
+   * stream reaches the client's own GET stream.
+   */
+  private async resume(
+    message: JSONRPCRequest,
+    from: { lastEventId: string; targetSessionId?: string },
+    options: UpstreamCallOptions,
+    listeners: StreamListeners,
+  ): Promise<JSONRPCResponse> {
+    const stored = this.caller.sessions.get(this.target);
+    this.session =
+      stored && stored.targetSessionId === from.targetSessionId
+        ? stored
+        : { targetSessionId: from.targetSessionId, protocolVersion: this.protocolVersion, declaredCapabilities: {} };
+    try {
+      return await this.client.request(this.session, message, {
+        signal: options.signal,
+        cursor: options.cursor,
+        detach: options.detach,
+        resumeFrom: from.lastEventId,
+        listeners,
+      });
+    } catch (error) {
+      if (error instanceof TargetSessionExpiredError) {
+        throw new DependencyFailedError(this.target, 'the target no longer knows the session of a released call', {
+          cause: error,
+        });
+      }
+      throw error;
     }
   }
 

@@ -8,6 +8,7 @@ import type {
 } from '../protocol/types';
 import type { Era } from '../protocol/versions';
 import type { LegacySession } from './legacy-client';
+import type { StreamCursor } from './sse-reader';
 
 /**
  * One target as one caller sees it: the interface both era paths use. Which era is spoken to the
@@ -75,6 +76,15 @@ export interface UpstreamCallOptions {
   progressToken?: string;
   /** Headers forwarded untouched to a modern target (the client's `Mcp-Param-*`). */
   headers?: Record<string, string>;
+  /**
+   * Legacy targets: where the call's stream stands (its last event id and `retry`), filled as it is
+   * read; with an id the call can be released (`detach`) and resumed (`resumeFrom`) on any instance.
+   */
+  cursor?: StreamCursor;
+  /** Legacy targets: stop reading without cancelling; the call rejects with a StreamDetachedError. */
+  detach?: AbortSignal;
+  /** Legacy targets: go on with a call released earlier, from its last event id, in its target session. */
+  resumeFrom?: { lastEventId: string; targetSessionId?: string };
 }
 
 export interface UpstreamRequest {

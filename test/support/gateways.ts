@@ -25,7 +25,7 @@ export async function startGateway(
   kind: GatewayKind,
   config: GatewayConfigInput,
   dynamodbEndpoint: string,
-  options: { keepAliveMs?: number; timeoutMs?: number } = {},
+  options: { keepAliveMs?: number; timeoutMs?: number; environment?: Record<string, string> } = {},
 ): Promise<GatewayUnderTest> {
   if (kind === 'local server') {
     const gateway = await startLocalGateway({
@@ -46,7 +46,10 @@ export async function startGateway(
       dynamodbEndpoint,
       demo: false,
       timeoutMs: options.timeoutMs,
-      environment: options.keepAliveMs ? { GATEWAY_KEEPALIVE_MS: String(options.keepAliveMs) } : {},
+      environment: {
+        ...(options.keepAliveMs ? { GATEWAY_KEEPALIVE_MS: String(options.keepAliveMs) } : {}),
+        ...options.environment,
+      },
       // The environments' output (CloudWatch Logs, in AWS): LAMBDA_RUNTIME_LOG=1 shows it.
       log: process.env.LAMBDA_RUNTIME_LOG ? (line) => console.error(line) : () => undefined,
     });

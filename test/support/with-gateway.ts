@@ -52,6 +52,8 @@ export interface GatewayStartOptions {
   keepAliveMs?: number;
   /** Function timeout (Lambda kinds) or request timeout (local server). */
   timeoutMs?: number;
+  /** More function environment variables (the `lambda runtime` kind only, e.g. GATEWAY_HOLDER_LEASE_MS). */
+  environment?: Record<string, string>;
   /**
    * What only the local server takes: it is built in this process from options, while the Lambda kinds
    * read their configuration from the environment as in AWS (and log at `config.logLevel`).
@@ -184,8 +186,8 @@ export function withGateway<T extends TargetSpecs = Record<never, never>>(
 }
 
 function startOptionsOf(options: GatewayStartOptions): GatewayStartOptions {
-  const { keepAliveMs, timeoutMs, localServer } = options;
-  return { keepAliveMs, timeoutMs, localServer };
+  const { keepAliveMs, timeoutMs, localServer, environment } = options;
+  return { keepAliveMs, timeoutMs, localServer, environment };
 }
 
 function withTargets(config: GatewayConfigInput, started: Record<string, { url: string }>): GatewayConfigInput {

@@ -53,9 +53,10 @@ export async function runLambdaMode(options: LambdaCliOptions, env: NodeJS.Proce
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    const { coldStarts, invocations, freezes, timeouts } = gateway.stats();
+    const { coldStarts, invocations, freezes, timeouts, longestInvocationMs } = gateway.stats();
+    // The invocation summary: the longest invocation shows whether a call held one through a person's think time.
     console.log(
-      `${signal}: shutting down (${invocations} invocations, ${coldStarts} cold starts, ${freezes} freezes, ${timeouts} timeouts)`,
+      `${signal}: shutting down (${invocations} invocations, longest ${(longestInvocationMs / 1000).toFixed(1)} s, ${coldStarts} cold starts, ${freezes} freezes, ${timeouts} timeouts)`,
     );
     setTimeout(() => process.exit(0), 5000).unref(); // bounded: environments are killed, not drained
     void gateway.close().then(() => process.exit(0));

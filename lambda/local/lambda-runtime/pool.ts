@@ -40,6 +40,10 @@ export interface LambdaModeStats {
   reaped: number;
   /** Live environments (initializing, busy or frozen). */
   environments: number;
+  /** How long each invocation ran (ms, in the order they ended): what a deployment would bill. */
+  invocationMs: number[];
+  /** The longest of them (0 before any): a call that waited for a person without holding one stays short. */
+  longestInvocationMs: number;
   detail: EnvironmentInfo[];
 }
 
@@ -55,6 +59,7 @@ export class EnvironmentPool {
   private readonly waiters: Array<{ take(environment?: ExecutionEnvironment): void; timer: NodeJS.Timeout }> = [];
   private nextId = 1;
   private closed = false;
+  private readonly invocationMs: number[] = [];
   private readonly reaper: NodeJS.Timeout;
   private readonly counts = {
     coldStarts: 0,
@@ -80,7 +85,9 @@ export class EnvironmentPool {
       return;
     }
     this.counts.invocations++;
+    const started = Date.now();
     const outcome = await environment.invoke(event, res);
+    this.invocationMs.push(Date.now() - started);
     if (outcome === 'timeout') this.counts.timeouts++;
     else if (outcome !== 'success') this.counts.errors++;
     if (environment.state === 'frozen' && !this.closed) this.release(environment);
@@ -172,6 +179,8 @@ export class EnvironmentPool {
       ...counts,
       freezes: freezesOfGone + [...this.live].reduce((sum, environment) => sum + environment.freezes, 0),
       environments: environments.length,
+      invocationMs: [...this.invocationMs],
+      longestInvocationMs: Math.max(0, ...this.invocationMs),
       detail: environments.map((environment) => ({
         id: environment.id,
         pid: environment.pid,

@@ -17,6 +17,9 @@ import { SessionEventStore } from './v1-push-server';
  * most 5 s), asks a form elicitation on the resumed stream, ends the stream again once answered, and
  * returns the result (kept in the event store, replayed on the second resume).
  *
+ * `deploy`: asks once on the call's own stream (`extra.sendRequest`) and answers after the answer:
+ * with an event store its stream can be resumed after any event, without one it cannot.
+ *
  * Without an event store (`eventStore: false`) the same tool ends its stream with no event id ever
  * sent (`transport.closeSSEStream`, which the SDK exposes either way): nothing to resume from.
  */
@@ -94,6 +97,31 @@ export async function startPollingServer(
         );
         stats.answers.push(answer);
         extra.closeSSEStream?.();
+        if (answer.action === 'accept' && answer.content?.confirm === true) return text(`deployed to ${env}`);
+        return text(`not deployed to ${env} (${answer.action})`);
+      },
+    );
+    server.registerTool(
+      'deploy',
+      {
+        description: "Asks on the call's own stream (form elicitation), as most tools do, and reports progress.",
+        inputSchema: { env: z.string() },
+      },
+      async ({ env }, extra) => {
+        stats.toolCalls++;
+        const answer = await extra.sendRequest(
+          {
+            method: 'elicitation/create',
+            params: {
+              mode: 'form',
+              message: `Deploy to ${env}?`,
+              requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean' } }, required: ['confirm'] },
+            },
+          },
+          ElicitResultSchema,
+        );
+        stats.answers.push(answer);
+        await extra.sendNotification({ method: 'notifications/message', params: { level: 'info', data: 'deploying' } });
         if (answer.action === 'accept' && answer.content?.confirm === true) return text(`deployed to ${env}`);
         return text(`not deployed to ${env} (${answer.action})`);
       },

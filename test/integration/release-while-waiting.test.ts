@@ -1,0 +1,143 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { LambdaModeStats } from '../../lambda/local/lambda-runtime/pool';
+import type { GatewayKind } from '../support/gateways';
+import { type InstanceRouter, startInstanceRouter } from '../support/instance-router';
+import { startPollingServer } from '../support/servers/v1-polling-server';
+import { startV2ModernServer } from '../support/servers/v2-modern-server';
+import { withGateway } from '../support/with-gateway';
+
+/**
+ * Release while waiting (MCP 2025-11-25 SSE polling): a call of a 2025-11-25 session that waits for
+ * the user ends its client stream with a `retry` once `streamReleaseAfterSeconds` passed, so no
+ * invocation holds the think time; the official clients reconnect (GET + `Last-Event-ID`) and the
+ * reconnect, on another instance, goes on with the call. Two gateway instances behind a router that
+ * sends the client's answers and reconnects to the second one. The think time is twice the function
+ * timeout (RELEASE_THINK_SECONDS / RELEASE_FUNCTION_TIMEOUT_SECONDS run it at 60 s / 30 s).
+ */
+
+const FUNCTION_TIMEOUT_MS = Number(process.env.RELEASE_FUNCTION_TIMEOUT_SECONDS ?? 4) * 1000;
+const THINK_MS = Number(process.env.RELEASE_THINK_SECONDS ?? 8) * 1000;
+
+const ROOT = join(__dirname, '../..');
+const python = process.env.RECIPES_PYTHON ?? join(ROOT, '.venv-recipes/bin/python');
+const run = promisify(execFile);
+
+const KINDS: GatewayKind[] = ['local server', 'lambda runtime'];
+
+jest.setTimeout(THINK_MS * 5 + 30_000);
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** An official TypeScript SDK (v1) client whose user answers every form elicitation after `thinkMs`. */
+async function thinkingClient(url: string, thinkMs: number, onAsked: () => void = () => undefined) {
+  const client = new Client(
+    { name: 'thinking-user', version: '1.0.0' },
+    { capabilities: { elicitation: { form: {} } } },
+  );
+  client.setRequestHandler(ElicitRequestSchema, async () => {
+    onAsked();
+    await sleep(thinkMs);
+    return { action: 'accept', content: { confirm: true } };
+  });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  return client;
+}
+
+async function callAndRead(client: Client, tool: string): Promise<string> {
+  const result = await client.callTool({ name: tool, arguments: { env: 'prod' } }, undefined, {
+    timeout: THINK_MS * 4,
+  });
+  return (result.content as Array<{ text: string }>)[0]!.text;
+}
+
+describe.each(KINDS)('a call that waits for the user, through the %s', (kind) => {
+  const gw = withGateway(
+    (t) => ({
+      logLevel: (process.env.RELEASE_LOG_LEVEL ?? 'SILENT') as 'SILENT',
+      targets: [
+        { name: 'poll', url: t.poll.url },
+        { name: 'plain', url: t.plain.url },
+        { name: 'modern', url: t.modern.url },
+      ],
+      streamReleaseAfterSeconds: 1,
+      streamReleaseRetryMs: 300,
+      pendingRequestTimeoutSeconds: 300,
+    }),
+    {
+      kind,
+      instances: 2,
+      timeoutMs: kind === 'lambda runtime' ? FUNCTION_TIMEOUT_MS : undefined,
+      targets: {
+        poll: () => startPollingServer(),
+        plain: () => startPollingServer({ eventStore: false }),
+        modern: () => startV2ModernServer(),
+      },
+    },
+  );
+  let router: InstanceRouter;
+  beforeAll(async () => {
+    router = await startInstanceRouter(gw.instances[0]!.url, gw.instances[1]!.url);
+  });
+  afterAll(() => router.close());
+
+  const longestInvocationMs = () =>
+    Math.max(
+      0,
+      ...gw.instances.map((i) => (i as { stats?: () => LambdaModeStats }).stats?.().longestInvocationMs ?? 0),
+    );
+  const reconnects = (from: number) => router.log.slice(from).filter((r) => r.lastEventId !== undefined);
+
+  it.each([
+    ['a 2026-07-28 target', 'modern___deploy'],
+    ['a 2025 target whose stream can be resumed (official SDK with an event store)', 'poll___deploy'],
+  ])(
+    '%s: the TypeScript SDK client answers after the think time; the call completes and no invocation held the wait',
+    async (_, tool) => {
+      const from = router.log.length;
+      const client = await thinkingClient(router.url, THINK_MS);
+      try {
+        await expect(callAndRead(client, tool)).resolves.toBe('deployed to prod');
+      } finally {
+        await client.close();
+      }
+      // The client reconnected to the other instance, which went on with the call.
+      expect(reconnects(from).length).toBeGreaterThan(0);
+      expect(reconnects(from).every((r) => r.to === 'second')).toBe(true);
+      if (kind === 'lambda runtime') expect(longestInvocationMs()).toBeLessThan(THINK_MS);
+    },
+  );
+
+  it('a 2025 target whose stream cannot be resumed: the call is held, as before, and completes', async () => {
+    const from = router.log.length;
+    const client = await thinkingClient(router.url, Math.min(2000, FUNCTION_TIMEOUT_MS / 2));
+    try {
+      await expect(callAndRead(client, 'plain___deploy')).resolves.toBe('deployed to prod');
+    } finally {
+      await client.close();
+    }
+    expect(reconnects(from)).toEqual([]);
+  });
+
+  (existsSync(python) || process.env.CI ? it : it.skip)(
+    'the Python SDK client answers after the think time (2026-07-28 and resumable 2025 targets): both complete',
+    async () => {
+      const from = router.log.length;
+      const outputs = await Promise.all(
+        ['modern___deploy', 'poll___deploy'].map((tool) =>
+          run(python, [join(ROOT, 'test/support/clients/python_think.py'), router.url, tool, String(THINK_MS / 1000)], {
+            timeout: THINK_MS * 4,
+          }),
+        ),
+      );
+      expect(outputs.map((o) => o.stdout.trim())).toEqual(['deployed to prod', 'deployed to prod']);
+      expect(reconnects(from).length).toBeGreaterThanOrEqual(2);
+      if (kind === 'lambda runtime') expect(longestInvocationMs()).toBeLessThan(THINK_MS);
+    },
+  );
+});
