@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { startDemoTarget } from '../../lambda/local/demo-target';
+import { startDemoTarget } from '../../examples/targets/demo-target';
 import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
 import { callAndAnswer, initSession } from '../support/mcp-http';
 import { withGateway } from '../support/with-gateway';

@@ -5,4 +5,4 @@ export {
   type ModernDemoTarget,
   type ModernDemoTargetOptions,
   startModernDemoTarget,
-} from './demo/modern-host';
+} from './modern-host';

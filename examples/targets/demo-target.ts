@@ -4,4 +4,4 @@ export {
   type DemoTargetOptions,
   type DemoTargetStats,
   startDemoTarget,
-} from './demo/legacy-host';
+} from './legacy-host';

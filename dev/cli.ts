@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
-import { checkConfigText, formatProblems } from '../config/check';
-import { ConfigError, type GatewayConfigInput, withoutSchemaKey } from '../config/schema';
+import { checkConfigText, formatProblems } from '../lambda/config/check';
+import { ConfigError, type GatewayConfigInput, withoutSchemaKey } from '../lambda/config/schema';
 import { type FlagName, type FlagValues, helpText, type ParsedFlags, parseFlags, UsageError } from './cli-flags';
 import { type DemoTargetsOptions, isAddressInUse } from './demo-targets';
-import { runLambdaMode } from './lambda-runtime/cli';
+import { runLambdaMode } from './lambda-mode/cli';
 import { startLocalGateway } from './local-gateway';
 import { readyLines } from './ready-lines';
 
