@@ -1,5 +1,5 @@
 /**
- * Figures for docs/performance.md: `npx tsx lambda/local/lambda-runtime/measure.ts [N]`.
+ * Figures for docs/performance.md: `npx tsx dev/lambda-mode/measure.ts [N]`.
  * Starts --lambda mode and the local server on one embedded DynamoDB and one demo target, then
  * measures the cold start, the first calls, and the same warm requests through both.
  */

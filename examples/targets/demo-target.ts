@@ -1,4 +1,4 @@
-/** The 2025-era demo target (tools in `demo/legacy-tools.ts`, HTTP host in `demo/legacy-host.ts`). */
+/** The 2025-era demo target (tools in `legacy-tools.ts`, HTTP host in `legacy-host.ts`). */
 export {
   type DemoTarget,
   type DemoTargetOptions,
