@@ -86,7 +86,10 @@ module.exports = {
     ...upward,
   ],
   options: {
+    // Packages are listed (so the devDependency rule sees them) but not followed; the emulator's runtime
+    // image, installed in place on a machine without its cache, is not ours to check.
     doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^tools/lambda-emulator/image/node_modules/' },
     tsConfig: { fileName: 'tsconfig.json' },
     tsPreCompilationDeps: true,
     enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'] },

@@ -66,7 +66,7 @@ export interface LambdaMode {
 /**
  * `npm start -- --lambda`: the deployment bundle behind a local function URL, run by AWS's runtime
  * interface client in a pool of execution-environment processes that are frozen between invocations.
- * See README.md in this folder for the semantics and what is not emulated.
+ * tools/lambda-emulator/README.md has the semantics and what is not emulated.
  */
 export async function startLambdaMode(options: LambdaModeOptions = {}): Promise<LambdaMode> {
   const closers: Array<() => Promise<void> | void> = [];
