@@ -1,6 +1,8 @@
 /**
- * The import rules of lambda/ (ARCHITECTURE.md "Layers"): a folder imports only folders of lower
- * layers, the two era paths never import each other, and there are no cycles. `npm run lint` runs it.
+ * The import rules (ARCHITECTURE.md "Layers"): within lambda/, a folder imports only folders of lower
+ * layers, the two era paths never import each other; lambda/ (what the Lambda bundle holds) imports
+ * nothing around it and evaluates no devDependency; the tools around it (dev/, tools/lambda-emulator/,
+ * examples/targets/) depend on lambda/ only where they must; and there are no cycles. `npm run lint` runs it.
  */
 const LAYERS = [
   ['protocol'], // MCP vocabulary: imports nothing from the project
@@ -14,7 +16,6 @@ const LAYERS = [
   ['legacy', 'stateless'], // the era paths
   ['app'], // wiring: builds the gateway, routes a request to its era's path
   ['adapters'], // function URL ⇄ exchange
-  ['local'], // npm start, demo targets, the local Lambda runtime
 ];
 
 const layerOf = new Map(LAYERS.flatMap((folders, index) => folders.map((folder) => [folder, index])));
@@ -36,7 +37,7 @@ module.exports = {
       name: 'no-circular',
       comment: 'No import cycles, between files or folders.',
       severity: 'error',
-      from: { path: '^lambda/' },
+      from: { path: '^(lambda|dev|tools|examples)/' },
       to: { circular: true },
     },
     {
@@ -47,16 +48,48 @@ module.exports = {
       to: {},
     },
     {
-      name: 'runtime-not-into-tests',
+      name: 'lambda-stands-alone',
+      comment: 'lambda/ is what the Lambda bundle holds: it imports nothing from the folders around it.',
       severity: 'error',
       from: { path: '^lambda/' },
-      to: { path: '^(test|bench|lib|bin)/' },
+      to: { path: '^(dev|tools|examples|test|bench|lib|bin|scripts)/' },
+    },
+    {
+      name: 'lambda-runs-no-dev-dependency',
+      comment:
+        'lambda/ evaluates only dependencies the bundle may hold; type-only imports of devDependencies are erased.',
+      severity: 'error',
+      from: { path: '^lambda/' },
+      to: { dependencyTypes: ['npm-dev'], dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'emulator-stands-alone',
+      comment: 'tools/lambda-emulator/ runs any function as Lambda does: it knows nothing of the gateway.',
+      severity: 'error',
+      from: { path: '^tools/lambda-emulator/' },
+      to: { path: '^(lambda|dev|examples|test|bench|lib|bin|scripts)/' },
+    },
+    {
+      name: 'demo-targets-stand-alone',
+      comment: 'examples/targets/ are MCP servers built with the official SDKs only, not with gateway code.',
+      severity: 'error',
+      from: { path: '^examples/targets/' },
+      to: { path: '^(lambda|dev|tools|test|bench|lib|bin|scripts)/' },
+    },
+    {
+      name: 'dev-not-into-tests',
+      comment: 'dev/ (npm start) does not depend on tests, benchmarks or the CDK app (lib/config/ is shared).',
+      severity: 'error',
+      from: { path: '^dev/' },
+      to: { path: ['^(test|bench|bin|scripts)/', '^lib/(?!config/)'] },
     },
     ...upward,
   ],
   options: {
+    // Packages are listed (so the devDependency rule sees them) but not followed; the emulator's runtime
+    // image, installed in place on a machine without its cache, is not ours to check.
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: 'node_modules' },
+    exclude: { path: '^tools/lambda-emulator/image/node_modules/' },
     tsConfig: { fileName: 'tsconfig.json' },
     tsPreCompilationDeps: true,
     enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'] },

@@ -9,7 +9,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
 import { createInterface } from 'node:readline';
-import { startLocalGateway } from '../lambda/local/local-gateway';
+import { startLocalGateway } from '../dev/local-gateway';
 
 const [configFile, dynamodbEndpoint] = process.argv.slice(2);
 if (!configFile || !dynamodbEndpoint) throw new Error('usage: serve-gateway.ts <config.json> <dynamodb endpoint>');

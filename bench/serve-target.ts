@@ -4,8 +4,8 @@
  * `modern`: the v2-SDK 2026-07-28-only demo target; `dual`: the same v2 server also serving 2025
  * clients (`createMcpHandler`'s default `legacy: 'stateless'`, what a v2 server gets out of the box).
  */
-import { startDemoTarget } from '../lambda/local/demo-target';
-import { startModernDemoTarget } from '../lambda/local/modern-demo-target';
+import { startDemoTarget } from '../examples/targets/demo-target';
+import { startModernDemoTarget } from '../examples/targets/modern-demo-target';
 
 const kind = process.argv[2] ?? 'legacy';
 const started =

@@ -2,8 +2,8 @@ import { Arn, CfnResource, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as appconfig from 'aws-cdk-lib/aws-appconfig';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
-import { gatewayConfigJsonSchema } from '../lambda/config/json-schema';
 import type { GatewayConfig } from '../lambda/config/schema';
+import { gatewayConfigJsonSchema } from './config/json-schema';
 
 /** The only AppConfig Data actions the runtime performs (lambda/config/source.ts), on one configuration. */
 export const APPCONFIG_ACTIONS = ['appconfig:GetLatestConfiguration', 'appconfig:StartConfigurationSession'] as const;

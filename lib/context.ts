@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { type GatewayConfig, type GatewayConfigInput, GatewayConfigSchema } from '../lambda/config/schema';
-import { suggestName } from '../lambda/config/suggest';
+import { suggestName } from './config/suggest';
 
 /**
  * CDK context → validated settings. Every field of the gateway configuration schema is a context key

@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CONFIG_JSON_SCHEMA_PATH, gatewayConfigJsonSchema } from '../lambda/config/json-schema';
+import { CONFIG_JSON_SCHEMA_PATH, gatewayConfigJsonSchema } from '../lib/config/json-schema';
 
 const root = join(__dirname, '..');
 writeFileSync(join(root, CONFIG_JSON_SCHEMA_PATH), `${JSON.stringify(gatewayConfigJsonSchema(), null, 2)}\n`);

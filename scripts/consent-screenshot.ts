@@ -14,7 +14,7 @@ import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { startLocalGateway } from '../lambda/local/local-gateway';
+import { startLocalGateway } from '../dev/local-gateway';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 const QUIET = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };

@@ -7,7 +7,7 @@ import { ConfigError, SECRET_ARN_PATTERN } from './schema';
  * a message naming the variable, instead of becoming `NaN` timers or an unknown log level later.
  * Not here: `fromEnv` references of the configuration (named by the configuration, checked when the
  * gateway is built), the AWS runtime's own variables, and `npm start -- --lambda`'s LAMBDA_* settings
- * (`local/lambda-runtime/cli.ts`).
+ * (`dev/lambda-mode/cli.ts`).
  */
 export const ENV = {
   /** The configuration as JSON (lambda/config/source.ts). */

@@ -1,4 +1,4 @@
-import { startDemoTarget } from '../../lambda/local/demo-target';
+import { startDemoTarget } from '../../examples/targets/demo-target';
 import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
 import { installLambdaGlobals, type LambdaInvoker, startLambdaInvoker } from '../support/lambda-invoker';
 import { initSession, post, readMessage, sessionItems } from '../support/mcp-http';

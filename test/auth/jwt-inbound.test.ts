@@ -4,8 +4,8 @@ import {
   type OAuthClientProvider,
   selectResourceURL,
 } from '@modelcontextprotocol/sdk/client/auth.js';
+import { type DemoTarget, startDemoTarget } from '../../examples/targets/demo-target';
 import { ConfigError, type GatewayConfigInput, parseConfig } from '../../lambda/config/schema';
-import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
 import type { CountedDynamo } from '../support/dynamo';
 import type { GatewayKind } from '../support/gateways';
 import { eventually, type Json, post, readMessage, sessionItems } from '../support/mcp-http';

@@ -1,3 +1,6 @@
+import { startLocalGateway } from '../../dev/local-gateway';
+import { startDemoTarget } from '../../examples/targets/demo-target';
+import { startModernDemoTarget } from '../../examples/targets/modern-demo-target';
 import {
   ConfigError,
   type GatewayConfigInput,
@@ -5,9 +8,6 @@ import {
   secretArnsIn,
   type TargetConfig,
 } from '../../lambda/config/schema';
-import { startDemoTarget } from '../../lambda/local/demo-target';
-import { startLocalGateway } from '../../lambda/local/local-gateway';
-import { startModernDemoTarget } from '../../lambda/local/modern-demo-target';
 import { CredentialError, OutboundCredentials, type SecretValueReader } from '../../lambda/targets/credentials';
 import type { GatewayKind } from '../support/gateways';
 import { callAndAnswer, initSession, type Json, post, readMessage } from '../support/mcp-http';

@@ -1,5 +1,5 @@
-import { startDemoTarget } from '../../lambda/local/demo-target';
-import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
+import { startDemoTarget } from '../../examples/targets/demo-target';
+import { type ModernDemoTarget, startModernDemoTarget } from '../../examples/targets/modern-demo-target';
 import type { GatewayKind } from '../support/gateways';
 import { callAndAnswer, initSession, type Json, post, readMessage } from '../support/mcp-http';
 import { withGateway } from '../support/with-gateway';

@@ -1,8 +1,8 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkConfigText, formatProblems } from '../../lambda/config/check';
 import { parseConfig } from '../../lambda/config/schema';
+import { checkConfigText, formatProblems } from '../../lib/config/check';
 import { runCli } from '../support/cli';
 
 /**

@@ -3,8 +3,8 @@ import { dirname, join, resolve } from 'node:path';
 // Ajv (and its formats) come with @modelcontextprotocol/sdk, which validates tool schemas with it.
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
-import { checkConfigText } from '../../lambda/config/check';
-import { CONFIG_JSON_SCHEMA_PATH, gatewayConfigJsonSchema } from '../../lambda/config/json-schema';
+import { checkConfigText } from '../../lib/config/check';
+import { CONFIG_JSON_SCHEMA_PATH, gatewayConfigJsonSchema } from '../../lib/config/json-schema';
 import { readGatewayContext } from '../../lib/context';
 
 /**

@@ -3,7 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { resolveRuntimeImage } from '../../lambda/local/lambda-runtime/runtime-image';
+import { resolveRuntimeImage } from '../../tools/lambda-emulator/runtime-image';
 import { startConformanceServer } from '../support/servers/conformance-server';
 import { withGateway } from '../support/with-gateway';
 

@@ -2,8 +2,8 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import type { AddressInfo } from 'node:net';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { createParser } from 'eventsource-parser';
+import { type LocalGateway, startLocalGateway } from '../../dev/local-gateway';
 import type { GatewayConfigInput } from '../../lambda/config/schema';
-import { type LocalGateway, startLocalGateway } from '../../lambda/local/local-gateway';
 import type { GatewayLogger } from '../../lambda/observability/logger';
 import { createDocumentClient } from '../../lambda/state/dynamo-client';
 import { startCountedDynamo } from '../support/dynamo';

@@ -3,7 +3,7 @@ import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolResultSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import type { LocalGateway } from '../../lambda/local/local-gateway';
+import type { LocalGateway } from '../../dev/local-gateway';
 import { startGateway } from '../stateless/helpers';
 import { listen } from '../support/loopback';
 import { startV1PushServer, type V1PushServer } from '../support/servers/v1-push-server';

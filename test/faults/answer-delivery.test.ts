@@ -1,4 +1,4 @@
-import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
+import { type DemoTarget, startDemoTarget } from '../../examples/targets/demo-target';
 import { type FaultProxy, failFirstAnswers, isAnswer, startFaultProxy } from '../support/fault-proxy';
 import type { GatewayKind } from '../support/gateways';
 import { eventually, initSession, type Json, post, sessionItems, sseEvents } from '../support/mcp-http';

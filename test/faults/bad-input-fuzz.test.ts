@@ -1,5 +1,5 @@
 import { request } from 'node:http';
-import { startDemoTarget } from '../../lambda/local/demo-target';
+import { startDemoTarget } from '../../examples/targets/demo-target';
 import type { GatewayUnderTest } from '../support/gateways';
 import { initSession, type Json, post, readMessage } from '../support/mcp-http';
 import { withGateway } from '../support/with-gateway';

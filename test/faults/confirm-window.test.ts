@@ -1,4 +1,4 @@
-import { startModernDemoTarget } from '../../lambda/local/modern-demo-target';
+import { startModernDemoTarget } from '../../examples/targets/modern-demo-target';
 import { modernCall, withStatelessGateway } from '../stateless/helpers';
 
 /**

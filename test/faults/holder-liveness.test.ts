@@ -1,5 +1,5 @@
-import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
-import { startEmbeddedDynamo } from '../../lambda/local/embedded-dynamodb';
+import { startEmbeddedDynamo } from '../../dev/embedded-dynamodb';
+import { type DemoTarget, startDemoTarget } from '../../examples/targets/demo-target';
 import { bridgedCall } from '../support/bridged-calls';
 import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
 import { type FaultProxy, startFaultProxy } from '../support/fault-proxy';

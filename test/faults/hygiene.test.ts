@@ -1,5 +1,5 @@
 import { createServer, request as httpRequest, type Server } from 'node:http';
-import { startDemoTarget } from '../../lambda/local/demo-target';
+import { startDemoTarget } from '../../examples/targets/demo-target';
 import type { GatewayKind } from '../support/gateways';
 import { listen } from '../support/loopback';
 import { initSession, type Json, post, readMessage } from '../support/mcp-http';

@@ -1,5 +1,5 @@
-import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
-import { startEmbeddedDynamo } from '../../lambda/local/embedded-dynamodb';
+import { startEmbeddedDynamo } from '../../dev/embedded-dynamodb';
+import { type DemoTarget, startDemoTarget } from '../../examples/targets/demo-target';
 import { type FaultProxy, startFaultProxy } from '../support/fault-proxy';
 import { type GatewayProcess, startGatewayProcess } from '../support/gateway-process';
 import { eventually, initSession, type Json, post, sessionItems, sseEvents } from '../support/mcp-http';

@@ -1,4 +1,4 @@
-import { startLocalGateway } from '../../lambda/local/local-gateway';
+import { startLocalGateway } from '../../dev/local-gateway';
 import { AUDIENCE, startIssuer, type TestIssuer } from '../auth/support';
 import { startCountedDynamo } from '../support/dynamo';
 import { post } from '../support/mcp-http';

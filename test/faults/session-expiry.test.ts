@@ -1,5 +1,5 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { startDemoTarget } from '../../lambda/local/demo-target';
+import { startDemoTarget } from '../../examples/targets/demo-target';
 import { createDocumentClient } from '../../lambda/state/dynamo-client';
 import type { GatewayKind } from '../support/gateways';
 import { eventually, initSession, post, readMessage, sessionItems } from '../support/mcp-http';

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { startDemoTarget } from '../../lambda/local/demo-target';
-import { startEmbeddedDynamo } from '../../lambda/local/embedded-dynamodb';
+import { startEmbeddedDynamo } from '../../dev/embedded-dynamodb';
+import { startDemoTarget } from '../../examples/targets/demo-target';
 import { DYNAMODB_ITEM_LIMIT_BYTES } from '../../lambda/protocol/errors';
 import { type DynamoProcess, startDynamoProcess } from '../support/gateway-process';
 import { type GatewayKind, type GatewayUnderTest, startGateway } from '../support/gateways';

@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import { startDemoTarget } from '../../lambda/local/demo-target';
+import { startDemoTarget } from '../../examples/targets/demo-target';
 import type { CountedDynamo } from '../support/dynamo';
 import type { GatewayUnderTest } from '../support/gateways';
 import { listen } from '../support/loopback';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { startDemoTarget } from '../../lambda/local/demo-target';
+import { startDemoTarget } from '../../examples/targets/demo-target';
 import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
 import { type GatewayProcess, startGatewayProcess } from '../support/gateway-process';
 import { listen } from '../support/loopback';

@@ -1,5 +1,5 @@
 import { createServer } from 'node:http';
-import type { LocalGateway } from '../../lambda/local/local-gateway';
+import type { LocalGateway } from '../../dev/local-gateway';
 import { connectClient, type EraClient } from '../eras/clients';
 import { modernCall, startGateway } from '../stateless/helpers';
 import { type FaultProxy, startFaultProxy } from '../support/fault-proxy';

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { startDemoTarget } from '../../lambda/local/demo-target';
-import { startModernDemoTarget } from '../../lambda/local/modern-demo-target';
+import { startDemoTarget } from '../../examples/targets/demo-target';
+import { startModernDemoTarget } from '../../examples/targets/modern-demo-target';
 import type { GatewayKind } from '../support/gateways';
 import { listen } from '../support/loopback';
 import { callAndAnswer, eventually, initSession, type Json, post, readMessage } from '../support/mcp-http';

@@ -1,4 +1,4 @@
-import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
+import { type DemoTarget, startDemoTarget } from '../../examples/targets/demo-target';
 import { callAndAnswerIn, type InProcessGateway, inProcessGateway } from '../support/in-process';
 import { eventually, type Json, sseEvents } from '../support/mcp-http';
 

@@ -1,8 +1,11 @@
 import { spawn } from 'node:child_process';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startDemoTarget } from '../../lambda/local/demo-target';
+import { build, transformSync } from 'esbuild';
+import { startDemoTarget } from '../../examples/targets/demo-target';
 import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
+import { esbuildOptions, HANDLER_ENTRY } from '../../lib/bundling';
 import { callAndAnswer, initSession } from '../support/mcp-http';
 import { withGateway } from '../support/with-gateway';
 
@@ -58,4 +61,26 @@ describe('the bundled Lambda handler', () => {
       child.kill('SIGTERM');
     }
   }, 40_000);
+});
+
+describe('lambda/', () => {
+  const root = join(__dirname, '../..');
+
+  it('holds only what the Lambda bundle contains, and the bundle nothing of the repository outside lambda/', async () => {
+    const { metafile } = await build({
+      ...esbuildOptions(HANDLER_ENTRY, join(tmpdir(), 'mcp-gateway-metafile', 'index.mjs')),
+      absWorkingDir: root,
+      metafile: true,
+      write: false,
+      logLevel: 'silent',
+    });
+    const bundled = Object.keys(metafile.inputs);
+    expect(bundled.filter((input) => !input.startsWith('lambda/') && !input.includes('node_modules/'))).toEqual([]);
+    // A module of types only (a deps interface) is erased by every import of it, so no bundle holds it.
+    const withCode = readdirSync(join(root, 'lambda'), { recursive: true, encoding: 'utf8' })
+      .filter((file) => file.endsWith('.ts'))
+      .map((file) => `lambda/${file.split('\\').join('/')}`)
+      .filter((file) => transformSync(readFileSync(join(root, file), 'utf8'), { loader: 'ts' }).code.trim() !== '');
+    expect(withCode.filter((file) => !bundled.includes(file))).toEqual([]);
+  });
 });

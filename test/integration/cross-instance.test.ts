@@ -1,4 +1,4 @@
-import { startDemoTarget } from '../../lambda/local/demo-target';
+import { startDemoTarget } from '../../examples/targets/demo-target';
 import { startGatewayProcess } from '../support/gateways';
 import { callAndAnswer, initSession, type Json, post, readMessage, sseEvents } from '../support/mcp-http';
 import { withGateway } from '../support/with-gateway';

@@ -26,7 +26,7 @@ afterAll(async () => {
 
 /** `npm run demo:client -- …` with `input` typed on stdin; its output and exit status. */
 function demoClient(args: string[], input: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'lambda/local/demo-client.ts', ...args], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'dev/demo-client.ts', ...args], {
     cwd: ROOT,
     stdio: ['pipe', 'pipe', 'pipe'],
   });

@@ -1,4 +1,4 @@
-import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
+import { type DemoTarget, startDemoTarget } from '../../examples/targets/demo-target';
 import { clickOnConsentPage } from '../support/consent-page';
 import type { CountedDynamo } from '../support/dynamo';
 import type { GatewayKind } from '../support/gateways';

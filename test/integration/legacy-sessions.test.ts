@@ -1,4 +1,4 @@
-import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
+import { type DemoTarget, startDemoTarget } from '../../examples/targets/demo-target';
 import type { CountedDynamo } from '../support/dynamo';
 import type { GatewayKind } from '../support/gateways';
 import { initSession, type Json, post, readMessage, sessionItems, sseEvents } from '../support/mcp-http';

@@ -7,7 +7,7 @@ import {
   ListRootsRequestSchema,
   UrlElicitationRequiredError,
 } from '@modelcontextprotocol/sdk/types.js';
-import { startDemoTarget } from '../../lambda/local/demo-target';
+import { startDemoTarget } from '../../examples/targets/demo-target';
 import { clickOnConsentPage } from '../support/consent-page';
 import type { GatewayKind } from '../support/gateways';
 import { initSession, type Json, sseEvents } from '../support/mcp-http';

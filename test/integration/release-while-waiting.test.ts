@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import type { LambdaModeStats } from '../../lambda/local/lambda-runtime/pool';
+import type { LambdaModeStats } from '../../tools/lambda-emulator/pool';
 import type { GatewayKind } from '../support/gateways';
 import { type InstanceRouter, startInstanceRouter } from '../support/instance-router';
 import { startPollingServer } from '../support/servers/v1-polling-server';

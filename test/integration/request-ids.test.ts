@@ -1,5 +1,5 @@
-import { startDemoTarget } from '../../lambda/local/demo-target';
-import { startModernDemoTarget } from '../../lambda/local/modern-demo-target';
+import { startDemoTarget } from '../../examples/targets/demo-target';
+import { startModernDemoTarget } from '../../examples/targets/modern-demo-target';
 import { meta, modernHeaders } from '../stateless/helpers';
 import type { GatewayKind } from '../support/gateways';
 import { initSession } from '../support/mcp-http';

@@ -3,7 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { createParser } from 'eventsource-parser';
-import { startDemoTarget } from '../../lambda/local/demo-target';
+import { startDemoTarget } from '../../examples/targets/demo-target';
 import type { GatewayKind } from '../support/gateways';
 import { initSession, type Json, post, sessionItems } from '../support/mcp-http';
 import { withGateway } from '../support/with-gateway';

@@ -1,6 +1,6 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startDemoTarget } from '../../lambda/local/demo-target';
+import { startDemoTarget } from '../../examples/targets/demo-target';
 import type { GatewayKind } from '../support/gateways';
 import { initSession, post, readMessage } from '../support/mcp-http';
 import { withGateway } from '../support/with-gateway';

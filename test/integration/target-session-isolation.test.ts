@@ -1,5 +1,5 @@
-import { startEmbeddedDynamo } from '../../lambda/local/embedded-dynamodb';
-import type { LocalGateway } from '../../lambda/local/local-gateway';
+import { startEmbeddedDynamo } from '../../dev/embedded-dynamodb';
+import type { LocalGateway } from '../../dev/local-gateway';
 import { connectClient, type EraClient } from '../eras/clients';
 import { modernCall, startGateway } from '../stateless/helpers';
 import { type GatewayUnderTest, startGatewayProcess } from '../support/gateways';

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startEmbeddedDynamo } from '../../lambda/local/embedded-dynamodb';
-import { type LambdaMode, startLambdaMode } from '../../lambda/local/lambda-runtime';
+import { startEmbeddedDynamo } from '../../dev/embedded-dynamodb';
+import { type LambdaMode, startLambdaMode } from '../../dev/lambda-mode';
 import { eventually } from '../support/mcp-http';
 
 /**

@@ -4,9 +4,9 @@ import type { AddressInfo } from 'node:net';
 import { createServer, connect as netConnect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
-import { startEmbeddedDynamo } from '../../lambda/local/embedded-dynamodb';
-import { type LambdaMode, startLambdaMode } from '../../lambda/local/lambda-runtime';
+import { startEmbeddedDynamo } from '../../dev/embedded-dynamodb';
+import { type LambdaMode, startLambdaMode } from '../../dev/lambda-mode';
+import { type DemoTarget, startDemoTarget } from '../../examples/targets/demo-target';
 import { callAndAnswer, initSession, type Json, post, readMessage } from '../support/mcp-http';
 
 /**
@@ -145,7 +145,7 @@ async function startLambdaCli(configFile: string, endpoint: string) {
     [
       '--import',
       'tsx',
-      'lambda/local/cli.ts',
+      'dev/cli.ts',
       '--lambda',
       '--port',
       '0',

@@ -1,5 +1,5 @@
-import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
-import { type LocalGateway, startLocalGateway } from '../../lambda/local/local-gateway';
+import { type LocalGateway, startLocalGateway } from '../../dev/local-gateway';
+import { type DemoTarget, startDemoTarget } from '../../examples/targets/demo-target';
 import { AUDIENCE, capturingLogger, startIssuer, type TestIssuer } from '../auth/support';
 
 /** `/health` with JWT inbound auth: liveness for anyone, target status only for an accepted token. */

@@ -1,8 +1,8 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startEmbeddedDynamo } from '../../lambda/local/embedded-dynamodb';
-import { startLocalGateway } from '../../lambda/local/local-gateway';
+import { startEmbeddedDynamo } from '../../dev/embedded-dynamodb';
+import { startLocalGateway } from '../../dev/local-gateway';
 import { capturingLogger } from '../auth/support';
 import { runCli } from '../support/cli';
 import { post, readMessage } from '../support/mcp-http';
@@ -72,7 +72,7 @@ describe('any origin without authentication', () => {
   }, 40_000);
 
   it('a listed origin, or auth, is not refused', async () => {
-    const { refuseOpenCorsWithoutAuth } = await import('../../lambda/local/open-cors');
+    const { refuseOpenCorsWithoutAuth } = await import('../../dev/open-cors');
     const { parseConfig } = await import('../../lambda/config/schema');
     expect(() =>
       refuseOpenCorsWithoutAuth(parseConfig({ cors: { allowedOrigins: ['http://localhost:6274'] } })),

@@ -1,9 +1,9 @@
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
+import { startLocalGateway } from '../../dev/local-gateway';
+import { startDemoTarget } from '../../examples/targets/demo-target';
+import { startModernDemoTarget } from '../../examples/targets/modern-demo-target';
 import { createGateway } from '../../lambda/app/gateway';
-import { startDemoTarget } from '../../lambda/local/demo-target';
-import { startLocalGateway } from '../../lambda/local/local-gateway';
-import { startModernDemoTarget } from '../../lambda/local/modern-demo-target';
 import { withRequestKeys } from '../../lambda/observability/logger';
 import { capturingLogger } from '../auth/support';
 import { meta, modernHeaders, post as modernPost } from '../stateless/helpers';

@@ -1,7 +1,6 @@
 import { ItemTooLargeError } from '../../lambda/protocol/errors';
 import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
 import { DynamoSessionStore } from '../../lambda/state/dynamo-store';
-import { MemorySessionStore } from '../../lambda/state/memory-store';
 import { CLAIM_LEASE_MS, newPendingRecord, newSessionId } from '../../lambda/state/records';
 import {
   type PendingRecord,
@@ -12,6 +11,7 @@ import {
   type TargetSessionRecord,
 } from '../../lambda/state/store';
 import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
+import { MemorySessionStore } from '../support/memory-store';
 
 /**
  * The SessionStore contract, run against the in-memory store and the DynamoDB store on dynalite

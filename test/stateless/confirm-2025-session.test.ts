@@ -1,4 +1,4 @@
-import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
+import { type DemoTarget, startDemoTarget } from '../../examples/targets/demo-target';
 import type { GatewayUnderTest } from '../support/gateways';
 import { callAndAnswer, initSession, post, readMessage } from '../support/mcp-http';
 import { type Json, withStatelessGateway } from './helpers';

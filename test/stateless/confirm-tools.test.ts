@@ -1,4 +1,4 @@
-import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
+import { type ModernDemoTarget, startModernDemoTarget } from '../../examples/targets/modern-demo-target';
 import { type Json, modernCall, withStatelessGateway } from './helpers';
 
 /**

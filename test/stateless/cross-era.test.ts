@@ -1,6 +1,6 @@
-import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
-import type { LocalGateway } from '../../lambda/local/local-gateway';
-import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
+import type { LocalGateway } from '../../dev/local-gateway';
+import { type DemoTarget, startDemoTarget } from '../../examples/targets/demo-target';
+import { type ModernDemoTarget, startModernDemoTarget } from '../../examples/targets/modern-demo-target';
 import { clickOnConsentPage } from '../support/consent-page';
 import { eventually, initSession, post as post2025, readMessage } from '../support/mcp-http';
 import { type Json, meta, modernCall, modernHeaders, post, sseMessages, startGateway } from './helpers';

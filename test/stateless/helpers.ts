@@ -1,6 +1,6 @@
 import { createParser } from 'eventsource-parser';
+import { type LocalGateway, startLocalGateway } from '../../dev/local-gateway';
 import type { GatewayConfigInput } from '../../lambda/config/schema';
-import { type LocalGateway, startLocalGateway } from '../../lambda/local/local-gateway';
 import type { GatewayLogger } from '../../lambda/observability/logger';
 import {
   type ConfigSpec,

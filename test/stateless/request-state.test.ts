@@ -1,5 +1,5 @@
+import { type ModernDemoTarget, startModernDemoTarget } from '../../examples/targets/modern-demo-target';
 import { SealedBox } from '../../lambda/crypto/sealed-box';
-import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
 import { argumentsDigest, RequestStateSealer, type StateBinding } from '../../lambda/stateless/request-state';
 import { type Json, KEY_A, KEY_B, modernCall, withStatelessGateway } from './helpers';
 

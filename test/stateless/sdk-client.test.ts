@@ -1,5 +1,5 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { startModernDemoTarget } from '../../lambda/local/modern-demo-target';
+import { startModernDemoTarget } from '../../examples/targets/modern-demo-target';
 import { clickOnConsentPage } from '../support/consent-page';
 import { withStatelessGateway } from './helpers';
 

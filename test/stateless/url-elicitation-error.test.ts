@@ -1,5 +1,5 @@
 import { createServer } from 'node:http';
-import type { LocalGateway } from '../../lambda/local/local-gateway';
+import type { LocalGateway } from '../../dev/local-gateway';
 import { listen } from '../support/loopback';
 import { type Json, modernCall, startGateway } from './helpers';
 

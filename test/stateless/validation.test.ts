@@ -1,5 +1,5 @@
 import { classifyInboundRequest } from '@modelcontextprotocol/server';
-import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
+import { type ModernDemoTarget, startModernDemoTarget } from '../../examples/targets/modern-demo-target';
 import { type Json, MODERN, meta, modernCall, modernHeaders, post, withStatelessGateway } from './helpers';
 
 /**

@@ -7,7 +7,7 @@ import { join } from 'node:path';
  * later writes). Log level SILENT unless `env` says otherwise.
  */
 export function runCli(args: string[], env: NodeJS.ProcessEnv = { GATEWAY_LOG_LEVEL: 'SILENT' }) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'lambda/local/cli.ts', ...args], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'dev/cli.ts', ...args], {
     cwd: join(__dirname, '../..'),
     env: { ...process.env, GATEWAY_LOG_LEVEL: undefined, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

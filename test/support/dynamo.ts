@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { startEmbeddedDynamo } from '../../lambda/local/embedded-dynamodb';
+import { startEmbeddedDynamo } from '../../dev/embedded-dynamodb';
 import { forwardTo } from './loopback';
 
 /**

@@ -25,7 +25,7 @@ export async function startGatewayProcess(
 ): Promise<GatewayProcess> {
   const file = join(mkdtempSync(join(tmpdir(), 'gw-fault-')), 'config.json');
   writeFileSync(file, JSON.stringify(config));
-  const args = ['--import', 'tsx', 'lambda/local/cli.ts', ...(options.lambda ? ['--lambda'] : [])];
+  const args = ['--import', 'tsx', 'dev/cli.ts', ...(options.lambda ? ['--lambda'] : [])];
   args.push('--port', '0', '--no-demo', '--config', file, '--dynamodb-endpoint', dynamodbEndpoint);
   const child = spawn(process.execPath, args, {
     cwd: join(__dirname, '../..'),

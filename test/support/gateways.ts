@@ -2,9 +2,9 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startLambdaMode } from '../../dev/lambda-mode';
+import { startLocalGateway } from '../../dev/local-gateway';
 import type { GatewayConfigInput } from '../../lambda/config/schema';
-import { startLambdaMode } from '../../lambda/local/lambda-runtime';
-import { startLocalGateway } from '../../lambda/local/local-gateway';
 import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
 import { installLambdaGlobals, startLambdaInvoker } from './lambda-invoker';
 
@@ -84,7 +84,7 @@ export async function startGatewayProcess(
     [
       '--import',
       'tsx',
-      'lambda/local/cli.ts',
+      'dev/cli.ts',
       '--port',
       '0',
       '--no-demo',

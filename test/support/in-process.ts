@@ -4,8 +4,8 @@ import { createGateway } from '../../lambda/app/gateway';
 import { type GatewayConfigInput, parseConfig } from '../../lambda/config/schema';
 import type { ExchangeContext, FetchHandler } from '../../lambda/http/exchange';
 import type { GatewayLogger } from '../../lambda/observability/logger';
-import { MemorySessionStore } from '../../lambda/state/memory-store';
 import { JSON_AND_SSE, type Json, type RelayedCall, readMessage, sseEvents } from './mcp-http';
+import { MemorySessionStore } from './memory-store';
 
 /**
  * The gateway core in this process: `buildGatewayDeps` + `createGateway` with the in-memory session

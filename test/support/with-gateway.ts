@@ -1,5 +1,5 @@
+import { type LocalGatewayOptions, startLocalGateway } from '../../dev/local-gateway';
 import type { GatewayConfigInput } from '../../lambda/config/schema';
-import { type LocalGatewayOptions, startLocalGateway } from '../../lambda/local/local-gateway';
 import type { GatewayLogger } from '../../lambda/observability/logger';
 import { type CountedDynamo, startCountedDynamo } from './dynamo';
 import { type GatewayKind, type GatewayUnderTest, startGateway } from './gateways';

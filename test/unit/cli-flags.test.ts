@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { FLAGS, flagTableMarkdown, helpText, parseFlags, UsageError } from '../../lambda/local/cli-flags';
+import { FLAGS, flagTableMarkdown, helpText, parseFlags, UsageError } from '../../dev/cli-flags';
 
 /** The flags of `npm start`: one table makes the parser, --help and the table in docs/local.md. */
 

@@ -6,9 +6,9 @@ import {
   ElicitRequestSchema,
   type ElicitRequestURLParams,
 } from '@modelcontextprotocol/sdk/types.js';
-import { ConsentBook } from '../../lambda/local/demo/consent-book';
-import { serveConsentPage } from '../../lambda/local/demo/consent-page';
-import { type LocalGateway, startLocalGateway } from '../../lambda/local/local-gateway';
+import { type LocalGateway, startLocalGateway } from '../../dev/local-gateway';
+import { ConsentBook } from '../../examples/targets/consent-book';
+import { serveConsentPage } from '../../examples/targets/consent-page';
 import { QUIET } from '../support/in-process';
 import { listen } from '../support/loopback';
 

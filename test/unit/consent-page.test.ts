@@ -9,8 +9,8 @@ import {
   type ElicitResult,
   UrlElicitationRequiredError,
 } from '@modelcontextprotocol/sdk/types.js';
-import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
-import { type ModernDemoTarget, startModernDemoTarget } from '../../lambda/local/modern-demo-target';
+import { type DemoTarget, startDemoTarget } from '../../examples/targets/demo-target';
+import { type ModernDemoTarget, startModernDemoTarget } from '../../examples/targets/modern-demo-target';
 import { modernCall } from '../stateless/helpers';
 import { clickOnConsentPage, openConsentPage } from '../support/consent-page';
 

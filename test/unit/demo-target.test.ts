@@ -14,7 +14,7 @@ import {
   McpError,
   UrlElicitationRequiredError,
 } from '@modelcontextprotocol/sdk/types.js';
-import { type DemoTarget, startDemoTarget } from '../../lambda/local/demo-target';
+import { type DemoTarget, startDemoTarget } from '../../examples/targets/demo-target';
 import { clickOnConsentPage } from '../support/consent-page';
 
 /** One HTTP exchange seen by the client transport's fetch. */

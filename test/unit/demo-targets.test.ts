@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:net';
-import { startDemoTargets } from '../../lambda/local/demo-targets';
-import { startLocalGateway } from '../../lambda/local/local-gateway';
-import { readyLines } from '../../lambda/local/ready-lines';
+import { startDemoTargets } from '../../dev/demo-targets';
+import { startLocalGateway } from '../../dev/local-gateway';
+import { readyLines } from '../../dev/ready-lines';
 import type { GatewayLogger } from '../../lambda/observability/logger';
 
 /** `npm start`'s demo targets: pinned ports, the default port taken by someone else, shared targets. */

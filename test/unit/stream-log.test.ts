@@ -1,8 +1,8 @@
 import { type SseEventLog, SseStream, STREAM_HIGH_WATER_BYTES } from '../../lambda/http/sse';
 import { followStream, openStreamLog, parseEventId } from '../../lambda/relay/stream-log';
-import { MemorySessionStore } from '../../lambda/state/memory-store';
 import type { StreamEventRecord } from '../../lambda/state/store';
 import { QUIET } from '../support/in-process';
+import { MemorySessionStore } from '../support/memory-store';
 
 /**
  * The pieces of resumable streams without HTTP: the SSE writer with an event log, the log over the

@@ -1,4 +1,4 @@
-import { DYNAMODB_ITEM_LIMIT_BYTES, ItemTooLargeError } from '../protocol/errors';
+import { DYNAMODB_ITEM_LIMIT_BYTES, ItemTooLargeError } from '../../lambda/protocol/errors';
 import {
   BRIDGED_CALLS,
   bucketOfSk,
@@ -7,8 +7,8 @@ import {
   type LiveCounter,
   principalPk,
   rateSk,
-} from './principal-counters';
-import { CLAIM_LEASE_MS, newClaimToken } from './records';
+} from '../../lambda/state/principal-counters';
+import { CLAIM_LEASE_MS, newClaimToken } from '../../lambda/state/records';
 import {
   type Admission,
   type CallEndReason,
@@ -21,7 +21,7 @@ import {
   type StreamEventRecord,
   type TargetSessionRecord,
   type WaitingCallRecord,
-} from './store';
+} from '../../lambda/state/store';
 
 /**
  * A `SessionStore` in this process's memory, for in-process tests and local experiments: the same

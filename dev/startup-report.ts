@@ -1,11 +1,11 @@
-import type { NamedEntry } from '../catalog/naming';
-import { overlongNames, shouldPrefix } from '../catalog/naming';
-import { describeError } from '../observability/logger';
-import type { Prompt, Tool } from '../protocol/types';
-import { LATEST_LEGACY_VERSION, legacyVersionsOf, MODERN_PROTOCOL_VERSION } from '../protocol/versions';
-import { type LegacyTargetClient, LegacyUnsupportedError } from '../targets/legacy-client';
-import type { ModernTargetClient } from '../targets/modern-client';
-import type { GatewayDeps } from './deps';
+import type { GatewayDeps } from '../lambda/app/deps';
+import type { NamedEntry } from '../lambda/catalog/naming';
+import { overlongNames, shouldPrefix } from '../lambda/catalog/naming';
+import { describeError } from '../lambda/observability/logger';
+import type { Prompt, Tool } from '../lambda/protocol/types';
+import { LATEST_LEGACY_VERSION, legacyVersionsOf, MODERN_PROTOCOL_VERSION } from '../lambda/protocol/versions';
+import { type LegacyTargetClient, LegacyUnsupportedError } from '../lambda/targets/legacy-client';
+import type { ModernTargetClient } from '../lambda/targets/modern-client';
 
 const LISTS = [
   ['tools/list', 'tools'],

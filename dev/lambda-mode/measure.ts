@@ -1,9 +1,9 @@
 /**
- * Figures for docs/performance.md: `npx tsx lambda/local/lambda-runtime/measure.ts [N]`.
+ * Figures for docs/performance.md: `npx tsx dev/lambda-mode/measure.ts [N]`.
  * Starts --lambda mode and the local server on one embedded DynamoDB and one demo target, then
  * measures the cold start, the first calls, and the same warm requests through both.
  */
-import { startDemoTarget } from '../demo-target';
+import { startDemoTarget } from '../../examples/targets/demo-target';
 import { startEmbeddedDynamo } from '../embedded-dynamodb';
 import { startLocalGateway } from '../local-gateway';
 import { startLambdaMode } from './index';

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
-import { checkConfigText, formatProblems } from '../config/check';
-import { ConfigError, type GatewayConfigInput, withoutSchemaKey } from '../config/schema';
+import { ConfigError, type GatewayConfigInput, withoutSchemaKey } from '../lambda/config/schema';
+import { checkConfigText, formatProblems } from '../lib/config/check';
 import { type FlagName, type FlagValues, helpText, type ParsedFlags, parseFlags, UsageError } from './cli-flags';
 import { type DemoTargetsOptions, isAddressInUse } from './demo-targets';
-import { runLambdaMode } from './lambda-runtime/cli';
+import { runLambdaMode } from './lambda-mode/cli';
 import { startLocalGateway } from './local-gateway';
 import { readyLines } from './ready-lines';
 
@@ -27,7 +27,7 @@ async function main(flags: ParsedFlags): Promise<void> {
     return;
   }
   if (values.lambda) {
-    // The deployment bundle in local Lambda execution environments (lambda/local/lambda-runtime/).
+    // The deployment bundle in local Lambda execution environments (tools/lambda-emulator/).
     return runLambdaMode({
       host: values.host ?? '127.0.0.1',
       port: values.port ?? 8080,

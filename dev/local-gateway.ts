@@ -1,17 +1,17 @@
-import { type BuildOptions, buildGatewayDeps } from '../app/bootstrap';
-import type { GatewayDeps } from '../app/deps';
-import { createGateway } from '../app/gateway';
-import { reportTargetsAtStartup } from '../app/startup-report';
-import { readEnvironment } from '../config/environment';
-import { type GatewayConfig, type GatewayConfigInput, parseConfig } from '../config/schema';
-import { keySecretsFromConfig } from '../crypto/keys';
-import type { GatewayLogger } from '../observability/logger';
-import { createLogger, describeError } from '../observability/logger';
-import { createDocumentClient, ensureTable } from '../state/dynamo-client';
+import { type BuildOptions, buildGatewayDeps } from '../lambda/app/bootstrap';
+import type { GatewayDeps } from '../lambda/app/deps';
+import { createGateway } from '../lambda/app/gateway';
+import { readEnvironment } from '../lambda/config/environment';
+import { type GatewayConfig, type GatewayConfigInput, parseConfig } from '../lambda/config/schema';
+import { keySecretsFromConfig } from '../lambda/crypto/keys';
+import type { GatewayLogger } from '../lambda/observability/logger';
+import { createLogger, describeError } from '../lambda/observability/logger';
+import { createDocumentClient, ensureTable } from '../lambda/state/dynamo-client';
 import { type DemoTargets, type DemoTargetsOptions, startDemoTargets } from './demo-targets';
 import { startEmbeddedDynamo } from './embedded-dynamodb';
 import { serveOnNode } from './node-adapter';
 import { refuseOpenCorsWithoutAuth } from './open-cors';
+import { reportTargetsAtStartup } from './startup-report';
 
 export interface LocalGatewayOptions {
   host?: string;

@@ -26,9 +26,14 @@ export class FunctionUrlSink extends Writable {
   private headersDone = false;
   private pending: Buffer[] = []; // bytes seen before the delimiter
 
+  /**
+   * `contentType` is the one the runtime declared for the response; `onFailure` hears why a response
+   * became a 502 or was cut (the tests' in-process invoker warns with it).
+   */
   constructor(
-    private readonly res: ServerResponse,
-    private readonly contentType: string,
+    protected readonly res: ServerResponse,
+    protected contentType: string,
+    private readonly onFailure: (reason: string) => void = () => undefined,
   ) {
     super();
   }
@@ -56,7 +61,7 @@ export class FunctionUrlSink extends Writable {
     this.pending = [];
     const prelude = parsePrelude(buffered.subarray(0, at));
     if (!prelude) {
-      this.fail();
+      this.fail('the prelude is not JSON');
       cb();
       return;
     }
@@ -70,7 +75,7 @@ export class FunctionUrlSink extends Writable {
       // RIC issue #97: end(data) without a write() sends the data without the prelude (502); a bare end()
       // after HttpResponseStream.from sends nothing (200 without the prelude's status and headers).
       if (this.pending.length > 0) {
-        this.fail();
+        this.fail('a prelude without its delimiter (end(data) without a prior write())');
         cb();
         return;
       }
@@ -81,8 +86,9 @@ export class FunctionUrlSink extends Writable {
   }
 
   /** The invocation failed or timed out: a 502 if nothing was sent yet, else the stream is cut. */
-  fail(): void {
+  fail(reason = 'the invocation failed'): void {
     if (this.res.destroyed || this.res.writableEnded) return;
+    this.onFailure(reason);
     if (this.headersDone || this.res.headersSent) {
       this.res.destroy();
       return;

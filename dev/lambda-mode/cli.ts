@@ -1,4 +1,4 @@
-import { ConfigError, type GatewayConfigInput } from '../../config/schema';
+import { ConfigError, type GatewayConfigInput } from '../../lambda/config/schema';
 import type { DemoTargetsOptions } from '../demo-targets';
 import { startLambdaMode } from './index';
 

@@ -2,8 +2,8 @@ import { closest, distance } from 'fastest-levenshtein';
 
 /**
  * The known name a mistyped one most likely meant, if any is close enough to suggest: the same
- * rule for CDK context keys (lib/context.ts) and configuration-file keys (./check.ts). Not used
- * by the Lambda bundle (fastest-levenshtein is a development dependency).
+ * rule for CDK context keys (lib/context.ts) and configuration-file keys (./check.ts). Deploy and
+ * local tooling only: the Lambda bundle never suggests (fastest-levenshtein is not one of its dependencies).
  */
 export function suggestName(typed: string, known: readonly string[]): string | undefined {
   if (known.length === 0) return undefined;

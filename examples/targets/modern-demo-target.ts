@@ -1,8 +1,8 @@
-/** The 2026-07-28 demo target (tools in `demo/modern-tools.ts`, HTTP host in `demo/modern-host.ts`). */
+/** The 2026-07-28 demo target (tools in `modern-tools.ts`, HTTP host in `modern-host.ts`). */
 export {
   type ModernDemoCall,
   type ModernDemoStats,
   type ModernDemoTarget,
   type ModernDemoTargetOptions,
   startModernDemoTarget,
-} from './demo/modern-host';
+} from './modern-host';

@@ -1,17 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, extname } from 'node:path';
-import { ENV, readEnvironment } from '../../config/environment';
-import { type GatewayConfig, type GatewayConfigInput, parseConfig } from '../../config/schema';
-import { createDocumentClient, ensureTable } from '../../state/dynamo-client';
+import { ENV, readEnvironment } from '../../lambda/config/environment';
+import { type GatewayConfig, type GatewayConfigInput, parseConfig } from '../../lambda/config/schema';
+import { CorsPolicy } from '../../lambda/http/cors';
+import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
+import { startFrontEnd } from '../../tools/lambda-emulator/front-end';
+import { EnvironmentPool, type LambdaModeStats } from '../../tools/lambda-emulator/pool';
+import { ensureRuntimeImage } from '../../tools/lambda-emulator/runtime-image';
 import { type DemoTargets, type DemoTargetsOptions, startDemoTargets } from '../demo-targets';
 import { startEmbeddedDynamo } from '../embedded-dynamodb';
 import { refuseOpenCorsWithoutAuth } from '../open-cors';
 import { ensureBundle, snapshotBundle } from './bundle';
-import { startFrontEnd } from './front-end';
-import { EnvironmentPool, type LambdaModeStats } from './pool';
-import { ensureRuntimeImage } from './runtime-image';
 
-export type { LambdaModeStats } from './pool';
+export type { LambdaModeStats } from '../../tools/lambda-emulator/pool';
 
 export interface LambdaModeOptions {
   host?: string;
@@ -65,7 +66,7 @@ export interface LambdaMode {
 /**
  * `npm start -- --lambda`: the deployment bundle behind a local function URL, run by AWS's runtime
  * interface client in a pool of execution-environment processes that are frozen between invocations.
- * See README.md in this folder for the semantics and what is not emulated.
+ * tools/lambda-emulator/README.md has the semantics and what is not emulated.
  */
 export async function startLambdaMode(options: LambdaModeOptions = {}): Promise<LambdaMode> {
   const closers: Array<() => Promise<void> | void> = [];
@@ -128,10 +129,12 @@ export async function startLambdaMode(options: LambdaModeOptions = {}): Promise<
       maxEnvironments: options.maxEnvironments,
     });
     closers.push(() => pool.close());
-    const frontEnd = await startFrontEnd(pool, {
+    // Origins of `cors.allowedOrigins` may call; the function itself answers their CORS (no GATEWAY_CORS here).
+    const cors = new CorsPolicy(config.cors.allowedOrigins);
+    const frontEnd = await startFrontEnd((event, res) => pool.invoke(event, res), {
       host: options.host ?? '127.0.0.1',
       port: options.port ?? 8080,
-      allowedOrigins: config.cors.allowedOrigins,
+      originAllowed: (origin) => cors.allows(origin),
     });
     // Environments first: a busy one would otherwise hold the front end's close for its grace period.
     closers.push(async () => {

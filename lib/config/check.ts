@@ -1,12 +1,12 @@
+import { type GatewayConfig, GatewayConfigSchema, withoutSchemaKey } from '../../lambda/config/schema';
 import { gatewayConfigJsonSchema, type JsonSchema } from './json-schema';
 import { type JsonPath, parseJsonText, type TextPosition } from './json-text';
-import { type GatewayConfig, GatewayConfigSchema, withoutSchemaKey } from './schema';
 import { suggestName } from './suggest';
 
 /**
  * `--check-config FILE` and the local server's `--config FILE`: a configuration file checked as a
  * whole, every problem at once with its line and column, and "did you mean" for a misspelt key.
- * The rules are the one zod schema's (`schema.ts`); this module only finds where they apply.
+ * The rules are the one zod schema's (`lambda/config/schema.ts`); this module only finds where they apply.
  * Values are never echoed (a file may hold inline credentials).
  */
 

@@ -1,8 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CorsPolicy } from '../../http/cors';
-import { toFunctionUrlEvent } from './function-url-event';
-import type { EnvironmentPool } from './pool';
+import type { LambdaFunctionURLEvent } from 'aws-lambda';
+import { type FunctionUrlEventOptions, toFunctionUrlEvent } from './function-url-event';
 
 /** Lambda's limit on a synchronous invocation's request payload (the event), function URLs included. */
 export const MAX_PAYLOAD_BYTES = 6 * 1024 * 1024;
@@ -14,18 +13,33 @@ export interface FrontEnd {
 }
 
 /**
- * The function URL (auth type NONE, invoke mode RESPONSE_STREAM): each HTTP request becomes one
- * invocation with a payload 2.0 event, the response streams back as the runtime writes it. A client
- * that disconnects is not signalled to the function. On a loopback address it also refuses foreign
- * Host and Origin headers (DNS rebinding), which the real URL's unguessable host name makes moot.
+ * What runs one invocation: writes the function's response to `res` (through a `FunctionUrlSink`) and
+ * settles when it is over. The execution-environment pool here; the in-process invoker of the tests.
  */
-export async function startFrontEnd(
-  pool: EnvironmentPool,
-  options: { host: string; port: number; allowedOrigins?: readonly string[] },
-): Promise<FrontEnd> {
+export type Invoke = (event: LambdaFunctionURLEvent, res: ServerResponse) => Promise<void>;
+
+export interface FrontEndOptions extends FunctionUrlEventOptions {
+  host: string;
+  /** 0 picks a free one. */
+  port: number;
+  /**
+   * On a loopback address, refuse foreign Host and Origin headers (DNS rebinding), which the real URL's
+   * unguessable host name makes moot; default true. Off where the caller checks them itself (tests of
+   * the function's own answers).
+   */
+  refuseForeignHosts?: boolean;
+  /** Cross-origin callers let past the Origin check (the function answers their CORS itself). */
+  originAllowed?: (origin: string) => boolean;
+}
+
+/**
+ * The function URL (auth type NONE, invoke mode RESPONSE_STREAM): each HTTP request becomes one
+ * invocation with a payload 2.0 event, the response streams back as the function writes it. A request
+ * over the payload limit is refused without an invocation.
+ */
+export async function startFrontEnd(invoke: Invoke, options: FrontEndOptions): Promise<FrontEnd> {
   let allowedHosts: string[] = [];
-  // Origins of `cors.allowedOrigins` may call; the function itself answers their CORS (no GATEWAY_CORS here).
-  const cors = new CorsPolicy(options.allowedOrigins ?? []);
+  const originAllowed = options.originAllowed ?? (() => false);
   const inflight = new Set<Promise<void>>();
   const server: Server = createServer((req, res) => {
     const run = handle(req, res).catch(() => {
@@ -37,12 +51,12 @@ export async function startFrontEnd(
   });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (!hostAndOriginAllowed(req, allowedHosts, cors)) {
+    if (options.refuseForeignHosts !== false && !hostAndOriginAllowed(req, allowedHosts, originAllowed)) {
       res.writeHead(403, { 'content-type': 'application/json' }).end('{"Message":"Forbidden"}');
       return;
     }
     const body = await readBody(req, MAX_PAYLOAD_BYTES);
-    const event = body && toFunctionUrlEvent(req, body);
+    const event = body && toFunctionUrlEvent(req, body, options);
     if (!event || Buffer.byteLength(JSON.stringify(event)) > MAX_PAYLOAD_BYTES) {
       res.writeHead(413, { 'content-type': 'application/json', connection: 'close' });
       res.end(
@@ -50,7 +64,7 @@ export async function startFrontEnd(
       );
       return;
     }
-    await pool.invoke(event, res);
+    await invoke(event, res);
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -74,11 +88,15 @@ export async function startFrontEnd(
 
 const INTERNAL_ERROR = '{"Message":"Internal Server Error"}';
 
-function hostAndOriginAllowed(req: IncomingMessage, allowedHosts: string[], cors: CorsPolicy): boolean {
+function hostAndOriginAllowed(
+  req: IncomingMessage,
+  allowedHosts: string[],
+  originAllowed: (origin: string) => boolean,
+): boolean {
   const host = (req.headers.host ?? '').toLowerCase();
   if (allowedHosts.length && !allowedHosts.includes(host)) return false;
   const origin = req.headers.origin;
-  if (origin === undefined || cors.allows(origin)) return true;
+  if (origin === undefined || originAllowed(origin)) return true;
   try {
     return (allowedHosts.length ? allowedHosts : [host]).includes(new URL(origin).host.toLowerCase());
   } catch {

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { GatewayConfigSchema } from './schema';
+import { GatewayConfigSchema } from '../../lambda/config/schema';
 
 /** Where the committed JSON Schema of the configuration file lives (`npm run config-schema` writes it). */
 export const CONFIG_JSON_SCHEMA_PATH = 'schema/gateway-config.schema.json';
@@ -18,7 +18,7 @@ export interface JsonSchema {
 }
 
 /**
- * The JSON Schema of the gateway configuration, generated from the one zod schema (`schema.ts`), for
+ * The JSON Schema of the gateway configuration, generated from the one zod schema (`lambda/config/schema.ts`), for
  * editors (`"$schema"` in a file), `--check-config` and AppConfig's validator (`draft-04`). A top-level
  * `$schema` string is allowed, as `parseConfig` ignores it. Cross-field rules (duplicate target names,
  * …) cannot be expressed here; the zod schema still checks them.

@@ -1,5 +1,5 @@
-import { startDemoTarget } from './demo-target';
-import { startModernDemoTarget } from './modern-demo-target';
+import { startDemoTarget } from '../examples/targets/demo-target';
+import { startModernDemoTarget } from '../examples/targets/modern-demo-target';
 
 /**
  * The two built-in demo targets of `npm start`: `demo` (2025-11-25, v1 SDK) and `demo-modern`

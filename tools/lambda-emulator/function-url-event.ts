@@ -2,12 +2,24 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { LambdaFunctionURLEvent } from 'aws-lambda';
 
+export interface FunctionUrlEventOptions {
+  /**
+   * Play a URL with auth type AWS_IAM whose caller signed as this ARN: the event gets the
+   * `requestContext.authorizer.iam` block (the gateway reads only `userArn`). Default: auth type NONE.
+   */
+  iamUserArn?: string;
+}
+
 /**
- * The payload (format 2.0) a function URL with auth type NONE hands the function: headers lower-cased
- * and repeats comma-joined, cookies split out, text bodies as is and anything else base64-encoded,
- * no `authorizer` block (the AWS Lambda guide, "Invoking Lambda function URLs": request payload format).
+ * The payload (format 2.0) a function URL hands the function: headers lower-cased and repeats
+ * comma-joined, cookies split out, text bodies as is and anything else base64-encoded, an `authorizer`
+ * block only for AWS_IAM auth (the AWS Lambda guide, "Invoking Lambda function URLs": request payload format).
  */
-export function toFunctionUrlEvent(req: IncomingMessage, body: Buffer): LambdaFunctionURLEvent {
+export function toFunctionUrlEvent(
+  req: IncomingMessage,
+  body: Buffer,
+  options: FunctionUrlEventOptions = {},
+): LambdaFunctionURLEvent {
   const headers: Record<string, string> = {};
   const cookies: string[] = [];
   for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
@@ -33,6 +45,10 @@ export function toFunctionUrlEvent(req: IncomingMessage, body: Buffer): LambdaFu
     query[key] = key in query ? `${query[key]},${value}` : value;
   }
   const domainName = headers.host ?? 'localhost';
+  const { iamUserArn } = options;
+  // The real iam block has more ids; these stand in for them.
+  const ids = { callerId: 'AIDALOCAL', userId: 'AIDALOCAL', accessKey: 'ASIALOCAL', cognitoIdentity: null };
+  const iam = iamUserArn && { ...ids, userArn: iamUserArn, accountId: iamUserArn.split(':')[4] ?? '' };
   const text = body.length > 0 && isTextual(headers['content-type']) ? decodeUtf8(body) : undefined;
   return {
     version: '2.0',
@@ -59,6 +75,7 @@ export function toFunctionUrlEvent(req: IncomingMessage, body: Buffer): LambdaFu
       stage: '$default',
       time: new Date().toUTCString(),
       timeEpoch: Date.now(),
+      ...(iam ? { authorizer: { iam } } : {}),
     },
     ...(body.length === 0 ? {} : { body: text ?? body.toString('base64') }),
     isBase64Encoded: body.length > 0 && text === undefined,

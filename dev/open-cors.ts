@@ -1,4 +1,4 @@
-import { ConfigError, type GatewayConfig } from '../config/schema';
+import { ConfigError, type GatewayConfig } from '../lambda/config/schema';
 
 /**
  * `cors.allowedOrigins: ["*"]` with auth `none` on the local server lets any web page the user opens

@@ -1,8 +1,8 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CorsPolicy } from '../http/cors';
-import { refuse, unrepresentableMethod } from '../http/errors';
+import { CorsPolicy } from '../lambda/http/cors';
+import { refuse, unrepresentableMethod } from '../lambda/http/errors';
 import {
   type ExchangeContext,
   type ExchangeRequest,
@@ -10,8 +10,8 @@ import {
   type ResponseEnd,
   requestAbortController,
   responseEndListeners,
-} from '../http/exchange';
-import { StalledClientError } from '../http/sse';
+} from '../lambda/http/exchange';
+import { StalledClientError } from '../lambda/http/sse';
 
 /**
  * The gateway core on node:http, for `npm start` and tests: Request in, Response out, streamed

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 
-/** The repository root (this file is lambda/local/lambda-runtime/bundle.ts). */
-export const PROJECT_ROOT = join(__dirname, '..', '..', '..');
+/** The repository root (this file is dev/lambda-mode/bundle.ts). */
+export const PROJECT_ROOT = join(__dirname, '..', '..');
 /** What `npm run build` writes and the CDK stack deploys (built the same way). */
 export const BUNDLE = join(PROJECT_ROOT, 'dist', 'lambda', 'index.mjs');
 
@@ -14,7 +14,7 @@ const LOCK_STALE_MS = 120_000;
 
 /**
  * The deployment bundle, rebuilt with `npm run build` when a source it depends on is newer (the
- * runtime's sources outside lambda/local, the lockfile, the build script). Concurrent callers (two
+ * sources under lambda/, the lockfile, the build script). Concurrent callers (two
  * test workers) build once: the second waits for the first's lock.
  */
 export async function ensureBundle(
@@ -78,12 +78,11 @@ function isStale(): boolean {
   );
 }
 
-/** Any .ts file under lambda/ (but lambda/local, which the bundle never contains) newer than `than`. */
+/** Any .ts file under lambda/ (what the bundle is built from) newer than `than`. */
 function newerSource(dir: string, than: number): boolean {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) {
-      if (entry.name === 'node_modules' || path === join(PROJECT_ROOT, 'lambda', 'local')) continue;
       if (newerSource(path, than)) return true;
     } else if (entry.name.endsWith('.ts') && statSync(path).mtimeMs > than) {
       return true;
