@@ -75,6 +75,7 @@ const RELEASED = Symbol('released');
 
 /** How long before the invocation's deadline a resumable call is released rather than ended with -32001. */
 const RELEASE_BEFORE_DEADLINE_MS = 1500;
+const DEADLINE_RELEASE_RETRY_MS = 200;
 
 /** A relayed call still running after this long answers as a stream, so keep-alives can flow. */
 const STREAM_AFTER_MS = 1000;
@@ -213,6 +214,8 @@ class Relay {
     const resumed = input.resumed;
     if (resumed) {
       this.waiting = resumed.waiting;
+      const { step } = resumed.snapshot;
+      if (step.kind === 'target-stream') this.cursor.lastEventId = step.lastEventId;
       const relayedIds = new Set(resumed.snapshot.relayed.map((r) => r.gatewayId));
       this.held.push(...resumed.snapshot.records.filter((id) => !relayedIds.has(id)));
       for (const request of resumed.snapshot.relayed)
@@ -391,6 +394,10 @@ class Relay {
       });
     }
     this.tryRelease('the invocation is about to time out');
+    // Not releasable at this very moment (between two steps): look again until the deadline ends the call.
+    if (!this.releasing && !this.finished && !this.endReason && Date.now() < this.input.exchange.deadline) {
+      setTimeout(() => void this.releaseBeforeDeadline(), DEADLINE_RELEASE_RETRY_MS).unref();
+    }
   }
 
   /** Lets go of the call now when it can be resumed elsewhere: the waits end, the target's stream is detached. */

@@ -5,7 +5,6 @@ import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import type { LambdaModeStats } from '../../tools/lambda-emulator/pool';
 import type { GatewayKind } from '../support/gateways';
 import { type InstanceRouter, startInstanceRouter } from '../support/instance-router';
 import { startPollingServer } from '../support/servers/v1-polling-server';
@@ -23,6 +22,8 @@ import { withGateway } from '../support/with-gateway';
 
 const FUNCTION_TIMEOUT_MS = Number(process.env.RELEASE_FUNCTION_TIMEOUT_SECONDS ?? 4) * 1000;
 const THINK_MS = Number(process.env.RELEASE_THINK_SECONDS ?? 8) * 1000;
+
+const LEASE_MS = 2000;
 
 const ROOT = join(__dirname, '../..');
 const python = process.env.RECIPES_PYTHON ?? join(ROOT, '.venv-recipes/bin/python');
@@ -73,6 +74,8 @@ describe.each(KINDS)('a call that waits for the user, through the %s', (kind) =>
       kind,
       instances: 2,
       timeoutMs: kind === 'lambda runtime' ? FUNCTION_TIMEOUT_MS : undefined,
+      // A killed holder is noticed within this lease (the Lambda kinds read it from the environment).
+      environment: { GATEWAY_HOLDER_LEASE_MS: String(LEASE_MS) },
       targets: {
         poll: () => startPollingServer(),
         plain: () => startPollingServer({ eventStore: false }),
@@ -86,11 +89,7 @@ describe.each(KINDS)('a call that waits for the user, through the %s', (kind) =>
   });
   afterAll(() => router.close());
 
-  const longestInvocationMs = () =>
-    Math.max(
-      0,
-      ...gw.instances.map((i) => (i as { stats?: () => LambdaModeStats }).stats?.().longestInvocationMs ?? 0),
-    );
+  const longestInvocationMs = () => Math.max(0, ...gw.instances.map((i) => i.stats?.().longestInvocationMs ?? 0));
   const reconnects = (from: number) => router.log.slice(from).filter((r) => r.lastEventId !== undefined);
 
   it.each([
@@ -140,4 +139,50 @@ describe.each(KINDS)('a call that waits for the user, through the %s', (kind) =>
       if (kind === 'lambda runtime') expect(longestInvocationMs()).toBeLessThan(THINK_MS);
     },
   );
+
+  if (kind === 'lambda runtime') {
+    it('a 2025 target working longer than the function timeout: the call is released before the deadline and completes', async () => {
+      const from = router.log.length;
+      const timeoutsBefore = gw.instances.map((i) => i.stats?.().timeouts);
+      const client = await thinkingClient(router.url, 0);
+      try {
+        const result = await client.callTool(
+          { name: 'poll___slow_deploy', arguments: { env: 'prod', ms: FUNCTION_TIMEOUT_MS * 2 } },
+          undefined,
+          { timeout: FUNCTION_TIMEOUT_MS * 8 },
+        );
+        expect((result.content as Array<{ text: string }>)[0]!.text).toBe(
+          `deployed to prod after ${FUNCTION_TIMEOUT_MS * 2} ms`,
+        );
+      } finally {
+        await client.close();
+      }
+      expect(reconnects(from).length).toBeGreaterThan(0);
+      expect(gw.instances.map((i) => i.stats?.().timeouts)).toEqual(timeoutsBefore);
+    });
+
+    it.each([
+      ['a 2026-07-28 target', 'modern___deploy'],
+      ['a 2025 target whose stream can be resumed', 'poll___deploy'],
+    ])(
+      '%s: the instance holding the call is killed after the elicitation was sent; the reconnect gets the result',
+      async (_, tool) => {
+        const from = router.log.length;
+        const first = gw.instances[0]!;
+        let killed: number | undefined;
+        const client = await thinkingClient(router.url, LEASE_MS * 2, () => {
+          const busy = first.stats?.().detail.find((environment) => environment.state === 'busy');
+          killed = busy?.pid;
+          if (killed !== undefined) process.kill(killed, 'SIGKILL');
+        });
+        try {
+          await expect(callAndRead(client, tool)).resolves.toBe('deployed to prod');
+        } finally {
+          await client.close();
+        }
+        expect(killed).toBeDefined();
+        expect(reconnects(from).length).toBeGreaterThan(0);
+      },
+    );
+  }
 });

@@ -6,6 +6,7 @@ import { startLambdaMode } from '../../dev/lambda-mode';
 import { startLocalGateway } from '../../dev/local-gateway';
 import type { GatewayConfigInput } from '../../lambda/config/schema';
 import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
+import type { LambdaModeStats } from '../../tools/lambda-emulator/pool';
 import { installLambdaGlobals, startLambdaInvoker } from './lambda-invoker';
 
 export type GatewayKind = 'local server' | 'lambda handler' | 'lambda runtime';
@@ -13,6 +14,8 @@ export type GatewayKind = 'local server' | 'lambda handler' | 'lambda runtime';
 export interface GatewayUnderTest {
   url: string;
   close(): Promise<void>;
+  /** The `lambda runtime` kind: its environments and invocations (`npm start -- --lambda`'s summary). */
+  stats?(): LambdaModeStats;
 }
 
 /**

@@ -45,6 +45,10 @@ export function forwardTo(
     (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
       answer.pipe(res);
+      // An answer cut mid-way (its server died) is cut for the client too, as a real proxy does: pipe alone would leave it hanging.
+      answer.on('close', () => {
+        if (!answer.complete) res.destroy();
+      });
     },
   );
   forward.on('error', () => res.destroy());

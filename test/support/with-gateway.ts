@@ -129,7 +129,8 @@ export function withGateway<T extends TargetSpecs = Record<never, never>>(
         : await startGateway(kind, startConfig, dynamodbEndpoint, startOptions);
     const close = once(() => gateway.close());
     closers.push(close);
-    return { url: gateway.url, close };
+    const stats = 'stats' in gateway ? gateway.stats?.bind(gateway) : undefined;
+    return { url: gateway.url, close, stats };
   };
 
   beforeAll(async () => {

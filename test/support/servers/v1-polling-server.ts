@@ -126,6 +126,20 @@ export async function startPollingServer(
         return text(`not deployed to ${env} (${answer.action})`);
       },
     );
+    server.registerTool(
+      'slow_deploy',
+      {
+        description:
+          'Works for `ms` milliseconds (one log message first), then answers: longer than a function timeout.',
+        inputSchema: { env: z.string(), ms: z.number() },
+      },
+      async ({ env, ms }, extra) => {
+        stats.toolCalls++;
+        await extra.sendNotification({ method: 'notifications/message', params: { level: 'info', data: 'working' } });
+        await new Promise((resolve) => setTimeout(resolve, ms));
+        return text(`deployed to ${env} after ${ms} ms`);
+      },
+    );
     return server;
   };
 
