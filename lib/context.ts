@@ -272,11 +272,12 @@ export function readGatewayContext(source: ContextSource): GatewayContext {
     }
   }
 
-  // A pending request must be able to expire while its invocation still runs, or the relay is killed first.
-  if (config.data.pendingRequestTimeoutSeconds >= deployment.data.timeoutSeconds) {
+  // A pending request must be able to expire while its invocation still runs, or the relay is killed
+  // first — unless waiting calls are released (streamRelease): then no invocation waits through it.
+  if (!config.data.streamRelease && config.data.pendingRequestTimeoutSeconds >= deployment.data.timeoutSeconds) {
     throw new ContextError(
       'pendingRequestTimeoutSeconds',
-      `must be less than timeoutSeconds (${deployment.data.timeoutSeconds}); got ${config.data.pendingRequestTimeoutSeconds}`,
+      `must be less than timeoutSeconds (${deployment.data.timeoutSeconds}) while streamRelease is false; got ${config.data.pendingRequestTimeoutSeconds}`,
     );
   }
 

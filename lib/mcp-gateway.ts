@@ -250,9 +250,10 @@ export class McpGateway extends Construct {
     const stateKeyConfigured =
       configField(parsed, 'requestStateSecretArn') !== undefined ||
       configField(parsed, 'requestStateKeys') !== undefined;
-    if (parsed.pendingRequestTimeoutSeconds >= timeout.toSeconds()) {
+    // Waiting calls released (streamRelease) hold no invocation while they wait: then the wait may outlast it.
+    if (!parsed.streamRelease && parsed.pendingRequestTimeoutSeconds >= timeout.toSeconds()) {
       throw new ConfigError(
-        `pendingRequestTimeoutSeconds (${parsed.pendingRequestTimeoutSeconds}) must be less than the function timeout (${timeout.toSeconds()} s)`,
+        `pendingRequestTimeoutSeconds (${parsed.pendingRequestTimeoutSeconds}) must be less than the function timeout (${timeout.toSeconds()} s) while streamRelease is false`,
       );
     }
     if (!props.vpc && (props.vpcSubnets || props.securityGroups)) {

@@ -373,6 +373,14 @@ export const GatewayConfigSchema = z
         });
       }
     });
+    // A released call's stream (its events and its record) must outlive the longest wait for an answer.
+    if (config.streamRelease && config.pendingRequestTimeoutSeconds > config.streamLogTtlSeconds) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['pendingRequestTimeoutSeconds'],
+        message: `must not exceed streamLogTtlSeconds (${config.streamLogTtlSeconds}) while streamRelease is on: a released call's stream would expire while it still waits`,
+      });
+    }
   });
 
 export type GatewayConfigInput = z.input<typeof GatewayConfigSchema>;

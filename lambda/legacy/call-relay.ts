@@ -192,6 +192,8 @@ class Relay {
   private releasing = false;
   private releaseTimer?: NodeJS.Timeout;
   private readonly release: ReleaseSettings;
+  /** The call's records that carry this holder's lease (the others need none: see withHolder). */
+  private readonly leased = new Set<string>();
   /** Resolved once the call is over: records removed and the client's response finished. */
   readonly markDone: () => void;
   private readonly done: Promise<void>;
@@ -203,9 +205,9 @@ class Relay {
     });
     this.markDone = resolve;
     this.upstreamId = upstreamRequestId(input.request.id);
-    this.acknowledger = new ClaimAcknowledger(input.deps.store, input.deps.logger, input.loaded.session.id, () => [
-      ...this.relayed.keys(),
-    ]);
+    this.acknowledger = new ClaimAcknowledger(input.deps.store, input.deps.logger, input.loaded.session.id, () =>
+      [...this.relayed.keys()].filter((id) => this.leased.has(id)),
+    );
     this.progress = new ProgressMapper(
       (input.params._meta as { progressToken?: ProgressToken } | undefined)?.progressToken,
       input.resumed?.snapshot.call.upstreamProgressToken,
@@ -220,6 +222,7 @@ class Relay {
       this.held.push(...resumed.snapshot.records.filter((id) => !relayedIds.has(id)));
       for (const request of resumed.snapshot.relayed)
         this.trackRelayed(request.gatewayId, request.method, request.askedAt);
+      for (const id of resumed.snapshot.leased) this.leased.add(id);
     }
   }
 
@@ -252,11 +255,13 @@ class Relay {
     beforeDeadline.unref();
     if (this.input.resumed) {
       this.renewLeases();
-      if (this.relayed.size > 0) this.acknowledger.start();
-      // The records of a released call lost their holder lease: this instance holds them again.
-      await this.input.deps.store
-        .renewHolder(loaded.session.id, this.pendingIds(), Date.now() + HOLDER_LEASE_MS)
-        .catch((error) => this.log.warn('renewing the holder lease failed', { error: describeError(error) }));
+      if (this.leased.size > 0) {
+        this.acknowledger.start();
+        // Records asked before the call could be taken over lost their holder lease at its release: held again.
+        await this.input.deps.store
+          .renewHolder(loaded.session.id, [...this.leased], Date.now() + HOLDER_LEASE_MS)
+          .catch((error) => this.log.warn('renewing the holder lease failed', { error: describeError(error) }));
+      }
     }
     const unregister = this.input.deps.activeCalls.register(loaded.session.id, this.upstreamId, {
       cancelByClient: (reason) => this.stop('client-cancelled', reason ?? 'gateway: client cancelled'),
@@ -339,7 +344,25 @@ class Relay {
       step,
       relayed: [...this.relayed].map(([gatewayId, { method, askedAt }]) => ({ gatewayId, method, askedAt })),
       records: this.pendingIds(),
+      leased: [...this.leased],
     };
+  }
+
+  /**
+   * A record of a call that can be taken over (a resumable client stream in a session whose calls may
+   * be released, and nothing upstream that only this invocation could read: `resumableUpstream`) needs
+   * no live holder: if this instance dies, the client's reconnect takes the call over, so an answer is
+   * stored or delivered regardless. Any other record carries the holder's lease (state/records.ts).
+   */
+  private withHolder(record: PendingRecord, resumableUpstream: boolean): PendingRecord {
+    const takeoverable =
+      resumableUpstream && this.out?.resumable === true && mayRelease(this.release, this.input.loaded.session);
+    if (!takeoverable) {
+      this.leased.add(record.gatewayId);
+      return record;
+    }
+    const { holderUntil: _none, ...unleased } = record;
+    return unleased;
   }
 
   private pendingIds(): string[] {
@@ -423,7 +446,7 @@ class Relay {
       this.log.warn('releasing the call failed', { error: describeError(error) });
       return false;
     }
-    await deps.store.detachHolder(loaded.session.id, this.pendingIds()).catch((error) =>
+    await deps.store.detachHolder(loaded.session.id, [...this.leased]).catch((error) =>
       // Their leases run out by themselves (HOLDER_LEASE_MS): until the reconnect renews them, answers wait.
       this.log.warn('detaching the holder from pending records failed', { error: describeError(error) }),
     );
@@ -658,13 +681,18 @@ class Relay {
     const { deps, loaded, request, target } = this.input;
     const sent: WaitingRequest[] = [];
     await this.checkPendingCap(requests.length);
+    // Opened first: whether the records need a live holder depends on whether the stream is resumable.
+    if (!this.stream()) return 'ended';
     for (const entry of requests) {
-      const record = newPendingRecord(deps.config.pendingRequestTimeoutSeconds, {
-        kind: 'held',
-        method: entry.method,
-        target,
-        clientRequestId: request.id,
-      });
+      const record = this.withHolder(
+        newPendingRecord(deps.config.pendingRequestTimeoutSeconds, {
+          kind: 'held',
+          method: entry.method,
+          target,
+          clientRequestId: request.id,
+        }),
+        true,
+      );
       await deps.store.putPending(loaded.session, record);
       this.held.push(record.gatewayId);
       this.renewLeases();
@@ -777,15 +805,18 @@ class Relay {
       await upstream.reply(rpcErrorOf(serverRequest.id, 'MethodNotFound', `Method not found: ${serverRequest.method}`));
       return;
     }
-    const record = newPendingRecord(deps.config.pendingRequestTimeoutSeconds, {
-      kind: 'relayed',
-      method: serverRequest.method,
-      target,
-      targetSessionId: upstream.session?.targetSessionId,
-      targetRequestId: serverRequest.id,
-      targetProtocolVersion: upstream.session?.protocolVersion,
-      clientRequestId: this.input.request.id,
-    });
+    const record = this.withHolder(
+      newPendingRecord(deps.config.pendingRequestTimeoutSeconds, {
+        kind: 'relayed',
+        method: serverRequest.method,
+        target,
+        targetSessionId: upstream.session?.targetSessionId,
+        targetRequestId: serverRequest.id,
+        targetProtocolVersion: upstream.session?.protocolVersion,
+        clientRequestId: this.input.request.id,
+      }),
+      upstream.era === 'legacy' && this.cursor.lastEventId !== undefined,
+    );
     try {
       await this.checkPendingCap(1);
       await deps.store.putPending(loaded.session, record);
@@ -804,7 +835,7 @@ class Relay {
     }
     this.trackRelayed(record.gatewayId, serverRequest.method, Date.now());
     this.renewLeases();
-    this.acknowledger.start();
+    if (this.leased.has(record.gatewayId)) this.acknowledger.start();
     stream.send({ ...serverRequest, id: record.gatewayId });
     recordRelayedInput(serverRequest.method);
     this.log.info('relayed a server request', {
@@ -901,15 +932,18 @@ class Relay {
     const renew = () => {
       this.leaseRenewal = setTimeout(() => {
         if (this.finished) return;
-        const ids = this.pendingIds();
+        const ids = [...this.leased];
         const step = this.currentStep();
         if (this.waiting?.holding && step && !this.releasing) {
           void this.waiting
             .renew(this.snapshot(step), this.out?.stream()?.nextSeq ?? 0)
             .catch((error) => this.log.warn('renewing the waiting call failed', { error: describeError(error) }));
         }
-        void this.input.deps.store
-          .renewHolder(this.input.loaded.session.id, ids, Date.now() + HOLDER_LEASE_MS)
+        void (
+          ids.length
+            ? this.input.deps.store.renewHolder(this.input.loaded.session.id, ids, Date.now() + HOLDER_LEASE_MS)
+            : Promise.resolve()
+        )
           .catch((error) => this.log.warn('renewing the holder lease failed', { error: describeError(error) }))
           .finally(() => {
             if (!this.finished) renew();

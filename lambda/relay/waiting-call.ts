@@ -100,6 +100,8 @@ export interface WaitingCallSnapshot {
   relayed: WaitingRequest[];
   /** Every pending record of the call (removed when it ends). */
   records: string[];
+  /** Those that carry the holder's lease (asked before the call could be taken over). */
+  leased: string[];
 }
 
 type WaitingStore = Pick<SessionStore, 'getWaitingCall' | 'swapWaitingCall' | 'deleteWaitingCall'>;

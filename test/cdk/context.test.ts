@@ -262,10 +262,18 @@ describe('CDK context', () => {
     expect(fromEnv.message).toContain('targets.0.headers.x-api-key.fromEnv');
   });
 
-  test('pending requests must expire before the function times out', () => {
-    const error = errorOf({ timeoutSeconds: 300, pendingRequestTimeoutSeconds: 300 });
+  test('pending requests must expire before the function times out, unless waiting calls are released (streamRelease)', () => {
+    const error = errorOf({ streamRelease: 'false', timeoutSeconds: 300, pendingRequestTimeoutSeconds: 300 });
     expect(error.key).toBe('pendingRequestTimeoutSeconds');
     expect(read({ timeoutSeconds: 301, pendingRequestTimeoutSeconds: 300 }).deployment.timeoutSeconds).toBe(301);
+    // Released calls hold no invocation while they wait: a URL-mode consent may take longer than 15 minutes.
+    expect(read({ timeoutSeconds: 300, pendingRequestTimeoutSeconds: 1800 }).config).toMatchObject({
+      streamRelease: true,
+      pendingRequestTimeoutSeconds: 1800,
+    });
+    // ... but not longer than its stream is kept.
+    const beyondTheLog = errorOf({ pendingRequestTimeoutSeconds: 3600, streamLogTtlSeconds: 600 });
+    expect(beyondTheLog.message).toContain('streamLogTtlSeconds');
   });
 
   test('cdk.json: the app runs offline with tsx, and every knob it lists holds its default value', () => {

@@ -9,6 +9,7 @@ import {
   StoreUnavailableError,
   type StreamEventRecord,
   type TargetSessionRecord,
+  type WaitingCallRecord,
 } from '../../lambda/state/store';
 import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
 import { MemorySessionStore } from '../support/memory-store';
@@ -244,6 +245,38 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
     });
   });
 
+  describe('waiting calls', () => {
+    const record = (over: Partial<WaitingCallRecord> = {}): WaitingCallRecord => ({
+      streamId: 'streamAAAAAAAAAA',
+      version: 1,
+      state: 'held',
+      holder: 'h1',
+      holderUntil: Date.now() + 60_000,
+      seq: 3,
+      snapshot: '{"step":{"kind":"confirm"}}',
+      expiresAt: NOW + 600,
+      ...over,
+    });
+
+    it('writes a record only when it is at the expected version (none: only when there is none), and reads it back', async () => {
+      const session = sessionRecord();
+      await store.createSession(session);
+      expect(await store.swapWaitingCall(session.id, record(), undefined)).toBe(true);
+      expect(await store.swapWaitingCall(session.id, record(), undefined)).toBe(false);
+      expect(await store.swapWaitingCall(session.id, record({ version: 2, state: 'released' }), 5)).toBe(false);
+      expect(await store.swapWaitingCall(session.id, record({ version: 2, state: 'released' }), 1)).toBe(true);
+      expect(await store.getWaitingCall(session.id, 'streamAAAAAAAAAA', NOW)).toMatchObject({
+        version: 2,
+        state: 'released',
+      });
+      // Kept in the session's partition, but never read with the session.
+      expect((await store.loadSession(session.id, NOW))?.targets.size).toBe(0);
+      expect(await store.getWaitingCall(session.id, 'streamAAAAAAAAAA', NOW + 600)).toBeUndefined();
+      await store.deleteWaitingCall(session.id, 'streamAAAAAAAAAA');
+      expect(await store.getWaitingCall(session.id, 'streamAAAAAAAAAA', NOW)).toBeUndefined();
+    });
+  });
+
   describe('pending requests', () => {
     let session: SessionRecord;
     beforeEach(async () => {
@@ -386,6 +419,17 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       expect(await store.answerPending(session.id, heldLapsed.gatewayId, '{}', NOW)).toBe(false);
       await store.renewHolder(session.id, [renewed.gatewayId, 'gw-unknown'], Date.now() + 60_000);
       expect(await store.claimPending(session.id, renewed.gatewayId, NOW)).toEqual(expect.any(String));
+      expect(await store.getPending(session.id, 'gw-unknown', NOW)).toBeUndefined();
+    });
+
+    it('detaching the holder (a released call) removes the lease: the records are claimed and answered without one', async () => {
+      const lapsed = pendingRecord({ holderUntil: Date.now() - 1 });
+      const heldLapsed = pendingRecord({ kind: 'held', holderUntil: Date.now() - 1 });
+      for (const record of [lapsed, heldLapsed]) await store.putPending(session, record);
+      await store.detachHolder(session.id, [lapsed.gatewayId, heldLapsed.gatewayId, 'gw-unknown']);
+      expect((await store.getPending(session.id, lapsed.gatewayId, NOW))?.holderUntil).toBeUndefined();
+      expect(await store.claimPending(session.id, lapsed.gatewayId, NOW)).toEqual(expect.any(String));
+      expect(await store.answerPending(session.id, heldLapsed.gatewayId, '{}', NOW)).toBe(true);
       expect(await store.getPending(session.id, 'gw-unknown', NOW)).toBeUndefined();
     });
 

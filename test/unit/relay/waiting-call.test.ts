@@ -1,0 +1,121 @@
+import {
+  mayRelease,
+  type ReleaseSettings,
+  takeOver,
+  WaitingCall,
+  type WaitingCallSnapshot,
+} from '../../../lambda/relay/waiting-call';
+import { MemorySessionStore } from '../../support/memory-store';
+
+/**
+ * The waiting call's state machine (relay/waiting-call.ts) against the memory store: held → released →
+ * taken over, a holder that died (its lease ran out) taken over, exactly one taker in a race, and a
+ * holder that lost the call never writing over it again.
+ */
+
+const session = { id: 'session-1', expiresAt: Math.floor(Date.now() / 1000) + 3600 };
+const LEASE_MS = 1000;
+
+const snapshot = (round = 1): WaitingCallSnapshot => ({
+  call: {
+    target: 'modern',
+    method: 'tools/call',
+    clientRequestId: 7,
+    params: { name: 'deploy', arguments: { env: 'prod' } },
+  },
+  step: {
+    kind: 'input',
+    round,
+    keys: [{ key: 'confirm', gatewayId: 'gw-1', method: 'elicitation/create', askedAt: 1 }],
+  },
+  relayed: [],
+  records: ['gw-1'],
+  leased: [],
+});
+
+function holder(store: MemorySessionStore, streamId = 'stream-aaaaaaaaaa') {
+  return new WaitingCall(store, session.id, streamId, () => session.expiresAt, LEASE_MS);
+}
+
+describe('a waiting call', () => {
+  it('is nothing to take over before it waits, and held elsewhere while its holder lives', async () => {
+    const store = new MemorySessionStore();
+    expect(await takeOver(store, session, 'stream-aaaaaaaaaa')).toEqual({ kind: 'none' });
+    const a = holder(store);
+    expect(await a.hold(snapshot(), 3)).toBe(true);
+    expect((await takeOver(store, session, 'stream-aaaaaaaaaa', { leaseMs: LEASE_MS })).kind).toBe('held-elsewhere');
+  });
+
+  it('released, is taken over by the reconnect with where it stood and the seq to go on at', async () => {
+    const store = new MemorySessionStore();
+    const a = holder(store);
+    await a.hold(snapshot(), 3);
+    expect(await a.release(snapshot(2), 5)).toBe(true);
+    expect(a.holding).toBe(false);
+    const taken = await takeOver(store, session, 'stream-aaaaaaaaaa', { leaseMs: LEASE_MS });
+    expect(taken).toMatchObject({ kind: 'taken', seq: 5, snapshot: snapshot(2) });
+    // The new holder holds it now: a second reconnect finds it held elsewhere.
+    expect((await takeOver(store, session, 'stream-aaaaaaaaaa', { leaseMs: LEASE_MS })).kind).toBe('held-elsewhere');
+  });
+
+  it("is taken over once its holder's lease ran out (the holder died), and the old holder can no longer write", async () => {
+    const store = new MemorySessionStore();
+    const a = holder(store);
+    await a.hold(snapshot(), 3);
+    const later = Date.now() + LEASE_MS + 1;
+    const taken = await takeOver(store, session, 'stream-aaaaaaaaaa', { now: later, leaseMs: LEASE_MS });
+    expect(taken.kind).toBe('taken');
+    // The old holder comes back (it was only slow): it lost the call, and neither renews nor releases it.
+    expect(await a.renew(snapshot(), 4)).toBe(false);
+    expect(await a.release(snapshot(), 4)).toBe(false);
+    const record = await store.getWaitingCall(session.id, 'stream-aaaaaaaaaa');
+    expect(record).toMatchObject({ state: 'held', seq: 3 });
+  });
+
+  it('two reconnects race for a released call: exactly one takes it over', async () => {
+    const store = new MemorySessionStore();
+    const a = holder(store);
+    await a.hold(snapshot(), 3);
+    await a.release(snapshot(), 3);
+    const results = await Promise.all([
+      takeOver(store, session, 'stream-aaaaaaaaaa', { leaseMs: LEASE_MS }),
+      takeOver(store, session, 'stream-aaaaaaaaaa', { leaseMs: LEASE_MS }),
+    ]);
+    expect(results.map((r) => r.kind).sort()).toEqual(['held-elsewhere', 'taken']);
+  });
+
+  it('finished by its holder, leaves nothing; a holder that lost it removes nothing', async () => {
+    const store = new MemorySessionStore();
+    const a = holder(store);
+    await a.hold(snapshot(), 3);
+    await a.release(snapshot(), 3);
+    const taken = await takeOver(store, session, 'stream-aaaaaaaaaa', { leaseMs: LEASE_MS });
+    await a.finish(); // released: no longer its own
+    expect(await store.getWaitingCall(session.id, 'stream-aaaaaaaaaa')).toBeDefined();
+    if (taken.kind !== 'taken') throw new Error('not taken');
+    await taken.waiting.finish();
+    expect(await store.getWaitingCall(session.id, 'stream-aaaaaaaaaa')).toBeUndefined();
+  });
+});
+
+describe('which sessions may be released', () => {
+  const on: ReleaseSettings = { enabled: true, afterMs: 5000, retryMs: 2000, excludeClients: ['old-client'] };
+  it.each([
+    [
+      '2025-11-25, any client',
+      { protocolVersion: '2025-11-25', clientInfo: { name: 'claude', version: '1' } },
+      on,
+      true,
+    ],
+    ['2025-06-18 (no priming events, no polling)', { protocolVersion: '2025-06-18' }, on, false],
+    [
+      'a client on the exclusion list',
+      { protocolVersion: '2025-11-25', clientInfo: { name: 'old-client', version: '1' } },
+      on,
+      false,
+    ],
+    ['streamRelease off', { protocolVersion: '2025-11-25' }, { ...on, enabled: false }, false],
+  ])('%s', (_, sessionInfo, settings, expected) => {
+    expect(mayRelease(settings, sessionInfo)).toBe(expected);
+  });
+});
