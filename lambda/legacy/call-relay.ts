@@ -77,6 +77,9 @@ const RELEASED = Symbol('released');
 const RELEASE_BEFORE_DEADLINE_MS = 1500;
 const DEADLINE_RELEASE_RETRY_MS = 200;
 
+/** How long a reconnect that took a still-waiting call over holds it before letting go again. */
+const RECONNECT_HOLD_MS = 500;
+
 /** A relayed call still running after this long answers as a stream, so keep-alives can flow. */
 const STREAM_AFTER_MS = 1000;
 
@@ -395,10 +398,10 @@ class Relay {
   /** After the grace period the call is released if it still waits. */
   private scheduleRelease(): void {
     clearTimeout(this.releaseTimer);
-    this.releaseTimer = setTimeout(
-      () => this.tryRelease('waited past streamReleaseAfterSeconds'),
-      this.release.afterMs,
-    );
+    // A reconnect that finds the call still waiting lets go again soon: its client polls (every `retry`),
+    // and each look should cost a short invocation, not another grace period.
+    const afterMs = this.input.resumed ? Math.min(this.release.afterMs, RECONNECT_HOLD_MS) : this.release.afterMs;
+    this.releaseTimer = setTimeout(() => this.tryRelease('waited past streamReleaseAfterSeconds'), afterMs);
     this.releaseTimer.unref();
   }
 

@@ -134,7 +134,7 @@ describe.each(KINDS)('through the %s', (kind) => {
 
       // A client that lost the connection right before the response still gets it, from any instance.
       const late = await readEvents(await resume(a(), headers, priming!.id!));
-      expect(late.map((e) => e.message?.id)).toEqual(['multi']);
+      expect(late.filter((e) => e.data !== '').map((e) => e.message?.id)).toEqual(['multi']);
     });
 
     it("answers a Last-Event-ID of another session, of an unknown stream or of no stream with 400 and nothing of any stream; an empty one opens the session's own GET stream", async () => {

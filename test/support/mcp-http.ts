@@ -62,6 +62,8 @@ export async function readMessage(res: Response): Promise<Json> {
 export interface SseEvent {
   message?: Json;
   comment?: string;
+  /** The event's id (resumable streams). */
+  id?: string;
 }
 
 /** SSE events as they arrive (messages parsed, comments reported); a JSON answer is one message. */
@@ -73,7 +75,7 @@ export async function* sseEvents(res: Response): AsyncGenerator<SseEvent> {
   const queue: SseEvent[] = [];
   const parser = createParser({
     onEvent: (event) => {
-      if (event.data) queue.push({ message: JSON.parse(event.data) });
+      if (event.data) queue.push({ message: JSON.parse(event.data), ...(event.id ? { id: event.id } : {}) });
     },
     onComment: (comment) => queue.push({ comment }),
   });

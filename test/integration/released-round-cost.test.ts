@@ -1,0 +1,114 @@
+import { initSession, type Json, post, sessionItems, sseEvents } from '../support/mcp-http';
+import { startPollingServer } from '../support/servers/v1-polling-server';
+import { startV2ModernServer } from '../support/servers/v2-modern-server';
+import { withGateway } from '../support/with-gateway';
+
+/**
+ * What a released elicitation round costs in DynamoDB requests, step by step, through two instances
+ * with raw HTTP (so every step is one request and the counts are exact): the call until its stream is
+ * released, the answer (other instance), and the client's reconnect that takes the call over and gets
+ * the result. Published in docs/performance.md; a change here is a change of the cost model.
+ */
+
+const ALL = { elicitation: { form: {} } };
+
+async function until(res: Response, stop: (message: Json | undefined, id?: string) => boolean) {
+  const seen: Array<{ id?: string; message?: Json }> = [];
+  for await (const event of sseEvents(res)) {
+    seen.push({ id: event.id, message: event.message });
+    if (stop(event.message, event.id)) break;
+  }
+  return seen;
+}
+
+describe('a released elicitation round', () => {
+  const gw = withGateway(
+    (t) => ({
+      logLevel: 'SILENT',
+      targets: [
+        { name: 'poll', url: t.poll.url },
+        { name: 'modern', url: t.modern.url },
+      ],
+      streamReleaseAfterSeconds: 0.2,
+      streamReleaseRetryMs: 100,
+    }),
+    { instances: 2, targets: { poll: () => startPollingServer(), modern: () => startV2ModernServer() } },
+  );
+  const a = () => gw.instances[0]!.url;
+  const b = () => gw.instances[1]!.url;
+  const counted = async (step: () => Promise<void>) => {
+    gw.dynamo.reset();
+    await step();
+    return Object.fromEntries([...gw.dynamo.counts].sort());
+  };
+
+  it.each([
+    ['a 2026-07-28 target', 'modern___deploy'],
+    ['a 2025 target with an event store', 'poll___deploy'],
+  ])(
+    '%s: the call until released, the answer, the reconnect that finishes it; nothing of the call is left',
+    async (_, tool) => {
+      const { headers, sessionId } = await initSession(a(), { capabilities: ALL });
+      let question: Json | undefined;
+      let lastId: string | undefined;
+      const call = await counted(async () => {
+        const res = await post(a(), headers, {
+          jsonrpc: '2.0',
+          id: 'c1',
+          method: 'tools/call',
+          params: { name: tool, arguments: { env: 'prod' } },
+        });
+        // The stream ends (released) after the question: no response on it.
+        const events = await until(res, () => false);
+        question = events.find((e) => e.message?.method === 'elicitation/create')?.message;
+        lastId = events.filter((e) => e.id).at(-1)?.id;
+        expect(events.some((e) => e.message && 'result' in e.message)).toBe(false);
+      });
+      expect(question).toBeDefined();
+      const answer = await counted(async () => {
+        const res = await post(b(), headers, {
+          jsonrpc: '2.0',
+          id: question!.id,
+          result: { action: 'accept', content: { confirm: true } },
+        });
+        expect(res.status).toBe(202);
+      });
+      const reconnect = await counted(async () => {
+        const res = await fetch(b(), {
+          headers: { ...headers, accept: 'text/event-stream', 'last-event-id': lastId! },
+        });
+        const events = await until(res, (message) => message?.id === 'c1');
+        expect(events.at(-1)?.message).toMatchObject({ id: 'c1', result: { content: [{ text: 'deployed to prod' }] } });
+      });
+      // GetItem is the held answer's poll (100 ms backing off): its count follows the clock, the rest does not.
+      const polls = (counts: Record<string, number>) => ({
+        ...counts,
+        ...(counts.GetItem ? { GetItem: expect.any(Number) } : {}),
+      });
+      expect({ call: polls(call), answer, reconnect: polls(reconnect) }).toEqual(
+        tool.startsWith('modern')
+          ? {
+              // session Query, pending cap Query; PutItem: priming event, question event, held record, waiting call held, released
+              call: { GetItem: expect.any(Number), PutItem: 5, Query: 2 },
+              // the session with the record (BatchGetItem), the answer stored (UpdateItem)
+              answer: { BatchGetItem: 1, UpdateItem: 1 },
+              // session, stream replay, stream read for the takeover (Query ×3); waiting call read, taken over (GetItem, PutItem);
+              // the result event and the stream's end (PutItem, BatchWriteItem); the waiting call and the record removed (DeleteItem ×2)
+              reconnect: { BatchWriteItem: 1, DeleteItem: 2, GetItem: expect.any(Number), PutItem: 2, Query: 3 },
+            }
+          : {
+              // PutItem: priming, question, pending record, the waiting call (held, then released), and one more hold write
+              call: { PutItem: 6, Query: 2 },
+              // claim, settle (no holder acknowledgement: the call can be taken over)
+              answer: { BatchGetItem: 1, UpdateItem: 2 },
+              reconnect: { BatchWriteItem: 1, DeleteItem: 2, GetItem: expect.any(Number), PutItem: 2, Query: 3 },
+            },
+      );
+      // After the call: its stream's end alone (kept for a client that missed it); no pending records, no waiting call.
+      const left = (await sessionItems(gw.dynamodbEndpoint, sessionId)).filter(
+        (item) => item.sk !== 'SESSION' && !String(item.sk).startsWith('T#'),
+      );
+      expect(left).toEqual([expect.objectContaining({ sk: expect.stringMatching(/^E#/), end: true })]);
+    },
+  );
+});
