@@ -272,7 +272,7 @@ export const GatewayConfigSchema = z
      */
     streamRelease: z.boolean().default(true),
     /** How long a waiting call stays held before its stream is released: an answer within it pays no reconnect. */
-    streamReleaseAfterSeconds: z.number().min(0).max(900).default(5),
+    streamReleaseAfterSeconds: z.number().min(0).max(900).default(2),
     /** The SSE `retry` (ms) a released stream ends with: how soon the client reconnects, so what an answer may wait for. */
     streamReleaseRetryMs: z.number().int().min(0).max(60_000).default(2000),
     /** `clientInfo.name`s whose streams are never released (a client known not to reconnect after a server-side close). */

@@ -78,7 +78,7 @@ const RELEASE_BEFORE_DEADLINE_MS = 1500;
 const DEADLINE_RELEASE_RETRY_MS = 200;
 
 /** How long a reconnect that took a still-waiting call over holds it before letting go again. */
-const RECONNECT_HOLD_MS = 500;
+const RECONNECT_HOLD_MS = 200;
 
 /** A relayed call still running after this long answers as a stream, so keep-alives can flow. */
 const STREAM_AFTER_MS = 1000;
