@@ -50,7 +50,7 @@ export function isModernRequest(headers: Headers, message: ClientMessage): boole
  * A POST on the 2026-07-28 path. The session store is not passed in: every request carries what the
  * gateway needs, and the cross-request state is the sealed requestState the client holds. The one
  * exception is a call bridged to a 2025-only target that asks for input, whose rounds live in
- * `deps.rounds` (./bridge.ts).
+ * `deps.bridgeStore` (./bridge.ts).
  */
 export async function handleStatelessPost(input: StatelessInput): Promise<Response> {
   const { deps, message } = input;
