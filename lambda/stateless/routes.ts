@@ -70,7 +70,7 @@ const handlers: { readonly [M in ModernMethod]: ModernHandler } = {
 
 export const MODERN_ROUTES: RoutingTable<ModernHandler> = routingTable(handlers);
 
-/** Every target's listing in one page, with the cache hints of the least cacheable. */
+/** Every target's listing merged into one page, with the catalog's cache hints. */
 async function list({ input, request, route, caller, scope }: ModernCall): Promise<Response> {
   const kind = listingKindOf(route.method);
   if (!kind) throw new Error(`not a list method: ${route.method}`);
