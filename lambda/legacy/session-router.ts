@@ -8,8 +8,6 @@ import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import { SESSION_NOTIFICATIONS, SESSION_ROUTES, type SessionExchange } from './routes';
 import { sessionCaller } from './session-caller';
 
-export type { SessionExchange } from './routes';
-
 /**
  * Everything a 2025-era client sends within a session, after the session was loaded and checked,
  * except answers (legacy-path.ts hands those to answer.ts with their one pending record). What each

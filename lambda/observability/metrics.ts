@@ -9,8 +9,8 @@ import { DEFAULT_METRICS_NAMESPACE, DEFAULT_METRICS_SERVICE, MetricDimension, Me
  *
  * Each helper emits its metric and does nothing else (the access log learns what the client was sent
  * from the messages themselves: ./request-context.ts). They are safe to call anywhere: they do nothing
- * unless metrics are enabled, which happens
- * when `POWERTOOLS_METRICS_NAMESPACE` is set (the CDK stack sets it) or after `configureMetrics()`.
+ * unless metrics are enabled, which happens when `POWERTOOLS_METRICS_NAMESPACE` is set (the CDK stack
+ * sets it) or after `configureMetrics()`.
  * Locally (`npm start`, tests) nothing is printed. Every metric is emitted at once as its own EMF
  * line, because one Lambda invocation may stream for minutes and carries different dimensions
  * (method, code, target) per metric.
