@@ -336,7 +336,7 @@ describe('the GatewayErrors metric of a relayed call', () => {
     expect(codes).toEqual(['-32601']);
   });
 
-  it("counts nothing for a call the target answers", async () => {
+  it('counts nothing for a call the target answers', async () => {
     const { headers } = await gateway.initSession({ capabilities: {} });
     const codes = await gatewayErrorsOf(async () => {
       const message = await gateway.call(headers, 'ok', 'tools/call', {
