@@ -64,8 +64,8 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
     requestState: new RequestStateSealer(SealedBox.fromSecrets(secrets), config.requestStateTtlSeconds),
     legacySessions: new LegacySessionPool(targets, logger),
     activeCalls: new ActiveCalls(),
-    // Only bridged calls (a 2026-07-28 client, a 2025 target that asks for input) write here (their rounds and per-principal count).
-    rounds: store,
+    // The same table: only bridged calls (a 2026-07-28 client, a 2025 target that asks for input) write through it.
+    bridgeStore: store,
   };
 }
 

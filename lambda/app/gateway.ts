@@ -4,9 +4,8 @@ import { parseAccept, readBodyLimited } from '../http/responses';
 import { handleLegacyDelete, handleLegacyGet, handleLegacyPost, handleLegacyResume } from '../legacy/legacy-path';
 import type { RequestTracer } from '../observability/active-tracing';
 import { describeError } from '../observability/logger';
-import { recordError } from '../observability/metrics';
 import { noteRequest } from '../observability/request-context';
-import { GatewayError, onGatewayError } from '../protocol/errors';
+import { GatewayError } from '../protocol/errors';
 import { MCP_HEADERS } from '../protocol/headers';
 import { type ClientMessage, parseClientMessage } from '../protocol/jsonrpc';
 import { isModernVersion } from '../protocol/versions';
@@ -16,9 +15,6 @@ import type { GatewayDeps } from './deps';
 import { withOperations } from './operations';
 
 export const MCP_PATH = '/mcp';
-
-// Every error body the gateway authors is counted, by code (GatewayErrors metric).
-onGatewayError((code) => recordError(code));
 
 /**
  * The gateway core: one fetch-style handler for every adapter. It checks the transport-level
@@ -121,7 +117,10 @@ async function route(deps: GatewayDeps, request: ExchangeRequest, exchange: Exch
   return handleLegacyPost({ deps, message, accept, exchange, principal, headers: request.headers });
 }
 
-/** The stateless path is handed no store, so it cannot read or write session state by mistake. */
+/**
+ * The 2026-07-28 path is handed no session store, so it cannot read or write a 2025 session by mistake;
+ * bridged calls reach the table through `bridgeStore`, which holds only their records.
+ */
 function statelessDeps(deps: GatewayDeps): StatelessDeps {
   const { store: _store, auth: _auth, activeCalls: _calls, ...rest } = deps;
   return rest;

@@ -1,13 +1,13 @@
-import { noteClientMessage } from '../observability/request-context';
 import { stringifyMessage } from '../protocol/request-id';
 import type { JSONRPCMessage } from '../protocol/types';
+import { observeClientMessage } from './client-messages';
 import type { ExchangeRequest } from './exchange';
 import { SseStream } from './sse';
 
 /** Small builders for the responses every path sends. Protocol decisions live in the callers. */
 
 export function jsonResponse(status: number, body: unknown, headers: Record<string, string> = {}): Response {
-  noteClientMessage(body); // an error's code goes to the request's access log line
+  observeClientMessage(body); // the access log's facts, and GatewayErrors for the gateway's own errors
   return new Response(stringifyMessage(body), {
     status,
     headers: { 'content-type': 'application/json', ...headers },

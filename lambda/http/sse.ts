@@ -1,6 +1,6 @@
-import { noteClientMessage } from '../observability/request-context';
 import { stringifyMessage } from '../protocol/request-id';
 import type { JSONRPCMessage } from '../protocol/types';
+import { observeClientMessage } from './client-messages';
 
 /**
  * Bytes a client's stream may hold before whoever writes to it is told to wait (`room()`): with the
@@ -178,7 +178,7 @@ export class SseStream {
 
   send(message: JSONRPCMessage): void {
     if (this.ending) return;
-    noteClientMessage(message); // an error's code goes to the request's access log line
+    observeClientMessage(message); // the access log's facts, and GatewayErrors for the gateway's own errors
     const data = stringifyMessage(message);
     if (!this.log) {
       this.write(frame(undefined, data));
@@ -190,7 +190,7 @@ export class SseStream {
   /** Sends the stream's final message and closes it (a resumable stream keeps it as the stream's end). */
   end(message: JSONRPCMessage): void {
     if (this.ending) return;
-    noteClientMessage(message);
+    observeClientMessage(message);
     const data = stringifyMessage(message);
     this.ending = true;
     const log = this.log;

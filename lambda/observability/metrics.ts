@@ -1,14 +1,16 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { MetricUnit as MetricUnitValue } from '@aws-lambda-powertools/metrics/types';
+import { authoredErrorOf } from '../protocol/errors';
 import { DEFAULT_METRICS_NAMESPACE, DEFAULT_METRICS_SERVICE, MetricDimension, MetricName } from './metric-names';
-import { noteInputRound } from './request-context';
 
 /**
  * Gateway metrics as CloudWatch Embedded Metric Format (EMF) lines, written with Powertools Metrics.
  * In Lambda, CloudWatch Logs turns each line into metrics; no `PutMetricData` permission is needed.
  *
- * The helpers are safe to call anywhere: they do nothing unless metrics are enabled, which happens
- * when `POWERTOOLS_METRICS_NAMESPACE` is set (the CDK stack sets it) or after `configureMetrics()`.
+ * Each helper emits its metric and does nothing else (the access log learns what the client was sent
+ * from the messages themselves: ./request-context.ts). They are safe to call anywhere: they do nothing
+ * unless metrics are enabled, which happens when `POWERTOOLS_METRICS_NAMESPACE` is set (the CDK stack
+ * sets it) or after `configureMetrics()`.
  * Locally (`npm start`, tests) nothing is printed. Every metric is emitted at once as its own EMF
  * line, because one Lambda invocation may stream for minutes and carries different dimensions
  * (method, code, target) per metric.
@@ -70,7 +72,6 @@ function emit(name: string, unit: MetricUnitValue, value: number, dimension?: { 
 
 /** A server-to-client request was forwarded to the client (`method`: elicitation/create, ...). */
 export function recordRelayedInput(method: string): void {
-  noteInputRound(); // the request's access log counts them too
   emit(MetricName.RelayedInputRequests, MetricUnit.Count, 1, { name: MetricDimension.method, value: method });
 }
 
@@ -87,6 +88,16 @@ export function recordExpiredInput(method: string): void {
 /** An error answered to a client; `code` is the JSON-RPC error code (or an HTTP status). */
 export function recordError(code: number | string): void {
   emit(MetricName.GatewayErrors, MetricUnit.Count, 1, { name: MetricDimension.code, value: String(code) });
+}
+
+/**
+ * A message the gateway sends, to a client or to a target: one `GatewayErrors` (by code) when it is an
+ * error the gateway authored (`protocol/errors.ts` marks those, and leaves out the kinds its table marks
+ * `expected`). The two places that send call it: `http/client-messages.ts` and `targets/legacy-client.ts`.
+ */
+export function recordSentError(message: unknown): void {
+  const authored = authoredErrorOf(message);
+  if (authored) recordError(authored.code);
 }
 
 /** Latency of one request to a target. */

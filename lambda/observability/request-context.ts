@@ -1,13 +1,23 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { INPUT_METHODS } from '../protocol/methods';
 import type { TraceContext } from './trace-context';
 
 /**
- * What one MCP request carries through every layer without being passed along: its id and W3C
- * trace context (added to every log line and to every request to a target), and the facts the
- * access log reports when the response ends (principal, era, method, target, tool, error code,
- * input requests relayed). AsyncLocalStorage rather than parameters, because the facts are learned
- * deep in the era paths and the catalog, and one local process serves many requests at once, so
- * nothing may live in shared mutable state (Powertools Logger's `appendKeys` would).
+ * The request-scope record: what one MCP request carries through every layer without being passed
+ * along. AsyncLocalStorage rather than parameters, because the facts are learned deep in the era
+ * paths and the catalog, and one local process serves many requests at once, so nothing may live in
+ * shared mutable state (Powertools Logger's `appendKeys` would).
+ *
+ * It is the only per-request state, and this is everything that touches it:
+ * - created by `app/operations.ts` (`runInRequest`): id, W3C trace context, start time;
+ * - `noteRequest`: who and what was asked, by the code that learns it: `app/gateway.ts` (principal,
+ *   era, kind, method) and the catalog's resolution (target, tool);
+ * - `noteClientMessage`: every JSON-RPC message sent to the client, by the one place that sends them
+ *   (`http/client-messages.ts`, used by `jsonResponse` and the SSE writer): the error code the client
+ *   got, and the input requests it was asked;
+ * - read by the logger (request and trace id on every line), by `targets/` (trace headers to targets),
+ *   and by the access log when the response has ended.
+ * Metrics are not kept here and nothing here emits one (`observability/metrics.ts`).
  */
 
 export interface RequestFacts {
@@ -21,7 +31,10 @@ export interface RequestFacts {
   tool?: string;
   /** The JSON-RPC error code the client got, where there is one. */
   rpcErrorCode?: number;
-  /** Server-to-client input requests (elicitation, sampling, roots) relayed to the client. */
+  /**
+   * Input requests (elicitation, sampling, roots) the client was sent in this response: 2025-era server
+   * requests, and the entries of a 2026-07-28 `input_required` result.
+   */
   inputRounds: number;
 }
 
@@ -54,19 +67,27 @@ export function noteRequest(facts: Partial<Omit<RequestFacts, 'inputRounds'>>): 
 }
 
 /**
- * Called with every JSON-RPC message the gateway sends to the client (http/responses.ts, the SSE
- * writer): the code of an error response is the request's `rpcErrorCode`, whether the gateway
- * authored the error or relayed a target's. Errors the gateway sends to targets never pass here.
+ * A JSON-RPC message the gateway sends to the client (http/client-messages.ts): the code of an error
+ * response is the request's `rpcErrorCode`, whether the gateway authored the error or relayed a
+ * target's; an input request, or an `input_required` result's entries, count in `inputRounds`.
+ * Messages the gateway sends to targets never pass here.
  */
 export function noteClientMessage(message: unknown): void {
   const context = storage.getStore();
-  if (!context || typeof message !== 'object' || message === null || !('error' in message)) return;
+  if (!context || typeof message !== 'object' || message === null) return;
+  context.facts.inputRounds += inputRequestsIn(message);
+  if (!('error' in message)) return;
   const code = (message as { error?: { code?: unknown } }).error?.code;
   if (typeof code === 'number') context.facts.rpcErrorCode = code;
 }
 
-/** One more input request relayed to the client during the current request. */
-export function noteInputRound(): void {
-  const context = storage.getStore();
-  if (context) context.facts.inputRounds++;
+/** How many input requests a message to the client carries (a request of its own, or a 2026-07-28 round's). */
+function inputRequestsIn(message: object): number {
+  if ('method' in message && 'id' in message) {
+    return INPUT_METHODS.has(String((message as { method: unknown }).method)) ? 1 : 0;
+  }
+  const result = (message as { result?: { resultType?: unknown; inputRequests?: unknown } }).result;
+  if (result?.resultType !== 'input_required') return 0;
+  const requests = result.inputRequests;
+  return typeof requests === 'object' && requests !== null ? Object.keys(requests).length : 0;
 }

@@ -196,15 +196,39 @@ export class StoreUnavailableError extends GatewayError {
   }
 }
 
-type ErrorListener = (code: number, kind: ErrorKind) => void;
-let listener: ErrorListener = () => undefined;
+/**
+ * Where an error body came from, carried by the body itself: `rpcError` marks the `error` object it
+ * builds with a symbol-keyed property that is not enumerable, so JSON never shows it, a test's
+ * `toEqual` ignores it, and it survives the envelope being copied with another id (`{ ...body, id }`).
+ * Errors a target returned are parsed from JSON and carry none. The places that send messages read it
+ * (`authoredErrorOf`) to count the gateway's own errors; building a body has no effect of its own.
+ */
+const AUTHORED = Symbol('mcp-gateway.authored-error');
 
-/** Called for every error body the gateway authors but the `expected` ones (the wiring counts them as a metric). */
-export function onGatewayError(fn: ErrorListener): void {
-  listener = fn;
+/** The body of an error the gateway authored and counts (the `GatewayErrors` metric): its kind and code. */
+export interface AuthoredError {
+  kind: ErrorKind;
+  code: number;
 }
 
-/** The JSON-RPC error body of `error` (any thrown value: unknown ones become a bare "Internal error"). */
+/**
+ * The gateway's own error in `message` when it is one that counts: a JSON-RPC error response built by
+ * `rpcError`, of a kind the table does not mark `expected`. Undefined for anything else (a result, a
+ * request, a target's error relayed as it came).
+ */
+export function authoredErrorOf(message: unknown): AuthoredError | undefined {
+  if (typeof message !== 'object' || message === null || !('error' in message)) return undefined;
+  const error = (message as { error?: unknown }).error;
+  if (typeof error !== 'object' || error === null) return undefined;
+  const kind = (error as { [AUTHORED]?: ErrorKind })[AUTHORED];
+  if (kind === undefined || (ERROR_TABLE[kind] as ErrorSpec).expected) return undefined;
+  return { kind, code: ERROR_TABLE[kind].code };
+}
+
+/**
+ * The JSON-RPC error body of `error` (any thrown value: unknown ones become a bare "Internal error").
+ * Pure: it is counted where it is sent (`authoredErrorOf`), not here.
+ */
 export function rpcError(id: RequestId | null, error: unknown): JSONRPCErrorResponse {
   const known = error instanceof GatewayError ? error : new GatewayError('Internal', 'Internal error');
   const spec = known.spec;
@@ -219,8 +243,8 @@ export function rpcError(id: RequestId | null, error: unknown): JSONRPCErrorResp
     };
     data = Object.keys(merged).length ? merged : undefined;
   }
-  if (!spec.expected) listener(spec.code, known.kind);
   const body = { code: spec.code, message: known.rpcMessage, ...(data !== undefined ? { data } : {}) };
+  Object.defineProperty(body, AUTHORED, { value: known.kind, enumerable: false });
   // The SDK type models an absent id, not JSON-RPC's null (JSON-RPC 2.0 §5): the cast keeps the wire format exact.
   return { jsonrpc: '2.0', id: id as RequestId, error: body };
 }

@@ -1,3 +1,5 @@
+import { factsOf, MODERN_METHODS } from './methods';
+
 /** `_meta` keys of 2026-07-28 requests and results (spec basic/index.mdx, "Request metadata"). */
 export const META_KEYS = {
   protocolVersion: 'io.modelcontextprotocol/protocolVersion',
@@ -7,14 +9,12 @@ export const META_KEYS = {
   serverInfo: 'io.modelcontextprotocol/serverInfo',
 } as const;
 
-/** Methods whose `Mcp-Name` header mirrors a body field. */
-export const NAME_SOURCE: Readonly<Record<string, 'name' | 'uri'>> = {
-  'tools/call': 'name',
-  'prompts/get': 'name',
-  'resources/read': 'uri',
-};
-
-/** The body field `Mcp-Name` mirrors for `method`, if any. */
+/**
+ * The body field `Mcp-Name` mirrors for `method`, if any: a 2026-07-28 method's name source when it is
+ * a `name` or a `uri` (protocol/methods.ts; a completion's `ref` is not mirrored).
+ */
 export function nameSourceOf(method: string): 'name' | 'uri' | undefined {
-  return Object.hasOwn(NAME_SOURCE, method) ? NAME_SOURCE[method] : undefined;
+  if (!MODERN_METHODS.has(method)) return undefined;
+  const source = factsOf(method)?.nameSource;
+  return source === 'name' || source === 'uri' ? source : undefined;
 }

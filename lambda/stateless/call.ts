@@ -211,7 +211,7 @@ export async function forwardCall(ctx: CallContext): Promise<JSONRPCResponse | u
 /** Where a principal's bridged calls are counted, and the bound, from configuration. */
 function bridgedPlaces(deps: StatelessDeps): BridgedPlaces {
   return {
-    store: deps.rounds,
+    store: deps.bridgeStore,
     logger: deps.logger,
     max: deps.config.maxBridgedCallsPerPrincipal,
     pendingTimeoutSeconds: deps.config.pendingRequestTimeoutSeconds,
@@ -221,7 +221,7 @@ function bridgedPlaces(deps: StatelessDeps): BridgedPlaces {
 /** The bridged path's store, logger and bounds, from configuration. */
 function bridgeSettings(deps: StatelessDeps): BridgeSettings {
   return {
-    store: deps.rounds,
+    store: deps.bridgeStore,
     logger: deps.logger,
     pendingTimeoutSeconds: deps.config.pendingRequestTimeoutSeconds,
     maxOutcomeBytes: deps.config.maxBridgedOutcomeBytes,

@@ -3,15 +3,21 @@ import type { PendingStore } from '../state/store';
 import type { LegacySessionPool } from './legacy-sessions';
 import type { RequestStateSealer } from './request-state';
 
-/** What the 2026-07-28 path is built from: the shared parts, the sealer, memory, and the bridged calls' rounds and per-principal count (no session store). */
+/**
+ * What the 2026-07-28 path is built from: the shared parts, the sealer, its in-memory pool of legacy
+ * target sessions, and one store, for bridged calls only. It gets no session store: a 2026-07-28
+ * request carries what the gateway needs (the sealed requestState holds what lasts between rounds).
+ */
 export interface StatelessDeps extends SharedDeps {
   /** Seals and opens the gateway's requestState (keys from configuration or Secrets Manager). */
   requestState: RequestStateSealer;
   /** Legacy target sessions of modern callers, in this instance's memory. */
   legacySessions: LegacySessionPool;
   /**
-   * Pending records of bridged calls only (a 2026-07-28 client and a 2025-only target that asks for
-   * input): a same-era 2026-07-28 request never touches it.
+   * Where bridged calls (a 2026-07-28 client, a 2025-only target that asks for input) keep their rounds'
+   * pending records and each principal's count of them, across instances (./bridge.ts): written only by
+   * such a call; a same-era 2026-07-28 request never touches it. The table of the session store, a
+   * partition per bridged call with no session item.
    */
-  rounds: PendingStore;
+  bridgeStore: PendingStore;
 }

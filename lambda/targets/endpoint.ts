@@ -5,7 +5,8 @@ import { currentRequest } from '../observability/request-context';
 import { DependencyFailedError } from '../protocol/errors';
 import { MCP_HEADERS } from '../protocol/headers';
 import { isResponse, type JSONRPCResponse, nestedDeeperThan } from '../protocol/jsonrpc';
-import { RELAYED_CALL_METHODS } from '../protocol/methods';
+// Requests without side effects at the target: the routing tables' safe-to-resend column (protocol/methods.ts).
+import { RELAYED_CALL_METHODS, SAFE_TO_RESEND_METHODS as SAFE_TO_RESEND } from '../protocol/methods';
 import type { JSONRPCMessage, JSONRPCRequest } from '../protocol/types';
 import { NO_CREDENTIALS, type TargetCredentials } from './credentials';
 import { BodyTooLargeError, send, type TargetResponse } from './http-client';
@@ -97,17 +98,6 @@ export const DELIVERY_ATTEMPT_TIMEOUT_MS = 5000;
 export const DELIVERY_TIMEOUT_MS = 15_000;
 const DELIVERY_BACKOFF_MS = [100, 400];
 const TRANSIENT_STATUSES = new Set([502, 503, 504]);
-
-/** Requests without side effects at the target (a duplicate initialize only leaves an idle target session). */
-const SAFE_TO_RESEND = new Set([
-  'initialize',
-  'server/discover',
-  'ping',
-  'tools/list',
-  'prompts/list',
-  'resources/list',
-  'resources/templates/list',
-]);
 
 export interface PostResult {
   /** The target's response, with the id of the request. */

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { recordSentError } from '../observability/metrics';
 import { DependencyFailedError } from '../protocol/errors';
 import { MCP_HEADERS } from '../protocol/headers';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
@@ -95,8 +96,13 @@ export class LegacyTargetClient {
     return (await this.endpoint.request(request, headers, { ...options, sessionBound, resumable: true })).response;
   }
 
-  /** POSTs a notification or a response (the answer to a target's request). */
+  /**
+   * POSTs a notification or a response (the answer to a target's request). Every message the gateway
+   * sends a target but its own requests passes here: an error it authored (refusing a request the client
+   * cannot take) counts in `GatewayErrors`, as one sent to a client does.
+   */
   async send(session: LegacySession, message: JSONRPCMessage, signal?: AbortSignal): Promise<void> {
+    recordSentError(message);
     const sessionBound = session.targetSessionId !== undefined;
     await this.endpoint.send(message, await this.headers(session), { signal, sessionBound });
   }

@@ -1,4 +1,5 @@
 import { type DemoTarget, startDemoTarget } from '../../examples/targets/demo-target';
+import { configureMetrics } from '../../lambda/observability/metrics';
 import { callAndAnswerIn, type InProcessGateway, inProcessGateway } from '../support/in-process';
 import { eventually, type Json, sseEvents } from '../support/mcp-http';
 
@@ -297,5 +298,53 @@ describe('the end of a call', () => {
     expect(answered.status).toBe(202);
     await eventually(() => expect(gateway.store.pendingRecords(sessionId)).toHaveLength(0));
     expect(gateway.store.keysOf(sessionId).filter((sk) => sk.startsWith('E#'))).toHaveLength(1);
+  });
+});
+
+describe('the GatewayErrors metric of a relayed call', () => {
+  /** The GatewayErrors codes written while `fn` runs, with metrics on as in Lambda. */
+  async function gatewayErrorsOf(fn: () => Promise<unknown>): Promise<string[]> {
+    configureMetrics({ enabled: true, namespace: 'Test' });
+    const lines: string[] = [];
+    const spy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      lines.push(String(chunk));
+      return true;
+    });
+    try {
+      await fn();
+    } finally {
+      spy.mockRestore();
+      configureMetrics({});
+    }
+    return lines
+      .flatMap((chunk) => chunk.split('\n'))
+      .filter((line) => line.includes('"GatewayErrors"'))
+      .map((line) => JSON.parse(line).code);
+  }
+
+  it("counts the gateway's refusal of a request the client did not declare, sent to the target (the client's call succeeds)", async () => {
+    const { headers } = await gateway.initSession({ capabilities: {} });
+    let text = '';
+    const codes = await gatewayErrorsOf(async () => {
+      const message = await gateway.call(headers, 'undeclared', 'tools/call', {
+        name: 'demo___request_anyway',
+        arguments: { kind: 'sampling' },
+      });
+      text = message.result.content[0].text;
+    });
+    expect(text).toMatch(/^refused: MCP error -32601/);
+    expect(codes).toEqual(['-32601']);
+  });
+
+  it('counts nothing for a call the target answers', async () => {
+    const { headers } = await gateway.initSession({ capabilities: {} });
+    const codes = await gatewayErrorsOf(async () => {
+      const message = await gateway.call(headers, 'ok', 'tools/call', {
+        name: 'demo___echo',
+        arguments: { text: 'x' },
+      });
+      expect(message.result).toBeDefined();
+    });
+    expect(codes).toEqual([]);
   });
 });
