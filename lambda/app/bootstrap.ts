@@ -41,7 +41,10 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
   // GATEWAY_LOG_LEVEL overrides the configured level without a redeploy; a malformed environment fails here.
   const logger = options.logger ?? createLogger(readEnvironment().logLevel ?? config.logLevel);
   const store =
-    options.store ?? new DynamoSessionStore(options.documentClient ?? createDocumentClient(), config.tableName);
+    options.store ??
+    new DynamoSessionStore(options.documentClient ?? createDocumentClient(), config.tableName, {
+      operationTimeoutMs: config.storeOperationTimeoutMs,
+    });
   const outbound = new OutboundCredentials({ ...options.outbound, logger });
   const credentials = new Map(config.targets.map((target, index) => [target.name, outbound.forTarget(target, index)]));
   const targets = new Targets(config.targets, {

@@ -1,7 +1,7 @@
 import type { TargetConfig } from '../../../lambda/config/schema';
 import { createLogger } from '../../../lambda/observability/logger';
 import { DependencyFailedError } from '../../../lambda/protocol/errors';
-import type { JSONRPCResponse } from '../../../lambda/protocol/types';
+import type { JSONRPCResponse } from '../../../lambda/protocol/jsonrpc';
 import { MODERN_PROTOCOL_VERSION } from '../../../lambda/protocol/versions';
 import { EraProbe } from '../../../lambda/targets/era';
 import type { ModernTargetClient } from '../../../lambda/targets/modern-client';

@@ -1,0 +1,36 @@
+import { createServer, type Server } from 'node:http';
+import { StoreUnavailableError } from '../../../lambda/protocol/errors';
+import { createDocumentClient } from '../../../lambda/state/dynamo-client';
+import { DynamoSessionStore } from '../../../lambda/state/dynamo-store';
+import { listen } from '../../support/loopback';
+
+/**
+ * The DynamoDB store's bound on one operation (`operationTimeoutMs`, config `storeOperationTimeoutMs`),
+ * against a loopback DynamoDB endpoint that takes requests and never answers (an outage, a paused
+ * DynamoDB): the operation is abandoned at the bound — before the SDK's own per-attempt timeout
+ * (2 s) could retry it — and fails as StoreUnavailable (503 + Retry-After), never a hang.
+ */
+describe('a DynamoDB that does not answer', () => {
+  let requests = 0;
+  let endpoint: { base: string; close(): Promise<void> };
+  beforeAll(async () => {
+    const server: Server = createServer((req) => {
+      requests++;
+      req.resume(); // read the request, answer nothing
+    });
+    endpoint = await listen(server);
+  });
+  afterAll(() => endpoint.close());
+
+  it('fails one operation as StoreUnavailable at the configured bound, with one attempt sent', async () => {
+    const store = new DynamoSessionStore(createDocumentClient({ endpoint: endpoint.base }), 'silent', {
+      operationTimeoutMs: 200,
+    });
+    const before = requests;
+    const failure = await store.loadSession('s-1').catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(StoreUnavailableError);
+    expect(failure).toMatchObject({ kind: 'StoreUnavailable' });
+    // The SDK's per-attempt timeout is 2 s: a second attempt would mean the bound was not applied.
+    expect(requests - before).toBe(1);
+  });
+});
