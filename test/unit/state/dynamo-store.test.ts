@@ -1,4 +1,7 @@
 import { createServer, type Server } from 'node:http';
+import { buildGatewayDeps } from '../../../lambda/app/bootstrap';
+import { parseConfig } from '../../../lambda/config/schema';
+import { createLogger } from '../../../lambda/observability/logger';
 import { StoreUnavailableError } from '../../../lambda/protocol/errors';
 import { createDocumentClient } from '../../../lambda/state/dynamo-client';
 import { DynamoSessionStore } from '../../../lambda/state/dynamo-store';
@@ -31,6 +34,16 @@ describe('a DynamoDB that does not answer', () => {
     expect(failure).toBeInstanceOf(StoreUnavailableError);
     expect(failure).toMatchObject({ kind: 'StoreUnavailable' });
     // The SDK's per-attempt timeout is 2 s: a second attempt would mean the bound was not applied.
+    expect(requests - before).toBe(1);
+  });
+
+  it('takes the bound from the configuration (storeOperationTimeoutMs) when the gateway is built', async () => {
+    const deps = buildGatewayDeps(parseConfig({ storeOperationTimeoutMs: 200, logLevel: 'SILENT' }), {
+      documentClient: createDocumentClient({ endpoint: endpoint.base }),
+      logger: createLogger('SILENT'),
+    });
+    const before = requests;
+    await expect(deps.store.loadSession('s-2')).rejects.toBeInstanceOf(StoreUnavailableError);
     expect(requests - before).toBe(1);
   });
 });
