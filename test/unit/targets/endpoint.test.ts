@@ -1,25 +1,21 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { createLogger } from '../../lambda/observability/logger';
-import { TargetEndpoint } from '../../lambda/targets/endpoint';
-import { LegacyTargetClient } from '../../lambda/targets/legacy-client';
-import { StandaloneStreams } from '../../lambda/targets/standalone-streams';
-import type { ResumePolicy } from '../../lambda/targets/stream-resume';
-import { listen } from '../support/loopback';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { DependencyFailedError } from '../../../lambda/protocol/errors';
+import {
+  DELIVERY_ATTEMPTS,
+  MessageRejectedError,
+  TargetEndpoint,
+  TargetSessionExpiredError,
+} from '../../../lambda/targets/endpoint';
+import type { ResumePolicy } from '../../../lambda/targets/stream-resume';
+import { drop, type ScriptedTarget, type Step, scriptedTarget, sse } from '../../support/scripted-target';
 
 /**
- * How the gateway resumes a target's POST stream that ended before the response (SSE polling,
- * SEP-1699), against a scripted loopback SSE target: the wait it honours, the headers it sends, and
- * the bounds that end a call whose stream cannot be resumed. Durations are injected (short).
+ * One target's HTTP endpoint (targets/endpoint.ts) against a scripted loopback target: how it resumes
+ * a POST stream that ended before the response (SSE polling, SEP-1699: the wait it honours, the
+ * headers it sends, the bounds that end a call whose stream cannot be resumed; durations injected,
+ * short), and which messages it sends again after a failure (deliveries and side-effect-free
+ * requests) and which never (a tool call).
  */
-
-type Step = (req: IncomingMessage, res: ServerResponse) => void;
-
-interface Scripted {
-  url: string;
-  /** Every request: method, Last-Event-ID, session id, and when it arrived (ms since the previous one ended). */
-  seen: Array<{ method: string; lastEventId?: string; sessionId?: string; gapMs: number }>;
-  close(): Promise<void>;
-}
 
 const REQUEST = { jsonrpc: '2.0' as const, id: 'c.n.7', method: 'tools/call', params: { name: 'x' } };
 const RESPONSE = `data: ${JSON.stringify({ jsonrpc: '2.0', id: 'c.n.7', result: { content: [] } })}\n\n`;
@@ -32,35 +28,6 @@ const POLICY: ResumePolicy = {
 };
 const HEADERS = { 'mcp-session-id': 'target-session-1', 'mcp-protocol-version': '2025-11-25' };
 
-function sse(res: ServerResponse, body: string): void {
-  res.writeHead(200, { 'content-type': 'text/event-stream' });
-  res.end(body);
-}
-
-/** A target answering its n-th request with `steps[n]` (the last step repeats). */
-async function scripted(steps: Step[]): Promise<Scripted> {
-  const seen: Scripted['seen'] = [];
-  let lastEnd = performance.now();
-  const server = createServer((req, res) => {
-    req.resume();
-    req.once('end', () => {
-      seen.push({
-        method: req.method ?? '',
-        lastEventId: req.headers['last-event-id'] as string | undefined,
-        sessionId: req.headers['mcp-session-id'] as string | undefined,
-        gapMs: performance.now() - lastEnd,
-      });
-      res.once('close', () => {
-        lastEnd = performance.now();
-      });
-      const step = steps[Math.min(seen.length - 1, steps.length - 1)];
-      step?.(req, res);
-    });
-  });
-  const { base, close } = await listen(server);
-  return { url: `${base}/mcp`, seen, close };
-}
-
 function endpoint(url: string, policy = POLICY): TargetEndpoint {
   return new TargetEndpoint(
     { name: 'poller', url } as ConstructorParameters<typeof TargetEndpoint>[0],
@@ -70,17 +37,17 @@ function endpoint(url: string, policy = POLICY): TargetEndpoint {
   );
 }
 
-describe('resuming a target stream that ended before the response', () => {
-  const targets: Scripted[] = [];
-  const start = async (steps: Step[]) => {
-    const target = await scripted(steps);
-    targets.push(target);
-    return target;
-  };
-  afterAll(async () => {
-    for (const target of targets) await target.close();
-  });
+const targets: ScriptedTarget[] = [];
+const start = async (steps: Step[]) => {
+  const target = await scriptedTarget(steps);
+  targets.push(target);
+  return target;
+};
+afterAll(async () => {
+  for (const target of targets) await target.close();
+});
 
+describe('resuming a target stream that ended before the response', () => {
   it("waits the target's retry, then GETs with Last-Event-ID and the session headers, and reads the response there", async () => {
     const notified: string[] = [];
     const target = await start([
@@ -174,33 +141,86 @@ describe('resuming a target stream that ended before the response', () => {
   });
 });
 
-describe("reopening a target session's GET stream that the target ended", () => {
-  it("waits the target's retry before reopening with Last-Event-ID", async () => {
-    const target = await scripted([
-      (_req, res) => sse(res, 'id: g1\nretry: 300\ndata:\n\n'),
+describe('delivering a message (an answer, a notification) to a target', () => {
+  const ANSWER = { jsonrpc: '2.0' as const, id: 'gw-1', result: { action: 'accept' } };
+  const accepted: Step = (_req, res) => res.writeHead(202).end();
+
+  it('sends it again after a 502/503/504 (a proxy that could not reach the target), and succeeds', async () => {
+    const target = await start([
+      (_req, res) => res.writeHead(502).end(),
+      (_req, res) => res.writeHead(504).end(),
+      accepted,
+    ]);
+    await endpoint(target.url).send(ANSWER, HEADERS);
+    expect(target.seen).toHaveLength(3);
+  });
+
+  it(`gives up after ${DELIVERY_ATTEMPTS} attempts as a transient DependencyFailed (the client may retry)`, async () => {
+    const target = await start([(_req, res) => res.writeHead(503).end()]);
+    const failure = await endpoint(target.url)
+      .send(ANSWER, HEADERS)
+      .catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(DependencyFailedError);
+    expect(failure).not.toBeInstanceOf(MessageRejectedError);
+    expect((failure as Error).message).toMatch(/HTTP 503/);
+    expect(target.seen).toHaveLength(DELIVERY_ATTEMPTS);
+  });
+
+  it('a 4xx is final: MessageRejected after one attempt', async () => {
+    const target = await start([(_req, res) => res.writeHead(400).end()]);
+    await expect(endpoint(target.url).send(ANSWER, HEADERS)).rejects.toMatchObject({
+      name: 'MessageRejectedError',
+      status: 400,
+    });
+    expect(target.seen).toHaveLength(1);
+  });
+
+  it("a 404 to a session-bound message is the target's forgotten session, after one attempt", async () => {
+    const target = await start([(_req, res) => res.writeHead(404).end()]);
+    await expect(endpoint(target.url).send(ANSWER, HEADERS, { sessionBound: true })).rejects.toBeInstanceOf(
+      TargetSessionExpiredError,
+    );
+    expect(target.seen).toHaveLength(1);
+  });
+
+  it('a connection dropped before any response is sent again', async () => {
+    const target = await start([(req) => drop(req), accepted]);
+    await endpoint(target.url).send(ANSWER, HEADERS);
+    expect(target.seen).toHaveLength(2);
+  });
+
+  it("stops at the caller's abort: no further attempt, and the abort is not reported as the target's failure", async () => {
+    const abort = new AbortController();
+    const target = await start([
       (_req, res) => {
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        res.write(': open\n\n');
+        abort.abort();
+        res.writeHead(503).end();
       },
     ]);
-    const streams = new StandaloneStreams(createLogger('SILENT'));
-    const client = new LegacyTargetClient(endpoint(target.url), { name: 'gw', version: '1' });
-    const detach = await streams.attach(
-      client,
-      { targetSessionId: 'target-session-1', protocolVersion: '2025-11-25' },
-      { onServerRequest: () => undefined },
-    );
-    try {
-      for (let waited = 0; target.seen.length < 2 && waited < 5000; waited += 20)
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      expect(target.seen.map((s) => [s.method, s.lastEventId])).toEqual([
-        ['GET', undefined],
-        ['GET', 'g1'],
-      ]);
-      expect(target.seen[1]?.gapMs).toBeGreaterThanOrEqual(300);
-    } finally {
-      await detach();
-      await target.close();
-    }
+    await expect(endpoint(target.url).send(ANSWER, HEADERS, { signal: abort.signal })).rejects.toMatchObject({
+      name: 'AbortError',
+    });
+    expect(target.seen).toHaveLength(1);
+  });
+});
+
+describe('a request whose connection drops before the response', () => {
+  const LIST = { jsonrpc: '2.0' as const, id: 'l1', method: 'tools/list', params: {} };
+  const listed = (_req: IncomingMessage, res: ServerResponse) =>
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ jsonrpc: '2.0', id: 'l1', result: { tools: [] } }));
+
+  it('is sent again when it has no side effects at the target (tools/list)', async () => {
+    const target = await start([(req) => drop(req), listed]);
+    const { response } = await endpoint(target.url).request(LIST, HEADERS);
+    expect(response).toMatchObject({ id: 'l1', result: { tools: [] } });
+    expect(target.seen.map((s) => s.rpcMethod)).toEqual(['tools/list', 'tools/list']);
+  });
+
+  it('is never sent twice when it is a tool call: the call fails as DependencyFailed (retryable) instead', async () => {
+    const target = await start([(req) => drop(req), (_req, res) => sse(res, RESPONSE)]);
+    await expect(endpoint(target.url).request(REQUEST, HEADERS)).rejects.toBeInstanceOf(DependencyFailedError);
+    expect(target.seen.map((s) => s.rpcMethod)).toEqual(['tools/call']);
   });
 });
