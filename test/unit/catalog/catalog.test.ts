@@ -165,6 +165,10 @@ describe('resolving a tool name', () => {
     expect((await refusal(f.catalog.resolveNamed('notes___delete', 'tool', scope()))).kind).toBe('InvalidParams');
     expect((await refusal(f.catalog.resolveNamed('delete', 'tool', scope()))).kind).toBe('InvalidParams');
     expect(await f.catalog.resolveNamed('read', 'tool', scope())).toEqual({ target: 'notes', name: 'read' });
+    // Not even when the target cannot be listed (where a prefixed name is otherwise routed unconfirmed).
+    f.failing.add('notes');
+    f.advance(CACHE_AGE_MS + 1);
+    expect((await refusal(f.catalog.resolveNamed('notes___delete', 'tool', scope()))).kind).toBe('InvalidParams');
   });
 
   it('a name that is not a non-empty string is InvalidParams without listing anything', async () => {
