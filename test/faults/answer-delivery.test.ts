@@ -139,7 +139,6 @@ describe.each(kinds)('answers delivered through faults, %s', (kind) => {
     const outcome = await callAndAnswer(gw.url, headers, 'never');
     expect(outcome.answers.map((a) => a.status)).toEqual([502]);
     expect(outcome.response.error).toMatchObject({ code: -32001, data: { retryable: true } });
-    expect(outcome.elapsedMs).toBeLessThan(PENDING_TIMEOUT_S * 1000 + 5000);
     await eventually(async () => expect(await pendingOf(gw.dynamodbEndpoint, sessionId)).toEqual([]));
     await eventually(() =>
       expect((gw.targets.demo as unknown as Target).stats().cancelledRequestIds).toContain('c.s.never'),
@@ -157,8 +156,8 @@ describe.each(kinds)('answers delivered through faults, %s', (kind) => {
       code: -32001,
       message: expect.stringMatching(/could not be delivered/),
     });
-    // Found through the marker (the holder looks after 1 s, then every 2–5 s), well before the pending timeout.
-    expect(outcome.elapsedMs).toBeLessThan(PENDING_TIMEOUT_S * 1000 + 3000);
+    // Found through the marker (the holder looks after 1 s, then every 2–5 s): "could not be delivered",
+    // not the pending timeout's end.
     await eventually(async () => expect(await pendingOf(gw.dynamodbEndpoint, sessionId)).toEqual([]));
   });
 
