@@ -133,7 +133,7 @@ describe.each(kinds)('answers delivered through faults, %s', (kind) => {
     expect(outcome.response.result.content[0].text).toBe('executed: released');
   });
 
-  it('ends the call with -32001 within the pending timeout when the answer never arrives and the client does not retry', async () => {
+  it('ends the call with -32001 at the pending timeout when the answer never arrives and the client does not retry', async () => {
     proxy().rule = (request) => (isAnswer(request.body) ? 'reset' : 'pass');
     const { headers, sessionId } = await initSession(gw.url, { capabilities: ALL });
     const outcome = await callAndAnswer(gw.url, headers, 'never');
