@@ -34,6 +34,8 @@ export interface BuildOptions {
   inbound?: Omit<InboundAuthOptions, 'logger'>;
   /** Outbound credential sources (environment, Secrets Manager reader); default: process.env and Secrets Manager. */
   outbound?: Omit<OutboundCredentialsOptions, 'logger'>;
+  /** The clock sealed `requestState` expiry is read by (tests cross a window with it); default Date.now. */
+  requestStateClock?: () => number;
 }
 
 /** Assembles the gateway from a validated configuration: the one place parts are wired together. */
@@ -64,7 +66,11 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
     catalog: new Catalog(targets, { toolNamePrefix: config.toolNamePrefix }, logger),
     serverInfo: GATEWAY_INFO,
     keepAliveMs: options.keepAliveMs ?? DEFAULT_KEEPALIVE_MS,
-    requestState: new RequestStateSealer(SealedBox.fromSecrets(secrets), config.requestStateTtlSeconds),
+    requestState: new RequestStateSealer(
+      SealedBox.fromSecrets(secrets),
+      config.requestStateTtlSeconds,
+      options.requestStateClock,
+    ),
     legacySessions: new LegacySessionPool(targets, logger),
     activeCalls: new ActiveCalls(),
     // Only bridged calls (a 2026-07-28 client, a 2025 target that asks for input) write here (their rounds and per-principal count).
