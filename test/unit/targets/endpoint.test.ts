@@ -1,13 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { DEFAULT_TARGET_LIMITS } from '../../../lambda/config/schema';
 import { DependencyFailedError } from '../../../lambda/protocol/errors';
 import {
   DELIVERY_ATTEMPTS,
   MessageRejectedError,
   TargetEndpoint,
   TargetSessionExpiredError,
+  TargetTimeoutError,
 } from '../../../lambda/targets/endpoint';
 import type { ResumePolicy } from '../../../lambda/targets/stream-resume';
-import { drop, type ScriptedTarget, type Step, scriptedTarget, sse } from '../../support/scripted-target';
+import { drop, openSse, type ScriptedTarget, type Step, scriptedTarget, sse } from '../../support/scripted-target';
 
 /**
  * One target's HTTP endpoint (targets/endpoint.ts) against a scripted loopback target: how it resumes
@@ -222,5 +224,50 @@ describe('a request whose connection drops before the response', () => {
     const target = await start([(req) => drop(req), (_req, res) => sse(res, RESPONSE)]);
     await expect(endpoint(target.url).request(REQUEST, HEADERS)).rejects.toBeInstanceOf(DependencyFailedError);
     expect(target.seen.map((s) => s.rpcMethod)).toEqual(['tools/call']);
+  });
+});
+
+describe("a target's timeouts (limits.requestTimeoutMs, limits.callIdleTimeoutMs)", () => {
+  const limited = (url: string, limits: Partial<typeof DEFAULT_TARGET_LIMITS>) =>
+    new TargetEndpoint(
+      { name: 'slow', url } as ConstructorParameters<typeof TargetEndpoint>[0],
+      undefined,
+      { ...DEFAULT_TARGET_LIMITS, ...limits },
+      POLICY,
+    );
+  const silent: Step = (_req, res) => openSse(res, ': nothing more\n\n');
+
+  it('a request that is not answered in time fails as TargetTimeout naming the method and the bound', async () => {
+    const target = await start([silent]);
+    const list = { jsonrpc: '2.0' as const, id: 'l', method: 'tools/list', params: {} };
+    const failure = await limited(target.url, { requestTimeoutMs: 100 })
+      .request(list, HEADERS)
+      .catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(TargetTimeoutError);
+    expect((failure as Error).message).toBe('target slow: did not answer tools/list within 100 ms');
+  });
+
+  it('a relayed call whose target sends nothing for callIdleTimeoutMs fails as TargetTimeout (idle)', async () => {
+    const target = await start([silent]);
+    await expect(limited(target.url, { callIdleTimeoutMs: 100 }).request(REQUEST, HEADERS)).rejects.toThrow(
+      'target slow: sent nothing for 100 ms during tools/call',
+    );
+  });
+
+  it("a relayed call's idle clock stands still while the target's request to the user is open", async () => {
+    const elicit = { jsonrpc: '2.0', id: 'e1', method: 'elicitation/create', params: { message: 'ok?' } };
+    const target = await start([
+      (_req, res) => {
+        openSse(res, `data: ${JSON.stringify(elicit)}\n\n`);
+        // Silent for 4× the idle bound (the user is answering), then the response.
+        setTimeout(() => res.end(RESPONSE), 400);
+      },
+    ]);
+    const asked: string[] = [];
+    const { response } = await limited(target.url, { callIdleTimeoutMs: 100 }).request(REQUEST, HEADERS, {
+      listeners: { onServerRequest: (r) => asked.push(r.method) },
+    });
+    expect(asked).toEqual(['elicitation/create']);
+    expect(response).toMatchObject({ id: 'c.n.7', result: { content: [] } });
   });
 });
