@@ -206,6 +206,31 @@ describe('a GET the target refuses', () => {
     expect(target.seen).toHaveLength(3);
   });
 
+  it('409 right after this instance closed the stream (back-to-back calls): retried at once, and the call waits for the stream', async () => {
+    const target = await start([
+      (_req, res) => openSse(res),
+      (_req, res) => res.writeHead(409).end(),
+      (_req, res) => res.writeHead(409).end(),
+      (_req, res) => openSse(res),
+    ]);
+    // A long regular retry: only the own-close rule can reopen within this test.
+    const { streams, client } = setUp(target.url, { retryMs: 60_000 });
+    await (await streams.attach(client, SESSION, recorder().listener))();
+    const detach = await streams.attach(client, SESSION, recorder().listener);
+    expect(target.seen.map((s) => s.method)).toEqual(['GET', 'GET', 'GET', 'GET']);
+    await detach();
+  });
+
+  it('409 after the own-close window is another instance holding the stream: the call goes ahead without waiting', async () => {
+    const target = await start([(_req, res) => openSse(res), (_req, res) => res.writeHead(409).end()]);
+    const { streams, client, advance } = setUp(target.url, { retryMs: 60_000 });
+    await (await streams.attach(client, SESSION, recorder().listener))();
+    advance(1000);
+    const detach = await streams.attach(client, SESSION, recorder().listener);
+    expect(target.seen).toHaveLength(2);
+    await detach();
+  });
+
   it('an event id the target refuses (4xx): the next GET starts afresh, without Last-Event-ID', async () => {
     const target = await start([(_req, res) => res.writeHead(400).end(), (_req, res) => openSse(res)]);
     const { streams, client } = setUp(target.url);
