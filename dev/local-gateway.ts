@@ -35,6 +35,8 @@ export interface LocalGatewayOptions {
   startupReport?: boolean;
   /** Inbound auth and outbound credential settings (tests: JWKS cooldown, a fake secret reader). */
   auth?: Pick<BuildOptions, 'inbound' | 'outbound'>;
+  /** The clock sealed `requestState` expiry is read by (tests). */
+  requestStateClock?: BuildOptions['requestStateClock'];
 }
 
 export interface LocalGateway {
@@ -93,6 +95,7 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
       keepAliveMs: options.keepAliveMs,
       // One process: a random key is the expected default here, said at INFO (the Lambda warns).
       requestStateKeys: keySecretsFromConfig(config, logger, true),
+      requestStateClock: options.requestStateClock,
       ...options.auth,
     });
     if (options.startupReport ?? true) await reportTargetsAtStartup(deps);

@@ -34,6 +34,8 @@ export interface BuildOptions {
   inbound?: Omit<InboundAuthOptions, 'logger'>;
   /** Outbound credential sources (environment, Secrets Manager reader); default: process.env and Secrets Manager. */
   outbound?: Omit<OutboundCredentialsOptions, 'logger'>;
+  /** The clock sealed `requestState` expiry is read by (tests cross a window with it); default Date.now. */
+  requestStateClock?: () => number;
 }
 
 /** Assembles the gateway from a validated configuration: the one place parts are wired together. */
@@ -41,7 +43,10 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
   // GATEWAY_LOG_LEVEL overrides the configured level without a redeploy; a malformed environment fails here.
   const logger = options.logger ?? createLogger(readEnvironment().logLevel ?? config.logLevel);
   const store =
-    options.store ?? new DynamoSessionStore(options.documentClient ?? createDocumentClient(), config.tableName);
+    options.store ??
+    new DynamoSessionStore(options.documentClient ?? createDocumentClient(), config.tableName, {
+      operationTimeoutMs: config.storeOperationTimeoutMs,
+    });
   const outbound = new OutboundCredentials({ ...options.outbound, logger });
   const credentials = new Map(config.targets.map((target, index) => [target.name, outbound.forTarget(target, index)]));
   const targets = new Targets(config.targets, {
@@ -61,7 +66,11 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
     catalog: new Catalog(targets, { toolNamePrefix: config.toolNamePrefix }, logger),
     serverInfo: GATEWAY_INFO,
     keepAliveMs: options.keepAliveMs ?? DEFAULT_KEEPALIVE_MS,
-    requestState: new RequestStateSealer(SealedBox.fromSecrets(secrets), config.requestStateTtlSeconds),
+    requestState: new RequestStateSealer(
+      SealedBox.fromSecrets(secrets),
+      config.requestStateTtlSeconds,
+      options.requestStateClock,
+    ),
     legacySessions: new LegacySessionPool(targets, logger),
     activeCalls: new ActiveCalls(),
     // The same table: only bridged calls (a 2026-07-28 client, a 2025 target that asks for input) write through it.

@@ -17,12 +17,16 @@ export type { ListingKind };
 export class CatalogCache {
   private readonly entries = new Map<string, { listing: TargetListing; at: Record<string, number> }>();
 
-  constructor(private readonly maxAgeMs = 60_000) {}
+  constructor(
+    private readonly maxAgeMs = 60_000,
+    /** The clock listings are aged by, in ms (tests inject one to cross `maxAgeMs`). */
+    private readonly now: () => number = Date.now,
+  ) {}
 
   put<K extends ListingKind>(target: string, kind: K, items: NonNullable<TargetListing[K]>): void {
     const entry = this.entries.get(target) ?? { listing: {}, at: {} };
     entry.listing[kind] = items;
-    entry.at[kind] = Date.now();
+    entry.at[kind] = this.now();
     this.entries.set(target, entry);
   }
 
@@ -34,7 +38,7 @@ export class CatalogCache {
 
   get<K extends ListingKind>(target: string, kind: K): TargetListing[K] | undefined {
     const entry = this.entries.get(target);
-    if (!entry || entry.at[kind] === undefined || Date.now() - entry.at[kind] > this.maxAgeMs) return undefined;
+    if (!entry || entry.at[kind] === undefined || this.now() - entry.at[kind] > this.maxAgeMs) return undefined;
     return entry.listing[kind];
   }
 }

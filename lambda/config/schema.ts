@@ -310,6 +310,12 @@ export const GatewayConfigSchema = z
       .string()
       .regex(/^[A-Za-z0-9_.-]{3,255}$/, 'a DynamoDB table name')
       .default('mcp-gateway'),
+    /**
+     * The longest one DynamoDB operation may take, the SDK's retries included; past it the request
+     * answers 503 + Retry-After instead of waiting on a DynamoDB that does not answer. (The SDK itself
+     * gives up after 3 attempts of 2 s each, so a bound above about 7 s is never reached.)
+     */
+    storeOperationTimeoutMs: z.number().int().min(100).max(10_000).default(5000),
     logLevel: z.enum(['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT']).default('INFO'),
     /** One INFO line per MCP request when its response ends (lambda/observability/access-log.ts). */
     accessLog: z.boolean().default(true),

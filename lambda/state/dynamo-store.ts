@@ -56,19 +56,26 @@ const nowSeconds = () => Math.floor(Date.now() / 1000);
 const SESSION_AND_TARGETS = 'S';
 
 /**
- * The longest one DynamoDB operation may take, retries included (the client's own request timeout
- * and retries are in dynamo-client.ts): past it the operation is abandoned and the request answers
- * 503 + Retry-After. DynamoDB answers in milliseconds; this only bounds an outage.
+ * The longest one DynamoDB operation may take by default, retries included (the client's own request
+ * timeout and retries are in dynamo-client.ts): past it the operation is abandoned and the request
+ * answers 503 + Retry-After. DynamoDB answers in milliseconds; this only bounds an outage.
+ * Configurable as `storeOperationTimeoutMs`.
  */
 export const STORE_OPERATION_TIMEOUT_MS = 5000;
 
+export interface DynamoStoreOptions {
+  /** The bound of one operation, retries included (default STORE_OPERATION_TIMEOUT_MS). */
+  operationTimeoutMs?: number;
+}
+
 /**
- * Wraps SDK failures other than a refused condition, so callers can answer "try again" — except
- * DynamoDB's item size limit, which no retry fixes (4xx naming the limit).
+ * Runs one operation within `timeoutMs`, and wraps SDK failures other than a refused condition, so
+ * callers can answer "try again" — except DynamoDB's item size limit, which no retry fixes (4xx
+ * naming the limit).
  */
-async function guarded<T>(operation: (signal: AbortSignal) => Promise<T>): Promise<T> {
+async function guarded<T>(timeoutMs: number, operation: (signal: AbortSignal) => Promise<T>): Promise<T> {
   try {
-    return await operation(AbortSignal.timeout(STORE_OPERATION_TIMEOUT_MS));
+    return await operation(AbortSignal.timeout(timeoutMs));
   } catch (error) {
     if (error instanceof ConditionalCheckFailedException || error instanceof ItemTooLargeError) throw error;
     const { name, message } = error as { name?: string; message?: string };
@@ -89,14 +96,24 @@ function checkSize(what: string, item: unknown): void {
 }
 
 export class DynamoSessionStore implements SessionStore {
+  private readonly operationTimeoutMs: number;
+
   constructor(
     private readonly client: DynamoDBDocumentClient,
     private readonly tableName: string,
-  ) {}
+    options: DynamoStoreOptions = {},
+  ) {
+    this.operationTimeoutMs = options.operationTimeoutMs ?? STORE_OPERATION_TIMEOUT_MS;
+  }
+
+  /** One operation, bounded by the store's operation timeout (see `guarded`). */
+  private guarded<T>(operation: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    return guarded(this.operationTimeoutMs, operation);
+  }
 
   async createSession(session: SessionRecord): Promise<void> {
     checkSize('the session (its client capabilities and clientInfo)', session);
-    await guarded((abortSignal) =>
+    await this.guarded((abortSignal) =>
       this.client.send(
         new PutCommand({
           TableName: this.tableName,
@@ -144,7 +161,7 @@ export class DynamoSessionStore implements SessionStore {
     // Unprocessed keys (throttling) are read again, a bounded number of times.
     for (let attempt = 0, wanted = keys; wanted.length > 0; attempt++) {
       if (attempt === 3) throw new StoreUnavailableError(new Error('unprocessed reads after 3 attempts'));
-      const out = await guarded((abortSignal) =>
+      const out = await this.guarded((abortSignal) =>
         this.client.send(
           new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: wanted, ConsistentRead: true } } }),
           { abortSignal },
@@ -173,7 +190,7 @@ export class DynamoSessionStore implements SessionStore {
   ): Promise<TargetSessionRecord> {
     const Key = { pk: pk(session.id), sk: targetSk(target.target) };
     try {
-      await guarded((abortSignal) =>
+      await this.guarded((abortSignal) =>
         this.client.send(
           new PutCommand({
             TableName: this.tableName,
@@ -194,7 +211,7 @@ export class DynamoSessionStore implements SessionStore {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
     }
     // Another instance kept one first: that one is used.
-    const out = await guarded((abortSignal) =>
+    const out = await this.guarded((abortSignal) =>
       this.client.send(new GetCommand({ TableName: this.tableName, Key, ConsistentRead: true }), { abortSignal }),
     );
     if (!out.Item) return this.putTargetSession(session, target, options); // removed meanwhile: try again
@@ -203,7 +220,7 @@ export class DynamoSessionStore implements SessionStore {
   }
 
   async setLogLevel(session: SessionRecord, level: string): Promise<void> {
-    await guarded((abortSignal) =>
+    await this.guarded((abortSignal) =>
       this.client.send(
         new UpdateCommand({
           TableName: this.tableName,
@@ -219,7 +236,7 @@ export class DynamoSessionStore implements SessionStore {
 
   async acquireClientStream(session: SessionRecord, token: string, untilMs: number): Promise<boolean> {
     try {
-      await guarded((abortSignal) =>
+      await this.guarded((abortSignal) =>
         this.client.send(
           new PutCommand({
             TableName: this.tableName,
@@ -239,7 +256,7 @@ export class DynamoSessionStore implements SessionStore {
 
   async releaseClientStream(sessionId: string, token: string): Promise<void> {
     try {
-      await guarded((abortSignal) =>
+      await this.guarded((abortSignal) =>
         this.client.send(
           new DeleteCommand({
             TableName: this.tableName,
@@ -258,7 +275,7 @@ export class DynamoSessionStore implements SessionStore {
 
   async saveTargetEventId(sessionId: string, target: string, targetSessionId: string, eventId: string): Promise<void> {
     try {
-      await guarded((abortSignal) =>
+      await this.guarded((abortSignal) =>
         this.client.send(
           new UpdateCommand({
             TableName: this.tableName,
@@ -296,7 +313,7 @@ export class DynamoSessionStore implements SessionStore {
     expiresAt: number,
     reason: CallEndReason = 'cancelled',
   ): Promise<void> {
-    await guarded((abortSignal) =>
+    await this.guarded((abortSignal) =>
       this.client.send(
         new PutCommand({
           TableName: this.tableName,
@@ -308,7 +325,7 @@ export class DynamoSessionStore implements SessionStore {
   }
 
   async isCancelled(sessionId: string, upstreamId: string): Promise<CallEndReason | undefined> {
-    const out = await guarded((abortSignal) =>
+    const out = await this.guarded((abortSignal) =>
       this.client.send(
         new GetCommand({
           TableName: this.tableName,
@@ -323,7 +340,7 @@ export class DynamoSessionStore implements SessionStore {
   }
 
   async putPending(session: Pick<SessionRecord, 'id'>, pending: PendingRecord): Promise<void> {
-    await guarded((abortSignal) =>
+    await this.guarded((abortSignal) =>
       this.client.send(
         new PutCommand({
           TableName: this.tableName,
@@ -353,7 +370,7 @@ export class DynamoSessionStore implements SessionStore {
   private async *pages(input: Omit<QueryCommandInput, 'TableName' | 'ConsistentRead' | 'ExclusiveStartKey'>) {
     let startKey: Record<string, unknown> | undefined;
     do {
-      const page = await guarded((abortSignal) =>
+      const page = await this.guarded((abortSignal) =>
         this.client.send(
           new QueryCommand({ ...input, TableName: this.tableName, ConsistentRead: true, ExclusiveStartKey: startKey }),
           { abortSignal },
@@ -443,7 +460,7 @@ export class DynamoSessionStore implements SessionStore {
   async deletePending(sessionId: string, gatewayIds: string[]): Promise<void> {
     const [only] = gatewayIds;
     if (only !== undefined && gatewayIds.length === 1) {
-      await guarded((abortSignal) =>
+      await this.guarded((abortSignal) =>
         this.client.send(
           new DeleteCommand({ TableName: this.tableName, Key: { pk: pk(sessionId), sk: pendingSk(only) } }),
           { abortSignal },
@@ -455,7 +472,7 @@ export class DynamoSessionStore implements SessionStore {
   }
 
   async getPending(sessionId: string, gatewayId: string, now = nowSeconds()): Promise<PendingRecord | undefined> {
-    const out = await guarded((abortSignal) =>
+    const out = await this.guarded((abortSignal) =>
       this.client.send(
         new GetCommand({
           TableName: this.tableName,
@@ -486,7 +503,7 @@ export class DynamoSessionStore implements SessionStore {
     streamId: string,
     now = nowSeconds(),
   ): Promise<WaitingCallRecord | undefined> {
-    const out = await guarded((abortSignal) =>
+    const out = await this.guarded((abortSignal) =>
       this.client.send(
         new GetCommand({
           TableName: this.tableName,
@@ -507,7 +524,7 @@ export class DynamoSessionStore implements SessionStore {
     expectedVersion: number | undefined,
   ): Promise<boolean> {
     try {
-      await guarded((abortSignal) =>
+      await this.guarded((abortSignal) =>
         this.client.send(
           new PutCommand({
             TableName: this.tableName,
@@ -532,7 +549,7 @@ export class DynamoSessionStore implements SessionStore {
   }
 
   async deleteWaitingCall(sessionId: string, streamId: string): Promise<void> {
-    await guarded((abortSignal) =>
+    await this.guarded((abortSignal) =>
       this.client.send(
         new DeleteCommand({ TableName: this.tableName, Key: { pk: pk(sessionId), sk: waitingCallSk(streamId) } }),
         { abortSignal },
@@ -561,7 +578,7 @@ export class DynamoSessionStore implements SessionStore {
   async putStreamEvent(sessionId: string, event: StreamEventRecord): Promise<void> {
     const item = { pk: pk(sessionId), sk: eventSk(event.streamId, event.seq), ...event };
     checkSize('the stream event', item);
-    await guarded((abortSignal) =>
+    await this.guarded((abortSignal) =>
       this.client.send(new PutCommand({ TableName: this.tableName, Item: item }), { abortSignal }),
     );
   }
@@ -570,7 +587,7 @@ export class DynamoSessionStore implements SessionStore {
     const item = { pk: pk(sessionId), sk: eventSk(end.streamId, end.seq), ...end };
     checkSize('the stream event', item);
     if (drop.length === 0) {
-      await guarded((abortSignal) =>
+      await this.guarded((abortSignal) =>
         this.client.send(new PutCommand({ TableName: this.tableName, Item: item }), { abortSignal }),
       );
       return;
@@ -618,7 +635,7 @@ export class DynamoSessionStore implements SessionStore {
     },
   ): Promise<boolean> {
     try {
-      await guarded((abortSignal) =>
+      await this.guarded((abortSignal) =>
         this.client.send(
           new UpdateCommand({
             TableName: this.tableName,
@@ -733,7 +750,7 @@ export class DynamoSessionStore implements SessionStore {
     options: { condition: string; bound: number; ttl: number },
   ): Promise<boolean> {
     try {
-      await guarded((abortSignal) =>
+      await this.guarded((abortSignal) =>
         this.client.send(
           new UpdateCommand({
             TableName: this.tableName,
@@ -767,7 +784,7 @@ export class DynamoSessionStore implements SessionStore {
       // Unprocessed items are retried a bounded number of times (throttling), then reported.
       for (let attempt = 0; requests.length > 0; attempt++) {
         if (attempt === 5) throw new StoreUnavailableError(new Error('unprocessed writes after 5 attempts'));
-        const result = await guarded((abortSignal) =>
+        const result = await this.guarded((abortSignal) =>
           this.client.send(new BatchWriteCommand({ RequestItems: { [this.tableName]: requests } }), { abortSignal }),
         );
         requests = (result.UnprocessedItems?.[this.tableName] ?? []) as typeof requests;

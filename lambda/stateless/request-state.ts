@@ -75,10 +75,12 @@ export class RequestStateSealer {
   constructor(
     private readonly box: SealedBox,
     private readonly ttlSeconds: number,
+    /** The clock expiry is read by, in ms (tests inject one to cross a window without waiting). */
+    private readonly clock: () => number = Date.now,
   ) {}
 
   /** `ttlSeconds`: a shorter lifetime than the configured one (the confirmation window), never a longer one. */
-  seal(binding: StateBinding, state: OpenedState, now = Date.now(), ttlSeconds = this.ttlSeconds): string {
+  seal(binding: StateBinding, state: OpenedState, now = this.clock(), ttlSeconds = this.ttlSeconds): string {
     const payload: Payload = {
       v: 1,
       k: state.kind,
@@ -103,7 +105,7 @@ export class RequestStateSealer {
   open(
     sealed: unknown,
     binding: StateBinding,
-    now = Date.now(),
+    now = this.clock(),
   ): { ok: true; state: OpenedState } | { ok: false; reason: StateRejection } {
     const payload = this.box.open(sealed) as Partial<Payload> | undefined;
     const kinds: unknown[] = ['relay', 'confirm', 'bridge'];

@@ -30,8 +30,12 @@ export interface ModernVerdict {
 const MODERN_ERROR_CODES = new Set([-32020, -32021, -32022]);
 
 export interface EraProbeOptions {
+  /** How long a verdict holds before it is learned again (default 10 min). */
   ttlMs?: number;
+  /** How long one `server/discover` probe may take (default 5 s). */
   timeoutMs?: number;
+  /** The clock verdicts are aged by, in ms (tests inject one to cross `ttlMs` without waiting). */
+  now?: () => number;
 }
 
 export class EraProbe {
@@ -40,6 +44,7 @@ export class EraProbe {
   private readonly probing = new Map<string, Promise<ModernVerdict>>();
   private readonly ttlMs: number;
   private readonly timeoutMs: number;
+  private readonly now: () => number;
   /** Probes sent (for tests and metrics). */
   probes = 0;
 
@@ -51,6 +56,7 @@ export class EraProbe {
   ) {
     this.ttlMs = options.ttlMs ?? 10 * 60_000;
     this.timeoutMs = options.timeoutMs ?? 5_000;
+    this.now = options.now ?? Date.now;
   }
 
   /** The era to speak to `target` for a caller of `callerEra`. */
@@ -59,7 +65,7 @@ export class EraProbe {
     if (configured === 'legacy' || configured === 'modern') return configured;
     if (callerEra === 'legacy') {
       const refusedAt = this.legacyRefused.get(target);
-      return refusedAt !== undefined && Date.now() - refusedAt < this.ttlMs ? 'modern' : 'legacy';
+      return refusedAt !== undefined && this.now() - refusedAt < this.ttlMs ? 'modern' : 'legacy';
     }
     return (await this.modernVerdict(target, signal)).serves ? 'modern' : 'legacy';
   }
@@ -69,7 +75,7 @@ export class EraProbe {
     const configured = this.config(target).era;
     if (configured === 'legacy') return { serves: false };
     const known = this.modern.get(target);
-    if (known && Date.now() - known.at < this.ttlMs) return known.verdict;
+    if (known && this.now() - known.at < this.ttlMs) return known.verdict;
     let probing = this.probing.get(target);
     if (!probing) {
       // Shared by every request that waits for it, so it follows none of their signals (only its own
@@ -85,7 +91,7 @@ export class EraProbe {
 
   /** The target refused the legacy handshake: legacy callers bridge to the modern era for a while. */
   noteLegacyUnsupported(target: string): void {
-    this.legacyRefused.set(target, Date.now());
+    this.legacyRefused.set(target, this.now());
     this.logger.info('target era detected', { target, era: 'modern', legacy: false });
   }
 
@@ -120,7 +126,7 @@ export class EraProbe {
       if (error instanceof DependencyFailedError && /unreachable/.test(error.message)) throw error;
       verdict = { serves: false };
     }
-    this.modern.set(target, { verdict, at: Date.now() });
+    this.modern.set(target, { verdict, at: this.now() });
     this.logger.info('target era detected', { target, era: verdict.serves ? 'modern' : 'legacy' });
     return verdict;
   }

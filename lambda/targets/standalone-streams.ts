@@ -90,8 +90,12 @@ const OWN_CLOSE_RETRY_MS = 15;
 export interface StandaloneStreamsOptions {
   /** How long to wait for the GET's response headers before sending the call anyway. */
   openTimeoutMs?: number;
+  /** Wait before opening again after a 409 (another instance holds the stream), a 5xx, or an unreachable target. */
   retryMs?: number;
+  /** How long a 405 (no GET stream) is remembered per target. */
   unsupportedTtlMs?: number;
+  /** The clock remembered refusals and closes are aged by, in ms (tests inject one to cross `unsupportedTtlMs`). */
+  now?: () => number;
 }
 
 export class StandaloneStreams {
@@ -102,6 +106,7 @@ export class StandaloneStreams {
   private readonly openTimeoutMs: number;
   private readonly retryMs: number;
   private readonly unsupportedTtlMs: number;
+  private readonly now: () => number;
   /** GET requests sent (for tests and metrics). */
   opened = 0;
 
@@ -114,6 +119,7 @@ export class StandaloneStreams {
     // between that instance letting go and this one taking over is dropped by a target without an event store.
     this.retryMs = options.retryMs ?? 250;
     this.unsupportedTtlMs = options.unsupportedTtlMs ?? 10 * 60_000;
+    this.now = options.now ?? Date.now;
   }
 
   /**
@@ -130,7 +136,7 @@ export class StandaloneStreams {
     const target = client.name;
     const sessionId = session.targetSessionId;
     const refusedAt = this.unsupported.get(target);
-    if (!sessionId || (refusedAt !== undefined && Date.now() - refusedAt < this.unsupportedTtlMs)) {
+    if (!sessionId || (refusedAt !== undefined && this.now() - refusedAt < this.unsupportedTtlMs)) {
       return async () => undefined;
     }
     const { key, connection: current } = this.connectionFor(client, session, sessionId);
@@ -156,7 +162,7 @@ export class StandaloneStreams {
   ): Promise<SessionStreamHandle> {
     const sessionId = session.targetSessionId;
     const refusedAt = this.unsupported.get(client.name);
-    if (!sessionId || (refusedAt !== undefined && Date.now() - refusedAt < this.unsupportedTtlMs)) {
+    if (!sessionId || (refusedAt !== undefined && this.now() - refusedAt < this.unsupportedTtlMs)) {
       return { lastEventId: () => options.lastEventId, close: () => undefined };
     }
     const { key, connection } = this.connectionFor(client, session, sessionId);
@@ -188,7 +194,7 @@ export class StandaloneStreams {
     return { key, connection };
   }
 
-  /** Waits while the stream is still delivering: a few event-loop turns, longer (bounded) while data flows. */
+  /** Waits while the stream is still delivering: a few event-loop turns, longer (bounded, real time) while data flows. */
   private async drain(connection: Connection): Promise<void> {
     if (!connection.abort) return;
     const until = Date.now() + DRAIN_MAX_MS;
@@ -215,7 +221,7 @@ export class StandaloneStreams {
   }
 
   private noteClosed(key: string): void {
-    const now = Date.now();
+    const now = this.now();
     if (this.closedAt.size > 1000) {
       for (const [k, at] of this.closedAt) if (now - at > OWN_CLOSE_WINDOW_MS) this.closedAt.delete(k);
     }
@@ -261,7 +267,7 @@ export class StandaloneStreams {
       return;
     }
     const type = res.headers.get('content-type') ?? '';
-    if (res.status === 409 && Date.now() - (this.closedAt.get(key) ?? 0) < OWN_CLOSE_WINDOW_MS) {
+    if (res.status === 409 && this.now() - (this.closedAt.get(key) ?? 0) < OWN_CLOSE_WINDOW_MS) {
       res.discard();
       return this.retryOwnClose(key, connection, abort);
     }
@@ -279,7 +285,7 @@ export class StandaloneStreams {
     }
     res.discard();
     if (res.status === 405) {
-      this.unsupported.set(connection.target, Date.now());
+      this.unsupported.set(connection.target, this.now());
       this.logger.debug('target has no standalone stream', { target: connection.target });
       return;
     }

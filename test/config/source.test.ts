@@ -224,12 +224,11 @@ describe('appConfigDataReader (real SDK client)', () => {
     expect(error.message).toContain('has no deployed configuration');
   });
 
-  test('an unreachable endpoint fails within the short timeouts, naming the source', async () => {
+  test('an unreachable endpoint fails (the test timeout catches a hang), naming the source', async () => {
     const closed = createServer();
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const port = (closed.address() as AddressInfo).port;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
-    const started = Date.now();
     const error = await failure(
       loadConfig(
         { [APPCONFIG_ENV]: 'a/b/c' },
@@ -237,6 +236,5 @@ describe('appConfigDataReader (real SDK client)', () => {
       ),
     );
     expect(error.message).toMatch(/^could not read the configuration from AppConfig a\/b\/c: /);
-    expect(Date.now() - started).toBeLessThan(20_000);
   });
 });

@@ -13,7 +13,10 @@ import { withGateway } from '../support/with-gateway';
  * it), the v1 SDK asking server, the local server.
  */
 
-const STALL_MS = 8000;
+/** The store gives up on an operation after this (config storeOperationTimeoutMs; 5 s by default). */
+const STORE_OPERATION_TIMEOUT_MS = 1000;
+/** Longer than two operation bounds: the result's write is abandoned at least once while DynamoDB is stopped. */
+const STALL_MS = 2500;
 
 let dynamo: DynamoProcess;
 let target: AskingServer;
@@ -27,6 +30,7 @@ beforeAll(async () => {
       targets: [{ name: 'ask', url: target.url, era: 'legacy' }],
       logLevel: 'SILENT',
       pendingRequestTimeoutSeconds: 5,
+      storeOperationTimeoutMs: STORE_OPERATION_TIMEOUT_MS,
     },
     dynamo.endpoint,
   );

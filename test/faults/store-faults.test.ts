@@ -10,15 +10,15 @@ import { initSession, type Json, post, readMessage, sseEvents } from '../support
 import { withGateway } from '../support/with-gateway';
 
 /**
- * Every failure is told where DynamoDB is the fault: a DynamoDB that stops
- * answering (dynalite paused with SIGSTOP, 20 s) gives 503 + Retry-After within the documented bound,
- * never a hang; a failed claim is 503 and the answer can be sent again; what does not fit DynamoDB's
- * 400 KB item gets a non-retryable 413 naming the limit, never a 5xx — and what need not be stored
- * (a relayed answer) is not limited by it.
+ * Every failure is told where DynamoDB is the fault: a DynamoDB that stops answering (dynalite
+ * paused with SIGSTOP) gives 503 + Retry-After once the store's operation bound has passed, never a
+ * hang; a failed claim is 503 and the answer can be sent again; what does not fit DynamoDB's 400 KB
+ * item gets a non-retryable 413 naming the limit, never a 5xx — and what need not be stored (a
+ * relayed answer) is not limited by it.
  */
 const ALL = { elicitation: { form: {} } };
-/** The documented bound (lambda/README.md): 5 s per DynamoDB operation, plus the gateway's own work. */
-const STORE_BOUND_MS = 7000;
+/** Short, so the paused-DynamoDB test does not wait 5 s (the default) per request. */
+const STORE_OPERATION_TIMEOUT_MS = 1000;
 const kinds: GatewayKind[] = ['local server', 'lambda runtime'];
 
 const echo = (id: string | number) => ({
@@ -37,7 +37,11 @@ describe.each(kinds)('a paused DynamoDB, %s', (kind) => {
     demo = await startDemoTarget();
     gateway = await startGateway(
       kind,
-      { targets: [{ name: 'demo', url: demo.url }], logLevel: 'SILENT' },
+      {
+        targets: [{ name: 'demo', url: demo.url }],
+        logLevel: 'SILENT',
+        storeOperationTimeoutMs: STORE_OPERATION_TIMEOUT_MS,
+      },
       dynamo.endpoint,
     );
   }, 90_000);
@@ -47,15 +51,14 @@ describe.each(kinds)('a paused DynamoDB, %s', (kind) => {
     await dynamo?.close();
   });
 
-  it('answers 503 + Retry-After within the bound while DynamoDB is stopped for 20 s, then serves again', async () => {
+  it('answers 503 + Retry-After to every request while DynamoDB is stopped (never a hang), then serves again', async () => {
     const { headers } = await initSession(gateway.url);
     expect((await readMessage(await post(gateway.url, headers, echo('before')))).result).toBeDefined();
     dynamo.pause();
-    const pausedAt = Date.now();
-    const latencies: number[] = [];
+    const statuses: number[] = [];
     try {
-      for (let i = 0; Date.now() - pausedAt < 20_000; i++) {
-        const started = Date.now();
+      // A session's call and a new session's initialize, twice: each waits out the operation bound and is told so.
+      for (let i = 0; i < 4; i++) {
         const res =
           i % 2 === 0
             ? await post(gateway.url, headers, echo(i))
@@ -69,21 +72,18 @@ describe.each(kinds)('a paused DynamoDB, %s', (kind) => {
                   params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } },
                 },
               );
-        latencies.push(Date.now() - started);
-        expect(res.status).toBe(503);
+        statuses.push(res.status);
         expect(res.headers.get('retry-after')).toBe('1');
         expect(await res.json()).toMatchObject({ id: i, error: { code: -32603, data: { retryable: true } } });
       }
     } finally {
       dynamo.resume();
     }
-    if (process.env.FAULT_FIGURES) console.log(`${kind}: paused-DynamoDB latencies ${latencies.join(', ')} ms`);
-    expect(latencies.length).toBeGreaterThanOrEqual(3);
-    expect(Math.max(...latencies)).toBeLessThan(STORE_BOUND_MS);
+    expect(statuses).toEqual([503, 503, 503, 503]);
     // Back: the next request is served (the SDK's pooled connection may need one more attempt).
     const after = await readMessage(await post(gateway.url, headers, echo('after')));
     expect(after.result.content[0].text).toBe('echo: after');
-  }, 60_000);
+  });
 });
 
 /** A DynamoDB endpoint in front of dynalite that drops the connection of the listed operations while `failing`. */

@@ -231,7 +231,7 @@ describe('a relayed call', () => {
 describe('the end of a call', () => {
   it("ends a call that would outlive the exchange's deadline with a retryable -32001 and cancels it at the target", async () => {
     const { headers } = await gateway.initSession();
-    const started = Date.now();
+    // The tool would take 20 s: the error (not its result) is the deadline's.
     const call = await callAndAnswerIn(
       gateway,
       headers,
@@ -240,7 +240,6 @@ describe('the end of a call', () => {
       { exchange: { deadlineMs: 300 } },
     );
     expect(call.response.error).toMatchObject({ code: -32001, data: { retryable: true } });
-    expect(Date.now() - started).toBeLessThan(5000);
     await eventually(() => expect(demo.stats().cancelledRequestIds).toContain('c.s.deadline'));
   });
 

@@ -446,7 +446,7 @@ describe.each(kinds)('relay through the %s', (kind) => {
       const short = await gw.start({}, { timeoutMs: kind === 'local server' ? 1500 : 2500 });
       try {
         const { headers } = await initSession(short.url, { capabilities: ALL });
-        const started = Date.now();
+        // The tool would take 20 s: the error (not its result) is the deadline's.
         const call = await callAndAnswer(
           short.url,
           headers,
@@ -454,8 +454,6 @@ describe.each(kinds)('relay through the %s', (kind) => {
           () => accept,
         );
         expect(call.response.error).toMatchObject({ code: -32001, data: { retryable: true } });
-        // Far before the tool's 20 s: the deadline ended it (cold starts and load move the exact time).
-        expect(Date.now() - started).toBeLessThan(10_000);
         await eventually(() => expect(demo.stats().cancelledRequestIds).toContain('c.s.deadline'));
       } finally {
         await short.close();

@@ -206,7 +206,6 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
 
   it('a session without elicitation (or without URL mode) gets the clear error, nothing is sent to it', async () => {
     const { headers } = await initSession(url, { capabilities: {} });
-    const started = Date.now();
     const none = await callAndAnswer(
       url,
       headers,
@@ -215,7 +214,6 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
         throw new Error('nothing may be asked');
       },
     );
-    expect(Date.now() - started).toBeLessThan(5000);
     expect(none.messages).toHaveLength(1);
     expect(none.response.error).toMatchObject({
       code: -32603,

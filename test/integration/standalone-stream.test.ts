@@ -99,12 +99,11 @@ describe.each(kinds)('a target that asks on its standalone GET stream, through t
         }),
       });
       expect(cancel.status).toBe(202);
-      const started = Date.now();
       const messages: Json[] = [];
+      // The tool waits 60 s: a stream that ends within the test's timeout ended because of the cancellation.
       for await (const event of sseEvents(res)) if (event.message) messages.push(event.message);
       // The stream ended (the holder found the marker) with no response and no DependencyFailedException.
       expect(messages).toEqual([]);
-      expect(Date.now() - started).toBeLessThan(10_000);
       await eventually(() => expect(target.stats.cancelled).toContain('c.n.77'));
     }, 20_000);
   });

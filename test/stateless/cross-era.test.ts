@@ -68,8 +68,7 @@ describe('2026-07-28 client → 2025-only target (DynamoDB unreachable)', () => 
     });
   });
 
-  test('a target elicitation becomes a bridged input round, which needs DynamoDB: without it a clear 503, the call is cancelled at the target, no hang', async () => {
-    const started = Date.now();
+  test('a target elicitation becomes a bridged input round, which needs DynamoDB: without it a clear 503, the call is cancelled at the target, no hang (the test timeout catches one)', async () => {
     const cancelledBefore = legacyTarget.stats().cancelledRequestIds.length;
     const res = await modernCall(
       url,
@@ -77,7 +76,6 @@ describe('2026-07-28 client → 2025-only target (DynamoDB unreachable)', () => 
       { name: 'old___use_aws', arguments: { command: 'aws s3 ls' } },
       'e1',
     );
-    expect(Date.now() - started).toBeLessThan(5000);
     expect(res.status).toBe(503);
     expect(res.headers.get('retry-after')).toBe('1');
     expect(res.body.error.code).toBe(-32603);
@@ -208,7 +206,6 @@ describe('2025 session → 2026-only target', () => {
 
   test('a tool that needs input the session did not declare: a clear error, no hang', async () => {
     const { headers } = await initSession(url, { capabilities: {} });
-    const started = Date.now();
     const message = await readMessage(
       await post2025(url, headers, {
         jsonrpc: '2.0',
@@ -217,7 +214,6 @@ describe('2025 session → 2026-only target', () => {
         params: { name: 'new___use_aws', arguments: { command: 'x' } },
       }),
     );
-    expect(Date.now() - started).toBeLessThan(5000);
     expect(message.error.code).toBe(-32603);
     expect(message.error.data.type).toBe('CrossEraInputUnsupported');
   });

@@ -1,6 +1,5 @@
 import { type LocalGatewayOptions, startLocalGateway } from '../../dev/local-gateway';
 import type { GatewayConfigInput } from '../../lambda/config/schema';
-import type { GatewayLogger } from '../../lambda/observability/logger';
 import { type CountedDynamo, startCountedDynamo } from './dynamo';
 import { type GatewayKind, type GatewayUnderTest, startGateway } from './gateways';
 
@@ -58,7 +57,7 @@ export interface GatewayStartOptions {
    * What only the local server takes: it is built in this process from options, while the Lambda kinds
    * read their configuration from the environment as in AWS (and log at `config.logLevel`).
    */
-  localServer?: { logger?: GatewayLogger; auth?: LocalGatewayOptions['auth'] };
+  localServer?: Pick<LocalGatewayOptions, 'logger' | 'auth' | 'requestStateClock'>;
 }
 
 export interface WithGatewayOptions<T extends TargetSpecs> extends GatewayStartOptions {

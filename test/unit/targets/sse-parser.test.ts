@@ -1,4 +1,4 @@
-import { BoundedSseParser, type SseMessage, TooLargeError } from '../../lambda/targets/sse-parser';
+import { BoundedSseParser, type SseMessage, TooLargeError } from '../../../lambda/targets/sse-parser';
 
 /** The gateway's own SSE parser: the event-stream rules, however the stream is cut into chunks, and a bound. */
 function parse(chunks: string[], max?: number): { events: SseMessage[]; comments: number } {

@@ -1,4 +1,4 @@
-import { CatalogCache } from '../../lambda/catalog/cache';
+import { CatalogCache } from '../../../lambda/catalog/cache';
 
 describe("the catalog's routing cache", () => {
   it("forgets only the kinds a target's list_changed names, for that target only", () => {

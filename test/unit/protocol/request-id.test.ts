@@ -1,7 +1,7 @@
-import { parseClientMessage } from '../../lambda/protocol/jsonrpc';
-import { rawValueAt, stringifyMessage } from '../../lambda/protocol/request-id';
-import { upstreamRequestId } from '../../lambda/relay/ids';
-import type { Json } from '../support/mcp-http';
+import { parseClientMessage } from '../../../lambda/protocol/jsonrpc';
+import { rawValueAt, stringifyMessage } from '../../../lambda/protocol/request-id';
+import { upstreamRequestId } from '../../../lambda/relay/ids';
+import type { Json } from '../../support/mcp-http';
 
 /** The id's JSON text, found without parsing the params and written back exactly. */
 describe('request ids kept exactly', () => {

@@ -7,7 +7,7 @@ import {
   recordExpiredInput,
   recordRelayedInput,
   recordTargetLatency,
-} from '../../lambda/observability/metrics';
+} from '../../../lambda/observability/metrics';
 
 /** EMF lines written to stdout while `fn` runs. */
 function emitted(fn: () => void): Array<Record<string, any>> {

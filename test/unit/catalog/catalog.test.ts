@@ -1,0 +1,244 @@
+import { CatalogCache } from '../../../lambda/catalog/cache';
+import { Catalog, type CatalogScope } from '../../../lambda/catalog/catalog';
+import { DEFAULT_TARGET_LIMITS, type TargetConfig } from '../../../lambda/config/schema';
+import { createLogger } from '../../../lambda/observability/logger';
+import { DependencyFailedError, GatewayError } from '../../../lambda/protocol/errors';
+import { LIST_METHODS, type ListingKind } from '../../../lambda/protocol/methods';
+import type { Era } from '../../../lambda/protocol/versions';
+import type { Targets } from '../../../lambda/targets/targets';
+import type { Caller, Upstream } from '../../../lambda/targets/upstream';
+
+/**
+ * What a called name or URI resolves to (catalog/catalog.ts), against fake targets whose listings a
+ * test sets and whose list requests it counts: prefixed and bare names, the per-instance routing
+ * cache (aged by an injected clock) and its refresh on a miss, tool filters, resources before
+ * templates, each era's not-found error, and a target that cannot be listed.
+ */
+
+type Listings = Partial<Record<ListingKind, unknown[]>>;
+
+interface FakeTargets {
+  catalog: Catalog;
+  /** What each target lists now (tests change it to model a target that changed). */
+  listings: Record<string, Listings>;
+  /** Targets that fail to be listed. */
+  failing: Set<string>;
+  /** List requests per target. */
+  listed: Record<string, number>;
+  advance(ms: number): void;
+}
+
+const CACHE_AGE_MS = 60_000;
+const tool = (name: string) => ({ name, inputSchema: { type: 'object' as const } });
+
+function fakeTargets(
+  listings: Record<string, Listings>,
+  options: { configs?: Partial<TargetConfig>[]; prefix?: 'always' | 'conditional' | 'never' } = {},
+): FakeTargets {
+  let now = 1_000_000;
+  const names = Object.keys(listings);
+  const configs = names.map(
+    (name) =>
+      ({ name, url: `http://127.0.0.1:9/${name}`, ...options.configs?.find((c) => c.name === name) }) as TargetConfig,
+  );
+  const state: Omit<FakeTargets, 'catalog'> = {
+    listings,
+    failing: new Set(),
+    listed: Object.fromEntries(names.map((n) => [n, 0])),
+    advance: (ms) => {
+      now += ms;
+    },
+  };
+  const upstream = (target: string): Upstream =>
+    ({
+      target,
+      era: 'legacy' as Era,
+      call: async (request: { method: string }) => {
+        state.listed[target] = (state.listed[target] ?? 0) + 1;
+        if (state.failing.has(target)) throw new DependencyFailedError(target, 'unreachable');
+        const kind = (Object.keys(LIST_METHODS) as ListingKind[]).find(
+          (k) => LIST_METHODS[k].method === request.method,
+        );
+        if (!kind) throw new Error(`unexpected ${request.method}`);
+        return { jsonrpc: '2.0', id: 1, result: { [LIST_METHODS[kind].field]: state.listings[target]?.[kind] ?? [] } };
+      },
+    }) as unknown as Upstream; // only target, era and call are used by the catalog
+  const targets = {
+    configs,
+    names,
+    has: (name: string) => names.includes(name),
+    limits: () => DEFAULT_TARGET_LIMITS,
+    open: async (name: string) => upstream(name),
+  } as unknown as Targets; // the part of Targets the catalog uses
+  const catalog = new Catalog(
+    targets,
+    { toolNamePrefix: options.prefix ?? 'always' },
+    createLogger('SILENT'),
+    new CatalogCache(CACHE_AGE_MS, () => now),
+  );
+  return { ...state, catalog };
+}
+
+function scope(era: Era = 'legacy'): CatalogScope {
+  return { caller: { era } as Caller, signal: new AbortController().signal };
+}
+
+/** The GatewayError a promise rejects with. */
+async function refusal(promise: Promise<unknown>): Promise<GatewayError> {
+  const error = await promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  if (!(error instanceof GatewayError)) throw new Error(`expected a GatewayError, got ${String(error)}`);
+  return error;
+}
+
+describe('resolving a tool name', () => {
+  it("a prefixed name goes to its target under the target's own name, listing only that target", async () => {
+    const f = fakeTargets({ notes: { tools: [tool('add')] }, mail: { tools: [tool('send')] } });
+    expect(await f.catalog.resolveNamed('notes___add', 'tool', scope())).toEqual({ target: 'notes', name: 'add' });
+    expect(f.listed).toEqual({ notes: 1, mail: 0 });
+  });
+
+  it('routes from the cache within its age, and lists again after it', async () => {
+    const f = fakeTargets({ notes: { tools: [tool('add')] } });
+    await f.catalog.resolveNamed('notes___add', 'tool', scope());
+    f.advance(CACHE_AGE_MS);
+    await f.catalog.resolveNamed('notes___add', 'tool', scope());
+    expect(f.listed.notes).toBe(1);
+    f.advance(1);
+    await f.catalog.resolveNamed('notes___add', 'tool', scope());
+    expect(f.listed.notes).toBe(2);
+  });
+
+  it('a name the cached listing lacks is looked up once more, live (the target added a tool)', async () => {
+    const f = fakeTargets({ notes: { tools: [tool('add')] } });
+    await f.catalog.resolveNamed('notes___add', 'tool', scope());
+    f.listings.notes = { tools: [tool('add'), tool('remove')] };
+    expect(await f.catalog.resolveNamed('notes___remove', 'tool', scope())).toEqual({
+      target: 'notes',
+      name: 'remove',
+    });
+    expect(f.listed.notes).toBe(2);
+  });
+
+  it("a target's list_changed drops its cached listing: the next call lists it again", async () => {
+    const f = fakeTargets({ notes: { tools: [tool('add')] } });
+    await f.catalog.resolveNamed('add', 'tool', scope());
+    f.catalog.listingChanged('notes', ['tools']);
+    await f.catalog.resolveNamed('add', 'tool', scope());
+    expect(f.listed.notes).toBe(2);
+  });
+
+  it('a bare name resolves when exactly one target offers it', async () => {
+    const f = fakeTargets({ notes: { tools: [tool('add')] }, mail: { tools: [tool('send')] } });
+    expect(await f.catalog.resolveNamed('send', 'tool', scope())).toEqual({ target: 'mail', name: 'send' });
+  });
+
+  it('a bare name two targets offer is InvalidParams naming both prefixed names', async () => {
+    const f = fakeTargets({ a: { tools: [tool('search')] }, b: { tools: [tool('search')] } });
+    const error = await refusal(f.catalog.resolveNamed('search', 'tool', scope()));
+    expect(error.kind).toBe('InvalidParams');
+    expect(error.data).toMatchObject({ candidates: ['a___search', 'b___search'] });
+  });
+
+  it('an unknown name is InvalidParams with close candidates', async () => {
+    const f = fakeTargets({ notes: { tools: [tool('add_note')] } });
+    const error = await refusal(f.catalog.resolveNamed('note', 'tool', scope()));
+    expect(error.kind).toBe('InvalidParams');
+    expect(error.message).toMatch(/Unknown tool "note"/);
+    expect(error.data).toMatchObject({ candidates: ['notes___add_note'] });
+  });
+
+  it('a prefixed name of a target that cannot be listed is routed anyway (the client learns which target failed)', async () => {
+    const f = fakeTargets({ notes: { tools: [tool('add')] }, mail: { tools: [] } });
+    f.failing.add('notes');
+    expect(await f.catalog.resolveNamed('notes___add', 'tool', scope())).toEqual({ target: 'notes', name: 'add' });
+    expect(f.catalog.lastFailure('notes')?.message).toMatch(/unreachable/);
+  });
+
+  it('a filtered tool is unknown however it is named, and never routed', async () => {
+    const f = fakeTargets(
+      { notes: { tools: [tool('read'), tool('delete')] } },
+      { configs: [{ name: 'notes', tools: { exclude: ['delete'] } }] },
+    );
+    expect((await refusal(f.catalog.resolveNamed('notes___delete', 'tool', scope()))).kind).toBe('InvalidParams');
+    expect((await refusal(f.catalog.resolveNamed('delete', 'tool', scope()))).kind).toBe('InvalidParams');
+    expect(await f.catalog.resolveNamed('read', 'tool', scope())).toEqual({ target: 'notes', name: 'read' });
+    // Not even when the target cannot be listed (where a prefixed name is otherwise routed unconfirmed).
+    f.failing.add('notes');
+    f.advance(CACHE_AGE_MS + 1);
+    expect((await refusal(f.catalog.resolveNamed('notes___delete', 'tool', scope()))).kind).toBe('InvalidParams');
+  });
+
+  it('a name that is not a non-empty string is InvalidParams without listing anything', async () => {
+    const f = fakeTargets({ notes: { tools: [tool('add')] } });
+    expect((await refusal(f.catalog.resolveNamed(42, 'tool', scope()))).kind).toBe('InvalidParams');
+    expect((await refusal(f.catalog.resolveNamed('', 'prompt', scope()))).kind).toBe('InvalidParams');
+    expect(f.listed.notes).toBe(0);
+  });
+});
+
+describe('resolving a resource URI', () => {
+  const listings = (): Record<string, Listings> => ({
+    files: {
+      resources: [{ uri: 'file:///a.txt', name: 'a' }],
+      resourceTemplates: [{ uriTemplate: 'db://{table}/{id}', name: 'row' }],
+    },
+    db: {
+      resources: [{ uri: 'db://users/1', name: 'exact' }],
+      resourceTemplates: [{ uriTemplate: 'file:///{path}', name: 'any file' }],
+    },
+  });
+
+  it('an exact listed resource wins over a matching template of another target', async () => {
+    const f = fakeTargets(listings());
+    expect(await f.catalog.resolveResource('db://users/1', scope())).toBe('db');
+    expect(await f.catalog.resolveResource('file:///a.txt', scope())).toBe('files');
+  });
+
+  it('otherwise the target whose template matches', async () => {
+    const f = fakeTargets(listings());
+    expect(await f.catalog.resolveResource('db://orders/7', scope())).toBe('files');
+    expect(await f.catalog.resolveResource('file:///b.txt', scope())).toBe('db');
+  });
+
+  it("a URI nobody offers is not found in each era's own code: -32002 for 2025, invalid params for 2026-07-28", async () => {
+    const f = fakeTargets(listings());
+    expect((await refusal(f.catalog.resolveResource('https://x/y', scope('legacy')))).kind).toBe('ResourceNotFound');
+    expect((await refusal(f.catalog.resolveResource('https://x/y', scope('modern')))).kind).toBe('InvalidParams');
+  });
+
+  it('with one target, any URI goes to it (it answers for itself)', async () => {
+    const f = fakeTargets({ only: { resources: [] } });
+    expect(await f.catalog.resolveResource('https://x/y', scope())).toBe('only');
+  });
+
+  it('a template named exactly (completion/complete) goes to the target that owns it', async () => {
+    const f = fakeTargets(listings());
+    expect(await f.catalog.resolveTemplate('file:///{path}', scope())).toBe('db');
+  });
+});
+
+describe('the aggregated list', () => {
+  it('prefixes names; with prefixes off a name two targets share is withheld, the rest stay bare', async () => {
+    const both = { a: { tools: [tool('search'), tool('a_only')] }, b: { tools: [tool('search')] } };
+    const prefixed = await fakeTargets(both).catalog.aggregate('tools', scope());
+    expect((prefixed.items as Array<{ name: string }>).map((t) => t.name)).toEqual([
+      'a___search',
+      'a___a_only',
+      'b___search',
+    ]);
+    const bare = await fakeTargets(both, { prefix: 'never' }).catalog.aggregate('tools', scope());
+    expect((bare.items as Array<{ name: string }>).map((t) => t.name)).toEqual(['a_only']);
+  });
+
+  it('leaves out a target that fails and keeps the others', async () => {
+    const f = fakeTargets({ a: { tools: [tool('x')] }, b: { tools: [tool('y')] } });
+    f.failing.add('a');
+    const { items } = await f.catalog.aggregate('tools', scope());
+    expect((items as Array<{ name: string }>).map((t) => t.name)).toEqual(['b___y']);
+    expect(f.catalog.lastFailure('a')).toBeDefined();
+    expect(f.catalog.lastFailure('b')).toBeUndefined();
+  });
+});

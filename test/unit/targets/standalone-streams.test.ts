@@ -1,0 +1,274 @@
+import type { ServerResponse } from 'node:http';
+import { createLogger } from '../../../lambda/observability/logger';
+import type { JSONRPCNotification, JSONRPCRequest } from '../../../lambda/protocol/types';
+import { TargetEndpoint } from '../../../lambda/targets/endpoint';
+import { LegacyTargetClient } from '../../../lambda/targets/legacy-client';
+import {
+  type SessionStreamListener,
+  StandaloneStreams,
+  type StandaloneStreamsOptions,
+} from '../../../lambda/targets/standalone-streams';
+import { eventually } from '../../support/mcp-http';
+import { openSse, type ScriptedTarget, type Step, scriptedTarget, sse } from '../../support/scripted-target';
+
+/**
+ * The GET streams of legacy target sessions on one instance (targets/standalone-streams.ts), against a
+ * scripted loopback target: one connection shared by a session's calls and closed with the last,
+ * where what the target sends on it goes, and how 405, 409, 404, a refused event id and an ended
+ * stream are handled. The 405 memory is aged by an injected clock; retry waits are injected (short).
+ */
+
+const SESSION = { targetSessionId: 'ts-1', protocolVersion: '2025-11-25' };
+const RETRY_MS = 20;
+const UNSUPPORTED_TTL_MS = 60_000;
+
+const targets: ScriptedTarget[] = [];
+afterAll(async () => {
+  for (const target of targets) await target.close();
+});
+
+/** A scripted target whose open GET responses are kept, to write events on them later. */
+async function start(steps: Step[]) {
+  const target = await scriptedTarget(steps);
+  targets.push(target);
+  return target;
+}
+
+function setUp(url: string, options: StandaloneStreamsOptions = {}) {
+  let now = 1_000_000;
+  const streams = new StandaloneStreams(createLogger('SILENT'), {
+    retryMs: RETRY_MS,
+    openTimeoutMs: 2000,
+    unsupportedTtlMs: UNSUPPORTED_TTL_MS,
+    now: () => now,
+    ...options,
+  });
+  const endpoint = new TargetEndpoint({ name: 't', url } as ConstructorParameters<typeof TargetEndpoint>[0]);
+  const client = new LegacyTargetClient(endpoint, { name: 'gw', version: '1' });
+  return {
+    streams,
+    client,
+    advance: (ms: number) => {
+      now += ms;
+    },
+  };
+}
+
+const event = (message: object, id?: string) => `${id ? `id: ${id}\n` : ''}data: ${JSON.stringify(message)}\n\n`;
+const elicit = (id: string): JSONRPCRequest => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'elicitation/create',
+  params: { mode: 'form', message: 'ok?', requestedSchema: { type: 'object', properties: {} } },
+});
+const progress = (token: string): JSONRPCNotification => ({
+  jsonrpc: '2.0',
+  method: 'notifications/progress',
+  params: { progressToken: token, progress: 1 },
+});
+const log: JSONRPCNotification = {
+  jsonrpc: '2.0',
+  method: 'notifications/message',
+  params: { level: 'info', data: 'hi' },
+};
+
+/** A listener that records what reached it. */
+function recorder(progressToken?: string) {
+  const got: string[] = [];
+  return {
+    got,
+    listener: {
+      progressToken,
+      onServerRequest: (r: JSONRPCRequest) => got.push(`request ${String(r.id)}`),
+      onNotification: (n: JSONRPCNotification) => got.push(n.method),
+    },
+  };
+}
+
+describe('one GET per target session, shared by its calls', () => {
+  it('opens one GET for two calls of a session, and closes it when the last call detaches', async () => {
+    let closed = 0;
+    const target = await start([
+      (_req, res) => {
+        res.once('close', () => closed++);
+        openSse(res);
+      },
+    ]);
+    const { streams, client } = setUp(target.url);
+    const first = await streams.attach(client, SESSION, recorder().listener);
+    const second = await streams.attach(client, SESSION, recorder().listener);
+    expect(streams.opened).toBe(1);
+    expect(target.seen.map((s) => [s.method, s.sessionId])).toEqual([['GET', 'ts-1']]);
+    await first();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(closed).toBe(0);
+    await second();
+    await eventually(() => expect(closed).toBe(1));
+  });
+
+  it('opens nothing for a session the target gave no id (a stateless target)', async () => {
+    const target = await start([(_req, res) => openSse(res)]);
+    const { streams, client } = setUp(target.url);
+    const detach = await streams.attach(client, { protocolVersion: '2025-11-25' }, recorder().listener);
+    await detach();
+    expect(streams.opened).toBe(0);
+    expect(target.seen).toEqual([]);
+  });
+});
+
+describe('where what the target sends on the stream goes', () => {
+  it('a request to the call that attached first; progress to the call whose token it names; other notifications to the first', async () => {
+    let stream: ServerResponse | undefined;
+    const target = await start([
+      (_req, res) => {
+        stream = res;
+        openSse(res);
+      },
+    ]);
+    const { streams, client } = setUp(target.url);
+    const a = recorder('pa');
+    const b = recorder('pb');
+    const detachA = await streams.attach(client, SESSION, a.listener);
+    const detachB = await streams.attach(client, SESSION, b.listener);
+    stream?.write(event(elicit('e1')) + event(progress('pb')) + event(log) + event(progress('nobody')));
+    await eventually(() => expect(a.got).toEqual(['request e1', 'notifications/message']));
+    expect(b.got).toEqual(['notifications/progress']);
+    await detachB();
+    await detachA();
+  });
+
+  it("the session's client GET stream, while it listens, takes requests and every notification but progress", async () => {
+    let stream: ServerResponse | undefined;
+    const target = await start([
+      (_req, res) => {
+        stream = res;
+        openSse(res);
+      },
+    ]);
+    const { streams, client } = setUp(target.url);
+    const call = recorder('pc');
+    const owned: string[] = [];
+    const owner: SessionStreamListener = {
+      onServerRequest: (r) => owned.push(`request ${String(r.id)}`),
+      onNotification: (n) => owned.push(n.method),
+      onGone: () => owned.push('gone'),
+    };
+    const handle = await streams.listen(client, SESSION, owner);
+    const detach = await streams.attach(client, SESSION, call.listener);
+    stream?.write(event(elicit('e2'), 'g7') + event(log) + event(progress('pc')));
+    await eventually(() => expect(owned).toEqual(['request e2', 'notifications/message']));
+    expect(call.got).toEqual(['notifications/progress']);
+    expect(handle.lastEventId()).toBe('g7');
+    await detach();
+    handle.close();
+    expect(streams.opened).toBe(1);
+  });
+
+  it('a 404 (the target forgot the session) tells the client GET stream, and is not reopened', async () => {
+    const target = await start([(_req, res) => res.writeHead(404).end()]);
+    const { streams, client } = setUp(target.url);
+    const owned: string[] = [];
+    const handle = await streams.listen(client, SESSION, {
+      onServerRequest: () => undefined,
+      onNotification: () => undefined,
+      onGone: () => owned.push('gone'),
+    });
+    expect(owned).toEqual(['gone']);
+    await new Promise((resolve) => setTimeout(resolve, RETRY_MS * 3));
+    expect(target.seen).toHaveLength(1);
+    handle.close();
+  });
+});
+
+describe('a GET the target refuses', () => {
+  it('405 (no GET stream) is remembered per target for unsupportedTtlMs: calls go ahead without one, then it is tried again', async () => {
+    const target = await start([(_req, res) => res.writeHead(405).end()]);
+    const { streams, client, advance } = setUp(target.url);
+    await (await streams.attach(client, SESSION, recorder().listener))();
+    await (await streams.attach(client, { ...SESSION, targetSessionId: 'ts-2' }, recorder().listener))();
+    expect(target.seen).toHaveLength(1);
+    advance(UNSUPPORTED_TTL_MS);
+    await (await streams.attach(client, SESSION, recorder().listener))();
+    expect(target.seen).toHaveLength(2);
+  });
+
+  it('409 (another instance holds the stream) is tried again every retryMs while a call is attached, and not after', async () => {
+    const target = await start([
+      (_req, res) => res.writeHead(409).end(),
+      (_req, res) => res.writeHead(409).end(),
+      (_req, res) => openSse(res),
+    ]);
+    const { streams, client } = setUp(target.url);
+    const detach = await streams.attach(client, SESSION, recorder().listener);
+    await eventually(() => expect(target.seen).toHaveLength(3));
+    await detach();
+    await new Promise((resolve) => setTimeout(resolve, RETRY_MS * 3));
+    expect(target.seen).toHaveLength(3);
+  });
+
+  it('409 right after this instance closed the stream (back-to-back calls): retried at once, and the call waits for the stream', async () => {
+    const target = await start([
+      (_req, res) => openSse(res),
+      (_req, res) => res.writeHead(409).end(),
+      (_req, res) => res.writeHead(409).end(),
+      (_req, res) => openSse(res),
+    ]);
+    // A long regular retry: only the own-close rule can reopen within this test.
+    const { streams, client } = setUp(target.url, { retryMs: 60_000 });
+    await (await streams.attach(client, SESSION, recorder().listener))();
+    const detach = await streams.attach(client, SESSION, recorder().listener);
+    expect(target.seen.map((s) => s.method)).toEqual(['GET', 'GET', 'GET', 'GET']);
+    await detach();
+  });
+
+  it('409 after the own-close window is another instance holding the stream: the call goes ahead without waiting', async () => {
+    const target = await start([(_req, res) => openSse(res), (_req, res) => res.writeHead(409).end()]);
+    const { streams, client, advance } = setUp(target.url, { retryMs: 60_000 });
+    await (await streams.attach(client, SESSION, recorder().listener))();
+    advance(1000);
+    const detach = await streams.attach(client, SESSION, recorder().listener);
+    expect(target.seen).toHaveLength(2);
+    await detach();
+  });
+
+  it('an event id the target refuses (4xx): the next GET starts afresh, without Last-Event-ID', async () => {
+    const target = await start([(_req, res) => res.writeHead(400).end(), (_req, res) => openSse(res)]);
+    const { streams, client } = setUp(target.url);
+    const handle = await streams.listen(
+      client,
+      SESSION,
+      { onServerRequest: () => undefined, onNotification: () => undefined, onGone: () => undefined },
+      { lastEventId: 'forgotten' },
+    );
+    await eventually(() => expect(target.seen).toHaveLength(2));
+    expect(target.seen.map((s) => s.lastEventId)).toEqual(['forgotten', undefined]);
+    handle.close();
+  });
+});
+
+describe("reopening a target session's GET stream that the target ended", () => {
+  it("waits the target's retry before reopening with Last-Event-ID", async () => {
+    const target = await start([(_req, res) => sse(res, 'id: g1\nretry: 300\ndata:\n\n'), (_req, res) => openSse(res)]);
+    const { streams, client } = setUp(target.url);
+    const detach = await streams.attach(client, SESSION, recorder().listener);
+    try {
+      await eventually(() => expect(target.seen).toHaveLength(2));
+      expect(target.seen.map((s) => [s.method, s.lastEventId])).toEqual([
+        ['GET', undefined],
+        ['GET', 'g1'],
+      ]);
+      expect(target.seen[1]?.gapMs).toBeGreaterThanOrEqual(300);
+    } finally {
+      await detach();
+    }
+  });
+
+  it('reopens a stream that ended without a retry, with Last-Event-ID, while calls are attached', async () => {
+    const target = await start([(_req, res) => sse(res, 'id: g2\ndata:\n\n'), (_req, res) => openSse(res)]);
+    const { streams, client } = setUp(target.url);
+    const detach = await streams.attach(client, SESSION, recorder().listener);
+    await eventually(() => expect(target.seen).toHaveLength(2));
+    expect(target.seen[1]?.lastEventId).toBe('g2');
+    await detach();
+  });
+});
