@@ -1003,6 +1003,8 @@ class Relay {
   /** Ends the call early: the target is told (by the upstream, on abort), the pending records go. */
   stop(reason: EndReason, abortReason: unknown = `gateway: ${reason}`): void {
     if (this.finished || this.endReason) return;
+    // A release under way outlives the deadline by its last writes: cancelling now would end a call it hands on.
+    if (reason === 'deadline' && this.releasing) return;
     this.endReason = reason;
     if (reason === 'client-cancelled') this.log.info('the client cancelled the call');
     else this.log.info('relayed call stopped', { reason });

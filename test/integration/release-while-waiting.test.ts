@@ -20,8 +20,8 @@ import { withGateway } from '../support/with-gateway';
  * timeout (RELEASE_THINK_SECONDS / RELEASE_FUNCTION_TIMEOUT_SECONDS run it at 60 s / 30 s).
  */
 
-const FUNCTION_TIMEOUT_MS = Number(process.env.RELEASE_FUNCTION_TIMEOUT_SECONDS ?? 4) * 1000;
-const THINK_MS = Number(process.env.RELEASE_THINK_SECONDS ?? 8) * 1000;
+const FUNCTION_TIMEOUT_MS = Number(process.env.RELEASE_FUNCTION_TIMEOUT_SECONDS ?? 6) * 1000;
+const THINK_MS = Number(process.env.RELEASE_THINK_SECONDS ?? 12) * 1000;
 
 const LEASE_MS = 2000;
 
