@@ -244,27 +244,54 @@ export class McpGateway extends Construct {
     const parsed = parseConfig(input, 'McpGateway config');
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
     const timeout = props.timeout ?? Duration.seconds(900);
-    const extraEnvironment = props.environment ?? {};
     this.configSource = props.configSource ?? 'environment';
-    const secretArns = secretsToGrant(props.secretArns ?? [], parsed, extraEnvironment);
-    const stateKeyConfigured =
-      configField(parsed, 'requestStateSecretArn') !== undefined ||
-      configField(parsed, 'requestStateKeys') !== undefined;
-    // Waiting calls released (streamRelease) hold no invocation while they wait: then the wait may outlast it.
-    if (!parsed.streamRelease && parsed.pendingRequestTimeoutSeconds >= timeout.toSeconds()) {
-      throw new ConfigError(
-        `pendingRequestTimeoutSeconds (${parsed.pendingRequestTimeoutSeconds}) must be less than the function timeout (${timeout.toSeconds()} s) while streamRelease is false`,
-      );
-    }
-    if (!props.vpc && (props.vpcSubnets || props.securityGroups)) {
-      throw new Error('vpcSubnets and securityGroups need vpc');
-    }
+    checkProps(parsed, props, timeout);
     this.metricsNamespace = props.metricsNamespace ?? DEFAULT_METRICS_NAMESPACE;
     this.metricsServiceName = props.metricsServiceName ?? Stack.of(this).stackName;
 
-    // --- State: one table, one partition per session (ARCHITECTURE.md).
-    this.table = new dynamodb.Table(this, 'Table', {
-      tableName: input.tableName,
+    // Each step below builds one part; the constructor only assigns what they return, in dependency order.
+    this.table = this.createTable(input.tableName, removalPolicy);
+    this.config = { ...parsed, tableName: this.table.tableName };
+    this.logGroup = new logs.LogGroup(this, 'Logs', {
+      retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
+      removalPolicy,
+    });
+    this.role = this.createRole();
+    this.requestStateSecret = this.requestStateKey(parsed, props, removalPolicy);
+    this.grantSecrets(parsed, props);
+    if (this.configSource === 'appconfig') {
+      // Read by exactly this function, this profile.
+      this.appConfig = new GatewayAppConfig(this, 'AppConfig', { config: parsed, removalPolicy });
+      this.appConfig.grantRead(this.role);
+    }
+    this.function = this.createFunction(parsed, input, props, timeout);
+    if (props.vpc) this.grantVpcNetworking(props.vpc.selectSubnets(vpcSubnetsOf(props)).subnetIds);
+    ({ alias: this.alias, functionUrl: this.functionUrl, urlAuthType: this.urlAuthType } = this.publish(parsed));
+    this.url = this.functionUrl.url;
+    this.endpoint = `${this.url}mcp`;
+    this.monitoring = new GatewayMonitoring(this, 'Monitoring', {
+      function: this.function,
+      table: this.table,
+      timeout,
+      metricsNamespace: this.metricsNamespace,
+      metricsServiceName: this.metricsServiceName,
+      targetNames: parsed.targets.map((target) => target.name),
+      alarmEmail: props.alarmEmail,
+      durationAlarmRatio: props.durationAlarmRatio,
+    });
+    this.dashboard = this.monitoring.dashboard;
+    this.errorsAlarm = this.monitoring.errorsAlarm;
+    this.throttlesAlarm = this.monitoring.throttlesAlarm;
+    this.durationAlarm = this.monitoring.durationAlarm;
+    this.alarmTopic = this.monitoring.alarmTopic;
+    if (props.gradualDeployment) this.deploymentGroup = this.gradualDeployment(props.gradualDeployment);
+    this.acknowledgeNagFindings(props);
+  }
+
+  /** State: one table, one partition per session (ARCHITECTURE.md). */
+  private createTable(tableName: string | undefined, removalPolicy: RemovalPolicy): dynamodb.Table {
+    return new dynamodb.Table(this, 'Table', {
+      tableName,
       partitionKey: { name: 'pk', type: dynamodb.AttributeType.STRING },
       sortKey: { name: 'sk', type: dynamodb.AttributeType.STRING },
       billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
@@ -274,58 +301,118 @@ export class McpGateway extends Construct {
       removalPolicy,
       deletionProtection: removalPolicy === RemovalPolicy.RETAIN,
     });
-    this.config = { ...parsed, tableName: this.table.tableName };
+  }
 
-    // --- Logs and role: no managed policies, only this log group, this table, the named secrets.
-    this.logGroup = new logs.LogGroup(this, 'Logs', {
-      retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
-      removalPolicy,
-    });
-    this.role = new iam.Role(this, 'Role', {
+  /** The role: no managed policies, only this log group and this table (secrets: grantSecrets). */
+  private createRole(): iam.Role {
+    const role = new iam.Role(this, 'Role', {
       assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
       description: 'MCP gateway function: its log group, its table, named secrets only',
     });
-    this.logGroup.grantWrite(this.role);
-    this.role.addToPolicy(
+    this.logGroup.grantWrite(role);
+    role.addToPolicy(
       new iam.PolicyStatement({ sid: 'GatewayTable', actions: [...TABLE_ACTIONS], resources: [this.table.tableArn] }),
     );
-    // One key for the whole fleet, or a retry that reaches another instance cannot open its requestState.
-    if (!stateKeyConfigured) {
-      this.requestStateSecret =
-        props.requestStateSecret ??
-        new secretsmanager.Secret(this, 'RequestStateKey', {
-          description:
-            'MCP gateway: key material that seals 2026-07-28 requestState (rotate by putting a new value; AWSPREVIOUS still opens)',
-          generateSecretString: { passwordLength: 64, excludePunctuation: true },
-          removalPolicy,
-        });
-      if (!this.requestStateSecret.secretFullArn) {
-        throw new Error(
-          'requestStateSecret: import the secret by its full ARN (Secret.fromSecretCompleteArn), so exactly that secret is granted',
-        );
-      }
-      secretArns.push(this.requestStateSecret.secretFullArn);
-      if (!props.requestStateSecret) {
-        Validations.of(this.requestStateSecret).acknowledge({
-          id: 'AwsSolutions-SMG4',
-          reason:
-            'The requestState sealing key is random key material, not a credential of another service; it is rotated by putting a new secret value (the runtime keeps accepting the AWSPREVIOUS version), which needs no rotation Lambda.',
-        });
-      }
-    }
-    if (secretArns.length > 0) {
-      this.role.addToPolicy(
-        new iam.PolicyStatement({ sid: 'GatewaySecrets', actions: [...SECRET_ACTIONS], resources: secretArns }),
+    return role;
+  }
+
+  /**
+   * The requestState sealing key, unless the configuration names one: one key for the whole fleet, or a
+   * retry that reaches another instance cannot open its requestState.
+   */
+  private requestStateKey(
+    parsed: GatewayConfig,
+    props: McpGatewayProps,
+    removalPolicy: RemovalPolicy,
+  ): secretsmanager.ISecret | undefined {
+    const stateKeyConfigured =
+      configField(parsed, 'requestStateSecretArn') !== undefined ||
+      configField(parsed, 'requestStateKeys') !== undefined;
+    if (stateKeyConfigured) return undefined;
+    const secret =
+      props.requestStateSecret ??
+      new secretsmanager.Secret(this, 'RequestStateKey', {
+        description:
+          'MCP gateway: key material that seals 2026-07-28 requestState (rotate by putting a new value; AWSPREVIOUS still opens)',
+        generateSecretString: { passwordLength: 64, excludePunctuation: true },
+        removalPolicy,
+      });
+    if (!secret.secretFullArn) {
+      throw new Error(
+        'requestStateSecret: import the secret by its full ARN (Secret.fromSecretCompleteArn), so exactly that secret is granted',
       );
     }
-
-    // --- Configuration: in the environment, or in AppConfig (read by exactly this function, this profile).
-    if (this.configSource === 'appconfig') {
-      this.appConfig = new GatewayAppConfig(this, 'AppConfig', { config: parsed, removalPolicy });
-      this.appConfig.grantRead(this.role);
+    if (!props.requestStateSecret) {
+      Validations.of(secret).acknowledge({
+        id: 'AwsSolutions-SMG4',
+        reason:
+          'The requestState sealing key is random key material, not a credential of another service; it is rotated by putting a new secret value (the runtime keeps accepting the AWSPREVIOUS version), which needs no rotation Lambda.',
+      });
     }
+    return secret;
+  }
 
-    // --- The function.
+  /** Only the named secrets: those the configuration references, `secretArns`, and the requestState key. */
+  private grantSecrets(parsed: GatewayConfig, props: McpGatewayProps): void {
+    const secretArns = secretsToGrant(props.secretArns ?? [], parsed, props.environment ?? {});
+    if (this.requestStateSecret?.secretFullArn) secretArns.push(this.requestStateSecret.secretFullArn);
+    if (secretArns.length === 0) return;
+    this.role.addToPolicy(
+      new iam.PolicyStatement({ sid: 'GatewaySecrets', actions: [...SECRET_ACTIONS], resources: secretArns }),
+    );
+  }
+
+  /** The function: bundled from source (or the prebuilt bundle), its environment checked as a cold start checks it. */
+  private createFunction(
+    parsed: GatewayConfig,
+    input: GatewayConfigInput,
+    props: McpGatewayProps,
+    timeout: Duration,
+  ): lambda.Function {
+    const environment = this.functionEnvironment(parsed, input, props);
+    const vpcSubnets = vpcSubnetsOf(props);
+    const runtime = props.runtime ?? lambda.Runtime.NODEJS_24_X;
+    const functionProps: lambda.FunctionOptions = {
+      architecture: props.architecture ?? lambda.Architecture.ARM_64,
+      memorySize: props.memorySize ?? 1024,
+      timeout,
+      reservedConcurrentExecutions: props.reservedConcurrency,
+      role: this.role,
+      logGroup: this.logGroup,
+      environment,
+      description: 'MCP gateway (streaming function URL)',
+      vpc: props.vpc,
+      vpcSubnets,
+      securityGroups: props.securityGroups,
+      tracing: props.activeTracing ? lambda.Tracing.ACTIVE : lambda.Tracing.DISABLED,
+    };
+    const fn =
+      handlerCodeSource(props.entry) === 'source'
+        ? new nodejs.NodejsFunction(this, 'Function', {
+            ...functionProps,
+            runtime,
+            entry: props.entry ?? DEFAULT_ENTRY,
+            handler: 'handler',
+            projectRoot: PROJECT_ROOT,
+            depsLockFilePath: path.join(PROJECT_ROOT, 'package-lock.json'),
+            bundling: cdkBundling(),
+          })
+        : new lambda.Function(this, 'Function', {
+            ...functionProps,
+            runtime,
+            // The file NodejsFunction would write for ESM, so both paths deploy the same handler name.
+            handler: `${path.parse(PREBUILT_HANDLER_FILE).name}.handler`,
+            code: lambda.Code.fromAsset(PREBUILT_HANDLER),
+          });
+    return fn;
+  }
+
+  private functionEnvironment(
+    parsed: GatewayConfig,
+    input: GatewayConfigInput,
+    props: McpGatewayProps,
+  ): Record<string, string> {
+    const extraEnvironment = props.environment ?? {};
     const reserved = [
       CONFIG_ENV,
       APPCONFIG_ENV,
@@ -362,91 +449,43 @@ export class McpGateway extends Construct {
     if (this.requestStateSecret) environment[REQUEST_STATE_SECRET_ENV] = this.requestStateSecret.secretFullArn!;
     checkEnvironmentSize(environment, parsed, input.tableName);
     warnAboutInlineSecrets(this, parsed, this.configSource);
-    const vpcSubnets = props.vpc ? (props.vpcSubnets ?? { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS }) : undefined;
+    return environment;
+  }
 
-    const runtime = props.runtime ?? lambda.Runtime.NODEJS_24_X;
-    const functionProps: lambda.FunctionOptions = {
-      architecture: props.architecture ?? lambda.Architecture.ARM_64,
-      memorySize: props.memorySize ?? 1024,
-      timeout,
-      reservedConcurrentExecutions: props.reservedConcurrency,
-      role: this.role,
-      logGroup: this.logGroup,
-      environment,
-      description: 'MCP gateway (streaming function URL)',
-      vpc: props.vpc,
-      vpcSubnets,
-      securityGroups: props.securityGroups,
-      tracing: props.activeTracing ? lambda.Tracing.ACTIVE : lambda.Tracing.DISABLED,
-    };
-    this.function =
-      handlerCodeSource(props.entry) === 'source'
-        ? new nodejs.NodejsFunction(this, 'Function', {
-            ...functionProps,
-            runtime,
-            entry: props.entry ?? DEFAULT_ENTRY,
-            handler: 'handler',
-            projectRoot: PROJECT_ROOT,
-            depsLockFilePath: path.join(PROJECT_ROOT, 'package-lock.json'),
-            bundling: cdkBundling(),
-          })
-        : new lambda.Function(this, 'Function', {
-            ...functionProps,
-            runtime,
-            // The file NodejsFunction would write for ESM, so both paths deploy the same handler name.
-            handler: `${path.parse(PREBUILT_HANDLER_FILE).name}.handler`,
-            code: lambda.Code.fromAsset(PREBUILT_HANDLER),
-          });
-    if (props.vpc) this.grantVpcNetworking(props.vpc.selectSubnets(vpcSubnets).subnetIds);
-
-    // --- Version, alias `live`, and the streaming function URL on the alias: rollback is moving the alias.
-    this.alias = new lambda.Alias(this, 'Live', {
+  /** Version, alias `live`, and the streaming function URL on the alias: rollback is moving the alias. */
+  private publish(parsed: GatewayConfig) {
+    const alias = new lambda.Alias(this, 'Live', {
       aliasName: LIVE_ALIAS,
       version: this.function.currentVersion,
       description: 'The version the function URL serves',
     });
-    this.urlAuthType = functionUrlAuthFor(parsed.auth.type);
-    this.functionUrl = this.alias.addFunctionUrl({
-      authType: this.urlAuthType,
+    const urlAuthType = functionUrlAuthFor(parsed.auth.type);
+    const functionUrl = alias.addFunctionUrl({
+      authType: urlAuthType,
       invokeMode: lambda.InvokeMode.RESPONSE_STREAM,
       cors: functionUrlCors(parsed),
     });
-    this.url = this.functionUrl.url;
-    this.endpoint = `${this.url}mcp`;
+    return { alias, functionUrl, urlAuthType };
+  }
 
-    // --- Alarms, optional e-mail, dashboard.
-    this.monitoring = new GatewayMonitoring(this, 'Monitoring', {
-      function: this.function,
-      table: this.table,
-      timeout,
-      metricsNamespace: this.metricsNamespace,
-      metricsServiceName: this.metricsServiceName,
-      targetNames: parsed.targets.map((target) => target.name),
-      alarmEmail: props.alarmEmail,
-      durationAlarmRatio: props.durationAlarmRatio,
+  /** CodeDeploy shifts the alias and rolls back on the gateway's alarms. */
+  private gradualDeployment(config: codedeploy.ILambdaDeploymentConfig): codedeploy.LambdaDeploymentGroup {
+    const group = new codedeploy.LambdaDeploymentGroup(this, 'Deployment', {
+      alias: this.alias,
+      deploymentConfig: config,
+      alarms: [this.monitoring.errorsAlarm, this.monitoring.throttlesAlarm, this.monitoring.gatewayErrorsAlarm],
+      autoRollback: { failedDeployment: true, stoppedDeployment: true, deploymentInAlarm: true },
     });
-    this.dashboard = this.monitoring.dashboard;
-    this.errorsAlarm = this.monitoring.errorsAlarm;
-    this.throttlesAlarm = this.monitoring.throttlesAlarm;
-    this.durationAlarm = this.monitoring.durationAlarm;
-    this.alarmTopic = this.monitoring.alarmTopic;
+    Validations.of(group.role).acknowledge({
+      id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSCodeDeployRoleForLambdaLimited]',
+      reason:
+        'AWSCodeDeployRoleForLambdaLimited is the AWS-maintained least-privilege policy for CodeDeploy Lambda deployments (alias update, alarm reads); a hand-written copy would drift from what CodeDeploy needs.',
+    });
+    return group;
+  }
 
-    // --- Optional gradual deployment: CodeDeploy shifts the alias and rolls back on these alarms.
-    if (props.gradualDeployment) {
-      this.deploymentGroup = new codedeploy.LambdaDeploymentGroup(this, 'Deployment', {
-        alias: this.alias,
-        deploymentConfig: props.gradualDeployment,
-        alarms: [this.monitoring.errorsAlarm, this.monitoring.throttlesAlarm, this.monitoring.gatewayErrorsAlarm],
-        autoRollback: { failedDeployment: true, stoppedDeployment: true, deploymentInAlarm: true },
-      });
-      Validations.of(this.deploymentGroup.role).acknowledge({
-        id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSCodeDeployRoleForLambdaLimited]',
-        reason:
-          'AWSCodeDeployRoleForLambdaLimited is the AWS-maintained least-privilege policy for CodeDeploy Lambda deployments (alias update, alarm reads); a hand-written copy would drift from what CodeDeploy needs.',
-      });
-    }
-
-    // --- cdk-nag acknowledgements, each with its reason.
+  /** cdk-nag acknowledgements, each with its reason. */
+  private acknowledgeNagFindings(props: McpGatewayProps): void {
     Validations.of(this.function).acknowledge({
       id: 'Serverless-LambdaDLQ',
       reason:
@@ -525,6 +564,24 @@ export class McpGateway extends Construct {
 }
 
 /** The shared esbuild options (lib/bundling.ts) in CDK's NodejsFunction terms; local esbuild, never Docker. */
+/** The function's subnets in a VPC: the given ones, else the private subnets with egress. */
+function vpcSubnetsOf(props: McpGatewayProps): ec2.SubnetSelection | undefined {
+  return props.vpc ? (props.vpcSubnets ?? { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS }) : undefined;
+}
+
+/** What the props and the configuration must agree on before anything is built. */
+function checkProps(parsed: GatewayConfig, props: McpGatewayProps, timeout: Duration): void {
+  // Waiting calls released (streamRelease) hold no invocation while they wait: then the wait may outlast it.
+  if (!parsed.streamRelease && parsed.pendingRequestTimeoutSeconds >= timeout.toSeconds()) {
+    throw new ConfigError(
+      `pendingRequestTimeoutSeconds (${parsed.pendingRequestTimeoutSeconds}) must be less than the function timeout (${timeout.toSeconds()} s) while streamRelease is false`,
+    );
+  }
+  if (!props.vpc && (props.vpcSubnets || props.securityGroups)) {
+    throw new Error('vpcSubnets and securityGroups need vpc');
+  }
+}
+
 export function cdkBundling(): nodejs.BundlingOptions {
   return {
     format: nodejs.OutputFormat.ESM,
