@@ -119,6 +119,8 @@ export async function startPollingServer(
             },
           },
           ElicitResultSchema,
+          // The SDK's default (60 s) is shorter than a person may take; a tool that asks people sets its own.
+          { timeout: 600_000 },
         );
         stats.answers.push(answer);
         await extra.sendNotification({ method: 'notifications/message', params: { level: 'info', data: 'deploying' } });
