@@ -28,6 +28,9 @@ const listened = new Set<string>();
 
 let nextInternalId = 0;
 
+/** Slots with `checkout` are the 2026-07-28 pool, kept in this instance's memory only (stateless/legacy-sessions.ts). */
+const slotsAreInstanceLocal = (caller: Caller) => caller.sessions.checkout !== undefined;
+
 export class LegacyUpstream implements Upstream {
   readonly era: Era = 'legacy';
   session?: StoredTargetSession;
@@ -86,17 +89,23 @@ export class LegacyUpstream implements Upstream {
           // clock (a person is answering), anything else restarts it.
           let clock: { hold(): void; touch(): void } | undefined;
           const detach = listening
-            ? await this.streams?.attach(this.client, session, {
-                onServerRequest: (serverRequest) => {
-                  clock?.hold();
-                  listeners.onServerRequest(serverRequest);
+            ? await this.streams?.attach(
+                this.client,
+                session,
+                {
+                  onServerRequest: (serverRequest) => {
+                    clock?.hold();
+                    listeners.onServerRequest(serverRequest);
+                  },
+                  onNotification: (notification) => {
+                    clock?.touch();
+                    listeners.onNotification?.(notification);
+                  },
+                  progressToken: options.progressToken,
                 },
-                onNotification: (notification) => {
-                  clock?.touch();
-                  listeners.onNotification?.(notification);
-                },
-                progressToken: options.progressToken,
-              })
+                // The 2026-07-28 pool's target sessions are this instance's alone: its GET stream may resume.
+                { resumable: slotsAreInstanceLocal(this.caller) },
+              )
             : undefined;
           try {
             return await this.client.request(session, message, {

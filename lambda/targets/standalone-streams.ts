@@ -15,9 +15,13 @@ import { DEFAULT_RESUME_POLICY, resumeDelayMs } from './stream-resume';
  * without `relatedRequestId`, v2 `ctx.mcpReq.elicitInput` in a 2025 session), and drop them when no
  * GET stream is open. So a call that can relay such requests attaches to its target session's
  * stream first, and the stream is open before the call is sent — except when the GET resumes from
- * an event id the target gave on that session's GET stream (kept per instance after the stream
- * closes, `resumeIds`): a target that gives ids keeps what it sends in its event store, also while
- * no stream is open, and replays it after that id, so the call goes out with the GET, not after it.
+ * an event id the target gave on that session's GET stream (kept after the stream closes,
+ * `resumeIds`): a target that gives ids keeps what it sends in its event store, also while no stream
+ * is open, and replays it after that id, so the call goes out with the GET, not after it. Only for
+ * target sessions no other instance reads (`resumable`, the 2026-07-28 pool's): the last id seen
+ * here is then the stream's last; a 2025 session's target session is read by whichever instance
+ * serves its calls, and resuming from this instance's older id would replay what another instance
+ * already relayed (a question put to the user twice).
  *
  * - One GET connection per (target session, instance), shared by the calls of that session that run
  *   here; opened on the first attach, closed when the last call detaches (nothing outlives the
@@ -82,6 +86,8 @@ interface Connection {
   ready?: Promise<void>;
   /** The last GET was sent with `Last-Event-ID`: the target replays on it what it sent before (no wait). */
   resuming?: boolean;
+  /** Only this instance reads the target session's GET stream: its last event id is kept (`resumeIds`). */
+  resumable?: boolean;
   /** Chunks read so far (drain watches it). */
   received: number;
 }
@@ -136,6 +142,7 @@ export class StandaloneStreams {
     client: LegacyTargetClient,
     session: LegacySession,
     listener: StandaloneListener,
+    options: { resumable?: boolean } = {},
   ): Promise<() => Promise<void>> {
     const target = client.name;
     const sessionId = session.targetSessionId;
@@ -145,6 +152,10 @@ export class StandaloneStreams {
     }
     const { key, connection: current } = this.connectionFor(client, session, sessionId);
     current.listeners.push(listener);
+    if (options.resumable && !current.resumable) {
+      current.resumable = true;
+      current.lastEventId ??= this.resumeIds.get(key);
+    }
     if (!current.abort && !current.retry) current.ready = this.open(key, current);
     if (!current.resuming) await current.ready;
     return async () => {
@@ -194,8 +205,7 @@ export class StandaloneStreams {
     const key = `${client.name}\u0000${sessionId}`;
     let connection = this.connections.get(key);
     if (!connection) {
-      const lastEventId = this.resumeIds.get(key);
-      connection = { target: client.name, client, session, listeners: [], received: 0, lastEventId };
+      connection = { target: client.name, client, session, listeners: [], received: 0 };
       this.connections.set(key, connection);
     }
     return { key, connection };
@@ -239,7 +249,7 @@ export class StandaloneStreams {
   private open(key: string, connection: Connection): Promise<void> {
     const abort = new AbortController();
     connection.abort = abort;
-    connection.resuming = connection.lastEventId !== undefined;
+    connection.resuming = connection.resumable === true && connection.lastEventId !== undefined;
     this.opened++;
     const headersIn = (async () => {
       const headers = await connection.client.endpoint.headers({
@@ -351,7 +361,7 @@ export class StandaloneStreams {
       (event) => {
         if (event.id) {
           connection.lastEventId = event.id;
-          this.rememberEventId(key, event.id);
+          if (connection.resumable) this.rememberEventId(key, event.id);
         }
         if (!event.data) return;
         let message: unknown;

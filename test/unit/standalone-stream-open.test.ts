@@ -117,46 +117,74 @@ function listener(notifications: JSONRPCNotification[]) {
 const logged = (notifications: JSONRPCNotification[]) =>
   notifications.filter((n) => n.method === 'notifications/message').map((n) => (n.params as { data?: unknown }).data);
 
-test("a call goes out with its GET when the GET resumes from the stream's last event id; what the target sent meanwhile is replayed", async () => {
+/** Attaches, then resolves with whether attaching waited for the (held) GET to be answered. */
+async function attachWhileGetHeld(
+  streams: StandaloneStreams,
+  session: LegacySession,
+  notifications: JSONRPCNotification[],
+  options: { resumable?: boolean },
+): Promise<{ waitedForGet: boolean; detach: () => Promise<void> }> {
+  const getArrived = proxy.holdNextGet();
+  let attached: (() => Promise<void>) | undefined;
+  const attaching = streams.attach(client, session, listener(notifications), options).then((detach) => {
+    attached = detach;
+    return detach;
+  });
+  await getArrived;
+  for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve));
+  const waitedForGet = attached === undefined;
+  if (waitedForGet) proxy.release();
+  return { waitedForGet, detach: await attaching };
+}
+
+/** A first call on a fresh target session: the target (an event store) logs on its GET stream, with an event id. */
+async function firstCallWithALog(streams: StandaloneStreams, session: LegacySession, options: { resumable?: boolean }) {
+  const first: JSONRPCNotification[] = [];
+  const detach = await streams.attach(client, session, listener(first), options);
+  await call(session, 'long_task', { steps: 1 });
+  await detach();
+  expect(logged(first)).toContain('long_task finished 1');
+}
+
+test("a target session only this instance reads: the next call goes out with a GET resuming from the stream's last event id, and gets what the target sent meanwhile", async () => {
   const streams = new StandaloneStreams(createLogger('SILENT'), { openTimeoutMs: STREAM_WAIT_MS });
   const session = await openSession();
-  // A first call: the target (an event store) logs on the session's GET stream, with an event id.
-  const first: JSONRPCNotification[] = [];
-  const detachFirst = await streams.attach(client, session, listener(first));
-  await call(session, 'long_task', { steps: 1 });
-  await detachFirst();
-  expect(logged(first)).toContain('long_task finished 1');
+  await firstCallWithALog(streams, session, { resumable: true });
 
   // The next call's GET is held back: the call is sent and answered meanwhile.
-  const getArrived = proxy.holdNextGet();
   const from = proxy.seen.length;
+  const resumedBefore = proxy.resumedFrom.length;
   const second: JSONRPCNotification[] = [];
-  const detach = await streams.attach(client, session, listener(second));
+  const { waitedForGet, detach } = await attachWhileGetHeld(streams, session, second, { resumable: true });
+  expect(waitedForGet).toBe(false);
   const response = await call(session, 'long_task', { steps: 1 });
-  await getArrived;
   expect(response).toMatchObject({ result: { content: [{ text: 'finished 1 steps' }] } });
   expect(proxy.seen.slice(from).sort()).toEqual(['GET', 'tools/call']);
-  expect(proxy.resumedFrom.at(-1)).toBeDefined();
+  expect(proxy.resumedFrom.length).toBe(resumedBefore + 1);
   // Released, the resumed GET replays the log the target sent while no stream was open: the call gets it.
   proxy.release();
   await detach();
   expect(logged(second)).toContain('long_task finished 1');
 });
 
+test("a target session other instances read too (a 2025 session's): the GET is open before the call, even after its stream gave an event id", async () => {
+  const streams = new StandaloneStreams(createLogger('SILENT'), { openTimeoutMs: STREAM_WAIT_MS });
+  const session = await openSession();
+  await firstCallWithALog(streams, session, {});
+  const resumedBefore = proxy.resumedFrom.length;
+  const { waitedForGet, detach } = await attachWhileGetHeld(streams, session, [], {});
+  expect(waitedForGet).toBe(true);
+  await call(session, 'wait', { ms: 0 });
+  await detach();
+  // Opened afresh: resuming from this instance's last id could replay what another instance relayed.
+  expect(proxy.resumedFrom.length).toBe(resumedBefore);
+});
+
 test('a GET stream that never gave an event id is open before the call is sent', async () => {
   const streams = new StandaloneStreams(createLogger('SILENT'), { openTimeoutMs: STREAM_WAIT_MS });
   const session = await openSession();
-  const getArrived = proxy.holdNextGet();
-  let attached = false;
-  const attaching = streams.attach(client, session, listener([])).then((detach) => {
-    attached = true;
-    return detach;
-  });
-  await getArrived;
-  for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve));
-  expect(attached).toBe(false);
-  proxy.release();
-  const detach = await attaching;
+  const { waitedForGet, detach } = await attachWhileGetHeld(streams, session, [], { resumable: true });
+  expect(waitedForGet).toBe(true);
   await call(session, 'wait', { ms: 0 });
   await detach();
 });
