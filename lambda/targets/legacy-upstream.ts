@@ -28,9 +28,6 @@ const listened = new Set<string>();
 
 let nextInternalId = 0;
 
-/** Slots with `checkout` are the 2026-07-28 pool, kept in this instance's memory only (stateless/legacy-sessions.ts). */
-const slotsAreInstanceLocal = (caller: Caller) => caller.sessions.checkout !== undefined;
-
 export class LegacyUpstream implements Upstream {
   readonly era: Era = 'legacy';
   session?: StoredTargetSession;
@@ -89,23 +86,19 @@ export class LegacyUpstream implements Upstream {
           // clock (a person is answering), anything else restarts it.
           let clock: { hold(): void; touch(): void } | undefined;
           const detach = listening
-            ? await this.streams?.attach(
-                this.client,
-                session,
-                {
-                  onServerRequest: (serverRequest) => {
-                    clock?.hold();
-                    listeners.onServerRequest(serverRequest);
-                  },
-                  onNotification: (notification) => {
-                    clock?.touch();
-                    listeners.onNotification?.(notification);
-                  },
-                  progressToken: options.progressToken,
+            ? await this.streams?.attach(this.client, session, {
+                onServerRequest: (serverRequest) => {
+                  clock?.hold();
+                  listeners.onServerRequest(serverRequest);
                 },
-                // The 2026-07-28 pool's target sessions are this instance's alone: its GET stream may resume.
-                { resumable: slotsAreInstanceLocal(this.caller) },
-              )
+                onNotification: (notification) => {
+                  clock?.touch();
+                  listeners.onNotification?.(notification);
+                },
+                progressToken: options.progressToken,
+                // The 2026-07-28 pool's target sessions are this instance's alone (slots with `checkout`).
+                resumable: this.caller.sessions.checkout !== undefined,
+              })
             : undefined;
           try {
             return await this.client.request(session, message, {

@@ -48,6 +48,8 @@ import { DEFAULT_RESUME_POLICY, resumeDelayMs } from './stream-resume';
 export interface StandaloneListener extends StreamListeners {
   /** The progress token this call's request carries upstream, to route progress to it. */
   progressToken?: string;
+  /** No other instance reads this target session's GET stream: it may resume from this instance's last id. */
+  resumable?: boolean;
 }
 
 /**
@@ -142,7 +144,6 @@ export class StandaloneStreams {
     client: LegacyTargetClient,
     session: LegacySession,
     listener: StandaloneListener,
-    options: { resumable?: boolean } = {},
   ): Promise<() => Promise<void>> {
     const target = client.name;
     const sessionId = session.targetSessionId;
@@ -152,7 +153,7 @@ export class StandaloneStreams {
     }
     const { key, connection: current } = this.connectionFor(client, session, sessionId);
     current.listeners.push(listener);
-    if (options.resumable && !current.resumable) {
+    if (listener.resumable && !current.resumable) {
       current.resumable = true;
       current.lastEventId ??= this.resumeIds.get(key);
     }

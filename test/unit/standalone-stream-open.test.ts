@@ -110,8 +110,12 @@ function call(session: LegacySession, name: string, args: Record<string, unknown
 }
 
 /** Messages the target sent on the session's GET stream, as a listening call receives them. */
-function listener(notifications: JSONRPCNotification[]) {
-  return { onServerRequest: () => undefined, onNotification: (n: JSONRPCNotification) => notifications.push(n) };
+function listener(notifications: JSONRPCNotification[], options: { resumable?: boolean }) {
+  return {
+    onServerRequest: () => undefined,
+    onNotification: (n: JSONRPCNotification) => notifications.push(n),
+    ...options,
+  };
 }
 
 const logged = (notifications: JSONRPCNotification[]) =>
@@ -126,7 +130,7 @@ async function attachWhileGetHeld(
 ): Promise<{ waitedForGet: boolean; detach: () => Promise<void> }> {
   const getArrived = proxy.holdNextGet();
   let attached: (() => Promise<void>) | undefined;
-  const attaching = streams.attach(client, session, listener(notifications), options).then((detach) => {
+  const attaching = streams.attach(client, session, listener(notifications, options)).then((detach) => {
     attached = detach;
     return detach;
   });
@@ -140,7 +144,7 @@ async function attachWhileGetHeld(
 /** A first call on a fresh target session: the target (an event store) logs on its GET stream, with an event id. */
 async function firstCallWithALog(streams: StandaloneStreams, session: LegacySession, options: { resumable?: boolean }) {
   const first: JSONRPCNotification[] = [];
-  const detach = await streams.attach(client, session, listener(first), options);
+  const detach = await streams.attach(client, session, listener(first, options));
   await call(session, 'long_task', { steps: 1 });
   await detach();
   expect(logged(first)).toContain('long_task finished 1');
