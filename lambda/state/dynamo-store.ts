@@ -1,4 +1,8 @@
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import {
+  type AttributeValue,
+  ConditionalCheckFailedException,
+  QueryCommand as ItemsQueryCommand,
+} from '@aws-sdk/client-dynamodb';
 import {
   BatchGetCommand,
   BatchWriteCommand,
@@ -11,6 +15,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { DYNAMODB_ITEM_LIMIT_BYTES, ItemTooLargeError } from '../protocol/errors';
+import { itemOf } from './attribute-values';
 import {
   BRIDGED_CALLS,
   bucketOfSk,
@@ -131,13 +136,26 @@ export class DynamoSessionStore implements SessionStore {
     now = nowSeconds(),
     options: { includeExpired?: boolean } = {},
   ): Promise<LoadedSession | undefined> {
+    // The plain client's Query, not the DocumentClient's: every 2025 request makes this read, and the
+    // DocumentClient's generic walk of input and output is about a tenth of its CPU (./attribute-values.ts).
     const items: Record<string, unknown>[] = [];
-    for await (const page of this.pages({
-      KeyConditionExpression: 'pk = :pk AND sk >= :from',
-      ExpressionAttributeValues: { ':pk': pk(sessionId), ':from': SESSION_AND_TARGETS },
-    })) {
-      items.push(...((page.Items ?? []) as Record<string, unknown>[]));
-    }
+    let startKey: Record<string, AttributeValue> | undefined;
+    do {
+      const page = await this.guarded((abortSignal) =>
+        this.client.send(
+          new ItemsQueryCommand({
+            TableName: this.tableName,
+            ConsistentRead: true,
+            KeyConditionExpression: 'pk = :pk AND sk >= :from',
+            ExpressionAttributeValues: { ':pk': { S: pk(sessionId) }, ':from': { S: SESSION_AND_TARGETS } },
+            ExclusiveStartKey: startKey,
+          }),
+          { abortSignal },
+        ),
+      );
+      for (const item of page.Items ?? []) items.push(itemOf(item));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
 
     const sessionItem = items.find((item) => item.sk === SESSION_SK);
     // DynamoDB deletes expired items lazily (and dynalite never): expiry is checked on every read.

@@ -98,6 +98,8 @@ export class LegacyUpstream implements Upstream {
                   listeners.onNotification?.(notification);
                 },
                 progressToken: options.progressToken,
+                // The 2026-07-28 pool's target sessions are this instance's alone (slots with `checkout`).
+                resumable: this.caller.sessions.checkout !== undefined,
               })
             : undefined;
           try {

@@ -14,7 +14,14 @@ import { DEFAULT_RESUME_POLICY, resumeDelayMs } from './stream-resume';
  * official SDKs do so for every request not tied to the call (v1 `server.server.elicitInput(params)`
  * without `relatedRequestId`, v2 `ctx.mcpReq.elicitInput` in a 2025 session), and drop them when no
  * GET stream is open. So a call that can relay such requests attaches to its target session's
- * stream first, and the stream is open before the call is sent.
+ * stream first, and the stream is open before the call is sent — except when the GET resumes from
+ * an event id the target gave on that session's GET stream (kept after the stream closes,
+ * `resumeIds`): a target that gives ids keeps what it sends in its event store, also while no stream
+ * is open, and replays it after that id, so the call goes out with the GET, not after it. Only for
+ * target sessions no other instance reads (`resumable`, the 2026-07-28 pool's): the last id seen
+ * here is then the stream's last; a 2025 session's target session is read by whichever instance
+ * serves its calls, and resuming from this instance's older id would replay what another instance
+ * already relayed (a question put to the user twice).
  *
  * - One GET connection per (target session, instance), shared by the calls of that session that run
  *   here; opened on the first attach, closed when the last call detaches (nothing outlives the
@@ -41,6 +48,8 @@ import { DEFAULT_RESUME_POLICY, resumeDelayMs } from './stream-resume';
 export interface StandaloneListener extends StreamListeners {
   /** The progress token this call's request carries upstream, to route progress to it. */
   progressToken?: string;
+  /** No other instance reads this target session's GET stream: it may resume from this instance's last id. */
+  resumable?: boolean;
 }
 
 /**
@@ -77,12 +86,18 @@ interface Connection {
   retry?: NodeJS.Timeout;
   /** Resolves once the stream answered (open, refused, busy) or could not be reached. */
   ready?: Promise<void>;
+  /** The last GET was sent with `Last-Event-ID`: the target replays on it what it sent before (no wait). */
+  resuming?: boolean;
+  /** Only this instance reads the target session's GET stream: its last event id is kept (`resumeIds`). */
+  resumable?: boolean;
   /** Chunks read so far (drain watches it). */
   received: number;
 }
 
 /** How long a finishing call waits at most for its session's GET stream to deliver what is in flight. */
 const DRAIN_MAX_MS = 50;
+/** Target sessions whose last GET-stream event id an instance keeps (an id is under 100 bytes). */
+const RESUME_IDS_MAX = 10_000;
 /** A 409 this soon after this instance closed the session's GET stream is that close not yet seen by the target. */
 const OWN_CLOSE_WINDOW_MS = 1000;
 const OWN_CLOSE_RETRY_MS = 15;
@@ -103,6 +118,8 @@ export class StandaloneStreams {
   private readonly unsupported = new Map<string, number>();
   /** When this instance last closed each session's stream (see the 409 rule above). */
   private readonly closedAt = new Map<string, number>();
+  /** The last event id each target session's GET stream gave here (oldest dropped beyond RESUME_IDS_MAX). */
+  private readonly resumeIds = new Map<string, string>();
   private readonly openTimeoutMs: number;
   private readonly retryMs: number;
   private readonly unsupportedTtlMs: number;
@@ -124,7 +141,8 @@ export class StandaloneStreams {
 
   /**
    * Attaches a call's listeners to its target session's stream, opening the stream if needed; resolves
-   * when the stream is open (or known unavailable), so the call can be sent. Returns the detach
+   * when the stream is open (or known unavailable), so the call can be sent — at once when the GET
+   * resumes from an event id (the target replays on it what it sent before it arrived). Returns the detach
    * function: it first lets what the target already sent on the stream be read (a target writes a
    * log message there just before it answers on the call's stream, and the two race), then detaches.
    */
@@ -141,9 +159,15 @@ export class StandaloneStreams {
     }
     const { key, connection: current } = this.connectionFor(client, session, sessionId);
     current.listeners.push(listener);
+    if (listener.resumable && !current.resumable) {
+      current.resumable = true;
+      current.lastEventId ??= this.resumeIds.get(key);
+    }
     if (!current.abort && !current.retry) current.ready = this.open(key, current);
-    await current.ready;
+    if (!current.resuming) await current.ready;
     return async () => {
+      // A resumed GET overlapped the call; what the target replays on it belongs to the call too.
+      if (current.resuming) await current.ready;
       await this.drain(current);
       this.detach(key, current, listener);
     };
@@ -232,6 +256,7 @@ export class StandaloneStreams {
   private open(key: string, connection: Connection): Promise<void> {
     const abort = new AbortController();
     connection.abort = abort;
+    connection.resuming = connection.resumable === true && connection.lastEventId !== undefined;
     this.opened++;
     const headersIn = (async () => {
       const headers = await connection.client.endpoint.headers({
@@ -273,7 +298,7 @@ export class StandaloneStreams {
     }
     if (res.ok && type.includes('text/event-stream')) {
       this.closedAt.delete(key);
-      void this.read(connection, res.body).then((clean) => {
+      void this.read(key, connection, res.body).then((clean) => {
         // Ended early (the target closed it, or a proxy): reopen while calls still need it, after the
         // target's `retry` when it gave one (SSE polling), else at once (a request meanwhile may be
         // dropped); not at once after an oversized message: the target would likely send it again.
@@ -297,9 +322,16 @@ export class StandaloneStreams {
     // An event id the target no longer has (its event store forgot it): open afresh rather than loop.
     if (connection.lastEventId && res.status >= 400 && res.status < 500 && res.status !== 409) {
       connection.lastEventId = undefined;
+      this.resumeIds.delete(key);
     }
     // 409: another instance holds the session's stream; 5xx: the target is in trouble. Both: try again.
     this.scheduleRetry(key, connection, abort);
+  }
+
+  private rememberEventId(key: string, eventId: string): void {
+    this.resumeIds.delete(key); // re-inserted last: the map's order is the age of each entry
+    this.resumeIds.set(key, eventId);
+    if (this.resumeIds.size > RESUME_IDS_MAX) this.resumeIds.delete(this.resumeIds.keys().next().value as string);
   }
 
   /** Opens again shortly; settles when that open does (the call waits for it, bounded by the first open's wait). */
@@ -330,11 +362,14 @@ export class StandaloneStreams {
     connection.retry.unref();
   }
 
-  private read(connection: Connection, body: TargetResponse['body']): Promise<boolean> {
+  private read(key: string, connection: Connection, body: TargetResponse['body']): Promise<boolean> {
     const reader = readEvents(
       body,
       (event) => {
-        if (event.id) connection.lastEventId = event.id;
+        if (event.id) {
+          connection.lastEventId = event.id;
+          if (connection.resumable) this.rememberEventId(key, event.id);
+        }
         if (!event.data) return;
         let message: unknown;
         try {

@@ -117,6 +117,19 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       );
     });
 
+    it("loads the client's capabilities and info exactly as sent: nested objects and lists, numbers, booleans, null, empty values", async () => {
+      const clientCapabilities = {
+        elicitation: { form: {}, url: {} },
+        roots: { listChanged: true },
+        sampling: { tools: {} },
+        experimental: { 'x.vendor': { depth: { list: [1, -2.5, 'three', false, null, { nested: [] }] }, empty: '' } },
+      };
+      const session = sessionRecord({ clientCapabilities, clientInfo: { name: 'ünïcode ✓', version: '0.0.1' } });
+      await store.createSession(session);
+      const loaded = await store.loadSession(session.id, NOW);
+      expect(loaded?.session).toEqual(session);
+    });
+
     it('never overwrites an existing session: a second create with its id is refused and the first stays', async () => {
       const session = sessionRecord({ principal: 'alice' });
       await store.createSession(session);
