@@ -23,7 +23,7 @@ import { DEFAULT_METRICS_NAMESPACE, DEFAULT_METRICS_SERVICE, MetricDimension, Me
  * ```
  *
  * The names and dimensions below are a contract with the CloudWatch dashboard and alarms in
- * `lib/mcp-gateway.ts`; change them together.
+ * `lib/monitoring.ts`; change them together.
  */
 
 // The names live apart from the Powertools code, so the CDK construct can read them without loading it.
