@@ -18,7 +18,6 @@
  * run some rows only (with their floors; `onRuntimeNode` selects the two rows on Node 24),
  * BENCH_COLD=0 to skip the cold start.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -30,6 +29,7 @@ import { createDocumentClient, ensureTable } from '../lambda/state/dynamo-client
 import { argumentsDigest, RequestStateSealer } from '../lambda/stateless/request-state';
 import type { Json } from '../test/support/mcp-http';
 import { type BenchClient, legacyClient, modernClient } from './clients';
+import { BUNDLE, buildBundle, importTimes, runtimeNode } from './import-time';
 import { type Child, cpuMs, dynamoCounts, startChild, startGatewayChild, startTarget } from './processes';
 import { type Distribution, distribution, ratio } from './stats';
 
@@ -296,13 +296,11 @@ const modernEcho = (url: string, id: number) =>
 
 /** Cold start: the bundle's import in a fresh Node, and first calls served by fresh `--lambda` environments. */
 async function coldStart(config: Json, dynamodbEndpoint: string): Promise<Json> {
-  const root = join(__dirname, '..');
-  const bundle = join(root, 'dist/lambda/index.mjs');
-  execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'ignore' });
-  const script = `globalThis.awslambda={streamifyResponse:f=>f,HttpResponseStream:{}};const t=performance.now();await import(${JSON.stringify(bundle)});console.log(performance.now()-t)`;
-  const imports = Array.from({ length: 7 }, () =>
-    Number(execFileSync(process.execPath, ['--input-type=module', '-e', script]).toString()),
-  );
+  buildBundle();
+  const imports = importTimes(BUNDLE);
+  // The deployed runtime's Node (24, the `--lambda` image's), where its import is the cold start's.
+  const runtime = runtimeNode();
+  const importsOnRuntime = runtime ? importTimes(BUNDLE, 7, runtime.node) : undefined;
   const lambdaConfig = { ...config, logLevel: 'SILENT' as const };
   const start = () =>
     startLambdaMode({ port: 0, demo: false, config: lambdaConfig, dynamodbEndpoint, build: 'never', log: () => {} });
@@ -358,8 +356,9 @@ async function coldStart(config: Json, dynamodbEndpoint: string): Promise<Json> 
   }
   const ms = (x: number | undefined) => (x === undefined ? undefined : Math.round(x));
   return {
-    bundleBytes: statSync(bundle).size,
+    bundleBytes: statSync(BUNDLE).size,
     importMs: Math.round(distribution(imports).p50),
+    importMsRuntimeNode: importsOnRuntime && Math.round(distribution(importsOnRuntime).p50),
     lambdaNode: modernNodeVersion,
     modern: {
       initMs: ms(modernInit),
@@ -714,7 +713,7 @@ function print(results: Json): void {
   const c = results.coldStart;
   if (c)
     console.log(
-      `cold start: bundle ${(c.bundleBytes / 1024).toFixed(0)} KiB, import ${c.importMs} ms (median of 7, Node ${results.machine.node}); --lambda (Node ${c.lambdaNode}): 2026 echo as first request ${c.modern.firstCallMs} ms (init ${c.modern.initMs} ms), warm p50 ${f(c.modern.warm.p50)} ms; 2025 initialize as first request ${c.legacy.initializeMs} ms (init ${c.legacy.initMs} ms), first tools/call ${c.legacy.firstCallMs} ms, warm p50 ${f(c.legacy.warm.p50)} ms`,
+      `cold start: bundle ${(c.bundleBytes / 1024).toFixed(0)} KiB, import ${c.importMs} ms (median of 7, Node ${results.machine.node}), ${c.importMsRuntimeNode ?? '-'} ms (median of 7, Node ${c.lambdaNode}); --lambda (Node ${c.lambdaNode}): 2026 echo as first request ${c.modern.firstCallMs} ms (init ${c.modern.initMs} ms), warm p50 ${f(c.modern.warm.p50)} ms; 2025 initialize as first request ${c.legacy.initializeMs} ms (init ${c.legacy.initMs} ms), first tools/call ${c.legacy.firstCallMs} ms, warm p50 ${f(c.legacy.warm.p50)} ms`,
     );
 }
 

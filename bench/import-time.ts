@@ -1,0 +1,61 @@
+/**
+ * `npx tsx bench/import-time.ts [bundle.mjs] [runs]`: how long a fresh Node takes to import the Lambda
+ * bundle (dist/lambda/index.mjs, built first when none is named), the median of `runs` (7) fresh
+ * processes, on this Node and on the deployed runtime's Node (the `--lambda` image's, when installed).
+ * The part of a cold start the bundle decides; `npm run bench` reports it with the rest.
+ */
+import { execFileSync } from 'node:child_process';
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
+import { resolveRuntimeImage } from '../lambda/local/lambda-runtime/runtime-image';
+import { percentile } from './stats';
+
+const root = join(__dirname, '..');
+export const BUNDLE = join(root, 'dist/lambda/index.mjs');
+
+/** Milliseconds of each of `runs` imports of `bundle`, each in a fresh `node` process. */
+export function importTimes(bundle: string, runs = 7, node = process.execPath): number[] {
+  // `awslambda` is the managed runtime's global the handler module uses at import.
+  const script = `globalThis.awslambda={streamifyResponse:f=>f,HttpResponseStream:{}};const t=performance.now();await import(${JSON.stringify(bundle)});console.log(performance.now()-t)`;
+  return Array.from({ length: runs }, () =>
+    Number(
+      execFileSync(node, ['--input-type=module', '-e', script], {
+        env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+      }).toString(),
+    ),
+  );
+}
+
+export function buildBundle(): void {
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'ignore' });
+}
+
+/** The `--lambda` image's Node.js binary and version, or undefined where it is not installed. */
+export function runtimeNode(): { node: string; version: string } | undefined {
+  try {
+    const image = resolveRuntimeImage();
+    return { node: image.node, version: image.nodeVersion };
+  } catch {
+    return undefined;
+  }
+}
+
+if (require.main === module) {
+  const named = process.argv[2];
+  const runs = Number(process.argv[3] ?? 7);
+  if (!named) buildBundle();
+  const bundle = named ?? BUNDLE;
+  const median = (times: number[]) => percentile(times, 50).toFixed(1);
+  console.log(`${bundle}: ${(statSync(bundle).size / 1024).toFixed(0)} KiB`);
+  const here = importTimes(bundle, runs);
+  console.log(
+    `Node ${process.version}: import median ${median(here)} ms of ${runs} (${here.map(Math.round).join(', ')})`,
+  );
+  const runtime = runtimeNode();
+  if (runtime) {
+    const there = importTimes(bundle, runs, runtime.node);
+    console.log(
+      `Node ${runtime.version}: import median ${median(there)} ms of ${runs} (${there.map(Math.round).join(', ')})`,
+    );
+  }
+}
