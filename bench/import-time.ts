@@ -1,8 +1,11 @@
 /**
- * `npx tsx bench/import-time.ts [bundle.mjs] [runs]`: how long a fresh Node takes to import the Lambda
- * bundle (dist/lambda/index.mjs, built first when none is named), the median of `runs` (7) fresh
- * processes, on this Node and on the deployed runtime's Node (the `--lambda` image's, when installed).
- * The part of a cold start the bundle decides; `npm run bench` reports it with the rest.
+ * `npx tsx bench/import-time.ts [bundle.mjs] [runs] [--instructions]`: how long a fresh Node takes to
+ * import the Lambda bundle (dist/lambda/index.mjs, built first when none is named), the median of
+ * `runs` (7) fresh processes, on this Node and on the deployed runtime's Node (the `--lambda` image's,
+ * when installed). The part of a cold start the bundle decides; `npm run bench` reports it with the
+ * rest. `--instructions`: also the instructions the import executes on the runtime's Node, counted by
+ * valgrind (callgrind; a process that imports nothing subtracted), which repeat within a fraction of
+ * a per cent on a loaded machine where the milliseconds do not (about a minute per count).
  */
 import { execFileSync } from 'node:child_process';
 import { statSync } from 'node:fs';
@@ -26,6 +29,25 @@ export function importTimes(bundle: string, runs = 7, node = process.execPath): 
   );
 }
 
+/** Millions of instructions `node` executes importing `bundle`, less those of a process importing nothing. */
+export function importInstructions(bundle: string, node = process.execPath): number {
+  const count = (module?: string) => {
+    const script = `globalThis.awslambda={streamifyResponse:f=>f,HttpResponseStream:{}};${module ? `await import(${JSON.stringify(module)})` : ''}`;
+    const output = execFileSync(
+      'valgrind',
+      ['--tool=callgrind', '--callgrind-out-file=/dev/null', node, '--input-type=module', '-e', script],
+      {
+        stdio: ['ignore', 'ignore', 'pipe'],
+        env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+      },
+    );
+    const collected = /Collected : (\d+)/.exec(output.toString());
+    if (!collected) throw new Error('callgrind printed no count');
+    return Number(collected[1]);
+  };
+  return Math.round((count(bundle) - count()) / 1e6);
+}
+
 export function buildBundle(): void {
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'ignore' });
 }
@@ -41,8 +63,9 @@ export function runtimeNode(): { node: string; version: string } | undefined {
 }
 
 if (require.main === module) {
-  const named = process.argv[2];
-  const runs = Number(process.argv[3] ?? 7);
+  const args = process.argv.slice(2).filter((arg) => arg !== '--instructions');
+  const named = args[0];
+  const runs = Number(args[1] ?? 7);
   if (!named) buildBundle();
   const bundle = named ?? BUNDLE;
   const median = (times: number[]) => percentile(times, 50).toFixed(1);
