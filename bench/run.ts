@@ -109,7 +109,8 @@ async function metered<T>(
   for (const [operation, after] of Object.entries(dbAfter)) {
     const requests = after.requests - (dbBefore[operation]?.requests ?? 0);
     bytes += after.responseBytes - (dbBefore[operation]?.responseBytes ?? 0);
-    if (requests > 0) perCall[operation] = Math.round((requests / calls) * 100) / 100;
+    const rounded = Math.round((requests / calls) * 100) / 100;
+    if (rounded > 0) perCall[operation] = rounded; // not the odd request of an earlier phase's cleanup
   }
   return [
     value,
@@ -240,13 +241,19 @@ async function load(meter: Meter, targetUrl: string, gateways: [Child, Child]): 
       );
     try {
       const samples: number[] = [];
+      const failures: string[] = [];
       const [[wallMs, outcomes], metrics] = await metered(meter, LOAD_SESSIONS, () =>
         timed(() =>
           Promise.all(
             clients.map(async (client, i) => {
-              const [ms, text] = await timed(() => client.call(tool, { command: `cmd-${i}` }));
-              samples.push(ms);
-              return text === `executed: cmd-${i}`;
+              try {
+                const [ms, text] = await timed(() => client.call(tool, { command: `cmd-${i}` }));
+                samples.push(ms);
+                return text === `executed: cmd-${i}`;
+              } catch (error) {
+                failures.push(String(error)); // a call past the client's 60 s timeout fails, and is counted
+                return false;
+              }
             }),
           ),
         ),
@@ -254,7 +261,9 @@ async function load(meter: Meter, targetUrl: string, gateways: [Child, Child]): 
       const completed = outcomes.filter(Boolean).length;
       return {
         completed,
-        crossedOrLost: LOAD_SESSIONS - completed,
+        failed: failures.length,
+        firstFailure: failures[0],
+        crossedOrLost: LOAD_SESSIONS - completed - failures.length, // answered, but not its own answer
         wallMs: Math.round(wallMs),
         call: distribution(samples),
         ...metrics,
@@ -736,7 +745,7 @@ function print(results: Json): void {
   const l = results.load;
   if (l)
     console.log(
-      `load: ${l.sessions} sessions × 1 elicitation at once, direct: ${l.direct.completed} completed, ${l.direct.wallMs} ms wall, p50 ${f(l.direct.call.p50)} p95 ${f(l.direct.call.p95)} ms | over 2 gateways (answers through the other): ${l.gateway.completed} completed, ${l.gateway.crossedOrLost} crossed or lost, ${l.gateway.wallMs} ms wall, p50 ${f(l.gateway.call.p50)} p95 ${f(l.gateway.call.p95)} ms, ratio p50 ${l.p50Ratio}, cpu ${l.gateway.gatewayCpuMsPerCall} ms/call, DynamoDB ${JSON.stringify(l.gateway.dynamodbRequestsPerCall)}`,
+      `load: ${l.sessions} sessions × 1 elicitation at once, direct: ${l.direct.completed} completed, ${l.direct.wallMs} ms wall, p50 ${f(l.direct.call.p50)} p95 ${f(l.direct.call.p95)} ms | over 2 gateways (answers through the other): ${l.gateway.completed} completed, ${l.gateway.crossedOrLost} crossed or lost, ${l.gateway.failed} failed${l.gateway.firstFailure ? ` (${l.gateway.firstFailure})` : ''}, ${l.gateway.wallMs} ms wall, p50 ${f(l.gateway.call.p50)} p95 ${f(l.gateway.call.p95)} ms, ratio p50 ${l.p50Ratio}, cpu ${l.gateway.gatewayCpuMsPerCall} ms/call, DynamoDB ${JSON.stringify(l.gateway.dynamodbRequestsPerCall)}`,
     );
   const c = results.coldStart;
   if (c)
