@@ -7,9 +7,10 @@
  * valgrind (callgrind; a process that imports nothing subtracted), which repeat within a fraction of
  * a per cent on a loaded machine where the milliseconds do not (about a minute per count).
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { statSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { resolveRuntimeImage } from '../lambda/local/lambda-runtime/runtime-image';
 import { percentile } from './stats';
 
@@ -19,7 +20,7 @@ export const BUNDLE = join(root, 'dist/lambda/index.mjs');
 /** Milliseconds of each of `runs` imports of `bundle`, each in a fresh `node` process. */
 export function importTimes(bundle: string, runs = 7, node = process.execPath): number[] {
   // `awslambda` is the managed runtime's global the handler module uses at import.
-  const script = `globalThis.awslambda={streamifyResponse:f=>f,HttpResponseStream:{}};const t=performance.now();await import(${JSON.stringify(bundle)});console.log(performance.now()-t)`;
+  const script = `globalThis.awslambda={streamifyResponse:f=>f,HttpResponseStream:{}};const t=performance.now();await import(${JSON.stringify(pathToFileURL(bundle).href)});console.log(performance.now()-t)`;
   return Array.from({ length: runs }, () =>
     Number(
       execFileSync(node, ['--input-type=module', '-e', script], {
@@ -32,16 +33,14 @@ export function importTimes(bundle: string, runs = 7, node = process.execPath): 
 /** Millions of instructions `node` executes importing `bundle`, less those of a process importing nothing. */
 export function importInstructions(bundle: string, node = process.execPath): number {
   const count = (module?: string) => {
-    const script = `globalThis.awslambda={streamifyResponse:f=>f,HttpResponseStream:{}};${module ? `await import(${JSON.stringify(module)})` : ''}`;
-    const output = execFileSync(
+    const script = `globalThis.awslambda={streamifyResponse:f=>f,HttpResponseStream:{}};${module ? `await import(${JSON.stringify(pathToFileURL(module).href)})` : ''}`;
+    // callgrind prints its count on stderr.
+    const { stderr } = spawnSync(
       'valgrind',
       ['--tool=callgrind', '--callgrind-out-file=/dev/null', node, '--input-type=module', '-e', script],
-      {
-        stdio: ['ignore', 'ignore', 'pipe'],
-        env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
-      },
+      { encoding: 'utf8', env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' } },
     );
-    const collected = /Collected : (\d+)/.exec(output.toString());
+    const collected = /Collected : (\d+)/.exec(stderr ?? '');
     if (!collected) throw new Error('callgrind printed no count');
     return Number(collected[1]);
   };
@@ -67,7 +66,7 @@ if (require.main === module) {
   const named = args[0];
   const runs = Number(args[1] ?? 7);
   if (!named) buildBundle();
-  const bundle = named ?? BUNDLE;
+  const bundle = resolve(named ?? BUNDLE);
   const median = (times: number[]) => percentile(times, 50).toFixed(1);
   console.log(`${bundle}: ${(statSync(bundle).size / 1024).toFixed(0)} KiB`);
   const here = importTimes(bundle, runs);
@@ -79,6 +78,12 @@ if (require.main === module) {
     const there = importTimes(bundle, runs, runtime.node);
     console.log(
       `Node ${runtime.version}: import median ${median(there)} ms of ${runs} (${there.map(Math.round).join(', ')})`,
+    );
+  }
+  if (process.argv.includes('--instructions')) {
+    const node = runtime?.node ?? process.execPath;
+    console.log(
+      `Node ${runtime?.version ?? process.version}: import ${importInstructions(bundle, node)} M instructions`,
     );
   }
 }
