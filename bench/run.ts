@@ -3,18 +3,21 @@
  *
  * The official SDK clients (v1 for 2025-11-25, v2 pinned to 2026-07-28) call the same tool on the
  * same target directly and through a gateway process, alternating call by call, so both see the same
- * machine state; each row prints direct and gateway p50/p95, their ratio, the CPU the gateway
- * process(es) spent per call (their own `process.cpuUsage()`) and the DynamoDB requests per call
- * (counted inside the dynalite process, no extra hop). Every server runs in its own process: two
- * gateways sharing one dynalite (two instances of one deployment), a 2025-only target (v1 SDK,
+ * machine state; each row prints direct and gateway p50/p95, the time the gateway adds, the CPU the
+ * gateway process(es) spent per call (their own `process.cpuUsage()`) and the DynamoDB requests per
+ * call (counted inside the dynalite process, no extra hop). Each row has a floor row: the same calls
+ * through a proxy that only forwards (one proxy per instance the row crosses), measured right after
+ * it; "× floor" is the row's added p50 divided by its floor's. Every server runs in its own process:
+ * two gateways sharing one dynalite (two instances of one deployment), a 2025-only target (v1 SDK,
  * sessions and a GET stream), a dual-era target (v2 SDK). Then: an elicitation answered through the
  * other instance, 200 concurrent sessions over both instances, and the cold start of the Lambda
- * bundle (import; first calls served by `npm start -- --lambda`). Writes bench/results/latest.json.
+ * bundle (import, median of 7; first calls served by `npm start -- --lambda`). Writes
+ * bench/results/latest.json, or the file named by `--json FILE` (or BENCH_OUT).
  *
  * BENCH_CALLS (default 300) calls per row, BENCH_LOAD_SESSIONS (default 200), BENCH_ONLY=row,row to
- * run some rows only, BENCH_COLD=0 to skip the cold start.
+ * run some rows only (with their floors; `onRuntimeNode` selects the two rows on Node 24),
+ * BENCH_COLD=0 to skip the cold start.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -26,6 +29,7 @@ import { argumentsDigest, RequestStateSealer } from '../lambda/stateless/request
 import type { Json } from '../test/support/mcp-http';
 import { type RuntimeImage, resolveRuntimeImage } from '../tools/lambda-emulator/runtime-image';
 import { type BenchClient, legacyClient, modernClient } from './clients';
+import { BUNDLE, buildBundle, importTimes, runtimeNode } from './import-time';
 import { type Child, cpuMs, dynamoCounts, startChild, startGatewayChild, startTarget } from './processes';
 import { type Distribution, distribution, ratio } from './stats';
 
@@ -39,6 +43,25 @@ const LOAD_SESSIONS = Number(process.env.BENCH_LOAD_SESSIONS ?? 200);
 const ONLY = process.env.BENCH_ONLY?.split(',');
 const wanted = (row: string) => !ONLY || ONLY.includes(row);
 const KEY = 'bench-key-0123456789abcdefghijklmnopqrstuvwxyz';
+
+/** One line on stderr per part as it starts: a run takes minutes. */
+function progress(part: string): void {
+  process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${part}\n`);
+}
+
+/** `--json FILE` (or BENCH_OUT) names the JSON written; by default bench/results/latest.json. */
+function jsonFile(): string {
+  const at = process.argv.indexOf('--json');
+  const named = at === -1 ? undefined : process.argv[at + 1];
+  return named ?? process.env.BENCH_OUT ?? join(__dirname, 'results/latest.json');
+}
+
+/** The 1, 5 and 15 minute load averages, as `uptime` prints them: the machine is shared. */
+function loadAverages(): string {
+  return loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
+}
 
 async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
   const started = performance.now();
@@ -58,6 +81,10 @@ export interface Row {
   dynamodbRequestsPerCall: Record<string, number>;
   /** Response bytes DynamoDB sent per call (the item size read). */
   dynamodbResponseBytesPerCall: number;
+  /** The passthrough row this row is measured against: the same calls through a proxy that only forwards. */
+  floor?: string;
+  /** "× floor": this row's added p50 ÷ its floor row's added p50, both from this run (a floor row: 1). */
+  timesFloor?: number;
 }
 
 interface Meter {
@@ -82,7 +109,8 @@ async function metered<T>(
   for (const [operation, after] of Object.entries(dbAfter)) {
     const requests = after.requests - (dbBefore[operation]?.requests ?? 0);
     bytes += after.responseBytes - (dbBefore[operation]?.responseBytes ?? 0);
-    if (requests > 0) perCall[operation] = Math.round((requests / calls) * 100) / 100;
+    const rounded = Math.round((requests / calls) * 100) / 100;
+    if (rounded > 0) perCall[operation] = rounded; // not the odd request of an earlier phase's cleanup
   }
   return [
     value,
@@ -204,16 +232,28 @@ async function queryAlone(endpoint: string): Promise<Json> {
 /** 200 sessions at once: each calls a tool that elicits; streamed by one instance, answered through the other. */
 async function load(meter: Meter, targetUrl: string, gateways: [Child, Child]): Promise<Json> {
   const run = async (connect: (i: number) => Promise<BenchClient>, tool: string) => {
-    const clients = await Promise.all(Array.from({ length: LOAD_SESSIONS }, (_, i) => connect(i)));
+    // Sessions are set up 20 at a time: what is measured is 200 elicitations at once, not 200
+    // `initialize` at once (which one dynalite on a loaded 2-core machine answers past the SDK's 2 s timeout).
+    const clients: BenchClient[] = [];
+    for (let i = 0; i < LOAD_SESSIONS; i += 20)
+      clients.push(
+        ...(await Promise.all(Array.from({ length: Math.min(20, LOAD_SESSIONS - i) }, (_, j) => connect(i + j)))),
+      );
     try {
       const samples: number[] = [];
+      const failures: string[] = [];
       const [[wallMs, outcomes], metrics] = await metered(meter, LOAD_SESSIONS, () =>
         timed(() =>
           Promise.all(
             clients.map(async (client, i) => {
-              const [ms, text] = await timed(() => client.call(tool, { command: `cmd-${i}` }));
-              samples.push(ms);
-              return text === `executed: cmd-${i}`;
+              try {
+                const [ms, text] = await timed(() => client.call(tool, { command: `cmd-${i}` }));
+                samples.push(ms);
+                return text === `executed: cmd-${i}`;
+              } catch (error) {
+                failures.push(String(error)); // a call past the client's 60 s timeout fails, and is counted
+                return false;
+              }
             }),
           ),
         ),
@@ -221,7 +261,9 @@ async function load(meter: Meter, targetUrl: string, gateways: [Child, Child]): 
       const completed = outcomes.filter(Boolean).length;
       return {
         completed,
-        crossedOrLost: LOAD_SESSIONS - completed,
+        failed: failures.length,
+        firstFailure: failures[0],
+        crossedOrLost: LOAD_SESSIONS - completed - failures.length, // answered, but not its own answer
         wallMs: Math.round(wallMs),
         call: distribution(samples),
         ...metrics,
@@ -274,13 +316,11 @@ const modernEcho = (url: string, id: number) =>
 
 /** Cold start: the bundle's import in a fresh Node, and first calls served by fresh `--lambda` environments. */
 async function coldStart(config: Json, dynamodbEndpoint: string): Promise<Json> {
-  const root = join(__dirname, '..');
-  const bundle = join(root, 'dist/lambda/index.mjs');
-  execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'ignore' });
-  const script = `globalThis.awslambda={streamifyResponse:f=>f,HttpResponseStream:{}};const t=performance.now();await import(${JSON.stringify(bundle)});console.log(performance.now()-t)`;
-  const imports = Array.from({ length: 7 }, () =>
-    Number(execFileSync(process.execPath, ['--input-type=module', '-e', script]).toString()),
-  );
+  buildBundle();
+  const imports = importTimes(BUNDLE);
+  // The deployed runtime's Node (24, the `--lambda` image's), where its import is the cold start's.
+  const runtime = runtimeNode();
+  const importsOnRuntime = runtime ? importTimes(BUNDLE, 7, runtime.node) : undefined;
   const lambdaConfig = { ...config, logLevel: 'SILENT' as const };
   const start = () =>
     startLambdaMode({ port: 0, demo: false, config: lambdaConfig, dynamodbEndpoint, build: 'never', log: () => {} });
@@ -336,8 +376,9 @@ async function coldStart(config: Json, dynamodbEndpoint: string): Promise<Json> 
   }
   const ms = (x: number | undefined) => (x === undefined ? undefined : Math.round(x));
   return {
-    bundleBytes: statSync(bundle).size,
+    bundleBytes: statSync(BUNDLE).size,
     importMs: Math.round(distribution(imports).p50),
+    importMsRuntimeNode: importsOnRuntime && Math.round(distribution(importsOnRuntime).p50),
     lambdaNode: modernNodeVersion,
     modern: {
       initMs: ms(modernInit),
@@ -363,7 +404,7 @@ async function main(): Promise<void> {
       cpuModel: cpus()[0]?.model,
       memoryGiB: Math.round(totalmem() / 2 ** 30),
       node: process.version,
-      loadAverageAtStart: loadavg()[0]?.toFixed(1),
+      loadAverageAtStart: loadAverages(),
     },
     calls: N,
     rows: {},
@@ -391,65 +432,131 @@ async function main(): Promise<void> {
     const both: Meter = { gateways: [gatewayA, gatewayB], dynamo };
     const echo = { text: 'bench' };
 
-    if (wanted('legacyEchoDual'))
-      rows.legacyEchoDual = await clientRow(
-        one,
-        await legacyClient(dualTarget.url),
-        await legacyClient(gatewayA.url),
-        ['echo', 'dual___echo'],
-        echo,
-        'echo: bench',
-      );
-    if (wanted('legacyEcho'))
-      rows.legacyEcho = await clientRow(
-        one,
-        await legacyClient(legacyTarget.url),
-        await legacyClient(gatewayA.url),
-        ['echo', 'legacy___echo'],
-        echo,
-        'echo: bench',
-      );
-    if (wanted('legacyEchoNoInput'))
-      rows.legacyEchoNoInput = await clientRow(
-        one,
-        await legacyClient(legacyTarget.url, { elicitation: false }),
-        await legacyClient(gatewayA.url, { elicitation: false }),
-        ['echo', 'legacy___echo'],
-        echo,
-        'echo: bench',
-      );
-    if (wanted('legacy50msTool'))
-      rows.legacy50msTool = await clientRow(
-        one,
-        await legacyClient(legacyTarget.url),
-        await legacyClient(gatewayA.url),
-        ['slow', 'legacy___slow'],
-        { ms: 50 },
-        'slept 50',
-        Math.ceil(N / 4),
-      );
-    if (wanted('modernEcho'))
-      rows.modernEcho = await clientRow(
-        one,
-        await modernClient(dualTarget.url),
-        await modernClient(gatewayA.url),
-        ['echo', 'dual___echo'],
-        echo,
-        'echo: bench',
-      );
-    if (wanted('modernEchoPassthrough')) {
-      // The same calls through a proxy that only forwards: what one extra hop costs here.
-      const proxy = await startChild(['bench/serve-proxy.ts', dualTarget.url], /ready (\S+)/);
-      children.push(proxy);
-      rows.modernEchoPassthrough = await clientRow(
-        { gateways: [], dynamo },
-        await modernClient(dualTarget.url),
-        await modernClient(proxy.url),
-        ['echo', 'echo'],
-        echo,
-        'echo: bench',
-      );
-    }
+    // The floor: the same calls through proxies that only forward (bench/serve-proxy.ts), one in front
+    // of each target and a second one in front of the 2025-only target for the answers (as gateway B).
+    const proxies = new Map<string, Child>();
+    const proxyTo = async (name: string, url: string): Promise<Child> => {
+      let proxy = proxies.get(name);
+      if (!proxy) {
+        proxy = await startChild(['bench/serve-proxy.ts', url], /ready (\S+)/);
+        children.push(proxy);
+        proxies.set(name, proxy);
+      }
+      return proxy;
+    };
+    /** A gateway row, then (once per run) its floor row; the floor row's meter is the proxies' own CPU. */
+    const measured = async (
+      key: string,
+      gatewayRow: () => Promise<Row>,
+      floor: { key: string; row: (meter: (proxies: Child[]) => Meter) => Promise<Row> },
+      selectedBy = key, // the name BENCH_ONLY selects it by
+    ): Promise<void> => {
+      if (!wanted(selectedBy)) return;
+      progress(key);
+      rows[key] = { ...(await gatewayRow()), floor: floor.key };
+      if (!rows[floor.key]) {
+        progress(floor.key);
+        rows[floor.key] = { ...(await floor.row((gateways) => ({ gateways, dynamo }))), floor: floor.key };
+      }
+    };
+    const legacyFloor = (key: string, target: Child, options: { elicitation?: boolean } = {}) => ({
+      key,
+      row: async (meter: (proxies: Child[]) => Meter) => {
+        const proxy = await proxyTo(key === 'legacyEchoDualPassthrough' ? 'dual' : 'legacy', target.url);
+        return clientRow(
+          meter([proxy]),
+          await legacyClient(target.url, options),
+          await legacyClient(proxy.url, options),
+          ['echo', 'echo'],
+          echo,
+          'echo: bench',
+        );
+      },
+    });
+    const modernEchoFloor = {
+      key: 'modernEchoPassthrough',
+      row: async (meter: (proxies: Child[]) => Meter) => {
+        const proxy = await proxyTo('dual', dualTarget.url);
+        return clientRow(
+          meter([proxy]),
+          await modernClient(dualTarget.url),
+          await modernClient(proxy.url),
+          ['echo', 'echo'],
+          echo,
+          'echo: bench',
+        );
+      },
+    };
+    const legacyEchoFloor = legacyFloor('legacyEchoPassthrough', legacyTarget);
+    const legacyEchoNoInputFloor = legacyFloor('legacyEchoNoInputPassthrough', legacyTarget, { elicitation: false });
+
+    await measured(
+      'legacyEchoDual',
+      async () =>
+        clientRow(
+          one,
+          await legacyClient(dualTarget.url),
+          await legacyClient(gatewayA.url),
+          ['echo', 'dual___echo'],
+          echo,
+          'echo: bench',
+        ),
+      legacyFloor('legacyEchoDualPassthrough', dualTarget),
+    );
+    await measured(
+      'legacyEcho',
+      async () =>
+        clientRow(
+          one,
+          await legacyClient(legacyTarget.url),
+          await legacyClient(gatewayA.url),
+          ['echo', 'legacy___echo'],
+          echo,
+          'echo: bench',
+        ),
+      legacyEchoFloor,
+    );
+    await measured(
+      'legacyEchoNoInput',
+      async () =>
+        clientRow(
+          one,
+          await legacyClient(legacyTarget.url, { elicitation: false }),
+          await legacyClient(gatewayA.url, { elicitation: false }),
+          ['echo', 'legacy___echo'],
+          echo,
+          'echo: bench',
+        ),
+      legacyEchoNoInputFloor,
+    );
+    // The hop a 50 ms tool's call crosses is an echo's: its floor is the echo's, not measured again.
+    await measured(
+      'legacy50msTool',
+      async () =>
+        clientRow(
+          one,
+          await legacyClient(legacyTarget.url),
+          await legacyClient(gatewayA.url),
+          ['slow', 'legacy___slow'],
+          { ms: 50 },
+          'slept 50',
+          Math.ceil(N / 4),
+        ),
+      legacyEchoFloor,
+    );
+    await measured(
+      'modernEcho',
+      async () =>
+        clientRow(
+          one,
+          await modernClient(dualTarget.url),
+          await modernClient(gatewayA.url),
+          ['echo', 'dual___echo'],
+          echo,
+          'echo: bench',
+        ),
+      modernEchoFloor,
+    );
     // The same two echo rows with the gateway on the deployed runtime's Node (24, the `--lambda`
     // image's binary): AsyncLocalStorage (the request context) costs every promise a hook on Node
     // 20 and next to nothing on Node 24, where it is built on AsyncContextFrame.
@@ -459,67 +566,144 @@ async function main(): Promise<void> {
       children.push(gatewayC);
       const onC: Meter = { gateways: [gatewayC], dynamo };
       results.runtimeNode = runtimeNode.nodeVersion;
-      rows.modernEchoRuntimeNode = await clientRow(
-        onC,
-        await modernClient(dualTarget.url),
-        await modernClient(gatewayC.url),
-        ['echo', 'dual___echo'],
-        echo,
-        'echo: bench',
+      await measured(
+        'modernEchoRuntimeNode',
+        async () =>
+          clientRow(
+            onC,
+            await modernClient(dualTarget.url),
+            await modernClient(gatewayC.url),
+            ['echo', 'dual___echo'],
+            echo,
+            'echo: bench',
+          ),
+        modernEchoFloor,
+        'onRuntimeNode',
       );
-      rows.legacyEchoNoInputRuntimeNode = await clientRow(
-        onC,
-        await legacyClient(legacyTarget.url, { elicitation: false }),
-        await legacyClient(gatewayC.url, { elicitation: false }),
-        ['echo', 'legacy___echo'],
-        echo,
-        'echo: bench',
+      await measured(
+        'legacyEchoNoInputRuntimeNode',
+        async () =>
+          clientRow(
+            onC,
+            await legacyClient(legacyTarget.url, { elicitation: false }),
+            await legacyClient(gatewayC.url, { elicitation: false }),
+            ['echo', 'legacy___echo'],
+            echo,
+            'echo: bench',
+          ),
+        legacyEchoNoInputFloor,
+        'onRuntimeNode',
       );
     }
-    if (wanted('modernInputRequired'))
-      rows.modernInputRequired = await clientRow(
-        one,
-        await modernClient(dualTarget.url),
-        await modernClient(gatewayA.url),
-        ['use_aws', 'dual___use_aws'],
-        { command: 'ls' },
-        'executed: ls',
-      );
-    if (wanted('legacyElicitationOtherInstance'))
-      rows.legacyElicitationOtherInstance = await clientRow(
-        both,
-        await legacyClient(legacyTarget.url),
-        await legacyClient(gatewayA.url, { answerUrl: gatewayB.url }),
-        ['use_aws', 'legacy___use_aws'],
-        { command: 'ls' },
-        'executed: ls',
-      );
+    await measured(
+      'modernInputRequired',
+      async () =>
+        clientRow(
+          one,
+          await modernClient(dualTarget.url),
+          await modernClient(gatewayA.url),
+          ['use_aws', 'dual___use_aws'],
+          { command: 'ls' },
+          'executed: ls',
+        ),
+      {
+        key: 'modernInputRequiredPassthrough',
+        row: async (meter) => {
+          const proxy = await proxyTo('dual', dualTarget.url);
+          return clientRow(
+            meter([proxy]),
+            await modernClient(dualTarget.url),
+            await modernClient(proxy.url),
+            ['use_aws', 'use_aws'],
+            { command: 'ls' },
+            'executed: ls',
+          );
+        },
+      },
+    );
+    // A held round: the call streamed by A, the client's answer POSTed to B (as Lambda routes it);
+    // its floor: the call through one proxy, the answer through another.
+    await measured(
+      'legacyElicitationOtherInstance',
+      async () =>
+        clientRow(
+          both,
+          await legacyClient(legacyTarget.url),
+          await legacyClient(gatewayA.url, { answerUrl: gatewayB.url }),
+          ['use_aws', 'legacy___use_aws'],
+          { command: 'ls' },
+          'executed: ls',
+        ),
+      {
+        key: 'legacyElicitationPassthrough',
+        row: async (meter) => {
+          const [callProxy, answerProxy] = [
+            await proxyTo('legacy', legacyTarget.url),
+            await proxyTo('legacy answers', legacyTarget.url),
+          ];
+          return clientRow(
+            meter([callProxy, answerProxy]),
+            await legacyClient(legacyTarget.url),
+            await legacyClient(callProxy.url, { answerUrl: answerProxy.url }),
+            ['use_aws', 'use_aws'],
+            { command: 'ls' },
+            'executed: ls',
+          );
+        },
+      },
+    );
+    for (const row of Object.values(rows)) {
+      const floor = row.floor === undefined ? undefined : rows[row.floor];
+      // A floor within the noise of zero (or below it) gives no meaningful quotient.
+      if (floor?.addedP50Ms !== undefined && row.addedP50Ms !== undefined && floor.addedP50Ms > 0.05)
+        row.timesFloor = ratio(row.addedP50Ms, floor.addedP50Ms);
+    }
     results.sealPlusOpenMicroseconds = sealOpenMicroseconds();
-    if (wanted('dynamodbQuery')) results.dynamodbQuery = await queryAlone(dynamo.url);
-    if (wanted('load')) results.load = await load(both, legacyTarget.url, [gatewayA, gatewayB]);
-    if (process.env.BENCH_COLD !== '0' && wanted('coldStart')) results.coldStart = await coldStart(config, dynamo.url);
+    if (wanted('dynamodbQuery')) {
+      progress('dynamodbQuery');
+      results.dynamodbQuery = await queryAlone(dynamo.url);
+    }
+    if (wanted('load')) {
+      progress('load');
+      results.load = await load(both, legacyTarget.url, [gatewayA, gatewayB]);
+    }
+    if (process.env.BENCH_COLD !== '0' && wanted('coldStart')) {
+      progress('coldStart');
+      results.coldStart = await coldStart(config, dynamo.url);
+    }
+  } catch (error) {
+    // What was measured before the failure is still written and printed, with the failure named.
+    results.failed = String(error);
+    process.exitCode = 1;
   } finally {
     await Promise.all(children.map((child) => child.stop()));
   }
 
+  results.machine.loadAverageAtEnd = loadAverages();
   mkdirSync(join(__dirname, 'results'), { recursive: true });
-  const file = process.env.BENCH_OUT ?? join(__dirname, 'results/latest.json');
+  const file = jsonFile();
   writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
   print(results);
+  if (results.failed) console.log(`stopped early: ${results.failed}`);
   console.log(`figures written to ${file}`);
 }
 
 const LABELS: Record<string, string> = {
   legacyEchoDual: '2025-11-25 echo, dual-era target',
-  legacyEcho: '2025-11-25 echo, 2025-only target',
-  legacyEchoNoInput: '2025 echo, 2025-only, no input caps',
-  legacy50msTool: '2025-11-25, a 50 ms tool',
+  legacyEchoDualPassthrough: '  its floor: passthrough proxy',
+  legacyEcho: '2025-11-25 echo, input caps (GET/call)',
+  legacyEchoPassthrough: '  its floor: passthrough proxy',
+  legacyEchoNoInput: '2025-11-25 echo, no input caps',
+  legacyEchoNoInputPassthrough: '  its floor: passthrough proxy',
+  legacy50msTool: '2025-11-25, a 50 ms tool (echo floor)',
   modernEcho: '2026-07-28 echo',
-  modernEchoPassthrough: '2026 echo, passthrough proxy (floor)',
+  modernEchoPassthrough: '  its floor: passthrough proxy',
+  modernEchoRuntimeNode: '2026-07-28 echo, gateway on Node 24',
+  legacyEchoNoInputRuntimeNode: '2025 echo no input caps, gw Node 24',
   modernInputRequired: '2026-07-28 input_required round',
-  legacyElicitationOtherInstance: '2025 elicitation, answer via B',
-  modernEchoRuntimeNode: '2026 echo, gateway on Node 24',
-  legacyEchoNoInputRuntimeNode: '2025 echo no input, gw Node 24',
+  modernInputRequiredPassthrough: '  its floor: passthrough proxy',
+  legacyElicitationOtherInstance: '2025 elicitation round held, answer→B',
+  legacyElicitationPassthrough: '  its floor: call/answer via 2 proxies',
 };
 
 /** The `--lambda` image's Node.js (24), or undefined (with a note) where it is not installed. */
@@ -536,14 +720,20 @@ function print(results: Json): void {
   const f = (x: number | undefined) => (x === undefined ? '-' : x.toFixed(2));
   const m = results.machine;
   console.log(
-    `machine: ${m.cpus} × ${m.cpuModel}, ${m.memoryGiB} GiB, Node ${m.node}, load ${m.loadAverageAtStart}; ${results.calls} calls per row`,
+    `machine: ${m.cpus} × ${m.cpuModel}, ${m.memoryGiB} GiB, Node ${m.node}, load average ${m.loadAverageAtStart} at the start, ${m.loadAverageAtEnd} at the end (1/5/15 min); ${results.calls} calls per row`,
   );
   console.log(
-    `${'row'.padEnd(34)} ${'direct p50/p95'.padEnd(14)} ${'gateway p50/p95'.padEnd(15)} ratio  added  cpu/call  DynamoDB/call`,
+    '× floor: the added p50 (gateway p50 − direct p50) ÷ the added p50 of the same calls through a proxy that only forwards, in this run; cpu/call: the gateway (floor rows: the proxy) process CPU per call',
+  );
+  console.log(
+    `${'row'.padEnd(40)} ${'direct p50/p95'.padEnd(14)} ${'via p50/p95'.padEnd(13)} added  × floor cpu/call DynamoDB/call`,
   );
   for (const [key, r] of Object.entries(results.rows as Record<string, Row>)) {
+    const db = Object.keys(r.dynamodbRequestsPerCall).length
+      ? `${JSON.stringify(r.dynamodbRequestsPerCall)} (${r.dynamodbResponseBytesPerCall} B read)`
+      : '0';
     console.log(
-      `${(LABELS[key] ?? key).padEnd(34)} ${`${f(r.direct?.p50)}/${f(r.direct?.p95)}`.padEnd(14)} ${`${f(r.gateway.p50)}/${f(r.gateway.p95)}`.padEnd(15)} ${f(r.p50Ratio).padEnd(6)} ${f(r.addedP50Ms).padEnd(6)} ${f(r.gatewayCpuMsPerCall).padEnd(9)} ${JSON.stringify(r.dynamodbRequestsPerCall)} (${r.dynamodbResponseBytesPerCall} B read)`,
+      `${(LABELS[key] ?? key).padEnd(40)} ${`${f(r.direct?.p50)}/${f(r.direct?.p95)}`.padEnd(14)} ${`${f(r.gateway.p50)}/${f(r.gateway.p95)}`.padEnd(13)} ${f(r.addedP50Ms).padEnd(6)} ${f(r.timesFloor).padEnd(7)} ${f(r.gatewayCpuMsPerCall).padEnd(8)} ${db}`,
     );
   }
   console.log(`requestState seal + open: ${results.sealPlusOpenMicroseconds} µs`);
@@ -555,12 +745,12 @@ function print(results: Json): void {
   const l = results.load;
   if (l)
     console.log(
-      `load: ${l.sessions} sessions × 1 elicitation at once, direct: ${l.direct.completed} completed, ${l.direct.wallMs} ms wall, p50 ${f(l.direct.call.p50)} p95 ${f(l.direct.call.p95)} ms | over 2 gateways (answers through the other): ${l.gateway.completed} completed, ${l.gateway.crossedOrLost} crossed or lost, ${l.gateway.wallMs} ms wall, p50 ${f(l.gateway.call.p50)} p95 ${f(l.gateway.call.p95)} ms, ratio p50 ${l.p50Ratio}, cpu ${l.gateway.gatewayCpuMsPerCall} ms/call, DynamoDB ${JSON.stringify(l.gateway.dynamodbRequestsPerCall)}`,
+      `load: ${l.sessions} sessions × 1 elicitation at once, direct: ${l.direct.completed} completed, ${l.direct.wallMs} ms wall, p50 ${f(l.direct.call.p50)} p95 ${f(l.direct.call.p95)} ms | over 2 gateways (answers through the other): ${l.gateway.completed} completed, ${l.gateway.crossedOrLost} crossed or lost, ${l.gateway.failed} failed${l.gateway.firstFailure ? ` (${l.gateway.firstFailure})` : ''}, ${l.gateway.wallMs} ms wall, p50 ${f(l.gateway.call.p50)} p95 ${f(l.gateway.call.p95)} ms, ratio p50 ${l.p50Ratio}, cpu ${l.gateway.gatewayCpuMsPerCall} ms/call, DynamoDB ${JSON.stringify(l.gateway.dynamodbRequestsPerCall)}`,
     );
   const c = results.coldStart;
   if (c)
     console.log(
-      `cold start: bundle ${(c.bundleBytes / 1024).toFixed(0)} KiB, import ${c.importMs} ms (median of 7, Node ${results.machine.node}); --lambda (Node ${c.lambdaNode}): 2026 echo as first request ${c.modern.firstCallMs} ms (init ${c.modern.initMs} ms), warm p50 ${f(c.modern.warm.p50)} ms; 2025 initialize as first request ${c.legacy.initializeMs} ms (init ${c.legacy.initMs} ms), first tools/call ${c.legacy.firstCallMs} ms, warm p50 ${f(c.legacy.warm.p50)} ms`,
+      `cold start: bundle ${(c.bundleBytes / 1024).toFixed(0)} KiB, import ${c.importMs} ms (median of 7, Node ${results.machine.node}), ${c.importMsRuntimeNode ?? '-'} ms (median of 7, Node ${c.lambdaNode}); --lambda (Node ${c.lambdaNode}): 2026 echo as first request ${c.modern.firstCallMs} ms (init ${c.modern.initMs} ms), warm p50 ${f(c.modern.warm.p50)} ms; 2025 initialize as first request ${c.legacy.initializeMs} ms (init ${c.legacy.initMs} ms), first tools/call ${c.legacy.firstCallMs} ms, warm p50 ${f(c.legacy.warm.p50)} ms`,
     );
 }
 

@@ -1,0 +1,89 @@
+/**
+ * `npx tsx bench/import-time.ts [bundle.mjs] [runs] [--instructions]`: how long a fresh Node takes to
+ * import the Lambda bundle (dist/lambda/index.mjs, built first when none is named), the median of
+ * `runs` (7) fresh processes, on this Node and on the deployed runtime's Node (the `--lambda` image's,
+ * when installed). The part of a cold start the bundle decides; `npm run bench` reports it with the
+ * rest. `--instructions`: also the instructions the import executes on the runtime's Node, counted by
+ * valgrind (callgrind; a process that imports nothing subtracted), which repeat within a fraction of
+ * a per cent on a loaded machine where the milliseconds do not (about a minute per count).
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { resolveRuntimeImage } from '../lambda/local/lambda-runtime/runtime-image';
+import { percentile } from './stats';
+
+const root = join(__dirname, '..');
+export const BUNDLE = join(root, 'dist/lambda/index.mjs');
+
+/** Milliseconds of each of `runs` imports of `bundle`, each in a fresh `node` process. */
+export function importTimes(bundle: string, runs = 7, node = process.execPath): number[] {
+  // `awslambda` is the managed runtime's global the handler module uses at import.
+  const script = `globalThis.awslambda={streamifyResponse:f=>f,HttpResponseStream:{}};const t=performance.now();await import(${JSON.stringify(pathToFileURL(bundle).href)});console.log(performance.now()-t)`;
+  return Array.from({ length: runs }, () =>
+    Number(
+      execFileSync(node, ['--input-type=module', '-e', script], {
+        env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+      }).toString(),
+    ),
+  );
+}
+
+/** Millions of instructions `node` executes importing `bundle`, less those of a process importing nothing. */
+export function importInstructions(bundle: string, node = process.execPath): number {
+  const count = (module?: string) => {
+    const script = `globalThis.awslambda={streamifyResponse:f=>f,HttpResponseStream:{}};${module ? `await import(${JSON.stringify(pathToFileURL(module).href)})` : ''}`;
+    // callgrind prints its count on stderr.
+    const { stderr } = spawnSync(
+      'valgrind',
+      ['--tool=callgrind', '--callgrind-out-file=/dev/null', node, '--input-type=module', '-e', script],
+      { encoding: 'utf8', env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' } },
+    );
+    const collected = /Collected : (\d+)/.exec(stderr ?? '');
+    if (!collected) throw new Error('callgrind printed no count');
+    return Number(collected[1]);
+  };
+  return Math.round((count(bundle) - count()) / 1e6);
+}
+
+export function buildBundle(): void {
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'ignore' });
+}
+
+/** The `--lambda` image's Node.js binary and version, or undefined where it is not installed. */
+export function runtimeNode(): { node: string; version: string } | undefined {
+  try {
+    const image = resolveRuntimeImage();
+    return { node: image.node, version: image.nodeVersion };
+  } catch {
+    return undefined;
+  }
+}
+
+if (require.main === module) {
+  const args = process.argv.slice(2).filter((arg) => arg !== '--instructions');
+  const named = args[0];
+  const runs = Number(args[1] ?? 7);
+  if (!named) buildBundle();
+  const bundle = resolve(named ?? BUNDLE);
+  const median = (times: number[]) => percentile(times, 50).toFixed(1);
+  console.log(`${bundle}: ${(statSync(bundle).size / 1024).toFixed(0)} KiB`);
+  const here = importTimes(bundle, runs);
+  console.log(
+    `Node ${process.version}: import median ${median(here)} ms of ${runs} (${here.map(Math.round).join(', ')})`,
+  );
+  const runtime = runtimeNode();
+  if (runtime) {
+    const there = importTimes(bundle, runs, runtime.node);
+    console.log(
+      `Node ${runtime.version}: import median ${median(there)} ms of ${runs} (${there.map(Math.round).join(', ')})`,
+    );
+  }
+  if (process.argv.includes('--instructions')) {
+    const node = runtime?.node ?? process.execPath;
+    console.log(
+      `Node ${runtime?.version ?? process.version}: import ${importInstructions(bundle, node)} M instructions`,
+    );
+  }
+}

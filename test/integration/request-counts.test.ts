@@ -1,0 +1,138 @@
+import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { startDemoTarget } from '../../lambda/local/demo-target';
+import { startModernDemoTarget } from '../../lambda/local/modern-demo-target';
+import type { GatewayKind } from '../support/gateways';
+import { eventually } from '../support/mcp-http';
+import { withGateway } from '../support/with-gateway';
+
+/**
+ * DynamoDB requests per call and per elicitation round, as official SDK clients cause them against
+ * official SDK servers, counted where they reach DynamoDB (dynalite behind the counting proxy). These
+ * are the figures the cost model (docs/performance.md) and the scale model (docs/scale-model.md) rest
+ * on; they pin today's figures, so a change to any of them is a decision to make on purpose.
+ * Counts only, never timings. Raw-HTTP counterparts: `legacy-sessions.test.ts` (a 2025 call),
+ * `legacy-relay.test.ts` (a round answered through the same instance), `legacy-to-modern-input.test.ts`
+ * (2026-07-28 calls and input rounds).
+ *
+ * The sessions' own GET stream is off (`clientStreamHoldSeconds: 0`): the official clients open it by
+ * themselves after `initialize`, and its rescans (a `Query` every 2 s) would mix a per-session cost,
+ * counted by time, into the per-call figures.
+ */
+const kinds: GatewayKind[] = ['local server', 'lambda runtime'];
+const INFO = { name: 'request-counts', version: '1.0.0' };
+
+interface Caller {
+  call(name: string, args: Record<string, unknown>): Promise<string>;
+  close(): Promise<void>;
+}
+
+function textOf(result: unknown): string {
+  return (result as { content: Array<{ text?: string }> }).content[0]?.text ?? '';
+}
+
+/** The official v1 client in a 2025-11-25 session; with `answerUrl`, its answers go to another instance. */
+async function v1Session(url: string, options: { elicitation: boolean; answerUrl?: string }): Promise<Caller> {
+  const client = new V1Client(INFO, { capabilities: options.elicitation ? { elicitation: { form: {} } } : {} });
+  if (options.elicitation)
+    client.setRequestHandler(ElicitRequestSchema, () => ({ action: 'accept', content: { confirm: true } }));
+  // A load balancer (or Lambda) may route any POST anywhere: here every answer goes to the other instance.
+  const routed: FetchLike = (target, init) => {
+    if (options.answerUrl && init?.method === 'POST' && typeof init.body === 'string') {
+      const message = JSON.parse(init.body) as Record<string, unknown>;
+      if (!('method' in message)) return fetch(options.answerUrl, init);
+    }
+    return fetch(target, init);
+  };
+  await client.connect(new V1Transport(new URL(url), { fetch: routed }));
+  return {
+    call: async (name, args) => textOf(await client.callTool({ name, arguments: args }, CallToolResultSchema)),
+    close: () => client.close(),
+  };
+}
+
+/** The official v2 client pinned to 2026-07-28. */
+async function v2Stateless(url: string): Promise<Caller> {
+  const client = new V2Client(INFO, {
+    capabilities: { elicitation: { form: {} } },
+    versionNegotiation: { mode: { pin: '2026-07-28' } },
+  });
+  await client.connect(new V2Transport(new URL(url)));
+  return {
+    call: async (name, args) => textOf(await client.callTool({ name, arguments: args })),
+    close: () => client.close(),
+  };
+}
+
+describe.each(kinds)('DynamoDB requests through the %s', (kind) => {
+  const gw = withGateway(
+    { logLevel: 'SILENT', clientStreamHoldSeconds: 0 },
+    {
+      kind,
+      instances: 2,
+      targets: {
+        legacy: () => startDemoTarget(), // v1 SDK, 2025-11-25 only: sessions and a GET stream
+        dual: () => startModernDemoTarget({ legacy: 'stateless', name: 'dual-demo-target' }), // v2 SDK
+      },
+    },
+  );
+  const counted = () => Object.fromEntries(gw.dynamo.counts);
+
+  /** The requests of `calls` calls after one warm-up call (which learns the target's era or opens its session). */
+  async function perCall(caller: Caller, name: string, args: Record<string, unknown>, expected: string) {
+    try {
+      expect(await caller.call(name, args)).toBe(expected);
+      gw.dynamo.reset();
+      for (let i = 0; i < 3; i++) expect(await caller.call(name, args)).toBe(expected);
+      return counted();
+    } finally {
+      await caller.close();
+    }
+  }
+
+  it('a 2026-07-28 tools/call makes no DynamoDB request', async () => {
+    const counts = await perCall(await v2Stateless(gw.url), 'dual___echo', { text: 'x' }, 'echo: x');
+    expect(counts).toEqual({});
+  });
+
+  it('a 2025-11-25 tools/call of a session without input capabilities makes one Query', async () => {
+    const caller = await v1Session(gw.url, { elicitation: false });
+    const counts = await perCall(caller, 'legacy___echo', { text: 'x' }, 'echo: x');
+    expect(counts).toEqual({ Query: 3 }); // three calls, one session read each
+  });
+
+  it('a 2025-11-25 tools/call of a session that declared elicitation makes one Query too (its GET to the target is no DynamoDB request)', async () => {
+    const caller = await v1Session(gw.url, { elicitation: true });
+    const counts = await perCall(caller, 'legacy___echo', { text: 'x' }, 'echo: x');
+    expect(counts).toEqual({ Query: 3 });
+  });
+
+  it('a held elicitation round answered through the other instance: the figures per round', async () => {
+    const [a, b] = gw.instances;
+    const caller = await v1Session(a!.url, { elicitation: true, answerUrl: b!.url });
+    try {
+      expect(await caller.call('legacy___use_aws', { command: 'warm' })).toBe('executed: warm');
+      await eventually(() => expect(gw.dynamo.counts.get('DeleteItem')).toBe(1)); // the warm-up's cleanup
+      gw.dynamo.reset();
+      expect(await caller.call('legacy___use_aws', { command: 'ls' })).toBe('executed: ls');
+      await eventually(() => expect(gw.dynamo.counts.get('DeleteItem')).toBe(1));
+      const { GetItem: looks, ...rest } = counted();
+      // The call (A): Query (session). The round (A): Query (the per-session cap of pending requests),
+      // PutItem (the pending record), PutItem × 2 (the resumable stream's priming event and the
+      // question, each written before it is sent). The answer (B): BatchGetItem (the session and its
+      // record), UpdateItem (claim); the holder (A) UpdateItem (its acknowledgement); B UpdateItem
+      // (settle). The end (A): BatchWriteItem (the stream's end kept, its events removed), DeleteItem
+      // (the pending record).
+      expect(rest).toEqual({ Query: 2, PutItem: 3, BatchGetItem: 1, UpdateItem: 3, BatchWriteItem: 1, DeleteItem: 1 });
+      // GetItem: the holder looks at its waiting record for a claim (every 250 ms) and the answering
+      // instance for the acknowledgement (every 100 ms), so their number follows the time taken: at
+      // least one look of each.
+      expect(looks).toBeGreaterThanOrEqual(2);
+    } finally {
+      await caller.close();
+    }
+  });
+});
