@@ -11,7 +11,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { resolveRuntimeImage } from '../lambda/local/lambda-runtime/runtime-image';
+import { resolveRuntimeImage } from '../tools/lambda-emulator/runtime-image';
 import { percentile } from './stats';
 
 const root = join(__dirname, '..');
