@@ -24,6 +24,7 @@ import { DeferredResponse } from '../relay/deferred-response';
 import { waitForHeldAnswer } from '../relay/held';
 import { ClaimAcknowledger } from '../relay/holder-ack';
 import { upstreamRequestId } from '../relay/ids';
+import { pendingTimeUp } from '../relay/pending-verdict';
 import { ProgressMapper } from '../relay/progress';
 import { allowsResumableStreams, openStreamLog, streamLogSettings } from '../relay/stream-log';
 import {
@@ -35,7 +36,7 @@ import {
   type WaitingRequest,
   type WaitingStep,
 } from '../relay/waiting-call';
-import { CLAIM_LEASE_MS, HOLDER_LEASE_MS, HOLDER_RENEW_MS, newPendingRecord } from '../state/records';
+import { HOLDER_LEASE_MS, HOLDER_RENEW_MS, newPendingRecord } from '../state/records';
 import type { CallEndReason, LoadedSession, PendingRecord } from '../state/store';
 import { StreamDetachedError } from '../targets/endpoint';
 import {
@@ -86,9 +87,6 @@ const STREAM_AFTER_MS = 1000;
 type EndReason = 'client-gone' | 'client-cancelled' | 'deadline' | 'pending-timeout' | 'answer-lost' | 'shutdown';
 
 type RunOutcome = { message: JSONRPCMessage; error?: unknown; silent?: boolean } | { released: true };
-
-/** How soon the holder looks again when it could not decide a pending timeout (DynamoDB unreachable). */
-const TIMEOUT_RECHECK_MS = 2000;
 
 /**
  * Relays one client request of a 2025 session (tools/call, prompts/get, resources/read,
@@ -874,40 +872,31 @@ class Relay {
 
   /**
    * A pending request nobody answered in time ends the call with -32001 unless the target took an
-   * answer: the holder expires the record (pending, or a delivery claim older than its lease → expired),
-   * so no answer can be delivered afterwards. When that is refused it reads why: answered (the target
-   * carries on), a delivery in flight (look again when its claim lapses), gone (end the call). A
-   * DynamoDB failure is no verdict: it looks again shortly (the deadline bounds it all).
+   * answer (relay/pending-verdict.ts decides; shared with the bridge). The deadline bounds the looks.
    */
   private async onPendingTimeout(gatewayId: string): Promise<void> {
     const entry = this.relayed.get(gatewayId);
     if (!entry || this.finished || this.endReason) return;
-    const { store } = this.input.deps;
-    const sessionId = this.input.loaded.session.id;
-    const again = (ms: number) => {
-      entry.timer = setTimeout(() => void this.onPendingTimeout(gatewayId), ms);
-      entry.timer.unref();
-    };
-    let record: PendingRecord | undefined;
-    try {
-      if (await store.expirePending(sessionId, gatewayId)) {
-        this.log.info('pending request timed out', { gatewayRequestId: gatewayId });
-        recordExpiredInput(entry.method);
-        this.stop('pending-timeout');
+    const verdict = await pendingTimeUp(this.input.deps.store, this.input.loaded.session.id, gatewayId);
+    switch (verdict.kind) {
+      case 'answered':
+        return; // the target took the answer and carries on
+      case 'undecided':
+        if (verdict.error !== undefined) {
+          this.log.warn('pending timeout undecided: DynamoDB failed; looking again', {
+            error: describeError(verdict.error),
+          });
+        }
+        entry.timer = setTimeout(() => void this.onPendingTimeout(gatewayId), verdict.afterMs);
+        entry.timer.unref();
         return;
-      }
-      record = await store.getPending(sessionId, gatewayId, 0);
-    } catch (error) {
-      this.log.warn('pending timeout undecided: DynamoDB failed; looking again', { error: describeError(error) });
-      again(TIMEOUT_RECHECK_MS);
-      return;
+      case 'expired':
+        this.log.info('pending request timed out', { gatewayRequestId: gatewayId });
+        break;
+      case 'gone':
+        this.log.info('pending request timed out (its record is gone)', { gatewayRequestId: gatewayId });
+        break;
     }
-    if (record?.status === 'answered') return; // the target took the answer and carries on
-    if (record?.status === 'delivering') {
-      again(Math.max(100, (record.claimedAt ?? 0) + CLAIM_LEASE_MS - Date.now() + 100));
-      return;
-    }
-    this.log.info('pending request timed out (its record is gone)', { gatewayRequestId: gatewayId });
     recordExpiredInput(entry.method);
     this.stop('pending-timeout');
   }

@@ -1,16 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
-import { recordAnsweredInput, recordExpiredInput, recordRelayedInput } from '../observability/metrics';
+import { recordExpiredInput, recordRelayedInput } from '../observability/metrics';
 import { GatewayError, ItemTooLargeError, rpcError } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { InputRequest, JSONRPCRequest, RequestId } from '../protocol/types';
 import { LATEST_LEGACY_VERSION } from '../protocol/versions';
+import { deliverAnswer } from '../relay/answer-delivery';
 import { waitForHeldAnswer } from '../relay/held';
-import { ClaimAcknowledger, holderAcknowledged, holderSilent } from '../relay/holder-ack';
-import { CLAIM_LEASE_MS, HOLDER_LEASE_MS, HOLDER_RENEW_MS, newPendingRecord } from '../state/records';
+import { ClaimAcknowledger, holderSilent } from '../relay/holder-ack';
+import { endsTheCall, pendingTimeUp } from '../relay/pending-verdict';
+import { HOLDER_LEASE_MS, HOLDER_RENEW_MS, newPendingRecord } from '../state/records';
 import type { PendingStore } from '../state/store';
-import { MessageRejectedError, TargetSessionExpiredError } from '../targets/endpoint';
 import type { Targets } from '../targets/targets';
 import type { Upstream } from '../targets/upstream';
 import { type BridgePayload, readOutcome, type WriteVerdict, writeOutcome } from './bridge-outcome';
@@ -272,26 +273,20 @@ export class BridgeHolder {
    */
   private async checkAbandoned(roundIds: string[]): Promise<void> {
     if (this.over) return;
-    const { store } = this.settings;
     let abandon = false;
     let recheckMs: number | undefined;
-    try {
-      for (const id of roundIds) {
-        if (await store.expirePending(this.id, id)) {
-          abandon = true;
-          continue;
+    for (const id of roundIds) {
+      const verdict = await pendingTimeUp(this.settings.store, this.id, id);
+      if (endsTheCall(verdict)) abandon = true;
+      else if (verdict.kind === 'undecided') {
+        if (verdict.error !== undefined) {
+          this.settings.logger.warn('bridged round undecided: DynamoDB failed; looking again', {
+            bridge: this.id,
+            error: describeError(verdict.error),
+          });
         }
-        const record = await store.getPending(this.id, id, 0);
-        if (record?.status === 'delivering') {
-          recheckMs = Math.max(100, (record.claimedAt ?? 0) + CLAIM_LEASE_MS - Date.now() + 100);
-        } else if (record?.status !== 'answered') abandon = true;
+        recheckMs = Math.min(recheckMs ?? verdict.afterMs, verdict.afterMs);
       }
-    } catch (error) {
-      this.settings.logger.warn('bridged round undecided: DynamoDB failed; looking again', {
-        bridge: this.id,
-        error: describeError(error),
-      });
-      recheckMs = 2000;
     }
     if (!abandon) {
       if (recheckMs !== undefined) {
@@ -310,7 +305,7 @@ export class BridgeHolder {
       round: this.round,
     });
     this.call.abandon();
-    await store.deletePending(this.id, [...this.ids, ...this.nextRecords]).catch(() => undefined);
+    await this.settings.store.deletePending(this.id, [...this.ids, ...this.nextRecords]).catch(() => undefined);
   }
 
   /** While this holder lives, the retry (any instance) may deliver answers to its target's requests. */
@@ -398,8 +393,10 @@ async function outcomeOf(store: PendingStore, bridgeId: string, key: string, ans
 const DELIVERY_WAIT_MS = 100;
 
 /**
- * One answer of the round: claim, deliver, settle — or release (as legacy/answer.ts): an answer that
- * provably did not reach the target is released, so the client's retry of the same round delivers it.
+ * One answer of the round: claim, deliver, settle — or release (relay/answer-delivery.ts, as for a
+ * 2025 client's answer POST): an answer that provably did not reach the target is released, so the
+ * client's retry of the same round delivers it; one the target refused expires its record, so the
+ * holder's look at the round (checkAbandoned) ends the call.
  * 'delivered': the target has it (now or by an earlier or concurrent retry); 'unknown': its record is
  * gone (the call ended or the holder cleaned up), so what the target got cannot be told from here.
  */
@@ -411,72 +408,51 @@ async function deliverOnce(
   until: number,
   signal: AbortSignal,
 ): Promise<'delivered' | 'unknown'> {
-  const { store, targets, logger } = settings;
+  const { store } = settings;
   for (;;) {
     const record = await store.getPending(bridgeId, gatewayId);
     if (record?.kind !== 'relayed') return 'unknown';
-    if (record.status === 'answered') return 'delivered';
-    if (record.status === 'expired') throw stale();
-    if (record.holderUntil !== undefined && record.holderUntil <= Date.now() && record.status === 'pending') {
-      throw new GatewayError(
-        'RequestStateRefused',
-        'Invalid params: the call behind this input round is no longer held by any gateway instance; send the request again without requestState and inputResponses',
-        { reason: 'expired' },
-      );
-    }
-    const claimable =
-      record.status === 'pending' ||
-      (record.status === 'delivering' && (record.claimedAt ?? 0) < Date.now() - CLAIM_LEASE_MS);
-    const token = claimable ? await store.claimPending(bridgeId, gatewayId) : undefined;
-    if (!token) {
-      // Another retry of this round is delivering it (or just claimed it): see how that ends.
-      if (Date.now() >= until || signal.aborted) throw stale();
-      await new Promise((resolve) => setTimeout(resolve, DELIVERY_WAIT_MS));
-      continue;
-    }
-    if (!(await holderAcknowledged(store, bridgeId, gatewayId, token))) {
-      // The holder did not answer for itself: it may be gone, and the target's next step would reach nobody.
-      await store.releaseClaim(bridgeId, gatewayId, token).catch(() => undefined);
-      logger.warn('bridged answer not delivered: the holder of the call did not acknowledge it', {
-        target: record.target,
-        bridge: bridgeId,
-      });
-      throw holderSilent(record.target);
-    }
-    const toTarget: JSONRPCResponse = { jsonrpc: '2.0', id: record.targetRequestId, result: answer };
-    try {
-      await targets.deliver(
-        record.target,
-        {
-          targetSessionId: record.targetSessionId,
-          protocolVersion: record.targetProtocolVersion ?? LATEST_LEGACY_VERSION,
-        },
-        toTarget,
-      );
-    } catch (error) {
-      const rejected = error instanceof MessageRejectedError || error instanceof TargetSessionExpiredError;
-      logger.warn('delivering a bridged answer to the target failed', {
-        target: record.target,
-        outcome: rejected ? 'refused: the call is ended' : 'not delivered: released for a retry',
-        error: describeError(error),
-      });
-      await store.releaseClaim(bridgeId, gatewayId, token).catch(() => undefined);
-      if (rejected) {
-        // The holder finds the record expired and cancels the call at the target (checkAbandoned).
-        await store.expirePending(bridgeId, gatewayId).catch(() => undefined);
+    const outcome = await deliverAnswer(settings, {
+      partition: bridgeId,
+      record,
+      answer: { jsonrpc: '2.0', id: gatewayId, result: answer },
+      protocolVersion: LATEST_LEGACY_VERSION,
+      endCall: async (token) => {
+        await store.releaseClaim(bridgeId, gatewayId, token).catch(() => undefined);
+        await store.expirePending(bridgeId, gatewayId);
+      },
+      context: { bridge: bridgeId },
+    });
+    switch (outcome.kind) {
+      case 'delivered':
+      case 'answered':
+        return 'delivered';
+      case 'expired':
+        throw stale();
+      case 'holder-gone':
+        throw new GatewayError(
+          'RequestStateRefused',
+          'Invalid params: the call behind this input round is no longer held by any gateway instance; send the request again without requestState and inputResponses',
+          { reason: 'expired' },
+        );
+      case 'busy':
+        // Another retry of this round is delivering it (or just claimed it): see how that ends.
+        if (Date.now() >= until || signal.aborted) throw stale();
+        await new Promise((resolve) => setTimeout(resolve, DELIVERY_WAIT_MS));
+        continue;
+      case 'holder-silent':
+        throw holderSilent(record.target);
+      case 'refused':
         throw new GatewayError('DependencyFailed', `target ${record.target}: refused the answer; the call was ended`, {
           target: record.target,
         });
-      }
-      throw new GatewayError(
-        'AnswerNotDelivered',
-        `DependencyFailedException: target ${record.target} did not take the answer; send the same retry again`,
-        { target: record.target },
-      );
+      case 'not-delivered':
+        throw new GatewayError(
+          'AnswerNotDelivered',
+          `DependencyFailedException: target ${record.target} did not take the answer; send the same retry again`,
+          { target: record.target },
+        );
     }
-    await store.settleClaim(bridgeId, gatewayId, token).catch(() => undefined);
-    recordAnsweredInput(record.method);
-    return 'delivered';
   }
 }
 
