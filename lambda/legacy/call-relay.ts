@@ -23,6 +23,7 @@ import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest, ProgressToken
 import { DeferredResponse } from '../relay/deferred-response';
 import { waitForHeldAnswer } from '../relay/held';
 import { ClaimAcknowledger } from '../relay/holder-ack';
+import { HolderLease } from '../relay/holder-lease';
 import { upstreamRequestId } from '../relay/ids';
 import { pendingTimeUp } from '../relay/pending-verdict';
 import { ProgressMapper } from '../relay/progress';
@@ -36,7 +37,7 @@ import {
   type WaitingRequest,
   type WaitingStep,
 } from '../relay/waiting-call';
-import { HOLDER_LEASE_MS, HOLDER_RENEW_MS, newPendingRecord } from '../state/records';
+import { HOLDER_LEASE_MS, newPendingRecord } from '../state/records';
 import type { CallEndReason, LoadedSession, PendingRecord } from '../state/store';
 import { StreamDetachedError } from '../targets/endpoint';
 import {
@@ -174,7 +175,11 @@ class Relay {
   /** The client's connection to a resumable stream closed (the call went on). */
   private clientLeft = false;
   private cancelWatch?: NodeJS.Timeout;
-  private leaseRenewal?: NodeJS.Timeout;
+  /**
+   * While this call has records waiting for the client, their holder lease is renewed, so an
+   * instance that answers knows the call is still held; a holder that died stops being answered.
+   */
+  private readonly lease: HolderLease;
   /** Acknowledges delivery claims on this call's relayed requests while it holds them (relay/holder-ack.ts). */
   private readonly acknowledger: ClaimAcknowledger;
   /** The call's durable record once it waits, when its stream may be released (relay/waiting-call.ts). */
@@ -209,6 +214,10 @@ class Relay {
     this.acknowledger = new ClaimAcknowledger(input.deps.store, input.deps.logger, input.loaded.session.id, () =>
       [...this.relayed.keys()].filter((id) => this.leased.has(id)),
     );
+    this.lease = new HolderLease(input.deps.store, input.deps.logger, input.loaded.session.id, () => [...this.leased], {
+      beforeRenew: () => this.renewWaitingCall(),
+      context: { sessionId: input.loaded.session.id, target: input.target, method: input.request.method },
+    });
     this.progress = new ProgressMapper(
       (input.params._meta as { progressToken?: ProgressToken } | undefined)?.progressToken,
       input.resumed?.snapshot.call.upstreamProgressToken,
@@ -255,7 +264,7 @@ class Relay {
     );
     beforeDeadline.unref();
     if (this.input.resumed) {
-      this.renewLeases();
+      this.lease.start();
       if (this.leased.size > 0) {
         this.acknowledger.start();
         // Records asked before the call could be taken over lost their holder lease at its release: held again.
@@ -290,7 +299,7 @@ class Relay {
     unregister();
     this.acknowledger.stop();
     clearTimeout(this.cancelWatch);
-    clearTimeout(this.leaseRenewal);
+    this.lease.stop();
     clearTimeout(this.releaseTimer);
     clearTimeout(deadline);
     clearTimeout(beforeDeadline);
@@ -696,7 +705,7 @@ class Relay {
       );
       await deps.store.putPending(loaded.session, record);
       this.held.push(record.gatewayId);
-      this.renewLeases();
+      this.lease.start();
       sent.push({ gatewayId: record.gatewayId, method: entry.method, askedAt: Date.now() });
     }
     const stream = this.stream();
@@ -835,7 +844,7 @@ class Relay {
       return;
     }
     this.trackRelayed(record.gatewayId, serverRequest.method, Date.now());
-    this.renewLeases();
+    this.lease.start();
     if (this.leased.has(record.gatewayId)) this.acknowledger.start();
     stream.send({ ...serverRequest, id: record.gatewayId });
     recordRelayedInput(serverRequest.method);
@@ -916,34 +925,15 @@ class Relay {
   }
 
   /**
-   * While this call has records waiting for the client, their holder lease is renewed, so an
-   * instance that answers knows the call is still held; a holder that died stops being answered.
+   * The waiting call's record is renewed with the holder lease (relay/holder-lease.ts), while it
+   * holds the call and is not letting go of it.
    */
-  private renewLeases(): void {
-    if (this.leaseRenewal) return;
-    const renew = () => {
-      this.leaseRenewal = setTimeout(() => {
-        if (this.finished) return;
-        const ids = [...this.leased];
-        const step = this.currentStep();
-        if (this.waiting?.holding && step && !this.releasing) {
-          void this.waiting
-            .renew(this.snapshot(step), this.out?.stream()?.nextSeq ?? 0)
-            .catch((error) => this.log.warn('renewing the waiting call failed', { error: describeError(error) }));
-        }
-        void (
-          ids.length
-            ? this.input.deps.store.renewHolder(this.input.loaded.session.id, ids, Date.now() + HOLDER_LEASE_MS)
-            : Promise.resolve()
-        )
-          .catch((error) => this.log.warn('renewing the holder lease failed', { error: describeError(error) }))
-          .finally(() => {
-            if (!this.finished) renew();
-          });
-      }, HOLDER_RENEW_MS);
-      this.leaseRenewal.unref();
-    };
-    renew();
+  private renewWaitingCall(): void {
+    const step = this.currentStep();
+    if (!this.waiting?.holding || !step || this.releasing) return;
+    void this.waiting
+      .renew(this.snapshot(step), this.out?.stream()?.nextSeq ?? 0)
+      .catch((error) => this.log.warn('renewing the waiting call failed', { error: describeError(error) }));
   }
 
   /**

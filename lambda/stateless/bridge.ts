@@ -9,8 +9,9 @@ import { LATEST_LEGACY_VERSION } from '../protocol/versions';
 import { deliverAnswer } from '../relay/answer-delivery';
 import { waitForHeldAnswer } from '../relay/held';
 import { ClaimAcknowledger, holderSilent } from '../relay/holder-ack';
+import { HolderLease } from '../relay/holder-lease';
 import { endsTheCall, pendingTimeUp } from '../relay/pending-verdict';
-import { HOLDER_LEASE_MS, HOLDER_RENEW_MS, newPendingRecord } from '../state/records';
+import { newPendingRecord } from '../state/records';
 import type { PendingStore } from '../state/store';
 import type { Targets } from '../targets/targets';
 import type { Upstream } from '../targets/upstream';
@@ -73,7 +74,8 @@ export class BridgeHolder {
   private readonly nextRecords: string[] = [];
   private queue: Promise<void> = Promise.resolve();
   private timer?: NodeJS.Timeout;
-  private leaseRenewal?: NodeJS.Timeout;
+  /** While this holder lives, the retry (any instance) may deliver answers to its target's requests. */
+  private readonly lease: HolderLease;
   private over = false;
   /** An outcome that ends the call was recorded (too large a round): nothing follows it. */
   private closed = false;
@@ -96,6 +98,9 @@ export class BridgeHolder {
     },
   ) {
     this.acknowledger = new ClaimAcknowledger(settings.store, settings.logger, this.id, () => this.ids);
+    this.lease = new HolderLease(settings.store, settings.logger, this.id, () => [...this.ids], {
+      context: { bridge: this.id },
+    });
   }
 
   get bridged(): boolean {
@@ -115,7 +120,7 @@ export class BridgeHolder {
       this.over = true;
       this.acknowledger.stop();
       clearTimeout(this.timer);
-      clearTimeout(this.leaseRenewal);
+      this.lease.stop();
       if (this.round === 0 || this.closed) return;
       const payload: BridgePayload =
         'response' in outcome
@@ -142,7 +147,7 @@ export class BridgeHolder {
       if (!this.over) {
         this.over = true;
         this.acknowledger.stop();
-        clearTimeout(this.leaseRenewal);
+        this.lease.stop();
         this.call.fail(error);
       }
     });
@@ -169,7 +174,7 @@ export class BridgeHolder {
       });
       record.targetProtocolVersion = session?.protocolVersion;
       await store.putPending({ id: this.id }, record);
-      this.renewLeases();
+      this.lease.start();
       this.acknowledger.start();
       this.ids.push(record.gatewayId);
       this.methods.set(record.gatewayId, request.method);
@@ -198,7 +203,7 @@ export class BridgeHolder {
       this.closed = true;
       this.over = true;
       this.acknowledger.stop();
-      clearTimeout(this.leaseRenewal);
+      this.lease.stop();
       this.call.fail(new GatewayError('OutcomeTooLarge', 'the next input round is too large to hand over'));
       return;
     }
@@ -297,7 +302,7 @@ export class BridgeHolder {
     }
     this.over = true;
     this.acknowledger.stop();
-    clearTimeout(this.leaseRenewal);
+    this.lease.stop();
     for (const id of roundIds) recordExpiredInput(this.methods.get(id) ?? 'unknown');
     this.settings.logger.info('bridged round abandoned: no retry in time; cancelling at the target', {
       target: this.call.upstream.target,
@@ -306,29 +311,6 @@ export class BridgeHolder {
     });
     this.call.abandon();
     await this.settings.store.deletePending(this.id, [...this.ids, ...this.nextRecords]).catch(() => undefined);
-  }
-
-  /** While this holder lives, the retry (any instance) may deliver answers to its target's requests. */
-  private renewLeases(): void {
-    if (this.leaseRenewal) return;
-    const renew = () => {
-      this.leaseRenewal = setTimeout(() => {
-        if (this.over) return;
-        void this.settings.store
-          .renewHolder(this.id, [...this.ids], Date.now() + HOLDER_LEASE_MS)
-          .catch((error) =>
-            this.settings.logger.warn('renewing the holder lease failed', {
-              bridge: this.id,
-              error: describeError(error),
-            }),
-          )
-          .finally(() => {
-            if (!this.over) renew();
-          });
-      }, HOLDER_RENEW_MS);
-      this.leaseRenewal.unref();
-    };
-    renew();
   }
 }
 
