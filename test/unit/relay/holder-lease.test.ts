@@ -111,10 +111,22 @@ describe("the holder's lease", () => {
     lease.start();
     await jest.advanceTimersByTimeAsync(RENEW_MS);
     lease.stop();
+    expect(jest.getTimerCount()).toBe(0);
     lease.start();
     await jest.advanceTimersByTimeAsync(5 * RENEW_MS);
     expect(renewals).toHaveLength(1);
     expect(hooks).toBe(1);
+    expect(jest.getTimerCount()).toBe(0);
+  });
+
+  it('stopped before it started, never starts', async () => {
+    const { recording, renewals } = recordingStore();
+    const lease = new HolderLease(recording, logger().log, PARTITION, () => ['gw-1'], { renewMs: RENEW_MS });
+    lease.stop();
+    lease.start();
+    expect(jest.getTimerCount()).toBe(0);
+    await jest.advanceTimersByTimeAsync(3 * RENEW_MS);
+    expect(renewals).toEqual([]);
   });
 
   it('stopped while a renewal is in flight, schedules no next one', async () => {
@@ -137,6 +149,8 @@ describe("the holder's lease", () => {
     expect(calls).toBe(1);
     lease.stop();
     finish();
+    await jest.advanceTimersByTimeAsync(0);
+    expect(jest.getTimerCount()).toBe(0);
     await jest.advanceTimersByTimeAsync(3 * RENEW_MS);
     expect(calls).toBe(1);
   });

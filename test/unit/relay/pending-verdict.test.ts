@@ -63,7 +63,9 @@ describe("a pending request's time is up", () => {
   it('ends the call when the record is gone, or was expired before (a refused delivery)', async () => {
     const store = new MemorySessionStore();
     const expired = await record(store, (r) => Object.assign(r, { status: 'expired' }));
-    expect(await pendingTimeUp(store, PARTITION, 'gw-never-was')).toEqual({ kind: 'gone' });
+    const never = await pendingTimeUp(store, PARTITION, 'gw-never-was');
+    expect(never).toEqual({ kind: 'gone' });
+    expect(endsTheCall(never)).toBe(true);
     expect(await pendingTimeUp(store, PARTITION, expired)).toEqual({ kind: 'gone' });
   });
 
