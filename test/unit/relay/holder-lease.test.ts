@@ -30,7 +30,7 @@ function logger() {
   const log: GatewayLogger = {
     debug: () => undefined,
     info: () => undefined,
-    warn: (message) => void warnings.push(message),
+    warn: (message) => void warnings.push(String(message)),
     error: () => undefined,
   };
   return { log, warnings };
