@@ -37,7 +37,7 @@ import {
   type WaitingRequest,
   type WaitingStep,
 } from '../relay/waiting-call';
-import { HOLDER_LEASE_MS, newPendingRecord } from '../state/records';
+import { newPendingRecord } from '../state/records';
 import type { CallEndReason, LoadedSession, PendingRecord } from '../state/store';
 import { StreamDetachedError } from '../targets/endpoint';
 import {
@@ -268,9 +268,7 @@ class Relay {
       if (this.leased.size > 0) {
         this.acknowledger.start();
         // Records asked before the call could be taken over lost their holder lease at its release: held again.
-        await this.input.deps.store
-          .renewHolder(loaded.session.id, [...this.leased], Date.now() + HOLDER_LEASE_MS)
-          .catch((error) => this.log.warn('renewing the holder lease failed', { error: describeError(error) }));
+        await this.lease.renewNow();
       }
     }
     const unregister = this.input.deps.activeCalls.register(loaded.session.id, this.upstreamId, {

@@ -119,6 +119,22 @@ describe("the holder's lease", () => {
     expect(jest.getTimerCount()).toBe(0);
   });
 
+  it('renews at once when asked (without its hook), and not once stopped', async () => {
+    const { recording, renewals } = recordingStore();
+    let hooks = 0;
+    const lease = new HolderLease(recording, logger().log, PARTITION, () => ['gw-1'], {
+      renewMs: RENEW_MS,
+      leaseMs: LEASE_MS,
+      beforeRenew: () => hooks++,
+    });
+    await lease.renewNow();
+    expect(renewals).toEqual([{ ids: ['gw-1'], until: 1_000_000 + LEASE_MS }]);
+    expect(hooks).toBe(0);
+    lease.stop();
+    await lease.renewNow();
+    expect(renewals).toHaveLength(1);
+  });
+
   it('stopped before it started, never starts', async () => {
     const { recording, renewals } = recordingStore();
     const lease = new HolderLease(recording, logger().log, PARTITION, () => ['gw-1'], { renewMs: RENEW_MS });
