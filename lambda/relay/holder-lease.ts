@@ -51,9 +51,19 @@ export class HolderLease {
     this.timer.unref();
   }
 
+  /** Renews the records' lease now, without waiting for the timer (a reconnect holding records again). */
+  async renewNow(): Promise<void> {
+    if (!this.stopped) await this.renewRecords();
+  }
+
   private async renew(): Promise<void> {
     if (this.stopped) return;
     this.options.beforeRenew?.();
+    await this.renewRecords();
+    if (!this.stopped) this.schedule();
+  }
+
+  private async renewRecords(): Promise<void> {
     const ids = this.ids();
     const until = (this.options.now ?? Date.now)() + (this.options.leaseMs ?? HOLDER_LEASE_MS);
     try {
@@ -62,6 +72,5 @@ export class HolderLease {
       // The next renewal tries again; until then the lease still runs (a third of it has passed).
       this.logger.warn('renewing the holder lease failed', { ...this.options.context, error: describeError(error) });
     }
-    if (!this.stopped) this.schedule();
   }
 }
