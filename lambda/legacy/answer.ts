@@ -1,15 +1,18 @@
 import { errorResponse, refuse } from '../http/errors';
 import { accepted } from '../http/responses';
 import { describeError } from '../observability/logger';
-import { recordAnsweredInput } from '../observability/metrics';
 import { GatewayError } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
+import {
+  type DeliveryOutcome,
+  deliverAnswer as deliverRelayedAnswer,
+  holderGone,
+  settleClaim,
+} from '../relay/answer-delivery';
 import { storeHeldAnswer } from '../relay/held';
-import { holderAcknowledged, holderSilent } from '../relay/holder-ack';
+import { holderSilent } from '../relay/holder-ack';
 import { upstreamRequestId } from '../relay/ids';
-import { CLAIM_LEASE_MS } from '../state/records';
 import type { LoadedAnswer, PendingRecord } from '../state/store';
-import { MessageRejectedError, TargetSessionExpiredError } from '../targets/endpoint';
 import { NO_CLIENT_REQUEST } from './client-stream';
 import type { LegacyDeps } from './deps';
 
@@ -19,9 +22,8 @@ import type { LegacyDeps } from './deps';
  * A held request's answer is stored in its record for the waiting invocation (once).
  *
  * A relayed request's answer goes to the target with the target's session id and its original
- * request id: claim, deliver, settle — or release. The claim (pending → delivering,
- * with a token) makes the delivery exclusive; the targets layer retries what provably did not
- * arrive (targets/endpoint.ts); then:
+ * request id: claim, deliver, settle — or release (relay/answer-delivery.ts, shared with the bridge;
+ * this maps its outcome to the answer POST's response):
  * - delivered: settled (→ answered), 202; the target continues on the holder's stream;
  * - still failing (unreachable, reset, 502/503/504, no answer in time): released (→ pending), 502
  *   retryable, so the client's retry of the answer is accepted; if it never retries, the holder's
@@ -54,13 +56,13 @@ export async function deliverAnswer(
   };
   const alreadyAnswered = () =>
     refused('already answered or expired', 'The pending request was already answered or has expired');
-  if (pending.holderUntil !== undefined && pending.holderUntil <= Date.now() && pending.status === 'pending') {
-    // Its holder died (a crash, a killed instance): the target's next step would reach nobody.
-    return refused(
+  // Its holder died (a crash, a killed instance): the target's next step would reach nobody.
+  const holderGoneRefusal = () =>
+    refused(
       'holder gone',
       'The call that sent this request is no longer held by any gateway instance (it stopped); the answer was not delivered — call the tool again',
     );
-  }
+  if (holderGone(pending)) return holderGoneRefusal();
   if (pending.kind === 'held') {
     let stored: boolean;
     try {
@@ -72,61 +74,31 @@ export async function deliverAnswer(
     deps.logger.info('gateway-held request answered', { sessionId, gatewayRequestId: gatewayId });
     return accepted(headers);
   }
-  const claimable =
-    pending.status === 'pending' ||
-    (pending.status === 'delivering' && (pending.claimedAt ?? 0) < Date.now() - CLAIM_LEASE_MS);
-  if (!claimable) return alreadyAnswered();
-  let token: string | undefined;
+  let outcome: DeliveryOutcome;
   try {
-    token = await deps.store.claimPending(sessionId, gatewayId);
+    outcome = await deliverRelayedAnswer(deps, {
+      partition: sessionId,
+      record: pending,
+      answer,
+      protocolVersion: loaded.session.protocolVersion,
+      endCall: (token) => endCall(deps, loaded, pending, token),
+      context: { sessionId },
+    });
   } catch (error) {
-    // Nothing was claimed (or the claim will lapse): the client may simply send the answer again.
+    // The claim failed: nothing was claimed (or the claim will lapse), so the client may simply send the answer again.
     return errorResponse(id, error, headers);
   }
-  if (!token) return alreadyAnswered();
-  return deliverClaimed(deps, loaded, pending, token, answer, headers);
-}
-
-async function deliverClaimed(
-  deps: LegacyDeps,
-  loaded: LoadedAnswer,
-  pending: PendingRecord,
-  token: string,
-  answer: JSONRPCResponse,
-  headers: Record<string, string>,
-): Promise<Response> {
-  const sessionId = loaded.session.id;
-  const { gatewayId, target } = pending;
-  const id = answer.id ?? null;
-  const toTarget = { ...answer, id: pending.targetRequestId };
-  const protocolVersion = pending.targetProtocolVersion ?? loaded.session.protocolVersion;
-  // A record without a holder lease is tied to no call (a request sent on the session's GET stream), or
-  // its call was released (relay/waiting-call.ts): the target answers on a stream any instance reads
-  // (its GET stream, or the released call's resumable stream), so no holder has to be there.
-  const holderNeeded = pending.holderUntil !== undefined;
-  if (holderNeeded && !(await holderAcknowledged(deps.store, sessionId, gatewayId, token))) {
-    // The holder did not answer for itself: it may be gone, and the target's next step would reach nobody.
-    await deps.store.releaseClaim(sessionId, gatewayId, token).catch(() => undefined);
-    deps.logger.warn('answer not delivered: the holder of the call did not acknowledge it', {
-      sessionId,
-      target,
-      gatewayRequestId: gatewayId,
-    });
-    return errorResponse(id, holderSilent(target), headers);
-  }
-  try {
-    await deps.targets.deliver(target, { targetSessionId: pending.targetSessionId, protocolVersion }, toTarget);
-  } catch (error) {
-    const rejected = error instanceof MessageRejectedError || error instanceof TargetSessionExpiredError;
-    deps.logger.warn('delivering an answer to the target failed', {
-      sessionId,
-      target,
-      gatewayRequestId: gatewayId,
-      outcome: rejected ? 'refused: the call is ended' : 'not delivered: released for a retry',
-      error: describeError(error),
-    });
-    if (rejected) {
-      await endCall(deps, loaded, pending, token);
+  const { target } = pending;
+  switch (outcome.kind) {
+    case 'answered':
+    case 'expired':
+    case 'busy':
+      return alreadyAnswered();
+    case 'holder-gone':
+      return holderGoneRefusal();
+    case 'holder-silent':
+      return errorResponse(id, holderSilent(target), headers);
+    case 'refused':
       return errorResponse(
         id,
         new GatewayError(
@@ -136,22 +108,19 @@ async function deliverClaimed(
         ),
         headers,
       );
-    }
-    await deps.store.releaseClaim(sessionId, gatewayId, token).catch((releaseError) =>
-      // The claim lapses after CLAIM_LEASE_MS anyway: then the retry (or the holder's timeout) takes it over.
-      deps.logger.warn('releasing a delivery claim failed', { sessionId, error: describeError(releaseError) }),
-    );
-    return errorResponse(
-      id,
-      new GatewayError(
-        'AnswerNotDelivered',
-        `DependencyFailedException: target ${target} did not take the answer; send the same answer again`,
-        { target },
-      ),
-      headers,
-    );
+    case 'not-delivered':
+      return errorResponse(
+        id,
+        new GatewayError(
+          'AnswerNotDelivered',
+          `DependencyFailedException: target ${target} did not take the answer; send the same answer again`,
+          { target },
+        ),
+        headers,
+      );
+    case 'delivered':
+      break;
   }
-  await settle(deps, sessionId, gatewayId, token);
   if (pending.clientRequestId === NO_CLIENT_REQUEST) {
     // Tied to no call (the session's GET stream): no call's end removes it, so it goes now and stops
     // counting against maxPendingRequestsPerSession (a repeated answer then finds nothing: 400 as well).
@@ -162,27 +131,13 @@ async function deliverClaimed(
       );
   }
   deps.logger.info('answer delivered', { sessionId, target, method: pending.method, gatewayRequestId: gatewayId });
-  recordAnsweredInput(pending.method);
   return accepted(headers);
-}
-
-/** delivering → answered, tried twice: a claim left `delivering` would look like a dead delivery after the lease. */
-async function settle(deps: LegacyDeps, sessionId: string, gatewayId: string, token: string): Promise<void> {
-  for (let attempt = 1; attempt <= 2; attempt++) {
-    try {
-      await deps.store.settleClaim(sessionId, gatewayId, token);
-      return;
-    } catch (error) {
-      if (attempt === 2)
-        deps.logger.warn('settling a delivered answer failed', { sessionId, error: describeError(error) });
-    }
-  }
 }
 
 /** The target refused the answer: settle the record (no more answers) and tell the holder to end the call. */
 async function endCall(deps: LegacyDeps, loaded: LoadedAnswer, pending: PendingRecord, token: string): Promise<void> {
   const sessionId = loaded.session.id;
-  await settle(deps, sessionId, pending.gatewayId, token);
+  await settleClaim(deps, sessionId, pending.gatewayId, token, { sessionId });
   await deps.store
     .markCancelled(
       sessionId,

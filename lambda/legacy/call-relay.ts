@@ -23,7 +23,9 @@ import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest, ProgressToken
 import { DeferredResponse } from '../relay/deferred-response';
 import { waitForHeldAnswer } from '../relay/held';
 import { ClaimAcknowledger } from '../relay/holder-ack';
+import { HolderLease } from '../relay/holder-lease';
 import { upstreamRequestId } from '../relay/ids';
+import { pendingTimeUp } from '../relay/pending-verdict';
 import { ProgressMapper } from '../relay/progress';
 import { allowsResumableStreams, openStreamLog, streamLogSettings } from '../relay/stream-log';
 import {
@@ -35,7 +37,7 @@ import {
   type WaitingRequest,
   type WaitingStep,
 } from '../relay/waiting-call';
-import { CLAIM_LEASE_MS, HOLDER_LEASE_MS, HOLDER_RENEW_MS, newPendingRecord } from '../state/records';
+import { newPendingRecord } from '../state/records';
 import type { CallEndReason, LoadedSession, PendingRecord } from '../state/store';
 import { StreamDetachedError } from '../targets/endpoint';
 import {
@@ -86,9 +88,6 @@ const STREAM_AFTER_MS = 1000;
 type EndReason = 'client-gone' | 'client-cancelled' | 'deadline' | 'pending-timeout' | 'answer-lost' | 'shutdown';
 
 type RunOutcome = { message: JSONRPCMessage; error?: unknown; silent?: boolean } | { released: true };
-
-/** How soon the holder looks again when it could not decide a pending timeout (DynamoDB unreachable). */
-const TIMEOUT_RECHECK_MS = 2000;
 
 /**
  * Relays one client request of a 2025 session (tools/call, prompts/get, resources/read,
@@ -176,7 +175,11 @@ class Relay {
   /** The client's connection to a resumable stream closed (the call went on). */
   private clientLeft = false;
   private cancelWatch?: NodeJS.Timeout;
-  private leaseRenewal?: NodeJS.Timeout;
+  /**
+   * While this call has records waiting for the client, their holder lease is renewed, so an
+   * instance that answers knows the call is still held; a holder that died stops being answered.
+   */
+  private readonly lease: HolderLease;
   /** Acknowledges delivery claims on this call's relayed requests while it holds them (relay/holder-ack.ts). */
   private readonly acknowledger: ClaimAcknowledger;
   /** The call's durable record once it waits, when its stream may be released (relay/waiting-call.ts). */
@@ -211,6 +214,10 @@ class Relay {
     this.acknowledger = new ClaimAcknowledger(input.deps.store, input.deps.logger, input.loaded.session.id, () =>
       [...this.relayed.keys()].filter((id) => this.leased.has(id)),
     );
+    this.lease = new HolderLease(input.deps.store, input.deps.logger, input.loaded.session.id, () => [...this.leased], {
+      beforeRenew: () => this.renewWaitingCall(),
+      context: { sessionId: input.loaded.session.id, target: input.target, method: input.request.method },
+    });
     this.progress = new ProgressMapper(
       (input.params._meta as { progressToken?: ProgressToken } | undefined)?.progressToken,
       input.resumed?.snapshot.call.upstreamProgressToken,
@@ -257,13 +264,11 @@ class Relay {
     );
     beforeDeadline.unref();
     if (this.input.resumed) {
-      this.renewLeases();
+      this.lease.start();
       if (this.leased.size > 0) {
         this.acknowledger.start();
         // Records asked before the call could be taken over lost their holder lease at its release: held again.
-        await this.input.deps.store
-          .renewHolder(loaded.session.id, [...this.leased], Date.now() + HOLDER_LEASE_MS)
-          .catch((error) => this.log.warn('renewing the holder lease failed', { error: describeError(error) }));
+        await this.lease.renewNow();
       }
     }
     const unregister = this.input.deps.activeCalls.register(loaded.session.id, this.upstreamId, {
@@ -292,7 +297,7 @@ class Relay {
     unregister();
     this.acknowledger.stop();
     clearTimeout(this.cancelWatch);
-    clearTimeout(this.leaseRenewal);
+    this.lease.stop();
     clearTimeout(this.releaseTimer);
     clearTimeout(deadline);
     clearTimeout(beforeDeadline);
@@ -698,7 +703,7 @@ class Relay {
       );
       await deps.store.putPending(loaded.session, record);
       this.held.push(record.gatewayId);
-      this.renewLeases();
+      this.lease.start();
       sent.push({ gatewayId: record.gatewayId, method: entry.method, askedAt: Date.now() });
     }
     const stream = this.stream();
@@ -837,7 +842,7 @@ class Relay {
       return;
     }
     this.trackRelayed(record.gatewayId, serverRequest.method, Date.now());
-    this.renewLeases();
+    this.lease.start();
     if (this.leased.has(record.gatewayId)) this.acknowledger.start();
     stream.send({ ...serverRequest, id: record.gatewayId });
     recordRelayedInput(serverRequest.method);
@@ -874,40 +879,31 @@ class Relay {
 
   /**
    * A pending request nobody answered in time ends the call with -32001 unless the target took an
-   * answer: the holder expires the record (pending, or a delivery claim older than its lease → expired),
-   * so no answer can be delivered afterwards. When that is refused it reads why: answered (the target
-   * carries on), a delivery in flight (look again when its claim lapses), gone (end the call). A
-   * DynamoDB failure is no verdict: it looks again shortly (the deadline bounds it all).
+   * answer (relay/pending-verdict.ts decides; shared with the bridge). The deadline bounds the looks.
    */
   private async onPendingTimeout(gatewayId: string): Promise<void> {
     const entry = this.relayed.get(gatewayId);
     if (!entry || this.finished || this.endReason) return;
-    const { store } = this.input.deps;
-    const sessionId = this.input.loaded.session.id;
-    const again = (ms: number) => {
-      entry.timer = setTimeout(() => void this.onPendingTimeout(gatewayId), ms);
-      entry.timer.unref();
-    };
-    let record: PendingRecord | undefined;
-    try {
-      if (await store.expirePending(sessionId, gatewayId)) {
-        this.log.info('pending request timed out', { gatewayRequestId: gatewayId });
-        recordExpiredInput(entry.method);
-        this.stop('pending-timeout');
+    const verdict = await pendingTimeUp(this.input.deps.store, this.input.loaded.session.id, gatewayId);
+    switch (verdict.kind) {
+      case 'answered':
+        return; // the target took the answer and carries on
+      case 'undecided':
+        if (verdict.error !== undefined) {
+          this.log.warn('pending timeout undecided: DynamoDB failed; looking again', {
+            error: describeError(verdict.error),
+          });
+        }
+        entry.timer = setTimeout(() => void this.onPendingTimeout(gatewayId), verdict.afterMs);
+        entry.timer.unref();
         return;
-      }
-      record = await store.getPending(sessionId, gatewayId, 0);
-    } catch (error) {
-      this.log.warn('pending timeout undecided: DynamoDB failed; looking again', { error: describeError(error) });
-      again(TIMEOUT_RECHECK_MS);
-      return;
+      case 'expired':
+        this.log.info('pending request timed out', { gatewayRequestId: gatewayId });
+        break;
+      case 'gone':
+        this.log.info('pending request timed out (its record is gone)', { gatewayRequestId: gatewayId });
+        break;
     }
-    if (record?.status === 'answered') return; // the target took the answer and carries on
-    if (record?.status === 'delivering') {
-      again(Math.max(100, (record.claimedAt ?? 0) + CLAIM_LEASE_MS - Date.now() + 100));
-      return;
-    }
-    this.log.info('pending request timed out (its record is gone)', { gatewayRequestId: gatewayId });
     recordExpiredInput(entry.method);
     this.stop('pending-timeout');
   }
@@ -927,34 +923,15 @@ class Relay {
   }
 
   /**
-   * While this call has records waiting for the client, their holder lease is renewed, so an
-   * instance that answers knows the call is still held; a holder that died stops being answered.
+   * The waiting call's record is renewed with the holder lease (relay/holder-lease.ts), while it
+   * holds the call and is not letting go of it.
    */
-  private renewLeases(): void {
-    if (this.leaseRenewal) return;
-    const renew = () => {
-      this.leaseRenewal = setTimeout(() => {
-        if (this.finished) return;
-        const ids = [...this.leased];
-        const step = this.currentStep();
-        if (this.waiting?.holding && step && !this.releasing) {
-          void this.waiting
-            .renew(this.snapshot(step), this.out?.stream()?.nextSeq ?? 0)
-            .catch((error) => this.log.warn('renewing the waiting call failed', { error: describeError(error) }));
-        }
-        void (
-          ids.length
-            ? this.input.deps.store.renewHolder(this.input.loaded.session.id, ids, Date.now() + HOLDER_LEASE_MS)
-            : Promise.resolve()
-        )
-          .catch((error) => this.log.warn('renewing the holder lease failed', { error: describeError(error) }))
-          .finally(() => {
-            if (!this.finished) renew();
-          });
-      }, HOLDER_RENEW_MS);
-      this.leaseRenewal.unref();
-    };
-    renew();
+  private renewWaitingCall(): void {
+    const step = this.currentStep();
+    if (!this.waiting?.holding || !step || this.releasing) return;
+    void this.waiting
+      .renew(this.snapshot(step), this.out?.stream()?.nextSeq ?? 0)
+      .catch((error) => this.log.warn('renewing the waiting call failed', { error: describeError(error) }));
   }
 
   /**

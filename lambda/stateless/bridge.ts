@@ -1,16 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
-import { recordAnsweredInput, recordExpiredInput, recordRelayedInput } from '../observability/metrics';
+import { recordExpiredInput, recordRelayedInput } from '../observability/metrics';
 import { GatewayError, ItemTooLargeError, rpcError } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { InputRequest, JSONRPCRequest, RequestId } from '../protocol/types';
 import { LATEST_LEGACY_VERSION } from '../protocol/versions';
+import { deliverAnswer } from '../relay/answer-delivery';
 import { waitForHeldAnswer } from '../relay/held';
-import { ClaimAcknowledger, holderAcknowledged, holderSilent } from '../relay/holder-ack';
-import { CLAIM_LEASE_MS, HOLDER_LEASE_MS, HOLDER_RENEW_MS, newPendingRecord } from '../state/records';
+import { ClaimAcknowledger, holderSilent } from '../relay/holder-ack';
+import { HolderLease } from '../relay/holder-lease';
+import { endsTheCall, pendingTimeUp } from '../relay/pending-verdict';
+import { newPendingRecord } from '../state/records';
 import type { PendingStore } from '../state/store';
-import { MessageRejectedError, TargetSessionExpiredError } from '../targets/endpoint';
 import type { Targets } from '../targets/targets';
 import type { Upstream } from '../targets/upstream';
 import { type BridgePayload, readOutcome, type WriteVerdict, writeOutcome } from './bridge-outcome';
@@ -72,7 +74,8 @@ export class BridgeHolder {
   private readonly nextRecords: string[] = [];
   private queue: Promise<void> = Promise.resolve();
   private timer?: NodeJS.Timeout;
-  private leaseRenewal?: NodeJS.Timeout;
+  /** While this holder lives, the retry (any instance) may deliver answers to its target's requests. */
+  private readonly lease: HolderLease;
   private over = false;
   /** An outcome that ends the call was recorded (too large a round): nothing follows it. */
   private closed = false;
@@ -95,6 +98,9 @@ export class BridgeHolder {
     },
   ) {
     this.acknowledger = new ClaimAcknowledger(settings.store, settings.logger, this.id, () => this.ids);
+    this.lease = new HolderLease(settings.store, settings.logger, this.id, () => [...this.ids], {
+      context: { bridge: this.id },
+    });
   }
 
   get bridged(): boolean {
@@ -114,7 +120,7 @@ export class BridgeHolder {
       this.over = true;
       this.acknowledger.stop();
       clearTimeout(this.timer);
-      clearTimeout(this.leaseRenewal);
+      this.lease.stop();
       if (this.round === 0 || this.closed) return;
       const payload: BridgePayload =
         'response' in outcome
@@ -141,7 +147,7 @@ export class BridgeHolder {
       if (!this.over) {
         this.over = true;
         this.acknowledger.stop();
-        clearTimeout(this.leaseRenewal);
+        this.lease.stop();
         this.call.fail(error);
       }
     });
@@ -168,7 +174,7 @@ export class BridgeHolder {
       });
       record.targetProtocolVersion = session?.protocolVersion;
       await store.putPending({ id: this.id }, record);
-      this.renewLeases();
+      this.lease.start();
       this.acknowledger.start();
       this.ids.push(record.gatewayId);
       this.methods.set(record.gatewayId, request.method);
@@ -197,7 +203,7 @@ export class BridgeHolder {
       this.closed = true;
       this.over = true;
       this.acknowledger.stop();
-      clearTimeout(this.leaseRenewal);
+      this.lease.stop();
       this.call.fail(new GatewayError('OutcomeTooLarge', 'the next input round is too large to hand over'));
       return;
     }
@@ -272,26 +278,20 @@ export class BridgeHolder {
    */
   private async checkAbandoned(roundIds: string[]): Promise<void> {
     if (this.over) return;
-    const { store } = this.settings;
     let abandon = false;
     let recheckMs: number | undefined;
-    try {
-      for (const id of roundIds) {
-        if (await store.expirePending(this.id, id)) {
-          abandon = true;
-          continue;
+    for (const id of roundIds) {
+      const verdict = await pendingTimeUp(this.settings.store, this.id, id);
+      if (endsTheCall(verdict)) abandon = true;
+      else if (verdict.kind === 'undecided') {
+        if (verdict.error !== undefined) {
+          this.settings.logger.warn('bridged round undecided: DynamoDB failed; looking again', {
+            bridge: this.id,
+            error: describeError(verdict.error),
+          });
         }
-        const record = await store.getPending(this.id, id, 0);
-        if (record?.status === 'delivering') {
-          recheckMs = Math.max(100, (record.claimedAt ?? 0) + CLAIM_LEASE_MS - Date.now() + 100);
-        } else if (record?.status !== 'answered') abandon = true;
+        recheckMs = Math.min(recheckMs ?? verdict.afterMs, verdict.afterMs);
       }
-    } catch (error) {
-      this.settings.logger.warn('bridged round undecided: DynamoDB failed; looking again', {
-        bridge: this.id,
-        error: describeError(error),
-      });
-      recheckMs = 2000;
     }
     if (!abandon) {
       if (recheckMs !== undefined) {
@@ -302,7 +302,7 @@ export class BridgeHolder {
     }
     this.over = true;
     this.acknowledger.stop();
-    clearTimeout(this.leaseRenewal);
+    this.lease.stop();
     for (const id of roundIds) recordExpiredInput(this.methods.get(id) ?? 'unknown');
     this.settings.logger.info('bridged round abandoned: no retry in time; cancelling at the target', {
       target: this.call.upstream.target,
@@ -310,30 +310,7 @@ export class BridgeHolder {
       round: this.round,
     });
     this.call.abandon();
-    await store.deletePending(this.id, [...this.ids, ...this.nextRecords]).catch(() => undefined);
-  }
-
-  /** While this holder lives, the retry (any instance) may deliver answers to its target's requests. */
-  private renewLeases(): void {
-    if (this.leaseRenewal) return;
-    const renew = () => {
-      this.leaseRenewal = setTimeout(() => {
-        if (this.over) return;
-        void this.settings.store
-          .renewHolder(this.id, [...this.ids], Date.now() + HOLDER_LEASE_MS)
-          .catch((error) =>
-            this.settings.logger.warn('renewing the holder lease failed', {
-              bridge: this.id,
-              error: describeError(error),
-            }),
-          )
-          .finally(() => {
-            if (!this.over) renew();
-          });
-      }, HOLDER_RENEW_MS);
-      this.leaseRenewal.unref();
-    };
-    renew();
+    await this.settings.store.deletePending(this.id, [...this.ids, ...this.nextRecords]).catch(() => undefined);
   }
 }
 
@@ -398,8 +375,10 @@ async function outcomeOf(store: PendingStore, bridgeId: string, key: string, ans
 const DELIVERY_WAIT_MS = 100;
 
 /**
- * One answer of the round: claim, deliver, settle — or release (as legacy/answer.ts): an answer that
- * provably did not reach the target is released, so the client's retry of the same round delivers it.
+ * One answer of the round: claim, deliver, settle — or release (relay/answer-delivery.ts, as for a
+ * 2025 client's answer POST): an answer that provably did not reach the target is released, so the
+ * client's retry of the same round delivers it; one the target refused expires its record, so the
+ * holder's look at the round (checkAbandoned) ends the call.
  * 'delivered': the target has it (now or by an earlier or concurrent retry); 'unknown': its record is
  * gone (the call ended or the holder cleaned up), so what the target got cannot be told from here.
  */
@@ -411,72 +390,51 @@ async function deliverOnce(
   until: number,
   signal: AbortSignal,
 ): Promise<'delivered' | 'unknown'> {
-  const { store, targets, logger } = settings;
+  const { store } = settings;
   for (;;) {
     const record = await store.getPending(bridgeId, gatewayId);
     if (record?.kind !== 'relayed') return 'unknown';
-    if (record.status === 'answered') return 'delivered';
-    if (record.status === 'expired') throw stale();
-    if (record.holderUntil !== undefined && record.holderUntil <= Date.now() && record.status === 'pending') {
-      throw new GatewayError(
-        'RequestStateRefused',
-        'Invalid params: the call behind this input round is no longer held by any gateway instance; send the request again without requestState and inputResponses',
-        { reason: 'expired' },
-      );
-    }
-    const claimable =
-      record.status === 'pending' ||
-      (record.status === 'delivering' && (record.claimedAt ?? 0) < Date.now() - CLAIM_LEASE_MS);
-    const token = claimable ? await store.claimPending(bridgeId, gatewayId) : undefined;
-    if (!token) {
-      // Another retry of this round is delivering it (or just claimed it): see how that ends.
-      if (Date.now() >= until || signal.aborted) throw stale();
-      await new Promise((resolve) => setTimeout(resolve, DELIVERY_WAIT_MS));
-      continue;
-    }
-    if (!(await holderAcknowledged(store, bridgeId, gatewayId, token))) {
-      // The holder did not answer for itself: it may be gone, and the target's next step would reach nobody.
-      await store.releaseClaim(bridgeId, gatewayId, token).catch(() => undefined);
-      logger.warn('bridged answer not delivered: the holder of the call did not acknowledge it', {
-        target: record.target,
-        bridge: bridgeId,
-      });
-      throw holderSilent(record.target);
-    }
-    const toTarget: JSONRPCResponse = { jsonrpc: '2.0', id: record.targetRequestId, result: answer };
-    try {
-      await targets.deliver(
-        record.target,
-        {
-          targetSessionId: record.targetSessionId,
-          protocolVersion: record.targetProtocolVersion ?? LATEST_LEGACY_VERSION,
-        },
-        toTarget,
-      );
-    } catch (error) {
-      const rejected = error instanceof MessageRejectedError || error instanceof TargetSessionExpiredError;
-      logger.warn('delivering a bridged answer to the target failed', {
-        target: record.target,
-        outcome: rejected ? 'refused: the call is ended' : 'not delivered: released for a retry',
-        error: describeError(error),
-      });
-      await store.releaseClaim(bridgeId, gatewayId, token).catch(() => undefined);
-      if (rejected) {
-        // The holder finds the record expired and cancels the call at the target (checkAbandoned).
-        await store.expirePending(bridgeId, gatewayId).catch(() => undefined);
+    const outcome = await deliverAnswer(settings, {
+      partition: bridgeId,
+      record,
+      answer: { jsonrpc: '2.0', id: gatewayId, result: answer },
+      protocolVersion: LATEST_LEGACY_VERSION,
+      endCall: async (token) => {
+        await store.releaseClaim(bridgeId, gatewayId, token).catch(() => undefined);
+        await store.expirePending(bridgeId, gatewayId);
+      },
+      context: { bridge: bridgeId },
+    });
+    switch (outcome.kind) {
+      case 'delivered':
+      case 'answered':
+        return 'delivered';
+      case 'expired':
+        throw stale();
+      case 'holder-gone':
+        throw new GatewayError(
+          'RequestStateRefused',
+          'Invalid params: the call behind this input round is no longer held by any gateway instance; send the request again without requestState and inputResponses',
+          { reason: 'expired' },
+        );
+      case 'busy':
+        // Another retry of this round is delivering it (or just claimed it): see how that ends.
+        if (Date.now() >= until || signal.aborted) throw stale();
+        await new Promise((resolve) => setTimeout(resolve, DELIVERY_WAIT_MS));
+        continue;
+      case 'holder-silent':
+        throw holderSilent(record.target);
+      case 'refused':
         throw new GatewayError('DependencyFailed', `target ${record.target}: refused the answer; the call was ended`, {
           target: record.target,
         });
-      }
-      throw new GatewayError(
-        'AnswerNotDelivered',
-        `DependencyFailedException: target ${record.target} did not take the answer; send the same retry again`,
-        { target: record.target },
-      );
+      case 'not-delivered':
+        throw new GatewayError(
+          'AnswerNotDelivered',
+          `DependencyFailedException: target ${record.target} did not take the answer; send the same retry again`,
+          { target: record.target },
+        );
     }
-    await store.settleClaim(bridgeId, gatewayId, token).catch(() => undefined);
-    recordAnsweredInput(record.method);
-    return 'delivered';
   }
 }
 

@@ -1,0 +1,55 @@
+import { CLAIM_LEASE_MS } from '../state/records';
+import type { PendingStore } from '../state/store';
+
+/**
+ * A relayed request's time is up (`pendingRequestTimeoutSeconds`): the holder decides whether its
+ * call ends (both era paths: legacy/call-relay.ts for a 2025 client's call, stateless/bridge.ts for a
+ * bridged round). It expires the record first (pending, or a delivery claim older than its lease →
+ * expired; a conditional update), so no answer can be delivered afterwards. When that is refused it
+ * reads why: answered (the target took the answer and carries on), a delivery in flight (look again
+ * when its claim lapses), gone or expired already (end the call: e.g. a refused delivery expired it).
+ * A DynamoDB failure is no verdict: look again shortly (the call's deadline bounds it all); it is
+ * never read as "answered".
+ */
+
+export type PendingVerdict =
+  /** Expired now by this holder: the call ends. */
+  | { kind: 'expired' }
+  /** The record is gone or was expired before (a refused delivery): the call ends. */
+  | { kind: 'gone' }
+  /** The target took an answer: the call goes on. */
+  | { kind: 'answered' }
+  /** A delivery holds it, or DynamoDB failed: look again after `afterMs`. */
+  | { kind: 'undecided'; afterMs: number; error?: unknown };
+
+/** How soon the holder looks again when DynamoDB could not tell. */
+export const VERDICT_RECHECK_MS = 2000;
+/** Looking again this long after a delivery claim lapses (so it has lapsed when looked at). */
+const AFTER_LAPSE_MS = 100;
+
+export function endsTheCall(verdict: PendingVerdict): boolean {
+  return verdict.kind === 'expired' || verdict.kind === 'gone';
+}
+
+export async function pendingTimeUp(
+  store: Pick<PendingStore, 'expirePending' | 'getPending'>,
+  partition: string,
+  gatewayId: string,
+  options: { now?: () => number; recheckMs?: number } = {},
+): Promise<PendingVerdict> {
+  const now = options.now ?? Date.now;
+  try {
+    if (await store.expirePending(partition, gatewayId)) return { kind: 'expired' };
+    // Read even past its TTL (now = 0): a record whose TTL passed while the call waited still tells
+    // whether the target took an answer.
+    const record = await store.getPending(partition, gatewayId, 0);
+    if (record?.status === 'answered') return { kind: 'answered' };
+    if (record?.status === 'delivering') {
+      const lapsesAt = (record.claimedAt ?? 0) + CLAIM_LEASE_MS;
+      return { kind: 'undecided', afterMs: Math.max(AFTER_LAPSE_MS, lapsesAt - now() + AFTER_LAPSE_MS) };
+    }
+    return { kind: 'gone' };
+  } catch (error) {
+    return { kind: 'undecided', afterMs: options.recheckMs ?? VERDICT_RECHECK_MS, error };
+  }
+}
