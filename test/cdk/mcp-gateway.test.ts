@@ -545,8 +545,10 @@ function dynamoActionsUsedByRuntime(): string[] {
     }
     const localOnly = source.indexOf('export async function ensureTable');
     const scanned = localOnly >= 0 ? source.slice(0, localOnly) : source;
+    // A command imported under another name (`QueryCommand as ItemsQueryCommand`) is the command it names.
+    const aliases = new Map([...scanned.matchAll(/(\w+)Command as (\w+)Command\b/g)].map((m) => [m[2], m[1]]));
     for (const match of scanned.matchAll(/new (\w+)Command\(/g)) {
-      const command = match[1];
+      const command = aliases.get(match[1]!) ?? match[1];
       const action =
         command.endsWith('Item') || command === 'Query' || command === 'Scan' || command.endsWith('Table')
           ? command
