@@ -35,6 +35,11 @@ export interface TargetSessionRecord {
    * store replays what it sent in between.
    */
   lastEventId?: string;
+  /**
+   * Epoch seconds: the gateway session's expiry, which the store writes on the item as its TTL
+   * attribute. Present on what `loadSession` reads; callers never set it.
+   */
+  expiresAt?: number;
 }
 
 /**
