@@ -75,7 +75,8 @@ export class MalformedItemError extends Error {
 function describe(value: unknown): string {
   if (value === undefined) return 'nothing';
   if (value === null) return 'null';
-  return Array.isArray(value) ? 'an array' : `a ${typeof value}`;
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }
 
 /** Reads the fields of one item, each checked once, naming the record and the field when one is wrong. */
