@@ -19,11 +19,17 @@ import type {
  * (./principal-counters.ts). Sort keys within a session's partition:
  * - `SESSION`: the session; `T#<target>`: one target session each (both at or after `S`, so the
  *   per-request Query `sk >= 'S'` reads exactly these);
- * - `P#<gateway id>`: a pending server-to-client request; `C#<upstream id>`: a call ended elsewhere;
- * - `G#stream`: the session's one client GET stream; `R#<stream id>`: a waiting call;
+ * - `P#<gateway id>`: a pending server-to-client request; `C#<upstream id>`: a call ended elsewhere
+ *   (`reason`, `expiresAt`);
+ * - `G#stream`: the session's one client GET stream (`token`, `untilMs`, `expiresAt`); `R#<stream id>`:
+ *   a waiting call;
  * - `E#<stream id>#<seq, 10 digits>`: an event of a resumable stream, in seq order.
  * Everything but the session and its target sessions sorts before `S`, so loading a session never
  * grows with them.
+ *
+ * Times: every `expiresAt` is epoch seconds (the table's TTL attribute); leases (`untilMs`,
+ * `holderUntil`, `claimedAt`) are epoch milliseconds. Attributes keep their stored names: items in
+ * deployed tables must still parse.
  */
 
 /** An item as the document client reads and writes it. */

@@ -17,6 +17,7 @@ export interface SessionRecord {
   clientInfo?: Implementation;
   /** Level set with logging/setLevel, forwarded to targets. */
   logLevel?: string;
+  /** Epoch seconds. */
   createdAt: number;
   /** Absolute expiry (epoch seconds), also the DynamoDB TTL attribute. */
   expiresAt: number;
@@ -57,6 +58,12 @@ export type PendingStatus = 'pending' | 'delivering' | 'answered' | 'expired';
  */
 export type PendingKind = 'relayed' | 'held';
 
+/**
+ * Two time units side by side, kept as stored (renaming an attribute would leave the items of deployed
+ * tables unreadable): `createdAt` and `expiresAt` are epoch SECONDS (`expiresAt` is the TTL attribute,
+ * compared with `now` in seconds); `claimedAt` and `holderUntil` are epoch MILLISECONDS (leases,
+ * compared with `Date.now()`).
+ */
 export interface PendingRecord {
   /** The gateway-generated id the client sees. */
   gatewayId: string;
@@ -72,7 +79,9 @@ export interface PendingRecord {
   /** The client's request (e.g. its tools/call) this server request belongs to. */
   clientRequestId: RequestId;
   status: PendingStatus;
+  /** Epoch seconds. */
   createdAt: number;
+  /** Epoch seconds; also the TTL attribute. Reads ignore an expired record. */
   expiresAt: number;
   /** Held requests only: the client's answer as JSON, stored by answerPending. */
   answer?: string;
@@ -129,6 +138,7 @@ export interface StreamEventRecord {
  * with it. `held`: an invocation holds it (lease `holderUntil`, epoch ms, renewed while it waits);
  * `released`: no invocation does (the client's stream was ended with a `retry`). Every change is a
  * conditional write on `version`, so exactly one instance takes a released (or orphaned) call over.
+ * Two time units side by side, kept as stored: `holderUntil` is epoch MILLISECONDS, `expiresAt` epoch SECONDS.
  */
 export interface WaitingCallRecord {
   /** The client's stream this call answers on (its event ids name it). */
