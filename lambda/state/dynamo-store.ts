@@ -199,7 +199,9 @@ export class DynamoSessionStore implements SessionStore {
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
     }
-    // Another instance kept one first: that one is used.
+    // Another instance kept one first: that one is used. (`ReturnValuesOnConditionCheckFailure` could
+    // return it with the refusal, but the document client leaves that item marshalled and dynalite
+    // ignores the option: one consistent read, on this race only.)
     const out = await this.guarded((abortSignal) =>
       this.client.send(new GetCommand({ TableName: this.tableName, Key, ConsistentRead: true }), { abortSignal }),
     );
