@@ -1,11 +1,11 @@
-import type { LoadedSession, SessionStore, TargetSessionRecord } from '../state/store';
+import type { LoadedSession, SessionRecordStore, TargetSessionRecord } from '../state/store';
 import type { Caller, StoredTargetSession, TargetSessionSlots } from '../targets/upstream';
 
 /**
  * A 2025 session as the targets see it: its version, what the client declared at initialize, its
  * log level, and its target sessions kept in the session's own partition, so any instance reuses them.
  */
-export function sessionCaller(store: SessionStore, loaded: LoadedSession, inputCapable: boolean): Caller {
+export function sessionCaller(store: SessionRecordStore, loaded: LoadedSession, inputCapable: boolean): Caller {
   const { session } = loaded;
   return {
     era: 'legacy',
@@ -39,7 +39,7 @@ class PartitionSlots implements TargetSessionSlots {
   private readonly forgotten = new Map<string, string>();
 
   constructor(
-    private readonly store: SessionStore,
+    private readonly store: SessionRecordStore,
     private readonly loaded: LoadedSession,
   ) {
     // Every request of the session loads its own copy: the session id is what they have in common.

@@ -17,6 +17,28 @@ import {
 import { DYNAMODB_ITEM_LIMIT_BYTES, ItemTooLargeError } from '../protocol/errors';
 import { itemOf } from './attribute-values';
 import {
+  CLIENT_STREAM_SK,
+  cancelledSk,
+  checkSize,
+  eventSk,
+  type Item,
+  nowSeconds,
+  PENDING_PREFIX,
+  pendingOf,
+  pendingSk,
+  sessionPk as pk,
+  SESSION_AND_TARGETS,
+  SESSION_SK,
+  sessionOf,
+  streamEndSk,
+  streamEventOf,
+  TARGET_PREFIX,
+  targetSessionOf,
+  targetSk,
+  waitingCallOf,
+  waitingCallSk,
+} from './items';
+import {
   BRIDGED_CALLS,
   bucketOfSk,
   bucketStartOf,
@@ -40,25 +62,6 @@ import {
   type TargetSessionRecord,
   type WaitingCallRecord,
 } from './store';
-
-/** Item layout: one partition per session (ARCHITECTURE.md, "Pending requests"; lambda/README.md). */
-const pk = (sessionId: string) => `S#${sessionId}`;
-const SESSION_SK = 'SESSION';
-const targetSk = (target: string) => `T#${target}`;
-const pendingSk = (gatewayId: string) => `P#${gatewayId}`;
-const cancelledSk = (upstreamId: string) => `C#${upstreamId}`;
-/** The session's client GET stream (sorts before 'S': a session's load does not read it). */
-const CLIENT_STREAM_SK = 'G#stream';
-/** A waiting call's record: `R` sorts before the session item, so the per-request Query never reads it. */
-const waitingCallSk = (streamId: string) => `R#${streamId}`;
-/** Stream events sort before `S` (the session Query never reads them), in seq order within a stream. */
-const eventSk = (streamId: string, seq: number) => `E#${streamId}#${String(seq).padStart(10, '0')}`;
-/** Sorts after every seq of a stream (digits sort before `~`). */
-const streamEndSk = (streamId: string) => `E#${streamId}#~`;
-
-const nowSeconds = () => Math.floor(Date.now() / 1000);
-/** Everything at or after 'S' in a partition: the session item and its target sessions (`C#`, `P#` sort before). */
-const SESSION_AND_TARGETS = 'S';
 
 /**
  * The longest one DynamoDB operation may take by default, retries included (the client's own request
@@ -89,15 +92,6 @@ async function guarded<T>(timeoutMs: number, operation: (signal: AbortSignal) =>
     }
     throw new StoreUnavailableError(error);
   }
-}
-
-/**
- * Refuses an item over DynamoDB's limit before sending it (its JSON size, a slight over-estimate of
- * DynamoDB's own measure), so the client learns which limit it hit instead of a retryable 503.
- */
-function checkSize(what: string, item: unknown): void {
-  const bytes = Buffer.byteLength(JSON.stringify(item));
-  if (bytes > DYNAMODB_ITEM_LIMIT_BYTES) throw new ItemTooLargeError(what, bytes);
 }
 
 export class DynamoSessionStore implements SessionStore {
@@ -159,13 +153,12 @@ export class DynamoSessionStore implements SessionStore {
 
     const sessionItem = items.find((item) => item.sk === SESSION_SK);
     // DynamoDB deletes expired items lazily (and dynalite never): expiry is checked on every read.
-    if (!sessionItem || ((sessionItem.expiresAt as number) <= now && !options.includeExpired)) return undefined;
-    const { pk: _pk, sk: _sk, ...session } = sessionItem;
-    const loaded: LoadedSession = { session: session as unknown as SessionRecord, targets: new Map() };
+    const session = sessionItem && sessionOf(sessionItem);
+    if (!session || (session.expiresAt <= now && !options.includeExpired)) return undefined;
+    const loaded: LoadedSession = { session, targets: new Map() };
     for (const item of items) {
-      const sk = item.sk as string;
-      const { pk: _p, sk: _s, ...rest } = item;
-      if (sk.startsWith('T#')) loaded.targets.set(sk.slice(2), rest as unknown as TargetSessionRecord);
+      const sk = String(item.sk);
+      if (sk.startsWith(TARGET_PREFIX)) loaded.targets.set(sk.slice(TARGET_PREFIX.length), targetSessionOf(item));
     }
     return loaded;
   }
@@ -175,7 +168,7 @@ export class DynamoSessionStore implements SessionStore {
       { pk: pk(sessionId), sk: SESSION_SK },
       { pk: pk(sessionId), sk: pendingSk(gatewayId) },
     ];
-    let items: Record<string, unknown>[] = [];
+    let items: Item[] = [];
     // Unprocessed keys (throttling) are read again, a bounded number of times.
     for (let attempt = 0, wanted = keys; wanted.length > 0; attempt++) {
       if (attempt === 3) throw new StoreUnavailableError(new Error('unprocessed reads after 3 attempts'));
@@ -185,20 +178,16 @@ export class DynamoSessionStore implements SessionStore {
           { abortSignal },
         ),
       );
-      items = [...items, ...((out.Responses?.[this.tableName] ?? []) as Record<string, unknown>[])];
+      items = [...items, ...(out.Responses?.[this.tableName] ?? [])];
       wanted = (out.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as typeof keys;
       if (wanted.length) await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** attempt));
     }
     const sessionItem = items.find((item) => item.sk === SESSION_SK);
-    if (!sessionItem || (sessionItem.expiresAt as number) <= now) return undefined;
-    const { pk: _pk, sk: _sk, ...session } = sessionItem;
+    const session = sessionItem && sessionOf(sessionItem);
+    if (!session || session.expiresAt <= now) return undefined;
     const pendingItem = items.find((item) => item.sk === pendingSk(gatewayId));
-    let pending: PendingRecord | undefined;
-    if (pendingItem && (pendingItem.expiresAt as number) > now) {
-      const { pk: _p, sk: _s, ...record } = pendingItem;
-      pending = record as unknown as PendingRecord;
-    }
-    return { session: session as unknown as SessionRecord, pending };
+    const pending = pendingItem ? pendingOf(pendingItem) : undefined;
+    return { session, pending: pending && pending.expiresAt > now ? pending : undefined };
   }
 
   async putTargetSession(
@@ -228,13 +217,15 @@ export class DynamoSessionStore implements SessionStore {
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
     }
-    // Another instance kept one first: that one is used.
+    // Another instance kept one first: that one is used. (`ReturnValuesOnConditionCheckFailure` could
+    // return it with the refusal, but the document client leaves that item marshalled and dynalite
+    // ignores the option: one consistent read, on this race only.)
     const out = await this.guarded((abortSignal) =>
       this.client.send(new GetCommand({ TableName: this.tableName, Key, ConsistentRead: true }), { abortSignal }),
     );
     if (!out.Item) return this.putTargetSession(session, target, options); // removed meanwhile: try again
-    const { pk: _pk, sk: _sk, expiresAt: _expiresAt, ...kept } = out.Item;
-    return kept as TargetSessionRecord;
+    const { expiresAt: _expiresAt, ...kept } = targetSessionOf(out.Item);
+    return kept;
   }
 
   async setLogLevel(session: SessionRecord, level: string): Promise<void> {
@@ -375,7 +366,7 @@ export class DynamoSessionStore implements SessionStore {
     for await (const page of this.pages({
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
       FilterExpression: 'expiresAt > :now',
-      ExpressionAttributeValues: { ':pk': pk(sessionId), ':p': 'P#', ':now': now },
+      ExpressionAttributeValues: { ':pk': pk(sessionId), ':p': PENDING_PREFIX, ':now': now },
       Select: 'COUNT',
     })) {
       count += page.Count ?? 0;
@@ -500,9 +491,8 @@ export class DynamoSessionStore implements SessionStore {
         { abortSignal },
       ),
     );
-    if (!out.Item || (out.Item.expiresAt as number) <= now) return undefined;
-    const { pk: _pk, sk: _sk, ...record } = out.Item;
-    return record as PendingRecord;
+    const record = out.Item && pendingOf(out.Item);
+    return record && record.expiresAt > now ? record : undefined;
   }
 
   async detachHolder(sessionId: string, gatewayIds: string[]): Promise<void> {
@@ -531,9 +521,8 @@ export class DynamoSessionStore implements SessionStore {
         { abortSignal },
       ),
     );
-    if (!out.Item || (out.Item.expiresAt as number) <= now) return undefined;
-    const { pk: _pk, sk: _sk, ...record } = out.Item;
-    return record as WaitingCallRecord;
+    const record = out.Item && waitingCallOf(out.Item);
+    return record && record.expiresAt > now ? record : undefined;
   }
 
   async swapWaitingCall(
@@ -632,10 +621,9 @@ export class DynamoSessionStore implements SessionStore {
         ':to': streamEndSk(streamId),
       },
     })) {
-      for (const item of (page.Items ?? []) as Record<string, unknown>[]) {
-        if ((item.expiresAt as number) <= now) continue;
-        const { pk: _pk, sk: _sk, ...event } = item;
-        events.push(event as unknown as StreamEventRecord);
+      for (const item of page.Items ?? []) {
+        const event = streamEventOf(item);
+        if (event.expiresAt > now) events.push(event);
       }
     }
     return events;

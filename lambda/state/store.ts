@@ -17,6 +17,7 @@ export interface SessionRecord {
   clientInfo?: Implementation;
   /** Level set with logging/setLevel, forwarded to targets. */
   logLevel?: string;
+  /** Epoch seconds. */
   createdAt: number;
   /** Absolute expiry (epoch seconds), also the DynamoDB TTL attribute. */
   expiresAt: number;
@@ -35,6 +36,11 @@ export interface TargetSessionRecord {
    * store replays what it sent in between.
    */
   lastEventId?: string;
+  /**
+   * Epoch seconds: the gateway session's expiry, which the store writes on the item as its TTL
+   * attribute. Present on what `loadSession` reads; callers never set it.
+   */
+  expiresAt?: number;
 }
 
 /**
@@ -52,6 +58,12 @@ export type PendingStatus = 'pending' | 'delivering' | 'answered' | 'expired';
  */
 export type PendingKind = 'relayed' | 'held';
 
+/**
+ * Two time units side by side, kept as stored (renaming an attribute would leave the items of deployed
+ * tables unreadable): `createdAt` and `expiresAt` are epoch SECONDS (`expiresAt` is the TTL attribute,
+ * compared with `now` in seconds); `claimedAt` and `holderUntil` are epoch MILLISECONDS (leases,
+ * compared with `Date.now()`).
+ */
 export interface PendingRecord {
   /** The gateway-generated id the client sees. */
   gatewayId: string;
@@ -67,7 +79,9 @@ export interface PendingRecord {
   /** The client's request (e.g. its tools/call) this server request belongs to. */
   clientRequestId: RequestId;
   status: PendingStatus;
+  /** Epoch seconds. */
   createdAt: number;
+  /** Epoch seconds; also the TTL attribute. Reads ignore an expired record. */
   expiresAt: number;
   /** Held requests only: the client's answer as JSON, stored by answerPending. */
   answer?: string;
@@ -124,6 +138,7 @@ export interface StreamEventRecord {
  * with it. `held`: an invocation holds it (lease `holderUntil`, epoch ms, renewed while it waits);
  * `released`: no invocation does (the client's stream was ended with a `retry`). Every change is a
  * conditional write on `version`, so exactly one instance takes a released (or orphaned) call over.
+ * Two time units side by side, kept as stored: `holderUntil` is epoch MILLISECONDS, `expiresAt` epoch SECONDS.
  */
 export interface WaitingCallRecord {
   /** The client's stream this call answers on (its event ids name it). */
@@ -178,7 +193,11 @@ export interface PrincipalCounters {
   releaseBridgedCall(principal: string, expiresAt: number, bucketSeconds: number): Promise<void>;
 }
 
-export interface SessionStore extends PrincipalCounters {
+/**
+ * The session part: a 2025-era session, its target sessions, the markers and the client GET stream
+ * in its partition, and what only a session's calls do with its pending records (the cap, detaching).
+ */
+export interface SessionRecordStore {
   createSession(session: SessionRecord): Promise<void>;
   /**
    * One read: the session with its target sessions; undefined when absent or expired. It does not
@@ -205,13 +224,45 @@ export interface SessionStore extends PrincipalCounters {
   setLogLevel(session: SessionRecord, level: string): Promise<void>;
   /** Removes the session and everything in its partition. */
   deleteSession(sessionId: string): Promise<void>;
-  /** Writes a new pending record into the partition of `session` (a session, or a bridged call's own). */
-  putPending(session: Pick<SessionRecord, 'id'>, pending: PendingRecord): Promise<void>;
   /**
    * Live pending records of the partition (the per-session cap), up to `limit`: only a call that
    * relays something pays for this read.
    */
   countPending(sessionId: string, limit: number, now?: number): Promise<number>;
+  /**
+   * The holder released its call (relay/waiting-call.ts): its records no longer need a live holder
+   * (the lease is removed), so an answer is taken and delivered without one.
+   */
+  detachHolder(sessionId: string, gatewayIds: string[]): Promise<void>;
+  /**
+   * The client cancelled a call that another instance may hold: a marker that instance finds (the
+   * call's upstream id), expiring with `expiresAt`.
+   */
+  markCancelled(sessionId: string, upstreamId: string, expiresAt: number, reason?: CallEndReason): Promise<void>;
+  /** Whether the call was ended elsewhere, and why (a consistent read). */
+  isCancelled(sessionId: string, upstreamId: string): Promise<CallEndReason | undefined>;
+  /**
+   * The session's one client GET stream (`G#stream`): taken when no other is live (its holder's
+   * `untilMs` not yet passed), with a token; false when another is. It expires with the session.
+   */
+  acquireClientStream(session: SessionRecord, token: string, untilMs: number): Promise<boolean>;
+  /** Lets go of the client GET stream (only the token's holder; nothing when it is gone). */
+  releaseClientStream(sessionId: string, token: string): Promise<void>;
+  /**
+   * Where the target's GET stream of one target session stopped being read (see
+   * TargetSessionRecord.lastEventId); nothing when the record is gone or names another target session.
+   */
+  saveTargetEventId(sessionId: string, target: string, targetSessionId: string, eventId: string): Promise<void>;
+}
+
+/**
+ * The pending-record part: what a relayed or held request needs, in a session's partition or a
+ * bridged 2026-07-28 call's own (keyed like a session, with no session item, never in a client's
+ * session), with the bridged calls' per-principal places.
+ */
+export interface PendingStore extends Pick<PrincipalCounters, 'admitBridgedCall' | 'releaseBridgedCall'> {
+  /** Writes a new pending record into the partition of `session` (a session, or a bridged call's own). */
+  putPending(session: Pick<SessionRecord, 'id'>, pending: PendingRecord): Promise<void>;
   /**
    * Claims a pending request for delivery (pending → delivering), exactly once: the claim token, or
    * undefined when absent, expired, answered, claimed by a live delivery, or its holder's lease ran out.
@@ -233,25 +284,12 @@ export interface SessionStore extends PrincipalCounters {
   deletePending(sessionId: string, gatewayIds: string[]): Promise<void>;
   /** One pending request, read consistently (the invocation waiting for a gateway-authored request polls it). */
   getPending(sessionId: string, gatewayId: string, now?: number): Promise<PendingRecord | undefined>;
-  /**
-   * The client cancelled a call that another instance may hold: a marker that instance finds (the
-   * call's upstream id), expiring with `expiresAt`.
-   */
-  markCancelled(sessionId: string, upstreamId: string, expiresAt: number, reason?: CallEndReason): Promise<void>;
-  /** Whether the call was ended elsewhere, and why (a consistent read). */
-  isCancelled(sessionId: string, upstreamId: string): Promise<CallEndReason | undefined>;
-  /**
-   * The session's one client GET stream (`G#stream`): taken when no other is live (its holder's
-   * `untilMs` not yet passed), with a token; false when another is. It expires with the session.
-   */
-  acquireClientStream(session: SessionRecord, token: string, untilMs: number): Promise<boolean>;
-  /** Lets go of the client GET stream (only the token's holder; nothing when it is gone). */
-  releaseClientStream(sessionId: string, token: string): Promise<void>;
-  /**
-   * Where the target's GET stream of one target session stopped being read (see
-   * TargetSessionRecord.lastEventId); nothing when the record is gone or names another target session.
-   */
-  saveTargetEventId(sessionId: string, target: string, targetSessionId: string, eventId: string): Promise<void>;
+  /** Stores the answer to a gateway-authored request and marks it answered, exactly once; false when absent, expired or answered. */
+  answerPending(sessionId: string, gatewayId: string, answer: string, now?: number): Promise<boolean>;
+}
+
+/** The stream-log part: the events of resumable client streams (relay/stream-log.ts). */
+export interface StreamLogStore {
   /** Keeps one event of a resumable stream (written before the event is sent). */
   putStreamEvent(sessionId: string, event: StreamEventRecord): Promise<void>;
   /**
@@ -261,11 +299,10 @@ export interface SessionStore extends PrincipalCounters {
   endStream(sessionId: string, end: StreamEventRecord, drop: number[]): Promise<void>;
   /** The live events of a stream from seq `fromSeq` on (inclusive), in order (a consistent read). */
   readStream(sessionId: string, streamId: string, fromSeq: number, now?: number): Promise<StreamEventRecord[]>;
-  /**
-   * The holder released its call (relay/waiting-call.ts): its records no longer need a live holder
-   * (the lease is removed), so an answer is taken and delivered without one.
-   */
-  detachHolder(sessionId: string, gatewayIds: string[]): Promise<void>;
+}
+
+/** The waiting-call part: the records of calls whose stream may be released (relay/waiting-call.ts). */
+export interface WaitingCallStore {
   /** A waiting call's record (consistent read); undefined when absent or expired. */
   getWaitingCall(sessionId: string, streamId: string, now?: number): Promise<WaitingCallRecord | undefined>;
   /**
@@ -274,26 +311,15 @@ export interface SessionStore extends PrincipalCounters {
    */
   swapWaitingCall(sessionId: string, next: WaitingCallRecord, expectedVersion: number | undefined): Promise<boolean>;
   deleteWaitingCall(sessionId: string, streamId: string): Promise<void>;
-  /** Stores the answer to a gateway-authored request and marks it answered, exactly once; false when absent, expired or answered. */
-  answerPending(sessionId: string, gatewayId: string, answer: string, now?: number): Promise<boolean>;
 }
 
 /**
- * The pending-record operations alone: what a bridged 2026-07-28 call needs. Its records live in a
- * partition of their own (keyed like a session, with no session item), never in a client's session.
+ * The whole state interface of the 2025-era path, composed of its parts; a module asks for the
+ * narrow part it uses.
  */
-export type PendingStore = Pick<
-  SessionStore,
-  | 'putPending'
-  | 'claimPending'
-  | 'settleClaim'
-  | 'releaseClaim'
-  | 'ackClaim'
-  | 'expirePending'
-  | 'renewHolder'
-  | 'getPending'
-  | 'answerPending'
-  | 'deletePending'
-  | 'admitBridgedCall'
-  | 'releaseBridgedCall'
->;
+export interface SessionStore
+  extends SessionRecordStore,
+    PendingStore,
+    StreamLogStore,
+    WaitingCallStore,
+    PrincipalCounters {}

@@ -1,4 +1,24 @@
-import { DYNAMODB_ITEM_LIMIT_BYTES, ItemTooLargeError } from '../../lambda/protocol/errors';
+import {
+  CLIENT_STREAM_SK,
+  cancelledSk,
+  checkSize,
+  eventSk,
+  type Item,
+  nowSeconds,
+  PENDING_PREFIX,
+  pendingOf,
+  pendingSk,
+  SESSION_SK,
+  sessionOf,
+  sessionPk,
+  streamEventOf,
+  streamPrefix,
+  TARGET_PREFIX,
+  targetSessionOf,
+  targetSk,
+  waitingCallOf,
+  waitingCallSk,
+} from '../../lambda/state/items';
 import {
   BRIDGED_CALLS,
   bucketOfSk,
@@ -26,35 +46,22 @@ import {
 /**
  * A `SessionStore` in this process's memory, for in-process tests and local experiments: the same
  * semantics as `DynamoSessionStore` (test/state/session-store-contract.test.ts runs the same cases
- * against both). One partition per session keyed like the table (`SESSION`, `T#<target>`,
- * `P#<gatewayId>`); conditional writes refuse exactly where DynamoDB's conditions would; expiry is
+ * against both). Partitions and items keyed like the table (lambda/state/items.ts), and parsed into
+ * records as the DynamoDB store parses its items; conditional writes refuse exactly where DynamoDB's conditions would; expiry is
  * checked on every read, nothing expires by itself; records are copied in and out, so a caller
  * mutating what it got changes nothing stored. Never part of the Lambda: it forgets everything
  * when the process ends and is not shared between instances (two gateway cores in one process can
  * share one).
  */
 
-type Item = Record<string, unknown>;
-
-const SESSION_SK = 'SESSION';
-const targetSk = (target: string) => `T#${target}`;
-const pendingSk = (gatewayId: string) => `P#${gatewayId}`;
-const cancelledSk = (upstreamId: string) => `C#${upstreamId}`;
-const CLIENT_STREAM_SK = 'G#stream';
-const waitingCallSk = (streamId: string) => `R#${streamId}`;
-const eventSk = (streamId: string, seq: number) => `E#${streamId}#${String(seq).padStart(10, '0')}`;
-
-const nowSeconds = () => Math.floor(Date.now() / 1000);
-
-/** DynamoDB's item limit, measured as the DynamoDB store measures it (the item's JSON). */
-function checkSize(what: string, item: unknown): void {
-  const bytes = Buffer.byteLength(JSON.stringify(item));
-  if (bytes > DYNAMODB_ITEM_LIMIT_BYTES) throw new ItemTooLargeError(what, bytes);
-}
-
 /** What the document client stores: a deep copy without `undefined` attributes (removeUndefinedValues). */
 function copy<T>(value: T): T {
   return JSON.parse(JSON.stringify(value)) as T;
+}
+
+/** A record as an item (a copy: nothing stored shares an object with a caller). */
+function itemOf(record: object): Item {
+  return copy({ ...record });
 }
 
 /** A refused condition, as DynamoDB refuses a conditional write (the real store throws the SDK's exception). */
@@ -73,9 +80,9 @@ export class MemorySessionStore implements SessionStore {
   async createSession(session: SessionRecord): Promise<void> {
     this.available();
     checkSize('the session (its client capabilities and clientInfo)', session);
-    const partition = this.partition(session.id);
+    const partition = this.partition(sessionPk(session.id));
     if (partition.has(SESSION_SK)) throw new ConditionRefusedError('createSession');
-    partition.set(SESSION_SK, copy(session) as unknown as Item);
+    partition.set(SESSION_SK, itemOf(session));
   }
 
   async loadSession(
@@ -84,26 +91,28 @@ export class MemorySessionStore implements SessionStore {
     options: { includeExpired?: boolean } = {},
   ): Promise<LoadedSession | undefined> {
     this.available();
-    const partition = this.partitions.get(sessionId);
+    const partition = this.stored(sessionId);
     const sessionItem = partition?.get(SESSION_SK);
-    if (!partition || !sessionItem) return undefined;
-    if ((sessionItem.expiresAt as number) <= now && !options.includeExpired) return undefined;
-    const loaded: LoadedSession = { session: copy(sessionItem) as unknown as SessionRecord, targets: new Map() };
+    const session = sessionItem && sessionOf(copy(sessionItem));
+    if (!partition || !session) return undefined;
+    if (session.expiresAt <= now && !options.includeExpired) return undefined;
+    const loaded: LoadedSession = { session, targets: new Map() };
     // Sorted by sort key, as a Query returns a partition.
     for (const [sk, item] of [...partition].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-      if (sk.startsWith('T#')) loaded.targets.set(sk.slice(2), copy(item) as unknown as TargetSessionRecord);
+      if (sk.startsWith(TARGET_PREFIX)) loaded.targets.set(sk.slice(TARGET_PREFIX.length), targetSessionOf(copy(item)));
     }
     return loaded;
   }
 
   async loadForAnswer(sessionId: string, gatewayId: string, now = nowSeconds()): Promise<LoadedAnswer | undefined> {
     this.available();
-    const partition = this.partitions.get(sessionId);
+    const partition = this.stored(sessionId);
     const sessionItem = partition?.get(SESSION_SK);
-    if (!partition || !sessionItem || (sessionItem.expiresAt as number) <= now) return undefined;
+    const session = sessionItem && sessionOf(copy(sessionItem));
+    if (!partition || !session || session.expiresAt <= now) return undefined;
     const item = partition.get(pendingSk(gatewayId));
-    const pending = item && (item.expiresAt as number) > now ? (copy(item) as unknown as PendingRecord) : undefined;
-    return { session: copy(sessionItem) as unknown as SessionRecord, pending };
+    const pending = item && pendingOf(copy(item));
+    return { session, pending: pending && pending.expiresAt > now ? pending : undefined };
   }
 
   async putTargetSession(
@@ -112,27 +121,27 @@ export class MemorySessionStore implements SessionStore {
     options: { replacing?: string } = {},
   ): Promise<TargetSessionRecord> {
     this.available();
-    const partition = this.partition(session.id);
+    const partition = this.partition(sessionPk(session.id));
     const there = partition.get(targetSk(target.target));
     if (there && there.targetSessionId !== options.replacing) {
-      const { expiresAt: _expiresAt, ...kept } = copy(there);
-      return kept as unknown as TargetSessionRecord;
+      const { expiresAt: _expiresAt, ...kept } = targetSessionOf(copy(there));
+      return kept;
     }
     // Like the table item: the target session expires with its gateway session.
-    partition.set(targetSk(target.target), copy({ ...target, expiresAt: session.expiresAt }));
+    partition.set(targetSk(target.target), itemOf({ ...target, expiresAt: session.expiresAt }));
     return copy(target);
   }
 
   async setLogLevel(session: SessionRecord, level: string): Promise<void> {
     this.available();
-    const item = this.partitions.get(session.id)?.get(SESSION_SK);
+    const item = this.stored(session.id)?.get(SESSION_SK);
     if (!item) throw new ConditionRefusedError('setLogLevel');
     item.logLevel = level;
   }
 
   async acquireClientStream(session: SessionRecord, token: string, untilMs: number): Promise<boolean> {
     this.available();
-    const partition = this.partition(session.id);
+    const partition = this.partition(sessionPk(session.id));
     const held = partition.get(CLIENT_STREAM_SK);
     if (held && (held.untilMs as number) > Date.now()) return false;
     partition.set(CLIENT_STREAM_SK, { token, untilMs, expiresAt: session.expiresAt });
@@ -141,7 +150,7 @@ export class MemorySessionStore implements SessionStore {
 
   async releaseClientStream(sessionId: string, token: string): Promise<void> {
     this.available();
-    const partition = this.partitions.get(sessionId);
+    const partition = this.stored(sessionId);
     if (partition?.get(CLIENT_STREAM_SK)?.token !== token) return;
     partition.delete(CLIENT_STREAM_SK);
     this.dropIfEmpty(sessionId);
@@ -149,13 +158,13 @@ export class MemorySessionStore implements SessionStore {
 
   async saveTargetEventId(sessionId: string, target: string, targetSessionId: string, eventId: string): Promise<void> {
     this.available();
-    const item = this.partitions.get(sessionId)?.get(targetSk(target));
+    const item = this.stored(sessionId)?.get(targetSk(target));
     if (item?.targetSessionId === targetSessionId) item.lastEventId = eventId;
   }
 
   async deleteSession(sessionId: string): Promise<void> {
     this.available();
-    this.partitions.delete(sessionId);
+    this.partitions.delete(sessionPk(sessionId));
   }
 
   async markCancelled(
@@ -165,36 +174,36 @@ export class MemorySessionStore implements SessionStore {
     reason: CallEndReason = 'cancelled',
   ): Promise<void> {
     this.available();
-    this.partition(sessionId).set(cancelledSk(upstreamId), { expiresAt, reason });
+    this.partition(sessionPk(sessionId)).set(cancelledSk(upstreamId), { expiresAt, reason });
   }
 
   async isCancelled(sessionId: string, upstreamId: string): Promise<CallEndReason | undefined> {
     this.available();
-    const item = this.partitions.get(sessionId)?.get(cancelledSk(upstreamId));
+    const item = this.stored(sessionId)?.get(cancelledSk(upstreamId));
     if (!item) return undefined;
     return item.reason === 'answer-undeliverable' ? 'answer-undeliverable' : 'cancelled';
   }
 
   async putPending(session: Pick<SessionRecord, 'id'>, pending: PendingRecord): Promise<void> {
     this.available();
-    const partition = this.partition(session.id);
+    const partition = this.partition(sessionPk(session.id));
     const sk = pendingSk(pending.gatewayId);
     if (partition.has(sk)) throw new ConditionRefusedError('putPending');
-    partition.set(sk, copy(pending) as unknown as Item);
+    partition.set(sk, itemOf(pending));
   }
 
   async countPending(sessionId: string, _limit: number, now = nowSeconds()): Promise<number> {
     this.available();
     let count = 0;
-    for (const [sk, item] of this.partitions.get(sessionId) ?? []) {
-      if (sk.startsWith('P#') && (item.expiresAt as number) > now) count++;
+    for (const [sk, item] of this.stored(sessionId) ?? []) {
+      if (sk.startsWith(PENDING_PREFIX) && (item.expiresAt as number) > now) count++;
     }
     return count; // every live record: the cap is small, so there is no need to stop at `limit`
   }
 
   async claimPending(sessionId: string, gatewayId: string, now = nowSeconds()): Promise<string | undefined> {
     this.available();
-    const item = this.partitions.get(sessionId)?.get(pendingSk(gatewayId));
+    const item = this.stored(sessionId)?.get(pendingSk(gatewayId));
     const nowMs = Date.now();
     if (!item || !((item.expiresAt as number) > now)) return undefined;
     const claimable =
@@ -216,7 +225,7 @@ export class MemorySessionStore implements SessionStore {
 
   async ackClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean> {
     this.available();
-    const item = this.partitions.get(sessionId)?.get(pendingSk(gatewayId));
+    const item = this.stored(sessionId)?.get(pendingSk(gatewayId));
     if (item?.status !== 'delivering' || item.claim !== token) return false;
     item.ack = token;
     return true;
@@ -224,7 +233,7 @@ export class MemorySessionStore implements SessionStore {
 
   async expirePending(sessionId: string, gatewayId: string): Promise<boolean> {
     this.available();
-    const item = this.partitions.get(sessionId)?.get(pendingSk(gatewayId));
+    const item = this.stored(sessionId)?.get(pendingSk(gatewayId));
     const expirable =
       item?.status === 'pending' ||
       (item?.status === 'delivering' && (item.claimedAt as number) < Date.now() - CLAIM_LEASE_MS);
@@ -236,14 +245,14 @@ export class MemorySessionStore implements SessionStore {
   async renewHolder(sessionId: string, gatewayIds: string[], until: number): Promise<void> {
     this.available();
     for (const id of gatewayIds) {
-      const item = this.partitions.get(sessionId)?.get(pendingSk(id));
+      const item = this.stored(sessionId)?.get(pendingSk(id));
       if (item) item.holderUntil = until;
     }
   }
 
   async deletePending(sessionId: string, gatewayIds: string[]): Promise<void> {
     this.available();
-    const partition = this.partitions.get(sessionId);
+    const partition = this.stored(sessionId);
     if (!partition) return;
     for (const id of gatewayIds) partition.delete(pendingSk(id));
     this.dropIfEmpty(sessionId);
@@ -251,14 +260,14 @@ export class MemorySessionStore implements SessionStore {
 
   async getPending(sessionId: string, gatewayId: string, now = nowSeconds()): Promise<PendingRecord | undefined> {
     this.available();
-    const item = this.partitions.get(sessionId)?.get(pendingSk(gatewayId));
-    if (!item || (item.expiresAt as number) <= now) return undefined;
-    return copy(item) as unknown as PendingRecord;
+    const item = this.stored(sessionId)?.get(pendingSk(gatewayId));
+    const record = item && pendingOf(copy(item));
+    return record && record.expiresAt > now ? record : undefined;
   }
 
   async detachHolder(sessionId: string, gatewayIds: string[]): Promise<void> {
     this.available();
-    for (const id of gatewayIds) delete this.partitions.get(sessionId)?.get(pendingSk(id))?.holderUntil;
+    for (const id of gatewayIds) delete this.stored(sessionId)?.get(pendingSk(id))?.holderUntil;
   }
 
   async getWaitingCall(
@@ -267,9 +276,9 @@ export class MemorySessionStore implements SessionStore {
     now = nowSeconds(),
   ): Promise<WaitingCallRecord | undefined> {
     this.available();
-    const item = this.partitions.get(sessionId)?.get(waitingCallSk(streamId));
-    if (!item || (item.expiresAt as number) <= now) return undefined;
-    return copy(item) as unknown as WaitingCallRecord;
+    const item = this.stored(sessionId)?.get(waitingCallSk(streamId));
+    const record = item && waitingCallOf(copy(item));
+    return record && record.expiresAt > now ? record : undefined;
   }
 
   async swapWaitingCall(
@@ -279,23 +288,23 @@ export class MemorySessionStore implements SessionStore {
   ): Promise<boolean> {
     this.available();
     checkSize('the waiting call', next);
-    const partition = this.partition(sessionId);
+    const partition = this.partition(sessionPk(sessionId));
     const item = partition.get(waitingCallSk(next.streamId));
     if (expectedVersion === undefined ? item !== undefined : item?.version !== expectedVersion) return false;
-    partition.set(waitingCallSk(next.streamId), copy(next) as unknown as Item);
+    partition.set(waitingCallSk(next.streamId), itemOf(next));
     return true;
   }
 
   async deleteWaitingCall(sessionId: string, streamId: string): Promise<void> {
     this.available();
-    this.partitions.get(sessionId)?.delete(waitingCallSk(streamId));
+    this.stored(sessionId)?.delete(waitingCallSk(streamId));
     this.dropIfEmpty(sessionId);
   }
 
   async answerPending(sessionId: string, gatewayId: string, answer: string, now = nowSeconds()): Promise<boolean> {
     this.available();
     checkSize('the answer', { answer, gatewayId, pad: 'x'.repeat(1024) });
-    const item = this.partitions.get(sessionId)?.get(pendingSk(gatewayId));
+    const item = this.stored(sessionId)?.get(pendingSk(gatewayId));
     if (item?.status !== 'pending' || !((item.expiresAt as number) > now)) return false;
     if (item.holderUntil !== undefined && (item.holderUntil as number) <= Date.now()) return false;
     item.status = 'answered';
@@ -306,12 +315,12 @@ export class MemorySessionStore implements SessionStore {
   async putStreamEvent(sessionId: string, event: StreamEventRecord): Promise<void> {
     this.available();
     checkSize('the stream event', event);
-    this.partition(sessionId).set(eventSk(event.streamId, event.seq), copy(event) as unknown as Item);
+    this.partition(sessionPk(sessionId)).set(eventSk(event.streamId, event.seq), itemOf(event));
   }
 
   async endStream(sessionId: string, end: StreamEventRecord, drop: number[]): Promise<void> {
     await this.putStreamEvent(sessionId, end);
-    const partition = this.partitions.get(sessionId);
+    const partition = this.stored(sessionId);
     for (const seq of drop) partition?.delete(eventSk(end.streamId, seq));
   }
 
@@ -323,16 +332,17 @@ export class MemorySessionStore implements SessionStore {
   ): Promise<StreamEventRecord[]> {
     this.available();
     const from = eventSk(streamId, fromSeq);
-    const prefix = `E#${streamId}#`;
-    return [...(this.partitions.get(sessionId) ?? [])]
-      .filter(([sk, item]) => sk.startsWith(prefix) && sk >= from && (item.expiresAt as number) > now)
+    const prefix = streamPrefix(streamId);
+    return [...(this.stored(sessionId) ?? [])]
+      .filter(([sk]) => sk.startsWith(prefix) && sk >= from)
       .sort(([a], [b]) => (a < b ? -1 : 1))
-      .map(([, item]) => copy(item) as unknown as StreamEventRecord);
+      .map(([, item]) => streamEventOf(copy(item)))
+      .filter((event) => event.expiresAt > now);
   }
 
   /** The sort keys of a partition (tests look at what is left in it). */
   keysOf(sessionId: string): string[] {
-    return [...(this.partitions.get(sessionId)?.keys() ?? [])].sort();
+    return [...(this.stored(sessionId)?.keys() ?? [])].sort();
   }
 
   /** How many items the store holds (every partition); tests check what was cleaned up. */
@@ -344,15 +354,15 @@ export class MemorySessionStore implements SessionStore {
 
   /** The pending records of a partition, expired ones included (tests look at what the gateway stored). */
   pendingRecords(sessionId: string): PendingRecord[] {
-    return [...(this.partitions.get(sessionId) ?? [])]
-      .filter(([sk]) => sk.startsWith('P#'))
-      .map(([, item]) => copy(item) as unknown as PendingRecord);
+    return [...(this.stored(sessionId) ?? [])]
+      .filter(([sk]) => sk.startsWith(PENDING_PREFIX))
+      .map(([, item]) => pendingOf(copy(item)));
   }
 
   /** delivering → `to`, only by the claim's owner. */
   private fromClaim(sessionId: string, gatewayId: string, token: string, to: 'answered' | 'pending'): boolean {
     this.available();
-    const item = this.partitions.get(sessionId)?.get(pendingSk(gatewayId));
+    const item = this.stored(sessionId)?.get(pendingSk(gatewayId));
     if (item?.status !== 'delivering' || item.claim !== token) return false;
     item.status = to;
     delete item.claim;
@@ -445,17 +455,23 @@ export class MemorySessionStore implements SessionStore {
     return true;
   }
 
-  private partition(sessionId: string): Map<string, Item> {
-    let partition = this.partitions.get(sessionId);
+  /** A partition by its key (`S#<session id>`, `U#<principal hash>`), created when absent. */
+  private partition(pk: string): Map<string, Item> {
+    let partition = this.partitions.get(pk);
     if (!partition) {
       partition = new Map();
-      this.partitions.set(sessionId, partition);
+      this.partitions.set(pk, partition);
     }
     return partition;
   }
 
+  /** A session's partition, if it holds anything. */
+  private stored(sessionId: string): Map<string, Item> | undefined {
+    return this.partitions.get(sessionPk(sessionId));
+  }
+
   private dropIfEmpty(sessionId: string): void {
-    if (this.partitions.get(sessionId)?.size === 0) this.partitions.delete(sessionId);
+    if (this.stored(sessionId)?.size === 0) this.partitions.delete(sessionPk(sessionId));
   }
 
   private available(): void {
