@@ -10,6 +10,8 @@ import { forwardTo } from './loopback';
 export interface CountedDynamo {
   endpoint: string;
   counts: Map<string, number>;
+  /** Each request since the last reset: its operation and JSON body (to tell whose request it was). */
+  requests: Array<{ operation: string; body: string }>;
   total(): number;
   reset(): void;
   mode: 'ok' | 'down' | 'throttle';
@@ -23,11 +25,16 @@ export async function startCountedDynamo(backendEndpoint?: string): Promise<Coun
     : await startEmbeddedDynamo();
   const backendUrl = new URL(backend.endpoint);
   const counts = new Map<string, number>();
+  const requests: CountedDynamo['requests'] = [];
   const state: CountedDynamo = {
     endpoint: '',
     counts,
+    requests,
     total: () => [...counts.values()].reduce((a, b) => a + b, 0),
-    reset: () => counts.clear(),
+    reset: () => {
+      counts.clear();
+      requests.length = 0;
+    },
     mode: 'ok',
     close: async () => {
       // New requests are refused from here; the ones already forwarded get their answer first, for
@@ -66,6 +73,9 @@ export async function startCountedDynamo(backendEndpoint?: string): Promise<Coun
     inFlight++;
     res.on('close', () => inFlight--);
     const upstream = forwardTo(backendUrl, req, res, { verbatim: true });
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => requests.push({ operation, body: Buffer.concat(chunks).toString('utf8') }));
     req.pipe(upstream);
   });
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', () => resolve()));
