@@ -40,6 +40,23 @@ export interface PollingServer {
 
 const text = (t: string) => ({ content: [{ type: 'text' as const, text: t }] });
 
+/** The one question both asking tools put (form elicitation). */
+const confirmDeploy = (env: string) => ({
+  method: 'elicitation/create' as const,
+  params: {
+    mode: 'form' as const,
+    message: `Deploy to ${env}?`,
+    requestedSchema: {
+      type: 'object' as const,
+      properties: { confirm: { type: 'boolean' as const } },
+      required: ['confirm'],
+    },
+  },
+});
+
+/** The SDK's default (60 s) is shorter than a person may take; a tool that asks people sets its own. */
+const ASK_TIMEOUT = { timeout: 600_000 };
+
 async function readJson(req: IncomingMessage): Promise<unknown> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -84,17 +101,7 @@ export async function startPollingServer(
         if (extra.closeSSEStream) extra.closeSSEStream();
         else transport().closeSSEStream(extra.requestId);
         await resumed(before);
-        const answer = await extra.sendRequest(
-          {
-            method: 'elicitation/create',
-            params: {
-              mode: 'form',
-              message: `Deploy to ${env}?`,
-              requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean' } }, required: ['confirm'] },
-            },
-          },
-          ElicitResultSchema,
-        );
+        const answer = await extra.sendRequest(confirmDeploy(env), ElicitResultSchema, ASK_TIMEOUT);
         stats.answers.push(answer);
         extra.closeSSEStream?.();
         if (answer.action === 'accept' && answer.content?.confirm === true) return text(`deployed to ${env}`);
@@ -109,19 +116,7 @@ export async function startPollingServer(
       },
       async ({ env }, extra) => {
         stats.toolCalls++;
-        const answer = await extra.sendRequest(
-          {
-            method: 'elicitation/create',
-            params: {
-              mode: 'form',
-              message: `Deploy to ${env}?`,
-              requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean' } }, required: ['confirm'] },
-            },
-          },
-          ElicitResultSchema,
-          // The SDK's default (60 s) is shorter than a person may take; a tool that asks people sets its own.
-          { timeout: 600_000 },
-        );
+        const answer = await extra.sendRequest(confirmDeploy(env), ElicitResultSchema, ASK_TIMEOUT);
         stats.answers.push(answer);
         await extra.sendNotification({ method: 'notifications/message', params: { level: 'info', data: 'deploying' } });
         if (answer.action === 'accept' && answer.content?.confirm === true) return text(`deployed to ${env}`);
