@@ -477,7 +477,18 @@ describe.each(kinds)('relay through the %s', (kind) => {
         { id: 1, params: { name: 'demo___echo', arguments: { text: 'x' } } },
         () => accept,
       );
-      const withoutInput = Object.fromEntries(dynamo.counts);
+      // A call still running after 1 s looks for a cancellation marker (GetItem C#…); on a loaded machine
+      // even an echo may: those looks are the clock's, not the call's.
+      const withoutInput = Object.fromEntries(
+        [...dynamo.counts]
+          .map(([operation, count]) => [
+            operation,
+            operation === 'GetItem'
+              ? count - dynamo.requests.filter((r) => r.operation === 'GetItem' && r.body.includes('"C#')).length
+              : count,
+          ])
+          .filter(([, count]) => count !== 0),
+      );
       dynamo.reset();
       await callAndAnswer(
         url,

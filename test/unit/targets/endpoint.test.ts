@@ -70,7 +70,7 @@ describe('resuming a target stream that ended before the response', () => {
       ['POST', undefined, 'target-session-1'],
       ['GET', 'e1', 'target-session-1'],
     ]);
-    expect(target.seen[1]?.gapMs).toBeGreaterThanOrEqual(300);
+    expect(target.seen[1]?.gapMs).toBeGreaterThanOrEqual(300 - 5);
   });
 
   it('waits the default when the target gave no retry, and resumes a stream that was cut after an id', async () => {
@@ -84,7 +84,8 @@ describe('resuming a target stream that ended before the response', () => {
     const { response } = await endpoint(target.url).request(REQUEST, HEADERS, { resumable: true });
     expect(response).toMatchObject({ result: {} });
     expect(target.seen.map((s) => s.method)).toEqual(['POST', 'GET']);
-    expect(target.seen[1]?.gapMs).toBeGreaterThanOrEqual(POLICY.defaultRetryMs);
+    // Timers may fire a couple of ms early against the wall clock the gap is measured with.
+    expect(target.seen[1]?.gapMs).toBeGreaterThanOrEqual(POLICY.defaultRetryMs - 5);
   });
 
   it('a failed reconnect is tried again; a successful one resets the count', async () => {
