@@ -5,8 +5,8 @@ import type { PendingStore } from '../state/store';
  * A relayed request's time is up (`pendingRequestTimeoutSeconds`): the holder decides whether its
  * call ends (both era paths: legacy/call-relay.ts for a 2025 client's call, stateless/bridge.ts for a
  * bridged round). It expires the record first (pending, or a delivery claim older than its lease →
- * expired; a conditional update), so no answer can be delivered afterwards. When that is refused it
- * reads why: answered (the target took the answer and carries on), a delivery in flight (look again
+ * expired; a conditional update), so no answer can be delivered afterwards. When that is refused, the
+ * refusal says why (the record as it stood, state/store.ts `ExpireOutcome`; no second read): answered (the target took the answer and carries on), a delivery in flight (look again
  * when its claim lapses), gone or expired already (end the call: e.g. a refused delivery expired it).
  * A DynamoDB failure is no verdict: look again shortly (the call's deadline bounds it all); it is
  * never read as "answered".
@@ -32,17 +32,18 @@ export function endsTheCall(verdict: PendingVerdict): boolean {
 }
 
 export async function pendingTimeUp(
-  store: Pick<PendingStore, 'expirePending' | 'getPending'>,
+  store: Pick<PendingStore, 'expirePending'>,
   partition: string,
   gatewayId: string,
   options: { now?: () => number; recheckMs?: number } = {},
 ): Promise<PendingVerdict> {
   const now = options.now ?? Date.now;
   try {
-    if (await store.expirePending(partition, gatewayId)) return { kind: 'expired' };
-    // Read even past its TTL (now = 0): a record whose TTL passed while the call waited still tells
-    // whether the target took an answer.
-    const record = await store.getPending(partition, gatewayId, 0);
+    const outcome = await store.expirePending(partition, gatewayId);
+    if (outcome.expired) return { kind: 'expired' };
+    // As found, even past its TTL: a record whose TTL passed while the call waited still tells whether
+    // the target took an answer.
+    const record = outcome.current;
     if (record?.status === 'answered') return { kind: 'answered' };
     if (record?.status === 'delivering') {
       const lapsesAt = (record.claimedAt ?? 0) + CLAIM_LEASE_MS;

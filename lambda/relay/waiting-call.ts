@@ -106,6 +106,13 @@ export interface WaitingCallSnapshot {
 
 type WaitingStore = Pick<SessionStore, 'getWaitingCall' | 'swapWaitingCall' | 'deleteWaitingCall'>;
 
+/** What this holder last wrote: a `hold` that would write the same again soon after is skipped. */
+interface Written {
+  state: WaitingCallRecord['state'];
+  snapshot: string;
+  at: number;
+}
+
 /** A holder's token: compared on every write, so a holder that lost the call never overwrites it. */
 function newHolderToken(): string {
   return randomBytes(9).toString('base64url');
@@ -117,6 +124,7 @@ export class WaitingCall {
   private version: number | undefined;
   /** This holder no longer owns the record (released, finished, or taken over after its lease ran out). */
   private lost = false;
+  private written?: Written;
 
   constructor(
     private readonly store: WaitingStore,
@@ -139,8 +147,21 @@ export class WaitingCall {
   /**
    * Writes where the call stands, held by this instance with a fresh lease (creating the record when
    * the call first waits). False when another instance owns the call now (this one must let it go).
+   * Nothing is written when this holder wrote the same step, held, less than a renewal period
+   * (a third of the lease) ago: a reconnect's takeover wrote the record, and the call it goes on with
+   * then holds the step it was taken over at — one write, not two. Only `seq` may lag then, which is
+   * a lower bound anyway (a takeover reads the stream's log past it); the next renewal writes it.
    */
   async hold(snapshot: WaitingCallSnapshot, seq: number): Promise<boolean> {
+    const written = this.written;
+    if (
+      this.holding &&
+      written?.state === 'held' &&
+      Date.now() - written.at < this.leaseMs / 3 &&
+      written.snapshot === JSON.stringify(snapshot)
+    ) {
+      return true;
+    }
     return this.write('held', snapshot, seq);
   }
 
@@ -156,21 +177,21 @@ export class WaitingCall {
     return released;
   }
 
-  /** The call is over: the record goes (only while this instance owns it). */
+  /** The call is over: the record goes (only while this instance owns it: one conditional delete). */
   async finish(): Promise<void> {
     if (!this.holding) return;
     this.lost = true;
-    const current = await this.store.getWaitingCall(this.sessionId, this.streamId, 0);
-    if (current?.holder === this.token) await this.store.deleteWaitingCall(this.sessionId, this.streamId);
+    await this.store.deleteWaitingCall(this.sessionId, this.streamId, this.token);
   }
 
   private async write(state: WaitingCallRecord['state'], snapshot: WaitingCallSnapshot, seq: number) {
     if (this.lost) return false;
+    const at = Date.now();
     const next: WaitingCallRecord = {
       streamId: this.streamId,
       version: (this.version ?? 0) + 1,
       state,
-      ...(state === 'held' ? { holder: this.token, holderUntil: Date.now() + this.leaseMs } : {}),
+      ...(state === 'held' ? { holder: this.token, holderUntil: at + this.leaseMs } : {}),
       seq,
       snapshot: JSON.stringify(snapshot),
       expiresAt: this.expiresAt(),
@@ -181,6 +202,7 @@ export class WaitingCall {
       return false;
     }
     this.version = next.version;
+    this.written = { state, snapshot: next.snapshot, at };
     return true;
   }
 }

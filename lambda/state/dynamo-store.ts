@@ -52,6 +52,7 @@ import { CLAIM_LEASE_MS, newClaimToken } from './records';
 import {
   type Admission,
   type CallEndReason,
+  type ExpireOutcome,
   type LoadedAnswer,
   type LoadedSession,
   type PendingRecord,
@@ -92,6 +93,26 @@ async function guarded<T>(timeoutMs: number, operation: (signal: AbortSignal) =>
     }
     throw new StoreUnavailableError(error);
   }
+}
+
+/**
+ * The item a refused conditional write found, as plain values, from the refusal itself: asked for with
+ * `ReturnValuesOnConditionCheckFailure: 'ALL_OLD'`, DynamoDB puts it on the exception (`Item`, left
+ * marshalled by the document client, which converts only a command's output). Undefined when the
+ * refusal carries none: there was no item — or a DynamoDB-compatible endpoint that ignores the option
+ * (dynalite, the local and tests' DynamoDB, does), so a caller that needs the item reads it instead.
+ */
+function refusedItem(error: ConditionalCheckFailedException): Item | undefined {
+  return error.Item ? itemOf(error.Item) : undefined;
+}
+
+/** A conditional update of one pending record (its key added by the store). */
+interface PendingUpdate {
+  UpdateExpression: string;
+  ConditionExpression: string;
+  ExpressionAttributeNames?: Record<string, string>;
+  ExpressionAttributeValues?: Record<string, unknown>;
+  ReturnValuesOnConditionCheckFailure?: 'ALL_OLD';
 }
 
 export class DynamoSessionStore implements SessionStore {
@@ -196,6 +217,7 @@ export class DynamoSessionStore implements SessionStore {
     options: { replacing?: string } = {},
   ): Promise<TargetSessionRecord> {
     const Key = { pk: pk(session.id), sk: targetSk(target.target) };
+    let found: Item | undefined;
     try {
       await this.guarded((abortSignal) =>
         this.client.send(
@@ -209,6 +231,8 @@ export class DynamoSessionStore implements SessionStore {
             ...(options.replacing === undefined
               ? {}
               : { ExpressionAttributeValues: { ':replacing': options.replacing } }),
+            // The one kept instead comes back with the refusal: no second request to learn it.
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           }),
           { abortSignal },
         ),
@@ -216,15 +240,18 @@ export class DynamoSessionStore implements SessionStore {
       return target;
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      found = refusedItem(error);
     }
-    // Another instance kept one first: that one is used. (`ReturnValuesOnConditionCheckFailure` could
-    // return it with the refusal, but the document client leaves that item marshalled and dynalite
-    // ignores the option: one consistent read, on this race only.)
-    const out = await this.guarded((abortSignal) =>
-      this.client.send(new GetCommand({ TableName: this.tableName, Key, ConsistentRead: true }), { abortSignal }),
-    );
-    if (!out.Item) return this.putTargetSession(session, target, options); // removed meanwhile: try again
-    const { expiresAt: _expiresAt, ...kept } = targetSessionOf(out.Item);
+    // Another instance kept one first: that one is used. This condition is refused only when an item
+    // is there, so DynamoDB always returns it; without it (dynalite ignores the option), one
+    // consistent read, on this race only.
+    found ??= (
+      await this.guarded((abortSignal) =>
+        this.client.send(new GetCommand({ TableName: this.tableName, Key, ConsistentRead: true }), { abortSignal }),
+      )
+    ).Item;
+    if (!found) return this.putTargetSession(session, target, options); // removed meanwhile: try again
+    const { expiresAt: _expiresAt, ...kept } = targetSessionOf(found);
     return kept;
   }
 
@@ -440,8 +467,8 @@ export class DynamoSessionStore implements SessionStore {
     });
   }
 
-  expirePending(sessionId: string, gatewayId: string): Promise<boolean> {
-    return this.conditionalUpdate(sessionId, gatewayId, {
+  async expirePending(sessionId: string, gatewayId: string): Promise<ExpireOutcome> {
+    const refusal = await this.tryUpdate(sessionId, gatewayId, {
       UpdateExpression: 'SET #status = :expired',
       ConditionExpression: '#status = :pending OR (#status = :delivering AND claimedAt < :staleBefore)',
       ExpressionAttributeNames: { '#status': 'status' },
@@ -451,7 +478,15 @@ export class DynamoSessionStore implements SessionStore {
         ':delivering': 'delivering',
         ':staleBefore': Date.now() - CLAIM_LEASE_MS,
       },
+      // Why it was refused (answered, a delivery in flight, expired) comes back with the refusal.
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     });
+    if (!refusal) return { expired: true };
+    const item = refusedItem(refusal);
+    if (item) return { expired: false, current: pendingOf(item) };
+    // No item on the refusal: DynamoDB found none (the read below finds none either), or the endpoint
+    // ignored ALL_OLD (dynalite): read it, past its TTL as the refusal would have returned it.
+    return { expired: false, current: await this.getPending(sessionId, gatewayId, 0) };
   }
 
   async renewHolder(sessionId: string, gatewayIds: string[], until: number): Promise<void> {
@@ -555,13 +590,28 @@ export class DynamoSessionStore implements SessionStore {
     }
   }
 
-  async deleteWaitingCall(sessionId: string, streamId: string): Promise<void> {
-    await this.guarded((abortSignal) =>
-      this.client.send(
-        new DeleteCommand({ TableName: this.tableName, Key: { pk: pk(sessionId), sk: waitingCallSk(streamId) } }),
-        { abortSignal },
-      ),
-    );
+  async deleteWaitingCall(sessionId: string, streamId: string, holder?: string): Promise<void> {
+    try {
+      await this.guarded((abortSignal) =>
+        this.client.send(
+          new DeleteCommand({
+            TableName: this.tableName,
+            Key: { pk: pk(sessionId), sk: waitingCallSk(streamId) },
+            ...(holder === undefined
+              ? {}
+              : {
+                  ConditionExpression: '#holder = :holder',
+                  ExpressionAttributeNames: { '#holder': 'holder' },
+                  ExpressionAttributeValues: { ':holder': holder },
+                }),
+          }),
+          { abortSignal },
+        ),
+      );
+    } catch (error) {
+      // Another holder's now (or gone): it is not this holder's to remove.
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
   }
 
   async answerPending(sessionId: string, gatewayId: string, answer: string, now = nowSeconds()): Promise<boolean> {
@@ -630,16 +680,16 @@ export class DynamoSessionStore implements SessionStore {
   }
 
   /** One conditional UpdateItem on a pending record: false when the condition refused it. */
-  private async conditionalUpdate(
+  private async conditionalUpdate(sessionId: string, gatewayId: string, update: PendingUpdate): Promise<boolean> {
+    return (await this.tryUpdate(sessionId, gatewayId, update)) === undefined;
+  }
+
+  /** One conditional UpdateItem on a pending record: undefined when applied, else the refusal. */
+  private async tryUpdate(
     sessionId: string,
     gatewayId: string,
-    update: {
-      UpdateExpression: string;
-      ConditionExpression: string;
-      ExpressionAttributeNames?: Record<string, string>;
-      ExpressionAttributeValues?: Record<string, unknown>;
-    },
-  ): Promise<boolean> {
+    update: PendingUpdate,
+  ): Promise<ConditionalCheckFailedException | undefined> {
     try {
       await this.guarded((abortSignal) =>
         this.client.send(
@@ -651,9 +701,9 @@ export class DynamoSessionStore implements SessionStore {
           { abortSignal },
         ),
       );
-      return true;
+      return undefined;
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
+      if (error instanceof ConditionalCheckFailedException) return error;
       throw error;
     }
   }

@@ -102,6 +102,13 @@ export interface PendingRecord {
   ack?: string;
 }
 
+/**
+ * What `expirePending` did: expired the record, or was refused, with the record as it stood then
+ * (undefined: there was none). DynamoDB returns that record with the refusal itself
+ * (`ReturnValuesOnConditionCheckFailure: ALL_OLD`), so the refusal costs no second request.
+ */
+export type ExpireOutcome = { expired: true } | { expired: false; current: PendingRecord | undefined };
+
 /** What a request of a session reads: the session and its target sessions (never its pending records). */
 export interface LoadedSession {
   session: SessionRecord;
@@ -275,10 +282,12 @@ export interface PendingStore extends Pick<PrincipalCounters, 'admitBridgedCall'
   /** The delivery provably did not reach the target: delivering → pending, so the client may send the answer again. */
   releaseClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean>;
   /**
-   * The holder stops waiting: pending (or a delivery claim older than the lease) → expired. False
-   * when the answer was taken meanwhile (answered, or a live delivery in flight) or the record is gone.
+   * The holder stops waiting: pending (or a delivery claim older than the lease) → expired. When
+   * refused (the answer was taken meanwhile: answered, or a live delivery in flight; or the record is
+   * gone or expired already), the record as the refusal found it, even past its TTL — so the holder
+   * learns why without reading it again (see ExpireOutcome).
    */
-  expirePending(sessionId: string, gatewayId: string): Promise<boolean>;
+  expirePending(sessionId: string, gatewayId: string): Promise<ExpireOutcome>;
   /** The holder is alive: extends the lease of its waiting records (see PendingRecord.holderUntil). */
   renewHolder(sessionId: string, gatewayIds: string[], until: number): Promise<void>;
   deletePending(sessionId: string, gatewayIds: string[]): Promise<void>;
@@ -310,7 +319,11 @@ export interface WaitingCallStore {
    * none); false when another write came first.
    */
   swapWaitingCall(sessionId: string, next: WaitingCallRecord, expectedVersion: number | undefined): Promise<boolean>;
-  deleteWaitingCall(sessionId: string, streamId: string): Promise<void>;
+  /**
+   * Removes a waiting call's record; with `holder`, only while that holder's token is on it (one
+   * conditional delete: a holder that lost the call removes nothing, and reads nothing to find out).
+   */
+  deleteWaitingCall(sessionId: string, streamId: string, holder?: string): Promise<void>;
 }
 
 /**

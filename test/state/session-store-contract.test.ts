@@ -288,6 +288,21 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       await store.deleteWaitingCall(session.id, 'streamAAAAAAAAAA');
       expect(await store.getWaitingCall(session.id, 'streamAAAAAAAAAA', NOW)).toBeUndefined();
     });
+
+    it("removes a record for its holder only (one conditional delete): another holder's stays", async () => {
+      const session = sessionRecord();
+      await store.createSession(session);
+      await store.swapWaitingCall(
+        session.id,
+        record({ holder: 'holder-b', holderUntil: Date.now() + 60_000 }),
+        undefined,
+      );
+      await store.deleteWaitingCall(session.id, 'streamAAAAAAAAAA', 'holder-a');
+      expect(await store.getWaitingCall(session.id, 'streamAAAAAAAAAA', NOW)).toMatchObject({ holder: 'holder-b' });
+      await store.deleteWaitingCall(session.id, 'streamAAAAAAAAAA', 'holder-b');
+      expect(await store.getWaitingCall(session.id, 'streamAAAAAAAAAA', NOW)).toBeUndefined();
+      await store.deleteWaitingCall(session.id, 'streamAAAAAAAAAA', 'holder-b'); // gone already: nothing
+    });
   });
 
   describe('pending requests', () => {
@@ -350,7 +365,11 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       expect(await store.settleClaim(session.id, pending.gatewayId, token!)).toBe(false);
       expect(await store.getPending(session.id, pending.gatewayId, NOW)).toEqual({ ...pending, status: 'answered' });
       expect(await store.claimPending(session.id, pending.gatewayId, NOW)).toBeUndefined();
-      expect(await store.expirePending(session.id, pending.gatewayId)).toBe(false);
+      // Refused with the record as it stands (so the holder learns why without reading it).
+      expect(await store.expirePending(session.id, pending.gatewayId)).toEqual({
+        expired: false,
+        current: { ...pending, status: 'answered' },
+      });
     });
 
     it('releases a claim (the delivery did not reach the target): pending again, claimable by the next answer', async () => {
@@ -398,17 +417,24 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       await store.putPending(session, pending);
       expect(await store.claimPending(session.id, 'gw-unknown', NOW)).toBeUndefined();
       expect(await store.claimPending(session.id, pending.gatewayId, NOW + 5)).toBeUndefined();
-      expect(await store.expirePending(session.id, pending.gatewayId)).toBe(true);
-      expect(await store.expirePending(session.id, pending.gatewayId)).toBe(false);
+      expect(await store.expirePending(session.id, pending.gatewayId)).toEqual({ expired: true });
+      // Refused once expired: the record found, past its TTL too (the refusal returns it as it is).
+      expect(await store.expirePending(session.id, pending.gatewayId)).toEqual({
+        expired: false,
+        current: { ...pending, status: 'expired' },
+      });
       expect(await store.claimPending(session.id, pending.gatewayId, NOW)).toBeUndefined();
-      expect(await store.expirePending(session.id, 'gw-unknown')).toBe(false);
+      expect(await store.expirePending(session.id, 'gw-unknown')).toEqual({ expired: false, current: undefined });
     });
 
     it('does not let the holder expire a request whose answer is being delivered (a fresh claim)', async () => {
       const pending = pendingRecord();
       await store.putPending(session, pending);
       const token = await store.claimPending(session.id, pending.gatewayId, NOW);
-      expect(await store.expirePending(session.id, pending.gatewayId)).toBe(false);
+      expect(await store.expirePending(session.id, pending.gatewayId)).toMatchObject({
+        expired: false,
+        current: { status: 'delivering', claim: token },
+      });
       expect(await store.settleClaim(session.id, pending.gatewayId, token!)).toBe(true);
     });
 
@@ -420,7 +446,7 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       await store.putPending(session, expiring);
       expect(await store.claimPending(session.id, claimed.gatewayId, NOW)).toEqual(expect.any(String));
       expect(await store.settleClaim(session.id, claimed.gatewayId, 'dead')).toBe(false);
-      expect(await store.expirePending(session.id, expiring.gatewayId)).toBe(true);
+      expect(await store.expirePending(session.id, expiring.gatewayId)).toEqual({ expired: true });
     });
 
     it("refuses to claim or answer once the holder's lease ran out (the instance holding the call died); renewing extends it", async () => {

@@ -32,6 +32,7 @@ import { CLAIM_LEASE_MS, newClaimToken } from '../../lambda/state/records';
 import {
   type Admission,
   type CallEndReason,
+  type ExpireOutcome,
   type LoadedAnswer,
   type LoadedSession,
   type PendingRecord,
@@ -231,15 +232,16 @@ export class MemorySessionStore implements SessionStore {
     return true;
   }
 
-  async expirePending(sessionId: string, gatewayId: string): Promise<boolean> {
+  async expirePending(sessionId: string, gatewayId: string): Promise<ExpireOutcome> {
     this.available();
     const item = this.stored(sessionId)?.get(pendingSk(gatewayId));
     const expirable =
       item?.status === 'pending' ||
       (item?.status === 'delivering' && (item.claimedAt as number) < Date.now() - CLAIM_LEASE_MS);
-    if (!item || !expirable) return false;
+    // Refused: the record as it stands, even past its TTL, as DynamoDB returns it with the refusal (ALL_OLD).
+    if (!item || !expirable) return { expired: false, current: item && pendingOf(copy(item)) };
     item.status = 'expired';
-    return true;
+    return { expired: true };
   }
 
   async renewHolder(sessionId: string, gatewayIds: string[], until: number): Promise<void> {
@@ -295,8 +297,10 @@ export class MemorySessionStore implements SessionStore {
     return true;
   }
 
-  async deleteWaitingCall(sessionId: string, streamId: string): Promise<void> {
+  async deleteWaitingCall(sessionId: string, streamId: string, holder?: string): Promise<void> {
     this.available();
+    const item = this.stored(sessionId)?.get(waitingCallSk(streamId));
+    if (holder !== undefined && item?.holder !== holder) return; // another holder's now: not removed
     this.stored(sessionId)?.delete(waitingCallSk(streamId));
     this.dropIfEmpty(sessionId);
   }

@@ -96,6 +96,61 @@ describe('a waiting call', () => {
     await taken.waiting.finish();
     expect(await store.getWaitingCall(session.id, 'stream-aaaaaaaaaa')).toBeUndefined();
   });
+
+  it('finished, is removed by one conditional delete, without reading the record first', async () => {
+    const store = new MemorySessionStore();
+    const a = holder(store);
+    await a.hold(snapshot(), 3);
+    const reads = jest.spyOn(store, 'getWaitingCall');
+    const deletes = jest.spyOn(store, 'deleteWaitingCall');
+    await a.finish();
+    expect(reads).not.toHaveBeenCalled();
+    expect(deletes).toHaveBeenCalledTimes(1);
+    expect(deletes.mock.calls[0]?.[2]).toEqual(expect.any(String)); // only while its holder token is on it
+  });
+
+  it('taken over, is written once: the new holder holding the step it took over at writes nothing more', async () => {
+    const store = new MemorySessionStore();
+    const a = holder(store);
+    await a.hold(snapshot(), 3);
+    await a.release(snapshot(2), 5);
+    const writes = jest.spyOn(store, 'swapWaitingCall');
+    const taken = await takeOver(store, session, 'stream-aaaaaaaaaa', { leaseMs: LEASE_MS });
+    if (taken.kind !== 'taken') throw new Error('not taken');
+    expect(writes).toHaveBeenCalledTimes(1);
+    // The relay goes on with the call and holds the step it was taken over at (the same snapshot).
+    expect(await taken.waiting.hold(JSON.parse(JSON.stringify(taken.snapshot)), 5)).toBe(true);
+    expect(writes).toHaveBeenCalledTimes(1);
+    // A step that changed is written; so is every renewal (the lease and the seq).
+    expect(await taken.waiting.hold(snapshot(3), 6)).toBe(true);
+    expect(writes).toHaveBeenCalledTimes(2);
+    expect(await taken.waiting.renew(snapshot(3), 6)).toBe(true);
+    expect(writes).toHaveBeenCalledTimes(3);
+    expect(await store.getWaitingCall(session.id, 'stream-aaaaaaaaaa')).toMatchObject({ state: 'held', seq: 6 });
+  });
+
+  it('holds the same step again after a renewal period: written (a fresh lease)', async () => {
+    const store = new MemorySessionStore();
+    const a = holder(store);
+    const start = Date.now();
+    const clock = jest.spyOn(Date, 'now');
+    try {
+      clock.mockReturnValue(start);
+      await a.hold(snapshot(), 3);
+      const writes = jest.spyOn(store, 'swapWaitingCall');
+      clock.mockReturnValue(start + Math.ceil(LEASE_MS / 3) - 1);
+      expect(await a.hold(snapshot(), 3)).toBe(true);
+      expect(writes).not.toHaveBeenCalled(); // within a renewal period: the lease written is still fresh
+      clock.mockReturnValue(start + Math.ceil(LEASE_MS / 3));
+      expect(await a.hold(snapshot(), 3)).toBe(true);
+      expect(writes).toHaveBeenCalledTimes(1);
+      expect(await store.getWaitingCall(session.id, 'stream-aaaaaaaaaa')).toMatchObject({
+        holderUntil: start + Math.ceil(LEASE_MS / 3) + LEASE_MS,
+      });
+    } finally {
+      clock.mockRestore();
+    }
+  });
 });
 
 describe('which sessions may be released', () => {
