@@ -60,5 +60,5 @@ export async function storeHeldAnswer(
       ? { jsonrpc: '2.0', id: gatewayId, error: answer.error }
       : { jsonrpc: '2.0', id: gatewayId, result: answer.result },
   );
-  return store.answerPending(sessionId, gatewayId, payload);
+  return (await store.answerPending(sessionId, gatewayId, payload)).written;
 }

@@ -6,7 +6,7 @@ import type { PendingStore } from '../state/store';
  * call ends (both era paths: legacy/call-relay.ts for a 2025 client's call, stateless/bridge.ts for a
  * bridged round). It expires the record first (pending, or a delivery claim older than its lease →
  * expired; a conditional update), so no answer can be delivered afterwards. When that is refused, the
- * refusal says why (the record as it stood, state/store.ts `ExpireOutcome`; no second read): answered (the target took the answer and carries on), a delivery in flight (look again
+ * refusal says why (the record as it stood, state/store.ts `PendingWriteOutcome`; no second read): answered (the target took the answer and carries on), a delivery in flight (look again
  * when its claim lapses), gone or expired already (end the call: e.g. a refused delivery expired it).
  * A DynamoDB failure is no verdict: look again shortly (the call's deadline bounds it all); it is
  * never read as "answered".
@@ -40,7 +40,7 @@ export async function pendingTimeUp(
   const now = options.now ?? Date.now;
   try {
     const outcome = await store.expirePending(partition, gatewayId);
-    if (outcome.expired) return { kind: 'expired' };
+    if (outcome.written) return { kind: 'expired' };
     // As found, even past its TTL: a record whose TTL passed while the call waited still tells whether
     // the target took an answer.
     const record = outcome.current;

@@ -52,10 +52,10 @@ import { CLAIM_LEASE_MS, newClaimToken } from './records';
 import {
   type Admission,
   type CallEndReason,
-  type ExpireOutcome,
   type LoadedAnswer,
   type LoadedSession,
   type PendingRecord,
+  type PendingWriteOutcome,
   type SessionRecord,
   type SessionStore,
   StoreUnavailableError,
@@ -467,7 +467,7 @@ export class DynamoSessionStore implements SessionStore {
     });
   }
 
-  async expirePending(sessionId: string, gatewayId: string): Promise<ExpireOutcome> {
+  async expirePending(sessionId: string, gatewayId: string): Promise<PendingWriteOutcome> {
     const refusal = await this.tryUpdate(sessionId, gatewayId, {
       UpdateExpression: 'SET #status = :expired',
       ConditionExpression: '#status = :pending OR (#status = :delivering AND claimedAt < :staleBefore)',
@@ -481,12 +481,21 @@ export class DynamoSessionStore implements SessionStore {
       // Why it was refused (answered, a delivery in flight, expired) comes back with the refusal.
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     });
-    if (!refusal) return { expired: true };
+    return this.outcome(sessionId, gatewayId, refusal);
+  }
+
+  /** A pending record's conditional write: written, or refused with the record it found (see `refusedItem`). */
+  private async outcome(
+    sessionId: string,
+    gatewayId: string,
+    refusal: ConditionalCheckFailedException | undefined,
+  ): Promise<PendingWriteOutcome> {
+    if (!refusal) return { written: true };
     const item = refusedItem(refusal);
-    if (item) return { expired: false, current: pendingOf(item) };
+    if (item) return { written: false, current: pendingOf(item) };
     // No item on the refusal: DynamoDB found none (the read below finds none either), or the endpoint
     // ignored ALL_OLD (dynalite): read it, past its TTL as the refusal would have returned it.
-    return { expired: false, current: await this.getPending(sessionId, gatewayId, 0) };
+    return { written: false, current: await this.getPending(sessionId, gatewayId, 0) };
   }
 
   async renewHolder(sessionId: string, gatewayIds: string[], until: number): Promise<void> {
@@ -614,10 +623,15 @@ export class DynamoSessionStore implements SessionStore {
     }
   }
 
-  async answerPending(sessionId: string, gatewayId: string, answer: string, now = nowSeconds()): Promise<boolean> {
+  async answerPending(
+    sessionId: string,
+    gatewayId: string,
+    answer: string,
+    now = nowSeconds(),
+  ): Promise<PendingWriteOutcome> {
     // The answer is kept in the record: it must fit one item with the record's other attributes.
     checkSize('the answer', { answer, gatewayId, pad: 'x'.repeat(1024) });
-    return this.conditionalUpdate(sessionId, gatewayId, {
+    const refusal = await this.tryUpdate(sessionId, gatewayId, {
       UpdateExpression: 'SET #status = :answered, #answer = :answer',
       ConditionExpression:
         '#status = :pending AND expiresAt > :now AND (attribute_not_exists(holderUntil) OR holderUntil > :nowMs)',
@@ -629,7 +643,10 @@ export class DynamoSessionStore implements SessionStore {
         ':nowMs': Date.now(),
         ':answer': answer,
       },
+      // Who answered first (or that this very write was applied, its reply lost) comes back with the refusal.
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
     });
+    return this.outcome(sessionId, gatewayId, refusal);
   }
 
   async putStreamEvent(sessionId: string, event: StreamEventRecord): Promise<void> {

@@ -103,11 +103,12 @@ export interface PendingRecord {
 }
 
 /**
- * What `expirePending` did: expired the record, or was refused, with the record as it stood then
- * (undefined: there was none). DynamoDB returns that record with the refusal itself
- * (`ReturnValuesOnConditionCheckFailure: ALL_OLD`), so the refusal costs no second request.
+ * What a conditional write of a pending record did (`expirePending`, `answerPending`): written, or
+ * refused, with the record as it stood then, even past its TTL (undefined: there was none). DynamoDB
+ * returns that record with the refusal itself (`ReturnValuesOnConditionCheckFailure: ALL_OLD`), so
+ * learning why costs no second request.
  */
-export type ExpireOutcome = { expired: true } | { expired: false; current: PendingRecord | undefined };
+export type PendingWriteOutcome = { written: true } | { written: false; current: PendingRecord | undefined };
 
 /** What a request of a session reads: the session and its target sessions (never its pending records). */
 export interface LoadedSession {
@@ -285,16 +286,20 @@ export interface PendingStore extends Pick<PrincipalCounters, 'admitBridgedCall'
    * The holder stops waiting: pending (or a delivery claim older than the lease) → expired. When
    * refused (the answer was taken meanwhile: answered, or a live delivery in flight; or the record is
    * gone or expired already), the record as the refusal found it, even past its TTL — so the holder
-   * learns why without reading it again (see ExpireOutcome).
+   * learns why without reading it again (PendingWriteOutcome).
    */
-  expirePending(sessionId: string, gatewayId: string): Promise<ExpireOutcome>;
+  expirePending(sessionId: string, gatewayId: string): Promise<PendingWriteOutcome>;
   /** The holder is alive: extends the lease of its waiting records (see PendingRecord.holderUntil). */
   renewHolder(sessionId: string, gatewayIds: string[], until: number): Promise<void>;
   deletePending(sessionId: string, gatewayIds: string[]): Promise<void>;
   /** One pending request, read consistently (the invocation waiting for a gateway-authored request polls it). */
   getPending(sessionId: string, gatewayId: string, now?: number): Promise<PendingRecord | undefined>;
-  /** Stores the answer to a gateway-authored request and marks it answered, exactly once; false when absent, expired or answered. */
-  answerPending(sessionId: string, gatewayId: string, answer: string, now?: number): Promise<boolean>;
+  /**
+   * Stores the answer to a gateway-authored request and marks it answered, exactly once; refused when
+   * absent, expired or answered (or its holder's lease ran out), with the record as it stood
+   * (PendingWriteOutcome: a write whose reply was lost and that the SDK sent again finds its own answer).
+   */
+  answerPending(sessionId: string, gatewayId: string, answer: string, now?: number): Promise<PendingWriteOutcome>;
 }
 
 /** The stream-log part: the events of resumable client streams (relay/stream-log.ts). */

@@ -105,9 +105,11 @@ export function partKey(key: string, attempt: number, index: number): string {
 
 async function fill(store: PendingStore, bridgeId: string, key: string, result: object): Promise<boolean> {
   const answer = JSON.stringify({ jsonrpc: '2.0', id: key, result });
-  if (await store.answerPending(bridgeId, key, answer)) return true;
-  // A write whose reply was lost (a timeout) may have been applied: then it is stored.
-  const record = await store.getPending(bridgeId, key, 0);
+  const outcome = await store.answerPending(bridgeId, key, answer);
+  if (outcome.written) return true;
+  // A write whose reply was lost (a timeout) and that was sent again may have been applied: then the
+  // refusal found it stored (the record as it stood comes with the refusal, past its TTL too).
+  const record = outcome.current;
   return record?.status === 'answered' && record.answer === answer;
 }
 

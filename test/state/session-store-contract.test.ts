@@ -367,7 +367,7 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       expect(await store.claimPending(session.id, pending.gatewayId, NOW)).toBeUndefined();
       // Refused with the record as it stands (so the holder learns why without reading it).
       expect(await store.expirePending(session.id, pending.gatewayId)).toEqual({
-        expired: false,
+        written: false,
         current: { ...pending, status: 'answered' },
       });
     });
@@ -417,14 +417,14 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       await store.putPending(session, pending);
       expect(await store.claimPending(session.id, 'gw-unknown', NOW)).toBeUndefined();
       expect(await store.claimPending(session.id, pending.gatewayId, NOW + 5)).toBeUndefined();
-      expect(await store.expirePending(session.id, pending.gatewayId)).toEqual({ expired: true });
+      expect(await store.expirePending(session.id, pending.gatewayId)).toEqual({ written: true });
       // Refused once expired: the record found, past its TTL too (the refusal returns it as it is).
       expect(await store.expirePending(session.id, pending.gatewayId)).toEqual({
-        expired: false,
+        written: false,
         current: { ...pending, status: 'expired' },
       });
       expect(await store.claimPending(session.id, pending.gatewayId, NOW)).toBeUndefined();
-      expect(await store.expirePending(session.id, 'gw-unknown')).toEqual({ expired: false, current: undefined });
+      expect(await store.expirePending(session.id, 'gw-unknown')).toEqual({ written: false, current: undefined });
     });
 
     it('does not let the holder expire a request whose answer is being delivered (a fresh claim)', async () => {
@@ -432,7 +432,7 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       await store.putPending(session, pending);
       const token = await store.claimPending(session.id, pending.gatewayId, NOW);
       expect(await store.expirePending(session.id, pending.gatewayId)).toMatchObject({
-        expired: false,
+        written: false,
         current: { status: 'delivering', claim: token },
       });
       expect(await store.settleClaim(session.id, pending.gatewayId, token!)).toBe(true);
@@ -446,7 +446,7 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       await store.putPending(session, expiring);
       expect(await store.claimPending(session.id, claimed.gatewayId, NOW)).toEqual(expect.any(String));
       expect(await store.settleClaim(session.id, claimed.gatewayId, 'dead')).toBe(false);
-      expect(await store.expirePending(session.id, expiring.gatewayId)).toEqual({ expired: true });
+      expect(await store.expirePending(session.id, expiring.gatewayId)).toEqual({ written: true });
     });
 
     it("refuses to claim or answer once the holder's lease ran out (the instance holding the call died); renewing extends it", async () => {
@@ -455,7 +455,10 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       const renewed = pendingRecord({ holderUntil: Date.now() - 1 });
       for (const record of [lapsed, heldLapsed, renewed]) await store.putPending(session, record);
       expect(await store.claimPending(session.id, lapsed.gatewayId, NOW)).toBeUndefined();
-      expect(await store.answerPending(session.id, heldLapsed.gatewayId, '{}', NOW)).toBe(false);
+      expect(await store.answerPending(session.id, heldLapsed.gatewayId, '{}', NOW)).toEqual({
+        written: false,
+        current: heldLapsed,
+      });
       await store.renewHolder(session.id, [renewed.gatewayId, 'gw-unknown'], Date.now() + 60_000);
       expect(await store.claimPending(session.id, renewed.gatewayId, NOW)).toEqual(expect.any(String));
       expect(await store.getPending(session.id, 'gw-unknown', NOW)).toBeUndefined();
@@ -468,7 +471,7 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       await store.detachHolder(session.id, [lapsed.gatewayId, heldLapsed.gatewayId, 'gw-unknown']);
       expect((await store.getPending(session.id, lapsed.gatewayId, NOW))?.holderUntil).toBeUndefined();
       expect(await store.claimPending(session.id, lapsed.gatewayId, NOW)).toEqual(expect.any(String));
-      expect(await store.answerPending(session.id, heldLapsed.gatewayId, '{}', NOW)).toBe(true);
+      expect(await store.answerPending(session.id, heldLapsed.gatewayId, '{}', NOW)).toEqual({ written: true });
       expect(await store.getPending(session.id, 'gw-unknown', NOW)).toBeUndefined();
     });
 
@@ -477,8 +480,12 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       await store.putPending(session, held);
       const first = JSON.stringify({ jsonrpc: '2.0', id: held.gatewayId, result: { action: 'accept' } });
       const second = JSON.stringify({ jsonrpc: '2.0', id: held.gatewayId, result: { action: 'decline' } });
-      expect(await store.answerPending(session.id, held.gatewayId, first, NOW)).toBe(true);
-      expect(await store.answerPending(session.id, held.gatewayId, second, NOW)).toBe(false);
+      expect(await store.answerPending(session.id, held.gatewayId, first, NOW)).toEqual({ written: true });
+      // Refused with the record as it stands: the first answer (how a resent write knows it was applied).
+      expect(await store.answerPending(session.id, held.gatewayId, second, NOW)).toEqual({
+        written: false,
+        current: { ...held, status: 'answered', answer: first },
+      });
       expect(await store.claimPending(session.id, held.gatewayId, NOW)).toBeUndefined();
       expect(await store.getPending(session.id, held.gatewayId, NOW)).toEqual({
         ...held,
@@ -489,15 +496,24 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       const claimed = pendingRecord({ kind: 'held' });
       await store.putPending(session, claimed);
       expect(await store.claimPending(session.id, claimed.gatewayId, NOW)).toEqual(expect.any(String));
-      expect(await store.answerPending(session.id, claimed.gatewayId, first, NOW)).toBe(false);
+      expect(await store.answerPending(session.id, claimed.gatewayId, first, NOW)).toMatchObject({
+        written: false,
+        current: { status: 'delivering' },
+      });
       expect((await store.getPending(session.id, claimed.gatewayId, NOW))?.answer).toBeUndefined();
     });
 
     it('refuses an answer to an unknown or expired request', async () => {
       const held = pendingRecord({ kind: 'held', expiresAt: NOW + 5 });
       await store.putPending(session, held);
-      expect(await store.answerPending(session.id, 'gw-unknown', '{}', NOW)).toBe(false);
-      expect(await store.answerPending(session.id, held.gatewayId, '{}', NOW + 5)).toBe(false);
+      expect(await store.answerPending(session.id, 'gw-unknown', '{}', NOW)).toEqual({
+        written: false,
+        current: undefined,
+      });
+      expect(await store.answerPending(session.id, held.gatewayId, '{}', NOW + 5)).toEqual({
+        written: false,
+        current: held,
+      });
       expect((await store.getPending(session.id, held.gatewayId, NOW))?.status).toBe('pending');
     });
 

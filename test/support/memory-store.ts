@@ -32,10 +32,10 @@ import { CLAIM_LEASE_MS, newClaimToken } from '../../lambda/state/records';
 import {
   type Admission,
   type CallEndReason,
-  type ExpireOutcome,
   type LoadedAnswer,
   type LoadedSession,
   type PendingRecord,
+  type PendingWriteOutcome,
   type SessionRecord,
   type SessionStore,
   StoreUnavailableError,
@@ -232,16 +232,16 @@ export class MemorySessionStore implements SessionStore {
     return true;
   }
 
-  async expirePending(sessionId: string, gatewayId: string): Promise<ExpireOutcome> {
+  async expirePending(sessionId: string, gatewayId: string): Promise<PendingWriteOutcome> {
     this.available();
     const item = this.stored(sessionId)?.get(pendingSk(gatewayId));
     const expirable =
       item?.status === 'pending' ||
       (item?.status === 'delivering' && (item.claimedAt as number) < Date.now() - CLAIM_LEASE_MS);
     // Refused: the record as it stands, even past its TTL, as DynamoDB returns it with the refusal (ALL_OLD).
-    if (!item || !expirable) return { expired: false, current: item && pendingOf(copy(item)) };
+    if (!item || !expirable) return { written: false, current: item && pendingOf(copy(item)) };
     item.status = 'expired';
-    return { expired: true };
+    return { written: true };
   }
 
   async renewHolder(sessionId: string, gatewayIds: string[], until: number): Promise<void> {
@@ -305,15 +305,24 @@ export class MemorySessionStore implements SessionStore {
     this.dropIfEmpty(sessionId);
   }
 
-  async answerPending(sessionId: string, gatewayId: string, answer: string, now = nowSeconds()): Promise<boolean> {
+  async answerPending(
+    sessionId: string,
+    gatewayId: string,
+    answer: string,
+    now = nowSeconds(),
+  ): Promise<PendingWriteOutcome> {
     this.available();
     checkSize('the answer', { answer, gatewayId, pad: 'x'.repeat(1024) });
     const item = this.stored(sessionId)?.get(pendingSk(gatewayId));
-    if (item?.status !== 'pending' || !((item.expiresAt as number) > now)) return false;
-    if (item.holderUntil !== undefined && (item.holderUntil as number) <= Date.now()) return false;
+    const refused =
+      item?.status !== 'pending' ||
+      !((item.expiresAt as number) > now) ||
+      (item.holderUntil !== undefined && (item.holderUntil as number) <= Date.now());
+    // Refused: the record as it stands, as DynamoDB returns it with the refusal (ALL_OLD).
+    if (!item || refused) return { written: false, current: item && pendingOf(copy(item)) };
     item.status = 'answered';
     item.answer = answer;
-    return true;
+    return { written: true };
   }
 
   async putStreamEvent(sessionId: string, event: StreamEventRecord): Promise<void> {

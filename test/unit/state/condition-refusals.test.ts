@@ -3,6 +3,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { WaitingCall } from '../../../lambda/relay/waiting-call';
 import { DynamoSessionStore } from '../../../lambda/state/dynamo-store';
 import type { SessionRecord } from '../../../lambda/state/store';
+import { writeOutcome } from '../../../lambda/stateless/bridge-outcome';
 
 /**
  * A refused conditional write tells the DynamoDB store what it found (`ReturnValuesOnConditionCheckFailure:
@@ -99,7 +100,7 @@ describe('a conditional write refused with the item it found (ALL_OLD)', () => {
     });
     const store = new DynamoSessionStore(client, 'table');
     const outcome = await store.expirePending('session-1', 'gw-1');
-    expect(outcome).toMatchObject({ expired: false, current: { gatewayId: 'gw-1', status: 'answered' } });
+    expect(outcome).toMatchObject({ written: false, current: { gatewayId: 'gw-1', status: 'answered' } });
     expect(sent.map((s) => s.name)).toEqual(['UpdateCommand']);
     expect(sent[0]?.input.ReturnValuesOnConditionCheckFailure).toBe('ALL_OLD');
   });
@@ -107,8 +108,45 @@ describe('a conditional write refused with the item it found (ALL_OLD)', () => {
   it('expirePending applied: expired, one request', async () => {
     const { client, sent } = fakeClient(() => ({}));
     const store = new DynamoSessionStore(client, 'table');
-    expect(await store.expirePending('session-1', 'gw-1')).toEqual({ expired: true });
+    expect(await store.expirePending('session-1', 'gw-1')).toEqual({ written: true });
     expect(sent).toHaveLength(1);
+  });
+});
+
+describe("a bridged round's outcome written again after its reply was lost", () => {
+  const payload = { kind: 'result' as const, response: { jsonrpc: '2.0' as const, id: 1, result: { content: [] } } };
+  const stored = (answer: string): Record<string, AttributeValue> => ({
+    ...answeredPending,
+    sk: { S: 'P#round-1' },
+    gatewayId: { S: 'round-1' },
+    kind: { S: 'held' },
+    answer: { S: answer },
+  });
+  const write = (store: DynamoSessionStore) =>
+    writeOutcome(store, 'bridge-1', 'round-1', payload, {
+      maxBytes: 4 * 1024 * 1024,
+      attempt: 0,
+      template: { target: 'demo', clientRequestId: 7, expiresAt: NOW + 60 },
+    });
+
+  it('is stored when the refusal found its own answer there (the first attempt was applied): one request', async () => {
+    const mine = JSON.stringify({ jsonrpc: '2.0', id: 'round-1', result: payload });
+    const { client, sent } = fakeClient(() => {
+      throw refusal(stored(mine));
+    });
+    expect(await write(new DynamoSessionStore(client, 'table'))).toBe('stored');
+    expect(sent.map((s) => s.name)).toEqual(['UpdateCommand']);
+    expect(sent[0]?.input.ReturnValuesOnConditionCheckFailure).toBe('ALL_OLD');
+  });
+
+  it('is not stored when the refusal found another answer, or none', async () => {
+    for (const found of [stored('{"other":true}'), undefined]) {
+      const { client } = fakeClient(({ name }) => {
+        if (name === 'UpdateCommand') throw refusal(found);
+        return {}; // the fallback read (no item on the refusal): nothing there
+      });
+      expect(await write(new DynamoSessionStore(client, 'table'))).toBe('not-stored');
+    }
   });
 });
 
@@ -158,7 +196,7 @@ describe('a refusal without the item (dynalite ignores ALL_OLD; or DynamoDB foun
     });
     const store = new DynamoSessionStore(client, 'table');
     expect(await store.expirePending('session-1', 'gw-1')).toMatchObject({
-      expired: false,
+      written: false,
       current: { status: 'delivering', claim: 'theirs' },
     });
     expect(sent.map((s) => s.name)).toEqual(['UpdateCommand', 'GetCommand']);
@@ -170,7 +208,7 @@ describe('a refusal without the item (dynalite ignores ALL_OLD; or DynamoDB foun
       return {};
     });
     const store = new DynamoSessionStore(client, 'table');
-    expect(await store.expirePending('session-1', 'gw-1')).toEqual({ expired: false, current: undefined });
+    expect(await store.expirePending('session-1', 'gw-1')).toEqual({ written: false, current: undefined });
   });
 });
 
