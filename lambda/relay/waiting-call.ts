@@ -150,7 +150,8 @@ export class WaitingCall {
    * Nothing is written when this holder wrote the same step, held, less than a renewal period
    * (a third of the lease) ago: a reconnect's takeover wrote the record, and the call it goes on with
    * then holds the step it was taken over at — one write, not two. Only `seq` may lag then, which is
-   * a lower bound anyway (a takeover reads the stream's log past it); the next renewal writes it.
+   * a lower bound anyway (a takeover reads the stream's log past it); the next renewal writes it. No
+   * other instance can have taken the call over meanwhile: the lease written has two thirds to run.
    */
   async hold(snapshot: WaitingCallSnapshot, seq: number): Promise<boolean> {
     const written = this.written;
