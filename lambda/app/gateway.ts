@@ -1,5 +1,6 @@
 import { errorResponse, methodNotAllowed, refuse } from '../http/errors';
 import type { ExchangeContext, ExchangeRequest, FetchHandler } from '../http/exchange';
+import { MCP_PATH } from '../http/paths';
 import { parseAccept, readBodyLimited } from '../http/responses';
 import { handleLegacyDelete, handleLegacyGet, handleLegacyPost, handleLegacyResume } from '../legacy/legacy-path';
 import type { RequestTracer } from '../observability/active-tracing';
@@ -13,8 +14,6 @@ import type { StatelessDeps } from '../stateless/deps';
 import { handleStatelessPost, isModernRequest } from '../stateless/stateless-path';
 import type { GatewayDeps } from './deps';
 import { withOperations } from './operations';
-
-export const MCP_PATH = '/mcp';
 
 /**
  * The gateway core: one fetch-style handler for every adapter. It checks the transport-level
