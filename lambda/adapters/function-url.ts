@@ -5,7 +5,7 @@ import type {
   APIGatewayEventRequestContextV2WithAuthorizer,
   LambdaFunctionURLEvent,
 } from 'aws-lambda';
-import type { ResponseEnd } from '../http/exchange';
+import type { ResponseOutcome } from '../http/exchange';
 import { StalledClientError } from '../http/sse';
 
 /**
@@ -73,7 +73,7 @@ export async function writeResponse(
   response: Response,
   responseStream: awslambda.HttpResponseStream,
   signal: AbortSignal,
-): Promise<ResponseEnd> {
+): Promise<ResponseOutcome> {
   const body = response.body;
   if (signal.aborted || responseStream.destroyed || responseStream.writableEnded) {
     await body?.cancel().catch(() => undefined);

@@ -139,12 +139,7 @@ async function endCall(deps: LegacyDeps, loaded: LoadedAnswer, pending: PendingR
   const sessionId = loaded.session.id;
   await settleClaim(deps, sessionId, pending.gatewayId, token, { sessionId });
   await deps.store
-    .markCancelled(
-      sessionId,
-      upstreamRequestId(pending.clientRequestId),
-      loaded.session.expiresAt,
-      'answer-undeliverable',
-    )
+    .markCancelled(sessionId, upstreamRequestId(pending.clientRequestId), loaded.session.expiresAt, 'answer-lost')
     .catch((error) =>
       deps.logger.warn('marker for the holder not written', { sessionId, error: describeError(error) }),
     );

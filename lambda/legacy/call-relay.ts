@@ -38,7 +38,7 @@ import {
   type WaitingStep,
 } from '../relay/waiting-call';
 import { newPendingRecord } from '../state/records';
-import type { CallEndReason, LoadedSession, PendingRecord } from '../state/store';
+import type { CallEndMarker, CallEndReason, LoadedSession, PendingRecord } from '../state/store';
 import { StreamDetachedError } from '../targets/endpoint';
 import {
   type InputRequestEntry,
@@ -84,8 +84,6 @@ const RECONNECT_HOLD_MS = 200;
 
 /** A relayed call still running after this long answers as a stream, so keep-alives can flow. */
 const STREAM_AFTER_MS = 1000;
-
-type EndReason = 'client-gone' | 'client-cancelled' | 'deadline' | 'pending-timeout' | 'answer-lost' | 'shutdown';
 
 type RunOutcome = { message: JSONRPCMessage; error?: unknown; silent?: boolean } | { released: true };
 
@@ -171,7 +169,7 @@ class Relay {
   private queue: Promise<void> = Promise.resolve();
   private out?: DeferredResponse;
   private finished = false;
-  private endReason?: EndReason;
+  private endReason?: CallEndReason;
   /** The client's connection to a resumable stream closed (the call went on). */
   private clientLeft = false;
   private cancelWatch?: NodeJS.Timeout;
@@ -950,15 +948,15 @@ class Relay {
     this.cancelWatch.unref();
   }
 
-  private cancelledElsewhere(): Promise<CallEndReason | undefined> {
+  private cancelledElsewhere(): Promise<CallEndMarker | undefined> {
     const { deps, loaded } = this.input;
     return deps.store.isCancelled(loaded.session.id, this.upstreamId).catch(() => undefined);
   }
 
   /** A marker another instance wrote: the client cancelled, or the target refused an answer of this call. */
-  private stopFor(marker: CallEndReason): void {
-    if (marker === 'answer-undeliverable') this.stop('answer-lost', 'gateway: an answer could not be delivered');
-    else this.stop('client-cancelled', 'gateway: the client cancelled the call');
+  private stopFor(marker: CallEndMarker): void {
+    if (marker === 'answer-lost') this.stop(marker, 'gateway: an answer could not be delivered');
+    else this.stop(marker, 'gateway: the client cancelled the call');
   }
 
   /**
@@ -978,7 +976,7 @@ class Relay {
   }
 
   /** Ends the call early: the target is told (by the upstream, on abort), the pending records go. */
-  stop(reason: EndReason, abortReason: unknown = `gateway: ${reason}`): void {
+  stop(reason: CallEndReason, abortReason: unknown = `gateway: ${reason}`): void {
     if (this.finished || this.endReason) return;
     // A release under way outlives the deadline by its last writes: cancelling now would end a call it hands on.
     if (reason === 'deadline' && this.releasing) return;

@@ -1,6 +1,7 @@
 import { DYNAMODB_ITEM_LIMIT_BYTES, ItemTooLargeError } from '../protocol/errors';
 import type { LegacyClientCapabilities as ClientCapabilities, Implementation, RequestId } from '../protocol/types';
 import type {
+  CallEndMarker,
   PendingKind,
   PendingRecord,
   PendingStatus,
@@ -218,4 +219,12 @@ export function waitingCallOf(item: Item): WaitingCallRecord {
     snapshot: f.string('snapshot'),
     expiresAt: f.number('expiresAt'),
   } satisfies AllFieldsOf<WaitingCallRecord>);
+}
+
+/**
+ * A call marker's reason. Markers written before the reasons took the relay's names read
+ * `answer-undeliverable` / `cancelled`; a marker lives minutes, but one may span a deployment.
+ */
+export function endMarker(reason: unknown): CallEndMarker {
+  return reason === 'answer-lost' || reason === 'answer-undeliverable' ? 'answer-lost' : 'client-cancelled';
 }

@@ -156,8 +156,20 @@ export interface WaitingCallRecord {
   expiresAt: number;
 }
 
-/** Why a call's marker was written: the client cancelled it, or the answer to its request could not be delivered. */
-export type CallEndReason = 'cancelled' | 'answer-undeliverable';
+/** Why a relayed call ended before its result: the relay's stop reasons (legacy/call-relay.ts). */
+export type CallEndReason =
+  | 'client-gone'
+  | 'client-cancelled'
+  | 'deadline'
+  | 'pending-timeout'
+  | 'answer-lost'
+  | 'shutdown';
+
+/**
+ * The end reasons another instance causes, by writing the call's marker: the client cancelled the call
+ * (its `notifications/cancelled` reached another instance), or the target refused an answer to it.
+ */
+export type CallEndMarker = Extract<CallEndReason, 'client-cancelled' | 'answer-lost'>;
 
 /** Whether a principal's new session was admitted; when not, how long until one may be (seconds). */
 export type Admission = { admitted: true } | { admitted: false; retryAfterSeconds: number };
@@ -238,9 +250,9 @@ export interface SessionRecordStore {
    * The client cancelled a call that another instance may hold: a marker that instance finds (the
    * call's upstream id), expiring with `expiresAt`.
    */
-  markCancelled(sessionId: string, upstreamId: string, expiresAt: number, reason?: CallEndReason): Promise<void>;
+  markCancelled(sessionId: string, upstreamId: string, expiresAt: number, reason?: CallEndMarker): Promise<void>;
   /** Whether the call was ended elsewhere, and why (a consistent read). */
-  isCancelled(sessionId: string, upstreamId: string): Promise<CallEndReason | undefined>;
+  isCancelled(sessionId: string, upstreamId: string): Promise<CallEndMarker | undefined>;
   /**
    * The session's one client GET stream (`G#stream`): taken when no other is live (its holder's
    * `untilMs` not yet passed), with a token; false when another is. It expires with the session.

@@ -595,9 +595,9 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       const session = sessionRecord();
       await store.createSession(session);
       await store.markCancelled(session.id, 'c.n.1', session.expiresAt);
-      await store.markCancelled(session.id, 'c.n.2', session.expiresAt, 'answer-undeliverable');
-      expect(await store.isCancelled(session.id, 'c.n.1')).toBe('cancelled');
-      expect(await store.isCancelled(session.id, 'c.n.2')).toBe('answer-undeliverable');
+      await store.markCancelled(session.id, 'c.n.2', session.expiresAt, 'answer-lost');
+      expect(await store.isCancelled(session.id, 'c.n.1')).toBe('client-cancelled');
+      expect(await store.isCancelled(session.id, 'c.n.2')).toBe('answer-lost');
       expect(await store.isCancelled(session.id, 'c.n.3')).toBeUndefined();
     });
 
