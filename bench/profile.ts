@@ -18,7 +18,7 @@ interface ProfileNode {
 }
 
 async function main(): Promise<void> {
-  const mode = process.argv[2] ?? 'stateless';
+  const mode = process.argv[2] ?? 'modern';
   const calls = Number(process.argv[3] ?? 2000);
   const dir = mkdtempSync(join(tmpdir(), 'prof-'));
   const dynamo = await startChild(['bench/serve-dynamo.ts'], /ready (\S+)/);

@@ -86,7 +86,7 @@ export async function writeResponse(
     headers,
     ...(cookies.length > 0 ? { cookies } : {}),
   });
-  // RIC issue #97: the prelude is only emitted by write(); end() alone loses status/headers (or 502s).
+  // https://github.com/aws/aws-lambda-nodejs-runtime-interface-client/issues/97: the prelude is only emitted by write(); end() alone loses status/headers (or 502s).
   out.write('');
 
   if (!body) {

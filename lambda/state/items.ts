@@ -139,7 +139,7 @@ function defined<T extends object>(record: T): T {
   return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined)) as T;
 }
 
-const PENDING_KINDS: readonly PendingKind[] = ['relayed', 'held'];
+const PENDING_KINDS: readonly PendingKind[] = ['relayed', 'question'];
 const PENDING_STATUSES: readonly PendingStatus[] = ['pending', 'delivering', 'answered', 'expired'];
 const WAITING_CALL_STATES: readonly WaitingCallRecord['state'][] = ['held', 'released'];
 
@@ -176,7 +176,8 @@ export function pendingOf(item: Item): PendingRecord {
   const f = new Fields(item, 'pending');
   return defined({
     gatewayId: f.string('gatewayId'),
-    kind: f.oneOf('kind', PENDING_KINDS),
+    // `held`: what records of the gateway's own questions were called before; one may span a deployment.
+    kind: item.kind === 'question' ? 'question' : f.oneOf('kind', PENDING_KINDS),
     method: f.string('method'),
     target: f.string('target'),
     targetSessionId: f.optionalString('targetSessionId'),

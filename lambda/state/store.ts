@@ -56,7 +56,7 @@ export type PendingStatus = 'pending' | 'delivering' | 'answered' | 'expired';
  * instance). `held`: a request the gateway itself asks and waits for (a confirmation, or a 2026-07-28
  * target's input round for a 2025 session); the answer is stored in the record for the waiting invocation.
  */
-export type PendingKind = 'relayed' | 'held';
+export type PendingKind = 'relayed' | 'question';
 
 /**
  * Two time units side by side, kept as stored (renaming an attribute would leave the items of deployed

@@ -1,6 +1,6 @@
 import { startModernDemoTarget } from '../../examples/targets/modern-demo-target';
 import { createLogger } from '../../lambda/observability/logger';
-import { modernCall, withStatelessGateway } from '../stateless/helpers';
+import { modernCall, withModernGateway } from '../modern/helpers';
 
 /**
  * confirmTools on 2026-07-28: the stateless path stores nothing, so one
@@ -11,7 +11,7 @@ import { modernCall, withStatelessGateway } from '../stateless/helpers';
  */
 const WINDOW_S = 5;
 let skewMs = 0;
-const gw = withStatelessGateway(
+const gw = withModernGateway(
   (targets) => ({
     targets: [{ name: 'modern', url: targets.modern.url }],
     confirmTools: ['modern___echo'],

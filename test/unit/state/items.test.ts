@@ -95,7 +95,7 @@ describe('a stored item parsed into its record', () => {
   it('leaves the optional fields a record did not have absent (not undefined)', () => {
     const minimal: PendingRecord = {
       gatewayId: 'gw-2',
-      kind: 'held',
+      kind: 'question',
       method: 'elicitation/create',
       target: 'demo',
       targetRequestId: 'gw-2',
