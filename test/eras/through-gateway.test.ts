@@ -10,8 +10,8 @@ import { type Exchange, type GatewayPair, type Json, startGatewayPair } from './
  * The era matrix through the gateway: client era × target kind × feature, every cell through TWO
  * gateway instances sharing one DynamoDB, behind the cross-instance proxy of gateway-pair.ts (a
  * client's answer to a server request, and a 2026-07-28 retry, always reach the instance that did NOT
- * carry the call). Targets: `old` = 2025-only v1 server whose tools ask on the standalone GET stream
- * (server a), `dual` = v2 dual-era server (server b), `new` = v2 2026-07-28-only server (server c),
+ * carry the call). Targets: `legacy` = 2025-only v1 server whose tools ask on the standalone GET stream
+ * (server a), `dual` = v2 dual-era server (server b), `modern` = v2 2026-07-28-only server (server c),
  * `default` = a v2 server in its default mode (server d: a stateless 2025 leg that cannot ask, so the
  * gateway bridges 2025 clients to its 2026-07-28 leg).
  *

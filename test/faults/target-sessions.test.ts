@@ -57,7 +57,7 @@ describe('a target that forgets its session again right after the gateway re-ini
       (e: { code?: number; message?: string }) => e,
     );
     expect(error?.code).toBe(-32603);
-    expect(error?.message).toMatch(/DependencyFailedException: target old: session not found again/);
+    expect(error?.message).toMatch(/DependencyFailedException: target legacy: session not found again/);
     expect(target.stats().initializeCount - before).toBe(1);
   });
 
@@ -71,7 +71,7 @@ describe('a target that forgets its session again right after the gateway re-ini
     );
     expect(res.body.error).toMatchObject({
       code: -32603,
-      message: expect.stringMatching(/^DependencyFailedException: target old: session not found again/),
+      message: expect.stringMatching(/^DependencyFailedException: target legacy: session not found again/),
       data: expect.objectContaining({ retryable: true }),
     });
   });
