@@ -15,7 +15,7 @@ import {
 
 export type Json = Record<string, any>; // test-side JSON access
 
-/** Nothing listens on port 9: every DynamoDB call would fail. The stateless path must not make any. */
+/** Nothing listens on port 9: every DynamoDB call would fail. The modern path must not make any. */
 export { UNREACHABLE_DYNAMODB };
 
 export const KEY_A = 'test-key-A-0123456789abcdefghijklmnopqrstuvwxyz';
