@@ -13,7 +13,7 @@ const LAYERS = [
   ['policy'], // confirmTools, tool filtering
   ['catalog'], // list, expose, resolve across targets
   ['relay'], // mechanisms both era paths use
-  ['legacy', 'stateless'], // the era paths
+  ['legacy', 'modern'], // the era paths
   ['app'], // wiring: builds the gateway, routes a request to its era's path
   ['adapters'], // function URL ⇄ exchange
 ];

@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/profile.ts [legacy|stateless] [calls]`: an echo tool called through a gateway process
+ * `npx tsx bench/profile.ts [legacy|modern] [calls]`: an echo tool called through a gateway process
  * (bench/serve-gateway.ts) by an official SDK client; after a warm-up, the V8 profiler records the
  * gateway while `calls` calls run, and this prints where its CPU time went: inclusive time by module
  * and self time by function (top 25). For finding what to optimize; the figures to publish come
@@ -18,7 +18,7 @@ interface ProfileNode {
 }
 
 async function main(): Promise<void> {
-  const mode = process.argv[2] ?? 'stateless';
+  const mode = process.argv[2] ?? 'modern';
   const calls = Number(process.argv[3] ?? 2000);
   const dir = mkdtempSync(join(tmpdir(), 'prof-'));
   const dynamo = await startChild(['bench/serve-dynamo.ts'], /ready (\S+)/);

@@ -7,7 +7,7 @@ import {
   type ExchangeContext,
   type ExchangeRequest,
   type FetchHandler,
-  type ResponseEnd,
+  type ResponseOutcome,
   requestAbortController,
   responseEndListeners,
 } from '../lambda/http/exchange';
@@ -56,7 +56,7 @@ export async function serveOnNode(handler: FetchHandler, options: NodeServerOpti
     req: IncomingMessage,
     res: ServerResponse,
     onResponseEnd: ExchangeContext['onResponseEnd'],
-  ): Promise<ResponseEnd> {
+  ): Promise<ResponseOutcome> {
     const refusal = checkHostAndOrigin(req, allowedHosts, allowedOrigins);
     if (refusal) return send(res, refusal, new AbortController());
     const abort = requestAbortController();
@@ -155,7 +155,7 @@ function toHeaders(req: IncomingMessage): Headers {
 }
 
 /** Writes `response`; how it ended: sent completely, the client gone first, or the body failed. */
-async function send(res: ServerResponse, response: Response, abort: AbortController): Promise<ResponseEnd> {
+async function send(res: ServerResponse, response: Response, abort: AbortController): Promise<ResponseOutcome> {
   const headers: Record<string, string> = {};
   response.headers.forEach((value, name) => {
     headers[name] = value;

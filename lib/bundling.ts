@@ -34,7 +34,7 @@ export const LAMBDA_BUNDLE = {
     "import { createRequire as __gatewayCreateRequire } from 'node:module'; const require = __gatewayCreateRequire(import.meta.url);",
 } as const;
 
-/** The options for esbuild's `build()` (scripts/build.mjs, scripts/build-construct.ts). */
+/** The options for esbuild's `build()` (scripts/build.mjs, scripts/build-construct.mjs). */
 export function esbuildOptions(entry: string, outfile: string) {
   return {
     entryPoints: [entry],

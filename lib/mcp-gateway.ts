@@ -17,6 +17,7 @@ import { ConfigError, type GatewayConfig, type GatewayConfigInput, parseConfig }
 import { APPCONFIG_ENV, CONFIG_ENV, TABLE_NAME_ENV } from '../lambda/config/source';
 import { CORS_ALLOWED_HEADERS, CORS_BY_ENV, CORS_EXPOSED_HEADERS, CORS_MAX_AGE_SECONDS } from '../lambda/http/cors';
 import { DEFAULT_METRICS_NAMESPACE } from '../lambda/observability/metric-names';
+import { TABLE_KEYS, TTL_ATTRIBUTE } from '../lambda/state/table-schema';
 import { GatewayAppConfig } from './app-config';
 import { HANDLER_ENTRY, LAMBDA_BUNDLE, PREBUILT_HANDLER_DIR, PREBUILT_HANDLER_FILE } from './bundling';
 import { configReferences, FULL_SECRET_ARN_PATTERN } from './context';
@@ -40,8 +41,8 @@ export const TABLE_ACTIONS = [
 /** The only Secrets Manager action granted, on the named secrets only. */
 export const SECRET_ACTIONS = ['secretsmanager:GetSecretValue'] as const;
 
-/** The DynamoDB TTL attribute (epoch seconds); see lambda/state/store.ts `expiresAt`. */
-export const TTL_ATTRIBUTE = 'expiresAt';
+/** The table's keys and TTL attribute are the runtime's own (lambda/state/table-schema.ts). */
+export { TTL_ATTRIBUTE };
 
 /** Where the runtime looks for the requestState key secret (lambda/crypto/keys.ts `SECRET_ARN_ENV`). */
 export const REQUEST_STATE_SECRET_ENV = ENV.requestStateSecretArn;
@@ -292,8 +293,8 @@ export class McpGateway extends Construct {
   private createTable(tableName: string | undefined, removalPolicy: RemovalPolicy): dynamodb.Table {
     return new dynamodb.Table(this, 'Table', {
       tableName,
-      partitionKey: { name: 'pk', type: dynamodb.AttributeType.STRING },
-      sortKey: { name: 'sk', type: dynamodb.AttributeType.STRING },
+      partitionKey: { name: TABLE_KEYS.partition, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: TABLE_KEYS.sort, type: dynamodb.AttributeType.STRING },
       billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
       timeToLiveAttribute: TTL_ATTRIBUTE,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },

@@ -1,6 +1,6 @@
 /**
  * Writes the configuration file's JSON Schema (schema/gateway-config.schema.json) from the one zod
- * schema, formatted as the repository formats JSON (biome). test/config/json-schema.test.ts fails in
+ * schema, formatted as the repository formats JSON (biome). test/config/examples.test.ts fails in
  * CI when the committed file no longer matches the zod schema.
  */
 import { execFileSync } from 'node:child_process';

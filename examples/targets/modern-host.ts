@@ -10,7 +10,7 @@ import { createModernDemoServer, type StatePayload } from './modern-tools';
  * The 2026-07-28 ("modern") demo target's HTTP host: the official v2 SDK's `createMcpHandler` on
  * node:http, stats for tests, and the consent page of its URL elicitation. What the tools do is
  * `modern-tools.ts`. It is the built-in target `demo-modern` of `npm start` and the target of the
- * stateless path's tests.
+ * modern path's tests.
  *
  * - `legacy: 'reject'` (default): modern-only, as a target that never implemented 2025 would be.
  * - `legacy: 'stateless'`: dual-era; 2025 clients are served per request (and cannot be elicited).

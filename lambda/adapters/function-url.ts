@@ -5,7 +5,7 @@ import type {
   APIGatewayEventRequestContextV2WithAuthorizer,
   LambdaFunctionURLEvent,
 } from 'aws-lambda';
-import type { ResponseEnd } from '../http/exchange';
+import type { ResponseOutcome } from '../http/exchange';
 import { StalledClientError } from '../http/sse';
 
 /**
@@ -73,7 +73,7 @@ export async function writeResponse(
   response: Response,
   responseStream: awslambda.HttpResponseStream,
   signal: AbortSignal,
-): Promise<ResponseEnd> {
+): Promise<ResponseOutcome> {
   const body = response.body;
   if (signal.aborted || responseStream.destroyed || responseStream.writableEnded) {
     await body?.cancel().catch(() => undefined);
@@ -86,7 +86,7 @@ export async function writeResponse(
     headers,
     ...(cookies.length > 0 ? { cookies } : {}),
   });
-  // RIC issue #97: the prelude is only emitted by write(); end() alone loses status/headers (or 502s).
+  // https://github.com/aws/aws-lambda-nodejs-runtime-interface-client/issues/97: the prelude is only emitted by write(); end() alone loses status/headers (or 502s).
   out.write('');
 
   if (!body) {

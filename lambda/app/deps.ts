@@ -1,9 +1,9 @@
 import type { InboundAuth } from '../auth/inbound';
 import type { LegacyDeps } from '../legacy/deps';
-import type { StatelessDeps } from '../stateless/deps';
+import type { ModernDeps } from '../modern/deps';
 
 /** What the gateway is built from: both paths' parts and inbound auth. Tests assemble it with real or fake parts. */
-export interface GatewayDeps extends LegacyDeps, StatelessDeps {
+export interface GatewayDeps extends LegacyDeps, ModernDeps {
   /** Inbound authentication: the principal of each request (lambda/auth/). */
   auth: InboundAuth;
 }

@@ -1,7 +1,10 @@
 import { errorResponse, methodNotAllowed, refuse } from '../http/errors';
 import type { ExchangeContext, ExchangeRequest, FetchHandler } from '../http/exchange';
+import { MCP_PATH } from '../http/paths';
 import { parseAccept, readBodyLimited } from '../http/responses';
 import { handleLegacyDelete, handleLegacyGet, handleLegacyPost, handleLegacyResume } from '../legacy/legacy-path';
+import type { ModernDeps } from '../modern/deps';
+import { handleModernPost, isModernRequest } from '../modern/modern-path';
 import type { RequestTracer } from '../observability/active-tracing';
 import { describeError } from '../observability/logger';
 import { noteRequest } from '../observability/request-context';
@@ -9,12 +12,8 @@ import { GatewayError } from '../protocol/errors';
 import { MCP_HEADERS } from '../protocol/headers';
 import { type ClientMessage, parseClientMessage } from '../protocol/jsonrpc';
 import { isModernVersion } from '../protocol/versions';
-import type { StatelessDeps } from '../stateless/deps';
-import { handleStatelessPost, isModernRequest } from '../stateless/stateless-path';
 import type { GatewayDeps } from './deps';
 import { withOperations } from './operations';
-
-export const MCP_PATH = '/mcp';
 
 /**
  * The gateway core: one fetch-style handler for every adapter. It checks the transport-level
@@ -105,8 +104,8 @@ async function route(deps: GatewayDeps, request: ExchangeRequest, exchange: Exch
   });
 
   if (modern) {
-    return handleStatelessPost({
-      deps: statelessDeps(deps),
+    return handleModernPost({
+      deps: modernDeps(deps),
       message,
       accept,
       exchange,
@@ -121,7 +120,7 @@ async function route(deps: GatewayDeps, request: ExchangeRequest, exchange: Exch
  * The 2026-07-28 path is handed no session store, so it cannot read or write a 2025 session by mistake;
  * bridged calls reach the table through `bridgeStore`, which holds only their records.
  */
-function statelessDeps(deps: GatewayDeps): StatelessDeps {
+function modernDeps(deps: GatewayDeps): ModernDeps {
   const { store: _store, auth: _auth, activeCalls: _calls, ...rest } = deps;
   return rest;
 }

@@ -3,6 +3,7 @@ import type { AuthConfig } from '../config/schema';
 import { isLoopbackHost } from '../config/schema';
 import { methodNotAllowed, refuse } from '../http/errors';
 import type { ExchangeRequest } from '../http/exchange';
+import { MCP_PATH, METADATA_PATH } from '../http/paths';
 import { jsonResponse } from '../http/responses';
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
@@ -82,9 +83,6 @@ interface Issuer {
   issuer: string;
   keys: JWTVerifyGetKey;
 }
-
-export const METADATA_PATH = '/.well-known/oauth-protected-resource';
-const MCP_PATH = '/mcp';
 
 export class JwtAuthenticator implements InboundAuth {
   readonly type = 'jwt' as const;

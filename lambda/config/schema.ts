@@ -341,7 +341,7 @@ export const GatewayConfigSchema = z
     requestStateTtlSeconds: z.number().int().min(30).max(3600).default(600),
     /**
      * confirmTools on 2026-07-28: how long the gateway's own confirmation round stays valid (at most
-     * requestStateTtlSeconds). The stateless path keeps no record of it, so within this window a
+     * requestStateTtlSeconds). The modern path keeps no record of it, so within this window a
      * confirmed retry can be sent again (bound to the principal, tool and arguments); keep it short.
      */
     confirmationTtlSeconds: z.number().int().min(5).max(3600).default(120),

@@ -1,6 +1,6 @@
-import { regionOfArn } from '../config/arn';
 import { ENV } from '../config/environment';
 import type { GatewayConfig } from '../config/schema';
+import { type SecretFetcher, secretAsKeyMaterial, secretsManagerFetcher } from '../config/secrets-manager';
 import type { GatewayLogger } from '../observability/logger';
 import { type KeySecrets, randomSecret } from './sealed-box';
 
@@ -76,21 +76,10 @@ function parseExplicit(value: string): KeySecrets | undefined {
   return typeof previous === 'string' ? { current, previous } : { current };
 }
 
-/** GetSecretValue through the AWS SDK, loaded only when a secret is configured. */
-export function secretsManagerReader(): SecretReader {
+/** One stage of the key secret from Secrets Manager (read only when a secret is configured), as key material. */
+export function secretsManagerReader(fetch: SecretFetcher = secretsManagerFetcher()): SecretReader {
   return async (secretId, versionStage) => {
-    const { SecretsManagerClient, GetSecretValueCommand, ResourceNotFoundException } = await import(
-      '@aws-sdk/client-secrets-manager'
-    );
-    const client = new SecretsManagerClient({ region: regionOfArn(secretId) });
-    try {
-      const out = await client.send(new GetSecretValueCommand({ SecretId: secretId, VersionStage: versionStage }));
-      return out.SecretString ?? (out.SecretBinary ? Buffer.from(out.SecretBinary).toString('base64') : undefined);
-    } catch (error) {
-      if (error instanceof ResourceNotFoundException && versionStage === 'AWSPREVIOUS') return undefined;
-      throw error;
-    } finally {
-      client.destroy();
-    }
+    const value = await fetch(secretId, versionStage);
+    return value && secretAsKeyMaterial(value);
   };
 }

@@ -1,4 +1,5 @@
 import { setMaxListeners } from 'node:events';
+import type { ResponseOutcome } from '../observability/access-log';
 
 /**
  * The one internal exchange every adapter speaks: a request (a web-standard `Request`, or what of
@@ -19,18 +20,18 @@ export interface ExchangeContext {
    * ended. Without it (tests calling the core directly) the core wraps the body to find out, which
    * costs a web stream per response.
    */
-  onResponseEnd?: (listener: (outcome: ResponseEnd) => void) => void;
+  onResponseEnd?: (listener: (outcome: ResponseOutcome) => void) => void;
 }
 
-/** How a response ended: fully sent, abandoned by the client, or broken while being produced. */
-export type ResponseEnd = 'complete' | 'cancelled' | 'error';
+/** How a response ended; one type with the access log, which reports it. */
+export type { ResponseOutcome };
 
 /** What an adapter keeps for `onResponseEnd`: listeners registered, told once. */
 export function responseEndListeners(): {
-  register: (listener: (outcome: ResponseEnd) => void) => void;
-  end: (outcome: ResponseEnd) => void;
+  register: (listener: (outcome: ResponseOutcome) => void) => void;
+  end: (outcome: ResponseOutcome) => void;
 } {
-  let listeners: Array<(outcome: ResponseEnd) => void> | undefined = [];
+  let listeners: Array<(outcome: ResponseOutcome) => void> | undefined = [];
   return {
     register: (listener) => {
       listeners?.push(listener);

@@ -9,9 +9,9 @@ import {
   holderGone,
   settleClaim,
 } from '../relay/answer-delivery';
-import { storeHeldAnswer } from '../relay/held';
 import { holderSilent } from '../relay/holder-ack';
 import { upstreamRequestId } from '../relay/ids';
+import { storeQuestionAnswer } from '../relay/questions';
 import type { LoadedAnswer, PendingRecord } from '../state/store';
 import { NO_CLIENT_REQUEST } from './client-stream';
 import type { LegacyDeps } from './deps';
@@ -63,15 +63,15 @@ export async function deliverAnswer(
       'The call that sent this request is no longer held by any gateway instance (it stopped); the answer was not delivered — call the tool again',
     );
   if (holderGone(pending)) return holderGoneRefusal();
-  if (pending.kind === 'held') {
+  if (pending.kind === 'question') {
     let stored: boolean;
     try {
-      stored = await storeHeldAnswer(deps.store, sessionId, answer);
+      stored = await storeQuestionAnswer(deps.store, sessionId, answer);
     } catch (error) {
       return errorResponse(id, error, headers);
     }
     if (!stored) return alreadyAnswered();
-    deps.logger.info('gateway-held request answered', { sessionId, gatewayRequestId: gatewayId });
+    deps.logger.info('gateway question answered', { sessionId, gatewayRequestId: gatewayId });
     return accepted(headers);
   }
   let outcome: DeliveryOutcome;
@@ -139,12 +139,7 @@ async function endCall(deps: LegacyDeps, loaded: LoadedAnswer, pending: PendingR
   const sessionId = loaded.session.id;
   await settleClaim(deps, sessionId, pending.gatewayId, token, { sessionId });
   await deps.store
-    .markCancelled(
-      sessionId,
-      upstreamRequestId(pending.clientRequestId),
-      loaded.session.expiresAt,
-      'answer-undeliverable',
-    )
+    .markCancelled(sessionId, upstreamRequestId(pending.clientRequestId), loaded.session.expiresAt, 'answer-lost')
     .catch((error) =>
       deps.logger.warn('marker for the holder not written', { sessionId, error: describeError(error) }),
     );

@@ -21,12 +21,12 @@ import {
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest, ProgressToken, RequestId } from '../protocol/types';
 import { DeferredResponse } from '../relay/deferred-response';
-import { waitForHeldAnswer } from '../relay/held';
 import { ClaimAcknowledger } from '../relay/holder-ack';
 import { HolderLease } from '../relay/holder-lease';
 import { upstreamRequestId } from '../relay/ids';
 import { pendingTimeUp } from '../relay/pending-verdict';
 import { ProgressMapper } from '../relay/progress';
+import { waitForQuestionAnswer } from '../relay/questions';
 import { allowsResumableStreams, openStreamLog, streamLogSettings } from '../relay/stream-log';
 import {
   mayRelease,
@@ -38,7 +38,7 @@ import {
   type WaitingStep,
 } from '../relay/waiting-call';
 import { newPendingRecord } from '../state/records';
-import type { CallEndReason, LoadedSession, PendingRecord } from '../state/store';
+import type { CallEndMarker, CallEndReason, LoadedSession, PendingRecord } from '../state/store';
 import { StreamDetachedError } from '../targets/endpoint';
 import {
   type InputRequestEntry,
@@ -85,14 +85,12 @@ const RECONNECT_HOLD_MS = 200;
 /** A relayed call still running after this long answers as a stream, so keep-alives can flow. */
 const STREAM_AFTER_MS = 1000;
 
-type EndReason = 'client-gone' | 'client-cancelled' | 'deadline' | 'pending-timeout' | 'answer-lost' | 'shutdown';
-
 type RunOutcome = { message: JSONRPCMessage; error?: unknown; silent?: boolean } | { released: true };
 
 /**
  * Relays one client request of a 2025 session (tools/call, prompts/get, resources/read,
  * completion/complete) to its target and streams back everything the target sends for it:
- * - a gateway-held confirmation first, when policy asks for one (confirmTools);
+ * - a gateway confirmation first, when policy asks for one (confirmTools);
  * - the target's server-to-client requests with gateway ids, each recorded as pending in DynamoDB
  *   first, so the client's answer can reach the target from any instance;
  * - a 2026-07-28 target's input_required rounds, asked as held requests and retried upstream;
@@ -153,8 +151,8 @@ function startRelay(input: RelayInput): { response: Promise<Response>; done: Pro
   return { response: out.response, done };
 }
 
-type HeldAnswers =
-  | Array<Exclude<Awaited<ReturnType<typeof waitForHeldAnswer>>, string>>
+type QuestionAnswers =
+  | Array<Exclude<Awaited<ReturnType<typeof waitForQuestionAnswer>>, string>>
   | 'timeout'
   | 'ended'
   | typeof RELEASED;
@@ -171,7 +169,7 @@ class Relay {
   private queue: Promise<void> = Promise.resolve();
   private out?: DeferredResponse;
   private finished = false;
-  private endReason?: EndReason;
+  private endReason?: CallEndReason;
   /** The client's connection to a resumable stream closed (the call went on). */
   private clientLeft = false;
   private cancelWatch?: NodeJS.Timeout;
@@ -570,8 +568,8 @@ class Relay {
     const params = this.input.params;
     const form = confirmationForm(confirm.exposedName, target, confirm.tool, params.arguments);
     const answers = asked
-      ? await this.awaitHeld([asked], { kind: 'confirm', request: asked })
-      : await this.askHeld(
+      ? await this.awaitQuestions([asked], { kind: 'confirm', request: asked })
+      : await this.askQuestions(
           [{ method: 'elicitation/create', params: { ...form } }],
           'confirmation requested',
           (sent) => ({
@@ -625,7 +623,7 @@ class Relay {
         { target, inputRequests: methods },
       );
     }
-    const answers = await this.askHeld(
+    const answers = await this.askQuestions(
       entries.map(([, entry]) => entry),
       'relayed input requests of a 2026-07-28 target',
       (sent) => ({
@@ -645,13 +643,13 @@ class Relay {
   private async awaitInput(
     step: Extract<WaitingStep, { kind: 'input' }>,
   ): Promise<{ responses: Record<string, unknown> } | JSONRPCResponse | typeof RELEASED> {
-    const answers = await this.awaitHeld(step.keys, step);
+    const answers = await this.awaitQuestions(step.keys, step);
     return this.inputResponses(step.keys, answers);
   }
 
   private inputResponses(
     keys: Array<{ key: string; method: string }>,
-    answers: Awaited<ReturnType<Relay['awaitHeld']>>,
+    answers: Awaited<ReturnType<Relay['awaitQuestions']>>,
   ): { responses: Record<string, unknown> } | JSONRPCResponse | typeof RELEASED {
     const { request, target } = this.input;
     if (answers === RELEASED) return RELEASED;
@@ -681,11 +679,11 @@ class Relay {
    * stores them; this invocation polls). Stops at the first error answer. 'timeout' only for a
    * confirmation (an input round's timeout ends the call as a pending timeout).
    */
-  private async askHeld(
+  private async askQuestions(
     requests: InputRequestEntry[],
     logMessage: string,
     stepOf: (sent: WaitingRequest[]) => WaitingStep,
-  ): Promise<HeldAnswers> {
+  ): Promise<QuestionAnswers> {
     const { deps, loaded, request, target } = this.input;
     const sent: WaitingRequest[] = [];
     await this.checkPendingCap(requests.length);
@@ -694,7 +692,7 @@ class Relay {
     for (const entry of requests) {
       const record = this.withHolder(
         newPendingRecord(deps.config.pendingRequestTimeoutSeconds, {
-          kind: 'held',
+          kind: 'question',
           method: entry.method,
           target,
           clientRequestId: request.id,
@@ -713,14 +711,14 @@ class Relay {
       recordRelayedInput(entry.method);
     });
     this.log.info(logMessage, { gatewayRequestIds: sent.map((s) => s.gatewayId) });
-    return this.awaitHeld(sent, stepOf(sent));
+    return this.awaitQuestions(sent, stepOf(sent));
   }
 
   /**
    * Waits for the answers to held requests (asked by this invocation, or by one before it: their
    * pending timeout runs from when they were asked). The call may be released meanwhile (RELEASED).
    */
-  private async awaitHeld(sent: WaitingRequest[], step: WaitingStep): Promise<HeldAnswers> {
+  private async awaitQuestions(sent: WaitingRequest[], step: WaitingStep): Promise<QuestionAnswers> {
     const { deps, loaded } = this.input;
     await this.holdWaiting(step);
     const pendingEnd = Math.min(...sent.map((s) => s.askedAt)) + deps.config.pendingRequestTimeoutSeconds * 1000;
@@ -731,7 +729,7 @@ class Relay {
     this.phase = 'held-wait';
     const answers = await Promise.all(
       sent.map(async ({ gatewayId }) => {
-        const answer = await waitForHeldAnswer(deps.store, deps.logger, loaded.session.id, gatewayId, until, stop);
+        const answer = await waitForQuestionAnswer(deps.store, deps.logger, loaded.session.id, gatewayId, until, stop);
         if (typeof answer === 'object' && 'error' in answer) failed.abort();
         return answer;
       }),
@@ -950,15 +948,15 @@ class Relay {
     this.cancelWatch.unref();
   }
 
-  private cancelledElsewhere(): Promise<CallEndReason | undefined> {
+  private cancelledElsewhere(): Promise<CallEndMarker | undefined> {
     const { deps, loaded } = this.input;
     return deps.store.isCancelled(loaded.session.id, this.upstreamId).catch(() => undefined);
   }
 
   /** A marker another instance wrote: the client cancelled, or the target refused an answer of this call. */
-  private stopFor(marker: CallEndReason): void {
-    if (marker === 'answer-undeliverable') this.stop('answer-lost', 'gateway: an answer could not be delivered');
-    else this.stop('client-cancelled', 'gateway: the client cancelled the call');
+  private stopFor(marker: CallEndMarker): void {
+    if (marker === 'answer-lost') this.stop(marker, 'gateway: an answer could not be delivered');
+    else this.stop(marker, 'gateway: the client cancelled the call');
   }
 
   /**
@@ -978,7 +976,7 @@ class Relay {
   }
 
   /** Ends the call early: the target is told (by the upstream, on abort), the pending records go. */
-  stop(reason: EndReason, abortReason: unknown = `gateway: ${reason}`): void {
+  stop(reason: CallEndReason, abortReason: unknown = `gateway: ${reason}`): void {
     if (this.finished || this.endReason) return;
     // A release under way outlives the deadline by its last writes: cancelling now would end a call it hands on.
     if (reason === 'deadline' && this.releasing) return;

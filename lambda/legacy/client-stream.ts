@@ -81,7 +81,8 @@ export async function openClientStream(
   return new ClientStream(deps, loaded, exchange, token).start(endsAt, headers);
 }
 
-type EndReason = 'hold' | 'client-gone' | 'session-ended' | 'shutdown';
+/** Why a client stream ends (not why its call does: that is CallEndReason). */
+type StreamEndReason = 'hold' | 'client-gone' | 'session-ended' | 'shutdown';
 
 interface Listened {
   session: LegacySession;
@@ -298,7 +299,7 @@ class ClientStream {
    * item is released (so the client's reconnect is not refused), and then the client is told when
    * to come back (`retry`) — except when the session ended or the client left.
    */
-  private async end(reason: EndReason): Promise<void> {
+  private async end(reason: StreamEndReason): Promise<void> {
     if (this.ended) return;
     this.ended = true;
     clearTimeout(this.timer);

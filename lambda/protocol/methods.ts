@@ -75,7 +75,7 @@ export interface Route<H> extends MethodFacts {
 }
 
 /**
- * An era's routing table. Each era path writes its own (`legacy/routes.ts`, `stateless/routes.ts`): the
+ * An era's routing table. Each era path writes its own (`legacy/routes.ts`, `modern/routes.ts`): the
  * methods it serves and their handlers, joined here with the methods' facts. A method not in it is
  * that era's unknown method.
  */

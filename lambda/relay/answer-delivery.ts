@@ -10,7 +10,7 @@ import { holderAcknowledged } from './holder-ack';
 
 /**
  * The answer to a target's relayed request, delivered by whichever instance receives it (both era
- * paths: legacy/answer.ts for a 2025 client's answer POST, stateless/bridge.ts for a 2026-07-28
+ * paths: legacy/answer.ts for a 2025 client's answer POST, modern/bridge.ts for a 2026-07-28
  * client's retry). One state machine on the pending record:
  * claim (pending → delivering, with a token: the delivery is exclusive) → the holder's acknowledgement
  * when the record carries a holder lease (relay/holder-ack.ts: it is alive to receive what follows) →

@@ -11,7 +11,7 @@ import type { PendingStore } from '../state/store';
  * the holder died. So delivery waits for the holder itself: the claimant asks (its claim), the holder,
  * which waits anyway, looks at its waiting records and acknowledges each claim it finds, and only then
  * is the answer sent to the target. Used by both era paths (legacy/answer.ts with legacy/call-relay.ts,
- * stateless/bridge.ts for both sides).
+ * modern/bridge.ts for both sides).
  */
 
 /** The holder's side: acknowledges delivery claims on its waiting relayed records until stopped. */

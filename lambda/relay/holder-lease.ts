@@ -7,7 +7,7 @@ import type { PendingStore } from '../state/store';
  * The holder's lease on its waiting records (PendingRecord.holderUntil), renewed while it holds the
  * call, so an instance that receives an answer knows the call is still held, and a holder that died
  * stops being answered within the lease. Used by both era paths (legacy/call-relay.ts,
- * stateless/bridge.ts). One timer: every `renewMs` it renews the records `ids()` names at that moment
+ * modern/bridge.ts). One timer: every `renewMs` it renews the records `ids()` names at that moment
  * (the set changes as the call asks more), after `beforeRenew` (the legacy relay renews its waiting
  * call's record there); the next renewal is scheduled only once this one settled, so a slow DynamoDB
  * never stacks requests. Stopped once (the call is over or released), it never starts again.

@@ -3,7 +3,7 @@ import type { PendingStore } from '../state/store';
 
 /**
  * A relayed request's time is up (`pendingRequestTimeoutSeconds`): the holder decides whether its
- * call ends (both era paths: legacy/call-relay.ts for a 2025 client's call, stateless/bridge.ts for a
+ * call ends (both era paths: legacy/call-relay.ts for a 2025 client's call, modern/bridge.ts for a
  * bridged round). It expires the record first (pending, or a delivery claim older than its lease →
  * expired; a conditional update), so no answer can be delivered afterwards. When that is refused, the
  * refusal says why (the record as it stood, state/store.ts `PendingWriteOutcome`; no second read): answered (the target took the answer and carries on), a delivery in flight (look again

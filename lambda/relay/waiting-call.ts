@@ -7,7 +7,7 @@ import { allowsResumableStreams } from './stream-log';
 
 /**
  * A waiting call: a 2025 session's call that waits for the client (an elicitation, sampling, roots, a
- * gateway-held confirmation) or for a target that polls, and that no invocation needs to hold meanwhile.
+ * gateway question confirmation) or for a target that polls, and that no invocation needs to hold meanwhile.
  * MCP 2025-11-25 lets a server close an SSE stream after an event with an `id` (SSE polling, SEP-1699):
  * the client reconnects after the `retry` the server gave with `GET` + `Last-Event-ID`. So the call is
  * one durable record in the session's partition (`R#<streamId>`, state/store.ts `WaitingCallRecord`),

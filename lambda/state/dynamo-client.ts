@@ -6,6 +6,7 @@ import {
   ResourceNotFoundException,
 } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { TABLE_KEYS } from './table-schema';
 
 export interface DynamoClientOptions {
   /** A local DynamoDB API (dynalite); absent in AWS, where the SDK's defaults apply. */
@@ -57,12 +58,12 @@ export async function ensureTable(client: DynamoDBDocumentClient, tableName: str
         TableName: tableName,
         BillingMode: 'PAY_PER_REQUEST',
         AttributeDefinitions: [
-          { AttributeName: 'pk', AttributeType: 'S' },
-          { AttributeName: 'sk', AttributeType: 'S' },
+          { AttributeName: TABLE_KEYS.partition, AttributeType: 'S' },
+          { AttributeName: TABLE_KEYS.sort, AttributeType: 'S' },
         ],
         KeySchema: [
-          { AttributeName: 'pk', KeyType: 'HASH' },
-          { AttributeName: 'sk', KeyType: 'RANGE' },
+          { AttributeName: TABLE_KEYS.partition, KeyType: 'HASH' },
+          { AttributeName: TABLE_KEYS.sort, KeyType: 'RANGE' },
         ],
       }),
     );

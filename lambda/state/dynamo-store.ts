@@ -20,6 +20,7 @@ import {
   CLIENT_STREAM_SK,
   cancelledSk,
   checkSize,
+  endMarker,
   eventSk,
   type Item,
   nowSeconds,
@@ -51,7 +52,7 @@ import {
 import { CLAIM_LEASE_MS, newClaimToken } from './records';
 import {
   type Admission,
-  type CallEndReason,
+  type CallEndMarker,
   type LoadedAnswer,
   type LoadedSession,
   type PendingRecord,
@@ -347,7 +348,7 @@ export class DynamoSessionStore implements SessionStore {
     sessionId: string,
     upstreamId: string,
     expiresAt: number,
-    reason: CallEndReason = 'cancelled',
+    reason: CallEndMarker = 'client-cancelled',
   ): Promise<void> {
     await this.guarded((abortSignal) =>
       this.client.send(
@@ -360,7 +361,7 @@ export class DynamoSessionStore implements SessionStore {
     );
   }
 
-  async isCancelled(sessionId: string, upstreamId: string): Promise<CallEndReason | undefined> {
+  async isCancelled(sessionId: string, upstreamId: string): Promise<CallEndMarker | undefined> {
     const out = await this.guarded((abortSignal) =>
       this.client.send(
         new GetCommand({
@@ -372,7 +373,7 @@ export class DynamoSessionStore implements SessionStore {
       ),
     );
     if (!out.Item) return undefined;
-    return out.Item.reason === 'answer-undeliverable' ? 'answer-undeliverable' : 'cancelled';
+    return endMarker(out.Item.reason);
   }
 
   async putPending(session: Pick<SessionRecord, 'id'>, pending: PendingRecord): Promise<void> {

@@ -1,6 +1,7 @@
 import { DYNAMODB_ITEM_LIMIT_BYTES, ItemTooLargeError } from '../protocol/errors';
 import type { LegacyClientCapabilities as ClientCapabilities, Implementation, RequestId } from '../protocol/types';
 import type {
+  CallEndMarker,
   PendingKind,
   PendingRecord,
   PendingStatus,
@@ -138,7 +139,7 @@ function defined<T extends object>(record: T): T {
   return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined)) as T;
 }
 
-const PENDING_KINDS: readonly PendingKind[] = ['relayed', 'held'];
+const PENDING_KINDS: readonly PendingKind[] = ['relayed', 'question'];
 const PENDING_STATUSES: readonly PendingStatus[] = ['pending', 'delivering', 'answered', 'expired'];
 const WAITING_CALL_STATES: readonly WaitingCallRecord['state'][] = ['held', 'released'];
 
@@ -175,7 +176,8 @@ export function pendingOf(item: Item): PendingRecord {
   const f = new Fields(item, 'pending');
   return defined({
     gatewayId: f.string('gatewayId'),
-    kind: f.oneOf('kind', PENDING_KINDS),
+    // `held`: what records of the gateway's own questions were called before; one may span a deployment.
+    kind: item.kind === 'held' ? 'question' : f.oneOf('kind', PENDING_KINDS),
     method: f.string('method'),
     target: f.string('target'),
     targetSessionId: f.optionalString('targetSessionId'),
@@ -218,4 +220,12 @@ export function waitingCallOf(item: Item): WaitingCallRecord {
     snapshot: f.string('snapshot'),
     expiresAt: f.number('expiresAt'),
   } satisfies AllFieldsOf<WaitingCallRecord>);
+}
+
+/**
+ * A call marker's reason. Markers written before the reasons took the relay's names read
+ * `answer-undeliverable` / `cancelled`; a marker lives minutes, but one may span a deployment.
+ */
+export function endMarker(reason: unknown): CallEndMarker {
+  return reason === 'answer-lost' || reason === 'answer-undeliverable' ? 'answer-lost' : 'client-cancelled';
 }

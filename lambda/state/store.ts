@@ -56,7 +56,7 @@ export type PendingStatus = 'pending' | 'delivering' | 'answered' | 'expired';
  * instance). `held`: a request the gateway itself asks and waits for (a confirmation, or a 2026-07-28
  * target's input round for a 2025 session); the answer is stored in the record for the waiting invocation.
  */
-export type PendingKind = 'relayed' | 'held';
+export type PendingKind = 'relayed' | 'question';
 
 /**
  * Two time units side by side, kept as stored (renaming an attribute would leave the items of deployed
@@ -164,8 +164,20 @@ export interface WaitingCallRecord {
   expiresAt: number;
 }
 
-/** Why a call's marker was written: the client cancelled it, or the answer to its request could not be delivered. */
-export type CallEndReason = 'cancelled' | 'answer-undeliverable';
+/** Why a relayed call ended before its result: the relay's stop reasons (legacy/call-relay.ts). */
+export type CallEndReason =
+  | 'client-gone'
+  | 'client-cancelled'
+  | 'deadline'
+  | 'pending-timeout'
+  | 'answer-lost'
+  | 'shutdown';
+
+/**
+ * The end reasons another instance causes, by writing the call's marker: the client cancelled the call
+ * (its `notifications/cancelled` reached another instance), or the target refused an answer to it.
+ */
+export type CallEndMarker = Extract<CallEndReason, 'client-cancelled' | 'answer-lost'>;
 
 /** Whether a principal's new session was admitted; when not, how long until one may be (seconds). */
 export type Admission = { admitted: true } | { admitted: false; retryAfterSeconds: number };
@@ -246,9 +258,9 @@ export interface SessionRecordStore {
    * The client cancelled a call that another instance may hold: a marker that instance finds (the
    * call's upstream id), expiring with `expiresAt`.
    */
-  markCancelled(sessionId: string, upstreamId: string, expiresAt: number, reason?: CallEndReason): Promise<void>;
+  markCancelled(sessionId: string, upstreamId: string, expiresAt: number, reason?: CallEndMarker): Promise<void>;
   /** Whether the call was ended elsewhere, and why (a consistent read). */
-  isCancelled(sessionId: string, upstreamId: string): Promise<CallEndReason | undefined>;
+  isCancelled(sessionId: string, upstreamId: string): Promise<CallEndMarker | undefined>;
   /**
    * The session's one client GET stream (`G#stream`): taken when no other is live (its holder's
    * `untilMs` not yet passed), with a token; false when another is. It expires with the session.

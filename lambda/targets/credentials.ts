@@ -1,5 +1,5 @@
-import { regionOfArn } from '../config/arn';
 import { ConfigError, type CredentialValue, type OAuthClientCredentials, type TargetConfig } from '../config/schema';
+import { type SecretFetcher, secretAsText, secretsManagerFetcher } from '../config/secrets-manager';
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 
@@ -259,18 +259,11 @@ function formEncode(value: string): string {
   return new URLSearchParams({ v: value }).toString().slice(2);
 }
 
-/** GetSecretValue (AWSCURRENT) through the AWS SDK, imported only when a secret is actually read. */
-export function secretsManagerValueReader(): SecretValueReader {
+/** The secret's current value as text, read from Secrets Manager only when a secret is actually used. */
+export function secretsManagerValueReader(fetch: SecretFetcher = secretsManagerFetcher()): SecretValueReader {
   return async (secretArn) => {
-    const { SecretsManagerClient, GetSecretValueCommand } = await import('@aws-sdk/client-secrets-manager');
-    const client = new SecretsManagerClient({ region: regionOfArn(secretArn) });
-    try {
-      const out = await client.send(new GetSecretValueCommand({ SecretId: secretArn }));
-      if (out.SecretString !== undefined) return out.SecretString;
-      if (out.SecretBinary) return Buffer.from(out.SecretBinary).toString('utf8');
-      throw new Error('the secret has no value');
-    } finally {
-      client.destroy();
-    }
+    const value = await fetch(secretArn, 'AWSCURRENT');
+    if (!value) throw new Error('the secret has no value');
+    return secretAsText(value);
   };
 }

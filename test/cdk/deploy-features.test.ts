@@ -23,7 +23,7 @@ import {
 import { buildGatewayApp, type McpGatewayStack } from '../../lib/mcp-gateway-stack';
 import { GatewayMonitoring, SERVER_ERROR_CODE } from '../../lib/monitoring';
 
-/** Issue 14 item 6 (deploy and operate), one describe per point. Apps skip bundling, as in mcp-gateway.test.ts. */
+/** Deploying and operating (the stack's options for it), one describe per point. Apps skip bundling, as in mcp-gateway.test.ts. */
 
 const ROOT = join(__dirname, '..', '..');
 const FAST = { builtinCloudFormationValidation: false, context: { 'aws:cdk:bundling-stacks': [] as string[] } };

@@ -7,7 +7,7 @@ import { MetricName } from '../../lambda/observability/metrics';
 import { readGatewayContext } from '../../lib/context';
 import { buildGatewayApp, type McpGatewayStack } from '../../lib/mcp-gateway-stack';
 
-/** Issue 14 items 2–4 on the CDK side: optional X-Ray active tracing, the CORS owner, the target-listing alarm. */
+/** Operations on the CDK side: optional X-Ray active tracing, the CORS owner, the target-listing alarm. */
 
 const FAST = { builtinCloudFormationValidation: false, context: { 'aws:cdk:bundling-stacks': [] as string[] } };
 

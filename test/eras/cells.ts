@@ -18,7 +18,7 @@ export type Feature =
   | 'logging';
 
 export interface CellContext {
-  /** The exposed tool name (`deploy` directly, `old___deploy` through the gateway). */
+  /** The exposed tool name (`deploy` directly, `legacy___deploy` through the gateway). */
   tool(name: string): string;
   /** What the JSON-RPC id of a server request must look like for a 2025 client (`gw-…` through the gateway). */
   askedId: unknown;

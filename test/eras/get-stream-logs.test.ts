@@ -4,7 +4,7 @@ import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextproto
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolResultSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { LocalGateway } from '../../dev/local-gateway';
-import { startGateway } from '../stateless/helpers';
+import { startGateway } from '../modern/helpers';
 import { listen } from '../support/loopback';
 import { startV1PushServer, type V1PushServer } from '../support/servers/v1-push-server';
 import { CAPABILITIES, type ClientKind, connectClient } from './clients';
@@ -60,7 +60,7 @@ beforeAll(async () => {
     }),
   );
   gateway = await startGateway(
-    { targets: [{ name: 'old', url: `${proxy.base}/mcp`, era: 'legacy' }] },
+    { targets: [{ name: 'legacy', url: `${proxy.base}/mcp`, era: 'legacy' }] },
     { dynamodbEndpoint: 'embedded' },
   );
 });
@@ -86,7 +86,7 @@ async function connectV1(get: FetchLike) {
   await client.connect(transport, { timeout: 5000 });
   await client.setLoggingLevel('warning', { timeout: 5000 });
   const callTool = () =>
-    client.callTool({ name: 'old___long_task', arguments: { steps: 1 } }, CallToolResultSchema, { timeout: 5000 });
+    client.callTool({ name: 'legacy___long_task', arguments: { steps: 1 } }, CallToolResultSchema, { timeout: 5000 });
   return { client, logs, callTool };
 }
 
@@ -131,7 +131,7 @@ test.each(['v2 pin 2026-07-28'] as ClientKind[])(
       const meta = { 'io.modelcontextprotocol/logLevel': 'warning' };
       const conflictsBefore = conflicts;
       const { arrivedWithResult } = await backToBack(
-        () => client.callTool('old___long_task', { steps: 1 }, { meta }),
+        () => client.callTool('legacy___long_task', { steps: 1 }, { meta }),
         client.logs,
       );
       // The situation the test is about did arise: the target refused a GET stream it still thought open.

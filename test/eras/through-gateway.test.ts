@@ -10,8 +10,8 @@ import { type Exchange, type GatewayPair, type Json, startGatewayPair } from './
  * The era matrix through the gateway: client era × target kind × feature, every cell through TWO
  * gateway instances sharing one DynamoDB, behind the cross-instance proxy of gateway-pair.ts (a
  * client's answer to a server request, and a 2026-07-28 retry, always reach the instance that did NOT
- * carry the call). Targets: `old` = 2025-only v1 server whose tools ask on the standalone GET stream
- * (server a), `dual` = v2 dual-era server (server b), `new` = v2 2026-07-28-only server (server c),
+ * carry the call). Targets: `legacy` = 2025-only v1 server whose tools ask on the standalone GET stream
+ * (server a), `dual` = v2 dual-era server (server b), `modern` = v2 2026-07-28-only server (server c),
  * `default` = a v2 server in its default mode (server d: a stateless 2025 leg that cannot ask, so the
  * gateway bridges 2025 clients to its 2026-07-28 leg).
  *
@@ -25,14 +25,14 @@ import { type Exchange, type GatewayPair, type Json, startGatewayPair } from './
 jest.setTimeout(25_000);
 
 const CALL_TIMEOUT_MS = 5000;
-type TargetKind = 'old' | 'dual' | 'new' | 'default';
+type TargetKind = 'legacy' | 'dual' | 'modern' | 'default';
 const CLIENTS: ClientKind[] = ['v1', 'v2 default', 'v2 legacy', 'v2 auto', 'v2 pin 2026-07-28'];
 const LEGACY = new Set<ClientKind>(['v1', 'v2 default', 'v2 legacy']);
 
 /** The feature cells of each (client era, target) pair; the README table names what is not applicable. */
 function featuresOf(client: ClientKind, target: TargetKind): Feature[] {
   const legacyClient = LEGACY.has(client);
-  if (target === 'old') return ['form', 'URL', '-32042', 'sampling', 'roots', 'progress', 'logging'];
+  if (target === 'legacy') return ['form', 'URL', '-32042', 'sampling', 'roots', 'progress', 'logging'];
   if (target === 'dual' && legacyClient)
     return ['form', 'form (push)', 'URL', '-32042', 'sampling', 'sampling (push)', 'roots', 'progress', 'logging'];
   // The v2 SDK refuses to send -32042 on 2026-07-28 (it answers -32603 naming inputRequired instead).
@@ -58,9 +58,9 @@ beforeAll(async () => {
   ]);
   pair = await startGatewayPair({
     targets: [
-      { name: 'old', url: a.url },
+      { name: 'legacy', url: a.url },
       { name: 'dual', url: b.url },
-      { name: 'new', url: c.url },
+      { name: 'modern', url: c.url },
       { name: 'default', url: d.url },
     ],
   });
@@ -80,8 +80,8 @@ const GW_ID = /^gw-/;
 function targetLogLevel(target: TargetKind, client: EraClient): (() => string | undefined) | undefined {
   // A 2026-07-28 client's _meta logLevel for a 2025-only target: the gateway may set the target
   // session's level or filter itself; only what the client receives is checked.
-  if (target === 'old') return is2026(client) ? undefined : () => last(a.stats().logLevels);
-  if (target === 'new') return () => last(c.stats().modern.calls)?.logLevel;
+  if (target === 'legacy') return is2026(client) ? undefined : () => last(a.stats().logLevels);
+  if (target === 'modern') return () => last(c.stats().modern.calls)?.logLevel;
   if (target === 'default') return () => last(d.stats().modern.calls)?.logLevel;
   return is2026(client) ? () => last(b.stats().modern.calls)?.logLevel : () => last(b.stats().legacy.logLevels);
 }
@@ -114,7 +114,7 @@ function checkCrossing(exchanges: Exchange[], client: EraClient, target: TargetK
   expect(Object.keys(retry!.body!.params.inputResponses)).toEqual(keys);
   // A 2025-only target's request becomes an input round keyed by the gateway's own ids (-32042 is
   // not a request of the target: its URL round has the gateway's own key).
-  if (target === 'old' && feature !== '-32042') for (const key of keys) expect(key).toMatch(GW_ID);
+  if (target === 'legacy' && feature !== '-32042') for (const key of keys) expect(key).toMatch(GW_ID);
 }
 
 describe.each(CLIENTS)('%s client', (kind) => {
@@ -123,7 +123,7 @@ describe.each(CLIENTS)('%s client', (kind) => {
     expect(client.version).toBe(LEGACY.has(kind) ? '2025-11-25' : '2026-07-28');
   });
 
-  describe.each(['old', 'dual', 'new', 'default'] as TargetKind[])('→ %s target', (target) => {
+  describe.each(['legacy', 'dual', 'modern', 'default'] as TargetKind[])('→ %s target', (target) => {
     test.each(featuresOf(kind, target))('%s', async (feature) => {
       client = await connectClient(kind, pair.url, CALL_TIMEOUT_MS);
       const from = pair.exchanges.length;
@@ -160,7 +160,7 @@ describe('server requests on a 2025 target’s standalone GET stream', () => {
     async (kind) => {
       client = await connectClient(kind, pair.url, CALL_TIMEOUT_MS);
       const from = pair.exchanges.length;
-      const results = await Promise.all(['x1', 'x2', 'x3'].map((env) => client!.callTool('old___deploy', { env })));
+      const results = await Promise.all(['x1', 'x2', 'x3'].map((env) => client!.callTool('legacy___deploy', { env })));
       expect(results.map((r) => r.text)).toEqual(['deployed to x1', 'deployed to x2', 'deployed to x3']);
       const asked = [...client.asked].sort((x, y) => String(x.params.message).localeCompare(String(y.params.message)));
       expect(asked.map((x) => [x.id, x.params.message])).toEqual([
@@ -178,7 +178,7 @@ describe('server requests on a 2025 target’s standalone GET stream', () => {
     async (kind) => {
       client = await connectClient(kind, pair.url, CALL_TIMEOUT_MS);
       const before = a.stats().lastEventIds.length;
-      expect((await client.callTool('old___deploy_polling', { env: 'polled' })).text).toBe('deployed to polled');
+      expect((await client.callTool('legacy___deploy_polling', { env: 'polled' })).text).toBe('deployed to polled');
       expect(a.stats().lastEventIds.length).toBeGreaterThan(before);
       expect(client.asked).toEqual([
         expect.objectContaining({
@@ -194,7 +194,7 @@ describe('two requests in one call of a 2025-only target (form, then sampling)',
   test.each(CLIENTS)('%s: both reach the client, every answer through the other instance', async (kind) => {
     client = await connectClient(kind, pair.url, CALL_TIMEOUT_MS);
     const from = pair.exchanges.length;
-    expect((await client.callTool('old___release', { version: 'v9' })).text).toBe('released v9: short and sweet');
+    expect((await client.callTool('legacy___release', { version: 'v9' })).text).toBe('released v9: short and sweet');
     expect(client.asked.map((x) => x.method)).toEqual(['elicitation/create', 'sampling/createMessage']);
     const exchanges = pair.exchanges.slice(from);
     if (!is2026(client)) {
@@ -223,8 +223,8 @@ describe('logging/setLevel of a 2025 session', () => {
       client = await connectClient(kind, pair.url, CALL_TIMEOUT_MS);
       await client.setLoggingLevel('error');
       const from = c.stats().modern.calls.length;
-      await client.callTool('new___long_task', { steps: 1 });
-      await client.callTool('new___long_task', { steps: 1 });
+      await client.callTool('modern___long_task', { steps: 1 });
+      await client.callTool('modern___long_task', { steps: 1 });
       const stats = c.stats();
       expect(stats.modern.calls.slice(from).map((x) => x.logLevel)).toEqual(['error', 'error']);
       expect(stats.modern.requestsByMethod['logging/setLevel']).toBeUndefined();
@@ -236,21 +236,21 @@ describe('logging/setLevel of a 2025 session', () => {
     client = await connectClient('v1', pair.url, CALL_TIMEOUT_MS);
     const before = a.stats().logLevels.length;
     await client.setLoggingLevel('error');
-    await client.callTool('old___long_task', { steps: 1 }); // the gateway may open the target session lazily
+    await client.callTool('legacy___long_task', { steps: 1 }); // the gateway may open the target session lazily
     expect(a.stats().logLevels.slice(before)).toContain('error');
   });
 });
 
 describe("a client's cancellation", () => {
   const aborted = (target: TargetKind, client: EraClient) => {
-    if (target === 'old') return () => a.stats().abortedTools.filter((t) => t === 'wait').length;
-    if (target === 'new') return () => c.stats().abortedTools.filter((t) => t === 'wait (modern)').length;
+    if (target === 'legacy') return () => a.stats().abortedTools.filter((t) => t === 'wait').length;
+    if (target === 'modern') return () => c.stats().abortedTools.filter((t) => t === 'wait (modern)').length;
     const leg = is2026(client) ? 'wait (modern)' : 'wait (legacy)';
     return () => b.stats().abortedTools.filter((t) => t === leg).length;
   };
 
   describe.each(['v1', 'v2 pin 2026-07-28'] as ClientKind[])('%s client', (kind) => {
-    test.each(['old', 'dual', 'new'] as TargetKind[])(
+    test.each(['legacy', 'dual', 'modern'] as TargetKind[])(
       '→ %s: the target is told, the client gets no DependencyFailedException, the gateway logs INFO',
       async (target) => {
         client = await connectClient(kind, pair.url, CALL_TIMEOUT_MS);
@@ -264,7 +264,7 @@ describe("a client's cancellation", () => {
         abort.abort('user cancelled');
         await expect(call).rejects.toThrow();
         await eventually(() => expect(aborted(target, client!)()).toBe(abortedBefore + 1), 5000);
-        if (target === 'old') expect(a.stats().cancelledRequestIds.length).toBe(cancelledBefore + 1);
+        if (target === 'legacy') expect(a.stats().cancelledRequestIds.length).toBe(cancelledBefore + 1);
         await new Promise((resolve) => setTimeout(resolve, 300)); // whatever the gateway still writes
         const written = pair.exchanges.slice(from).flatMap((e) => e.messages);
         expect(written.filter((m) => JSON.stringify(m.error ?? {}).includes('DependencyFailed'))).toEqual([]);
@@ -279,12 +279,15 @@ describe("a client's cancellation", () => {
 describe('2026-07-28 client → 2025-only target: an abandoned input round', () => {
   test('ends at pendingRequestTimeoutSeconds: the target is told (notifications/cancelled) and nothing is left in the table', async () => {
     const impatient = await startGatewayPair(
-      { targets: [{ name: 'old', url: a.url }], pendingRequestTimeoutSeconds: 2, tableName: 'era-abandoned' },
+      { targets: [{ name: 'legacy', url: a.url }], pendingRequestTimeoutSeconds: 2, tableName: 'era-abandoned' },
       { dynamodbEndpoint: pair.dynamodbEndpoint },
     );
     try {
       const cancelledBefore = a.stats().cancelledRequestIds.length;
-      const res = await modernPost(impatient.url, 'tools/call', { name: 'old___deploy', arguments: { env: 'gone' } });
+      const res = await modernPost(impatient.url, 'tools/call', {
+        name: 'legacy___deploy',
+        arguments: { env: 'gone' },
+      });
       expect(res.result?.resultType).toBe('input_required');
       const keys = Object.keys(res.result.inputRequests);
       expect(keys).toHaveLength(1);

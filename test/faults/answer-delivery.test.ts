@@ -198,7 +198,7 @@ async function pendingOf(endpoint: string, sessionId: string): Promise<Json[]> {
 
 /**
  * The same for a 2026-07-28 client whose 2025-only target asks for input (bridged rounds,
- * stateless/bridge.ts continueBridge): the retry carrying the answer claims, delivers, settles — or
+ * modern/bridge.ts continueBridge): the retry carrying the answer claims, delivers, settles — or
  * releases, so the same retry sent again is delivered.
  */
 describe('bridged 2026-07-28 rounds delivered through faults (local server)', () => {

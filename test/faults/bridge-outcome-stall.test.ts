@@ -5,7 +5,7 @@ import { type AskingServer, startAskingServer } from '../support/servers/v1-aski
 import { withGateway } from '../support/with-gateway';
 
 /**
- * A bridged call's outcome is not lost when DynamoDB fails while it is written (stateless/bridge.ts
+ * A bridged call's outcome is not lost when DynamoDB fails while it is written (modern/bridge.ts
  * fill): after the answers reached the target and before its result is recorded, DynamoDB refuses
  * every connection (the counting proxy's `down`), or stops answering (dynalite paused with SIGSTOP);
  * the holder keeps the result and writes it again until it is stored, and the waiting retry gets it

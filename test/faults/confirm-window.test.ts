@@ -1,9 +1,9 @@
 import { startModernDemoTarget } from '../../examples/targets/modern-demo-target';
 import { createLogger } from '../../lambda/observability/logger';
-import { modernCall, withStatelessGateway } from '../stateless/helpers';
+import { modernCall, withModernGateway } from '../modern/helpers';
 
 /**
- * confirmTools on 2026-07-28: the stateless path stores nothing, so one
+ * confirmTools on 2026-07-28: the modern path stores nothing, so one
  * confirmation is not single-use; it is bound to the principal, the tool and its arguments and valid
  * for a short window only (confirmationTtlSeconds, default 120 s). Here 5 s: a replay within it is
  * forwarded (documented), one after it is refused before the target is called. The gateway's
@@ -11,7 +11,7 @@ import { modernCall, withStatelessGateway } from '../stateless/helpers';
  */
 const WINDOW_S = 5;
 let skewMs = 0;
-const gw = withStatelessGateway(
+const gw = withModernGateway(
   (targets) => ({
     targets: [{ name: 'modern', url: targets.modern.url }],
     confirmTools: ['modern___echo'],

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { LocalGateway } from '../../dev/local-gateway';
 import { connectClient, type EraClient } from '../eras/clients';
-import { modernCall, startGateway } from '../stateless/helpers';
+import { modernCall, startGateway } from '../modern/helpers';
 import { type FaultProxy, startFaultProxy } from '../support/fault-proxy';
 import { forwardTo, listen } from '../support/loopback';
 import { startV1PushServer, type V1PushServer } from '../support/servers/v1-push-server';
@@ -27,7 +27,7 @@ describe('a target that forgets its session again right after the gateway re-ini
   beforeAll(async () => {
     proxy = await startFaultProxy(target.url);
     gateway = await startGateway(
-      { targets: [{ name: 'old', url: proxy.url, era: 'legacy' }] },
+      { targets: [{ name: 'legacy', url: proxy.url, era: 'legacy' }] },
       { dynamodbEndpoint: 'embedded' },
     );
   });
@@ -49,24 +49,29 @@ describe('a target that forgets its session again right after the gateway re-ini
 
   test('2025 session: DependencyFailedException naming the target, after exactly one re-initialize', async () => {
     client = await connectClient('v1', gateway.url, 5000);
-    await client.callTool('old___long_task', { steps: 1 }); // the target session exists
+    await client.callTool('legacy___long_task', { steps: 1 }); // the target session exists
     forgetful();
     const before = target.stats().initializeCount;
-    const error = await client.callTool('old___long_task', { steps: 1 }).then(
+    const error = await client.callTool('legacy___long_task', { steps: 1 }).then(
       () => undefined,
       (e: { code?: number; message?: string }) => e,
     );
     expect(error?.code).toBe(-32603);
-    expect(error?.message).toMatch(/DependencyFailedException: target old: session not found again/);
+    expect(error?.message).toMatch(/DependencyFailedException: target legacy: session not found again/);
     expect(target.stats().initializeCount - before).toBe(1);
   });
 
   test('2026-07-28 request: DependencyFailedException (retryable), not "Internal error"', async () => {
     forgetful();
-    const res = await modernCall(gateway.url, 'tools/call', { name: 'old___long_task', arguments: { steps: 1 } }, 'f1');
+    const res = await modernCall(
+      gateway.url,
+      'tools/call',
+      { name: 'legacy___long_task', arguments: { steps: 1 } },
+      'f1',
+    );
     expect(res.body.error).toMatchObject({
       code: -32603,
-      message: expect.stringMatching(/^DependencyFailedException: target old: session not found again/),
+      message: expect.stringMatching(/^DependencyFailedException: target legacy: session not found again/),
       data: expect.objectContaining({ retryable: true }),
     });
   });
@@ -95,7 +100,7 @@ describe('a shared era probe', () => {
         });
       }),
     );
-    const gateway = await startGateway({ targets: [{ name: 'old', url: `${slow.base}/mcp` }] });
+    const gateway = await startGateway({ targets: [{ name: 'legacy', url: `${slow.base}/mcp` }] });
     try {
       const impatient = new AbortController();
       const first = fetch(gateway.url, {
@@ -128,7 +133,7 @@ describe('a shared era probe', () => {
       await new Promise((resolve) => setTimeout(resolve, 100));
       release();
       const listed = await second;
-      expect(listed.body.result?.tools?.map((t: { name: string }) => t.name)).toContain('old___deploy');
+      expect(listed.body.result?.tools?.map((t: { name: string }) => t.name)).toContain('legacy___deploy');
       expect(discovers).toBe(1);
     } finally {
       release();

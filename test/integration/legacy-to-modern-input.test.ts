@@ -11,7 +11,7 @@ import { withGateway } from '../support/with-gateway';
 /**
  * A 2025 session calling a 2026-07-28-only target that answers input_required (MCP 2026-07-28, multi round-trip requests):
  * the gateway sends each input request on the call's SSE stream with a gateway id, waits for the
- * answers (POSTed to any instance, stored in gateway-held pending records), retries upstream with
+ * answers (POSTed to any instance, stored in gateway question pending records), retries upstream with
  * inputResponses and the target's requestState, and returns the final result without resultType.
  */
 jest.setTimeout(30_000);
@@ -22,7 +22,7 @@ const ALL = { elicitation: { form: {}, url: {} }, sampling: {}, roots: { listCha
 describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', (kind) => {
   const gw = withGateway(
     { logLevel: 'SILENT' },
-    { kind, targets: { new: () => startModernDemoTarget() }, instances: 2, keepAliveMs: 100 },
+    { kind, targets: { modern: () => startModernDemoTarget() }, instances: 2, keepAliveMs: 100 },
   );
   let dynamo: CountedDynamo;
   let target: ModernDemoTarget;
@@ -30,7 +30,7 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
   let url: string;
   beforeAll(() => {
     ({ dynamo, url } = gw);
-    target = gw.targets.new;
+    target = gw.targets.modern;
     second = gw.instances[1];
   });
 
@@ -45,7 +45,7 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
     const call = await callAndAnswer(
       url,
       headers,
-      { id: 7, params: { name: 'new___use_aws', arguments: { command: 'ls' } } },
+      { id: 7, params: { name: 'modern___use_aws', arguments: { command: 'ls' } } },
       async () => {
         pendingWhileAsked = await pendingItems(sessionId);
         return { result: { action: 'accept', content: { confirm: true } } };
@@ -62,8 +62,8 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
         gatewayId: asked.id,
         method: 'elicitation/create',
         // Held by the gateway (the answer is stored for the waiting invocation), for the call's target.
-        kind: 'held',
-        target: 'new',
+        kind: 'question',
+        target: 'modern',
         status: 'pending',
         clientRequestId: 7,
       }),
@@ -90,7 +90,7 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
     const call = await callAndAnswer(
       url,
       headers,
-      { id: 'u', params: { name: 'new___access_github_repo', arguments: { repo: 'o/r' } } },
+      { id: 'u', params: { name: 'modern___access_github_repo', arguments: { repo: 'o/r' } } },
       async (asked) => {
         await clickOnConsentPage(asked.params.url, 'allow'); // the user allows it on the target's page
         return { result: { action: 'accept' } };
@@ -109,7 +109,7 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
     const call = await callAndAnswer(
       url,
       headers,
-      { id: 'd', params: { name: 'new___use_aws', arguments: { command: 'rm' } } },
+      { id: 'd', params: { name: 'modern___use_aws', arguments: { command: 'rm' } } },
       () => ({ result: { action: 'decline' } }),
     );
     expect(call.response.result.content).toEqual([{ type: 'text', text: 'not executed (decline)' }]);
@@ -120,7 +120,7 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
     const call = await callAndAnswer(
       url,
       headers,
-      { id: 'x', params: { name: 'new___use_aws', arguments: { command: 'far' } } },
+      { id: 'x', params: { name: 'modern___use_aws', arguments: { command: 'far' } } },
       () => ({ result: { action: 'accept', content: { confirm: true } } }),
       { answerUrl: second.url },
     );
@@ -133,7 +133,7 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
     const multi = await callAndAnswer(
       url,
       headers,
-      { id: 'm', params: { name: 'new___multi_elicit', arguments: {} } },
+      { id: 'm', params: { name: 'modern___multi_elicit', arguments: {} } },
       (r) =>
         r.params.message === 'What is your name?'
           ? { result: { action: 'accept', content: { name: 'Ada' } } }
@@ -149,7 +149,7 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
     const stateless = await callAndAnswer(
       url,
       headers,
-      { id: 's', params: { name: 'new___confirm_stateless', arguments: { action: 'go' } } },
+      { id: 's', params: { name: 'modern___confirm_stateless', arguments: { action: 'go' } } },
       () => ({
         result: { action: 'accept', content: { ok: true } },
       }),
@@ -162,7 +162,7 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
     const sample = await callAndAnswer(
       url,
       headers,
-      { id: 'sa', params: { name: 'new___sample', arguments: { prompt: 'hi' } } },
+      { id: 'sa', params: { name: 'modern___sample', arguments: { prompt: 'hi' } } },
       () => ({
         result: { role: 'assistant', model: 'm1', content: { type: 'text', text: 'sampled' } },
       }),
@@ -173,7 +173,7 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
     const roots = await callAndAnswer(
       url,
       headers,
-      { id: 'ro', params: { name: 'new___list_roots', arguments: {} } },
+      { id: 'ro', params: { name: 'modern___list_roots', arguments: {} } },
       () => ({
         result: { roots: [{ uri: 'file:///w', name: 'w' }] },
       }),
@@ -186,7 +186,7 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
     const call = await callAndAnswer(
       url,
       headers,
-      { id: 'e', params: { name: 'new___sample', arguments: { prompt: 'no' } } },
+      { id: 'e', params: { name: 'modern___sample', arguments: { prompt: 'no' } } },
       () => ({
         error: { code: -1, message: 'User rejected sampling request' },
       }),
@@ -195,7 +195,7 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
       code: -32603,
       data: {
         type: 'InputRequestFailed',
-        target: 'new',
+        target: 'modern',
         inputMethod: 'sampling/createMessage',
         clientError: { code: -1 },
       },
@@ -209,7 +209,7 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
     const none = await callAndAnswer(
       url,
       headers,
-      { id: 'n', params: { name: 'new___use_aws', arguments: { command: 'x' } } },
+      { id: 'n', params: { name: 'modern___use_aws', arguments: { command: 'x' } } },
       () => {
         throw new Error('nothing may be asked');
       },
@@ -217,14 +217,14 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
     expect(none.messages).toHaveLength(1);
     expect(none.response.error).toMatchObject({
       code: -32603,
-      data: { type: 'CrossEraInputUnsupported', target: 'new' },
+      data: { type: 'CrossEraInputUnsupported', target: 'modern' },
     });
 
     const formOnly = await initSession(url, { capabilities: { elicitation: { form: {} } } });
     const url2 = await callAndAnswer(
       url,
       formOnly.headers,
-      { id: 'f', params: { name: 'new___access_github_repo', arguments: { repo: 'a/b' } } },
+      { id: 'f', params: { name: 'modern___access_github_repo', arguments: { repo: 'a/b' } } },
       () => {
         throw new Error('nothing may be asked');
       },
@@ -247,7 +247,7 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
         jsonrpc: '2.0',
         id: 'gone',
         method: 'tools/call',
-        params: { name: 'new___use_aws', arguments: { command: 'x' } },
+        params: { name: 'modern___use_aws', arguments: { command: 'x' } },
       },
       abort.signal,
     );
@@ -280,7 +280,7 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
         jsonrpc: '2.0',
         id: 'late',
         method: 'tools/call',
-        params: { name: 'new___use_aws', arguments: { command: 'x' } },
+        params: { name: 'modern___use_aws', arguments: { command: 'x' } },
       });
       const messages: Json[] = [];
       for await (const event of sseEvents(res)) if (event.message) messages.push(event.message);
@@ -316,10 +316,10 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
     await client.connect(new StreamableHTTPClientTransport(new URL(url)));
     try {
       const textOf = (result: unknown) => ((result as CallToolResult).content[0] as { text: string }).text;
-      expect(textOf(await client.callTool({ name: 'new___use_aws', arguments: { command: 'aws s3 ls' } }))).toBe(
+      expect(textOf(await client.callTool({ name: 'modern___use_aws', arguments: { command: 'aws s3 ls' } }))).toBe(
         'executed: aws s3 ls',
       );
-      expect(textOf(await client.callTool({ name: 'new___access_github_repo', arguments: { repo: 'a/b' } }))).toBe(
+      expect(textOf(await client.callTool({ name: 'modern___access_github_repo', arguments: { repo: 'a/b' } }))).toBe(
         'accessed a/b',
       );
       expect(asked).toEqual(['Run `aws s3 ls`?', 'Authorize access to a/b']);
@@ -331,7 +331,7 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
   it('DynamoDB requests per call: 1 for a 2025 call without input, 0 for 2026-07-28 calls and input rounds', async () => {
     const { headers } = await initSession(url, { capabilities: ALL });
     const echo2025 = (id: number) =>
-      callAndAnswer(url, headers, { id, params: { name: 'new___echo', arguments: { text: 'x' } } }, () => ({
+      callAndAnswer(url, headers, { id, params: { name: 'modern___echo', arguments: { text: 'x' } } }, () => ({
         result: {},
       }));
     await echo2025(1); // the first call learns the target's era
@@ -355,11 +355,13 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
       return last;
     };
     dynamo.reset();
-    expect((await call2026({ name: 'new___echo', arguments: { text: 'y' } })).result.content[0].text).toBe('echo: y');
-    const first = await call2026({ name: 'new___use_aws', arguments: { command: 'ls' } });
+    expect((await call2026({ name: 'modern___echo', arguments: { text: 'y' } })).result.content[0].text).toBe(
+      'echo: y',
+    );
+    const first = await call2026({ name: 'modern___use_aws', arguments: { command: 'ls' } });
     expect(first.result.resultType).toBe('input_required');
     const done = await call2026({
-      name: 'new___use_aws',
+      name: 'modern___use_aws',
       arguments: { command: 'ls' },
       inputResponses: { confirm: { action: 'accept', content: { confirm: true } } },
       requestState: first.result.requestState,

@@ -55,7 +55,7 @@ async function v1Session(url: string, options: { elicitation: boolean; answerUrl
 }
 
 /** The official v2 client pinned to 2026-07-28. */
-async function v2Stateless(url: string): Promise<Caller> {
+async function v2Modern(url: string): Promise<Caller> {
   const client = new V2Client(INFO, {
     capabilities: { elicitation: { form: {} } },
     versionNegotiation: { mode: { pin: '2026-07-28' } },
@@ -94,7 +94,7 @@ describe.each(kinds)('DynamoDB requests through the %s', (kind) => {
   }
 
   it('a 2026-07-28 tools/call makes no DynamoDB request', async () => {
-    const counts = await perCall(await v2Stateless(gw.url), 'dual___echo', { text: 'x' }, 'echo: x');
+    const counts = await perCall(await v2Modern(gw.url), 'dual___echo', { text: 'x' }, 'echo: x');
     expect(counts).toEqual({});
   });
 

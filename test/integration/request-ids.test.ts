@@ -1,6 +1,6 @@
 import { startDemoTarget } from '../../examples/targets/demo-target';
 import { startModernDemoTarget } from '../../examples/targets/modern-demo-target';
-import { meta, modernHeaders } from '../stateless/helpers';
+import { meta, modernHeaders } from '../modern/helpers';
 import type { GatewayKind } from '../support/gateways';
 import { initSession } from '../support/mcp-http';
 import { startWireRecorder, type WireRecorder } from '../support/wire-recorder';

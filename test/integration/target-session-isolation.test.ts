@@ -1,7 +1,7 @@
 import { startEmbeddedDynamo } from '../../dev/embedded-dynamodb';
 import type { LocalGateway } from '../../dev/local-gateway';
 import { connectClient, type EraClient } from '../eras/clients';
-import { modernCall, startGateway } from '../stateless/helpers';
+import { modernCall, startGateway } from '../modern/helpers';
 import { type GatewayUnderTest, startGatewayProcess } from '../support/gateways';
 import { eventually, initSession, post, readMessage } from '../support/mcp-http';
 import { startV1PushServer, type V1PushServer } from '../support/servers/v1-push-server';
@@ -30,7 +30,7 @@ const clients: EraClient[] = [];
 beforeAll(async () => {
   target = await startV1PushServer();
   dynamo = await startEmbeddedDynamo();
-  const config = { targets: [{ name: 'old', url: target.url, era: 'legacy' as const }] };
+  const config = { targets: [{ name: 'legacy', url: target.url, era: 'legacy' as const }] };
   gateway = await startGateway(config, { dynamodbEndpoint: dynamo.endpoint });
   other = await startGatewayProcess(config, dynamo.endpoint);
 });
@@ -59,8 +59,8 @@ describe('2026-07-28 calls of a tool that asks on the target’s GET stream', ()
       x.asked.length = 0;
       y.asked.length = 0;
       const results = await Promise.all([
-        x.callTool('old___deploy', { env: `x${i}` }),
-        y.callTool('old___deploy', { env: `y${i}` }),
+        x.callTool('legacy___deploy', { env: `x${i}` }),
+        y.callTool('legacy___deploy', { env: `y${i}` }),
       ]);
       expect({ i, results: results.map((r) => r.text), x: messages(x), y: messages(y) }).toEqual({
         i,
@@ -76,7 +76,7 @@ describe('2026-07-28 calls of a tool that asks on the target’s GET stream', ()
     for (let i = 0; i < 20; i++) {
       x.asked.length = 0;
       const envs = ['a', 'b', 'c'].map((e) => `${e}${i}`);
-      const results = await Promise.all(envs.map((env) => x.callTool('old___deploy', { env })));
+      const results = await Promise.all(envs.map((env) => x.callTool('legacy___deploy', { env })));
       expect({ i, results: results.map((r) => r.text), asked: messages(x).sort() }).toEqual({
         i,
         results: envs.map((env) => `deployed to ${env}`),
@@ -96,7 +96,7 @@ describe('one target session where callers are one', () => {
           jsonrpc: '2.0',
           id: `s${i}`,
           method: 'tools/call',
-          params: { name: 'old___long_task', arguments: { steps: 1 } },
+          params: { name: 'legacy___long_task', arguments: { steps: 1 } },
         }).then(readMessage),
       ),
     );
@@ -115,7 +115,7 @@ describe('one target session where callers are one', () => {
           jsonrpc: '2.0',
           id: `t${i}`,
           method: 'tools/call',
-          params: { name: 'old___long_task', arguments: { steps: 1 } },
+          params: { name: 'legacy___long_task', arguments: { steps: 1 } },
         }).then(readMessage),
       ),
     );
@@ -129,7 +129,7 @@ describe('one target session where callers are one', () => {
   test('parallel calls of one 2025 session that listen: one kept target session; a call that found it in use ends its own', async () => {
     const x = await client('v1');
     const before = target.stats();
-    const results = await Promise.all(Array.from({ length: 6 }, () => x.callTool('old___long_task', { steps: 1 })));
+    const results = await Promise.all(Array.from({ length: 6 }, () => x.callTool('legacy___long_task', { steps: 1 })));
     expect(results.map((r) => r.text)).toEqual(Array(6).fill('finished 1 steps'));
     await eventually(() => expect(target.stats().liveSessions - before.liveSessions).toBe(1));
     const after = target.stats();
@@ -140,7 +140,13 @@ describe('one target session where callers are one', () => {
     const before = target.stats();
     const responses = await Promise.all(
       Array.from({ length: 6 }, (_, i) =>
-        modernCall(gateway.url, 'tools/call', { name: 'old___long_task', arguments: { steps: 1 } }, `n${i}`, NO_INPUT),
+        modernCall(
+          gateway.url,
+          'tools/call',
+          { name: 'legacy___long_task', arguments: { steps: 1 } },
+          `n${i}`,
+          NO_INPUT,
+        ),
       ),
     );
     expect(responses.map((r) => r.body.result?.content?.[0]?.text)).toEqual(Array(6).fill('finished 1 steps'));
@@ -154,7 +160,7 @@ describe('one target session where callers are one', () => {
     const pooledBefore = gateway.deps.legacySessions.size;
     const responses = await Promise.all(
       Array.from({ length: 7 }, (_, i) =>
-        modernCall(gateway.url, 'tools/call', { name: 'old___wait', arguments: { ms: 150 } }, `w${i}`),
+        modernCall(gateway.url, 'tools/call', { name: 'legacy___wait', arguments: { ms: 150 } }, `w${i}`),
       ),
     );
     expect(responses.map((r) => r.body.result?.content?.[0]?.text)).toEqual(Array(7).fill('waited 150'));

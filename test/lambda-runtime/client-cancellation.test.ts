@@ -1,4 +1,4 @@
-import { meta, modernHeaders } from '../stateless/helpers';
+import { meta, modernHeaders } from '../modern/helpers';
 import { eventually } from '../support/mcp-http';
 import { startV1PushServer } from '../support/servers/v1-push-server';
 import { withGateway } from '../support/with-gateway';
@@ -19,23 +19,23 @@ const fixture = withGateway(
   {
     kind: 'lambda runtime',
     timeoutMs: 4000,
-    targets: { old: () => startV1PushServer() },
+    targets: { legacy: () => startV1PushServer() },
   },
 );
 
 test('a closed 2026-07-28 request: the target is told at the invocation deadline, not after its own 20 s', async () => {
-  const target = fixture.targets.old;
+  const target = fixture.targets.legacy;
   const before = target.stats().cancelledRequestIds.length;
   const started = Date.now();
   const closing = new AbortController();
   const call = fetch(fixture.url, {
     method: 'POST',
-    headers: modernHeaders('tools/call', 'old___wait'),
+    headers: modernHeaders('tools/call', 'legacy___wait'),
     body: JSON.stringify({
       jsonrpc: '2.0',
       id: 'w',
       method: 'tools/call',
-      params: { name: 'old___wait', arguments: { ms: 20_000 }, _meta: meta() },
+      params: { name: 'legacy___wait', arguments: { ms: 20_000 }, _meta: meta() },
     }),
     signal: closing.signal,
   }).then((res) => res.text());

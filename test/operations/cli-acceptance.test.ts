@@ -5,8 +5,8 @@ import { runCli } from '../support/cli';
 import { initSession, type Json, post, readMessage } from '../support/mcp-http';
 
 /**
- * Issue 14's acceptance points for items 1, 3 and 4 through `npm start` as a person runs it (tool
- * filtering, item 5, needs the targets' URLs in the file: test/operations/operations.test.ts).
+ * The access log, /health and CORS through `npm start` as a person runs it (tool
+ * filtering needs the targets' URLs in the file: test/operations/operations.test.ts).
  */
 
 const ORIGIN = 'http://localhost:6274';

@@ -6,13 +6,13 @@ import { startModernDemoTarget } from '../../examples/targets/modern-demo-target
 import { createGateway } from '../../lambda/app/gateway';
 import { withRequestKeys } from '../../lambda/observability/logger';
 import { capturingLogger } from '../auth/support';
-import { meta, modernHeaders, post as modernPost } from '../stateless/helpers';
+import { meta, modernHeaders, post as modernPost } from '../modern/helpers';
 import { initSession, type Json, post, readMessage } from '../support/mcp-http';
 import { startWireRecorder, type WireRecorder } from '../support/wire-recorder';
 import { withGateway } from '../support/with-gateway';
 
 /**
- * Issue 14 items 1–5 through a running local gateway with real targets (the 2025 and 2026-07-28 demo
+ * Operations through a running local gateway with real targets (the 2025 and 2026-07-28 demo
  * targets behind wire recorders, so what the gateway sent is checked on the wire): the access log,
  * W3C trace context, /health, CORS and tool filtering.
  */

@@ -451,13 +451,13 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
 
     it("refuses to claim or answer once the holder's lease ran out (the instance holding the call died); renewing extends it", async () => {
       const lapsed = pendingRecord({ holderUntil: Date.now() - 1 });
-      const heldLapsed = pendingRecord({ kind: 'held', holderUntil: Date.now() - 1 });
+      const questionLapsed = pendingRecord({ kind: 'question', holderUntil: Date.now() - 1 });
       const renewed = pendingRecord({ holderUntil: Date.now() - 1 });
-      for (const record of [lapsed, heldLapsed, renewed]) await store.putPending(session, record);
+      for (const record of [lapsed, questionLapsed, renewed]) await store.putPending(session, record);
       expect(await store.claimPending(session.id, lapsed.gatewayId, NOW)).toBeUndefined();
-      expect(await store.answerPending(session.id, heldLapsed.gatewayId, '{}', NOW)).toEqual({
+      expect(await store.answerPending(session.id, questionLapsed.gatewayId, '{}', NOW)).toEqual({
         written: false,
-        current: heldLapsed,
+        current: questionLapsed,
       });
       await store.renewHolder(session.id, [renewed.gatewayId, 'gw-unknown'], Date.now() + 60_000);
       expect(await store.claimPending(session.id, renewed.gatewayId, NOW)).toEqual(expect.any(String));
@@ -466,17 +466,17 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
 
     it('detaching the holder (a released call) removes the lease: the records are claimed and answered without one', async () => {
       const lapsed = pendingRecord({ holderUntil: Date.now() - 1 });
-      const heldLapsed = pendingRecord({ kind: 'held', holderUntil: Date.now() - 1 });
-      for (const record of [lapsed, heldLapsed]) await store.putPending(session, record);
-      await store.detachHolder(session.id, [lapsed.gatewayId, heldLapsed.gatewayId, 'gw-unknown']);
+      const questionLapsed = pendingRecord({ kind: 'question', holderUntil: Date.now() - 1 });
+      for (const record of [lapsed, questionLapsed]) await store.putPending(session, record);
+      await store.detachHolder(session.id, [lapsed.gatewayId, questionLapsed.gatewayId, 'gw-unknown']);
       expect((await store.getPending(session.id, lapsed.gatewayId, NOW))?.holderUntil).toBeUndefined();
       expect(await store.claimPending(session.id, lapsed.gatewayId, NOW)).toEqual(expect.any(String));
-      expect(await store.answerPending(session.id, heldLapsed.gatewayId, '{}', NOW)).toEqual({ written: true });
+      expect(await store.answerPending(session.id, questionLapsed.gatewayId, '{}', NOW)).toEqual({ written: true });
       expect(await store.getPending(session.id, 'gw-unknown', NOW)).toBeUndefined();
     });
 
     it('stores the answer to a held request exactly once; a claim and an answer exclude each other', async () => {
-      const held = pendingRecord({ kind: 'held', target: 'demo' });
+      const held = pendingRecord({ kind: 'question', target: 'demo' });
       await store.putPending(session, held);
       const first = JSON.stringify({ jsonrpc: '2.0', id: held.gatewayId, result: { action: 'accept' } });
       const second = JSON.stringify({ jsonrpc: '2.0', id: held.gatewayId, result: { action: 'decline' } });
@@ -493,7 +493,7 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
         answer: first,
       });
 
-      const claimed = pendingRecord({ kind: 'held' });
+      const claimed = pendingRecord({ kind: 'question' });
       await store.putPending(session, claimed);
       expect(await store.claimPending(session.id, claimed.gatewayId, NOW)).toEqual(expect.any(String));
       expect(await store.answerPending(session.id, claimed.gatewayId, first, NOW)).toMatchObject({
@@ -504,7 +504,7 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
     });
 
     it('refuses an answer to an unknown or expired request', async () => {
-      const held = pendingRecord({ kind: 'held', expiresAt: NOW + 5 });
+      const held = pendingRecord({ kind: 'question', expiresAt: NOW + 5 });
       await store.putPending(session, held);
       expect(await store.answerPending(session.id, 'gw-unknown', '{}', NOW)).toEqual({
         written: false,
@@ -637,9 +637,9 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       const session = sessionRecord();
       await store.createSession(session);
       await store.markCancelled(session.id, 'c.n.1', session.expiresAt);
-      await store.markCancelled(session.id, 'c.n.2', session.expiresAt, 'answer-undeliverable');
-      expect(await store.isCancelled(session.id, 'c.n.1')).toBe('cancelled');
-      expect(await store.isCancelled(session.id, 'c.n.2')).toBe('answer-undeliverable');
+      await store.markCancelled(session.id, 'c.n.2', session.expiresAt, 'answer-lost');
+      expect(await store.isCancelled(session.id, 'c.n.1')).toBe('client-cancelled');
+      expect(await store.isCancelled(session.id, 'c.n.2')).toBe('answer-lost');
       expect(await store.isCancelled(session.id, 'c.n.3')).toBeUndefined();
     });
 
@@ -649,7 +649,7 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       expect(await store.loadSession(big.id, NOW)).toBeUndefined();
       const session = sessionRecord();
       await store.createSession(session);
-      const held = pendingRecord({ kind: 'held' });
+      const held = pendingRecord({ kind: 'question' });
       await store.putPending(session, held);
       const answer = JSON.stringify({ jsonrpc: '2.0', id: held.gatewayId, result: { text: 'y'.repeat(420 * 1024) } });
       await expect(store.answerPending(session.id, held.gatewayId, answer, NOW)).rejects.toBeInstanceOf(

@@ -59,7 +59,7 @@ class InProcessResponseStream extends FunctionUrlSink {
     this.contentType = type;
   }
 
-  // Like the RIC, only write() runs the prelude hook; end(data) bypasses it (RIC issue #97).
+  // Like the RIC, only write() runs the prelude hook; end(data) bypasses it (https://github.com/aws/aws-lambda-nodejs-runtime-interface-client/issues/97).
   override write(chunk: unknown, encoding?: BufferEncoding | WriteCallback, cb?: WriteCallback): boolean {
     if (!this.writeCalled) {
       this.writeCalled = true;

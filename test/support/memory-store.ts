@@ -2,6 +2,7 @@ import {
   CLIENT_STREAM_SK,
   cancelledSk,
   checkSize,
+  endMarker,
   eventSk,
   type Item,
   nowSeconds,
@@ -31,7 +32,7 @@ import {
 import { CLAIM_LEASE_MS, newClaimToken } from '../../lambda/state/records';
 import {
   type Admission,
-  type CallEndReason,
+  type CallEndMarker,
   type LoadedAnswer,
   type LoadedSession,
   type PendingRecord,
@@ -172,17 +173,17 @@ export class MemorySessionStore implements SessionStore {
     sessionId: string,
     upstreamId: string,
     expiresAt: number,
-    reason: CallEndReason = 'cancelled',
+    reason: CallEndMarker = 'client-cancelled',
   ): Promise<void> {
     this.available();
     this.partition(sessionPk(sessionId)).set(cancelledSk(upstreamId), { expiresAt, reason });
   }
 
-  async isCancelled(sessionId: string, upstreamId: string): Promise<CallEndReason | undefined> {
+  async isCancelled(sessionId: string, upstreamId: string): Promise<CallEndMarker | undefined> {
     this.available();
     const item = this.stored(sessionId)?.get(cancelledSk(upstreamId));
     if (!item) return undefined;
-    return item.reason === 'answer-undeliverable' ? 'answer-undeliverable' : 'cancelled';
+    return endMarker(item.reason);
   }
 
   async putPending(session: Pick<SessionRecord, 'id'>, pending: PendingRecord): Promise<void> {

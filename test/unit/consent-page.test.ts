@@ -11,7 +11,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { type DemoTarget, startDemoTarget } from '../../examples/targets/demo-target';
 import { type ModernDemoTarget, startModernDemoTarget } from '../../examples/targets/modern-demo-target';
-import { modernCall } from '../stateless/helpers';
+import { modernCall } from '../modern/helpers';
 import { clickOnConsentPage, openConsentPage } from '../support/consent-page';
 
 /**

@@ -271,7 +271,7 @@ describe('local invoker mirrors the runtime quirks', () => {
     quirks = await startLambdaInvoker(
       awslambda.streamifyResponse<LambdaFunctionURLEvent, void>(async (event, stream) => {
         const out = awslambda.HttpResponseStream.from(stream, { statusCode: 201, headers: { 'x-q': '1' } });
-        if (event.rawPath === '/end-data') out.end('too late'); // RIC issue #97: 502
+        if (event.rawPath === '/end-data') out.end('too late'); // https://github.com/aws/aws-lambda-nodejs-runtime-interface-client/issues/97: 502
         if (event.rawPath === '/no-end') out.write('partial'); // never ended
       }),
       { endGraceMs: 100 },

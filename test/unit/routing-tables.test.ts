@@ -1,4 +1,5 @@
 import { SESSION_ROUTES } from '../../lambda/legacy/routes';
+import { MODERN_ROUTES } from '../../lambda/modern/routes';
 import { nameSourceOf } from '../../lambda/protocol/meta';
 import {
   MODERN_METHOD_LIST,
@@ -6,8 +7,7 @@ import {
   type RequestMethod,
   SAFE_TO_RESEND_METHODS,
 } from '../../lambda/protocol/methods';
-import { MODERN_ROUTES } from '../../lambda/stateless/routes';
-import { meta, modernHeaders } from '../stateless/helpers';
+import { meta, modernHeaders } from '../modern/helpers';
 import { inProcessGateway } from '../support/in-process';
 import { readMessage } from '../support/mcp-http';
 

@@ -72,7 +72,7 @@ export class FunctionUrlSink extends Writable {
 
   override _final(cb: Done): void {
     if (!this.headersDone) {
-      // RIC issue #97: end(data) without a write() sends the data without the prelude (502); a bare end()
+      // https://github.com/aws/aws-lambda-nodejs-runtime-interface-client/issues/97: end(data) without a write() sends the data without the prelude (502); a bare end()
       // after HttpResponseStream.from sends nothing (200 without the prelude's status and headers).
       if (this.pending.length > 0) {
         this.fail('a prelude without its delimiter (end(data) without a prior write())');

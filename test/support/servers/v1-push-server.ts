@@ -13,7 +13,7 @@ import { liveStreamSessions } from './serve-fetch';
 
 /**
  * A 2025-era MCP server written the way the v1 SDK's own examples write one
- * (`examples/server/simpleStreamableHttp.ts`): `McpServer` + one sessionful
+ * (`examples/server/simpleStreamableHttp.ts` in `@modelcontextprotocol/sdk`): `McpServer` + one sessionful
  * `StreamableHTTPServerTransport` per session, kept in a map by session id, standalone GET stream
  * and DELETE served by the transport, an in-memory event store for resumability (`Last-Event-ID`).
  *

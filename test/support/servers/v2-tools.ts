@@ -12,7 +12,7 @@ import { z } from 'zod';
 
 /**
  * The tools of the v2 (`@modelcontextprotocol/server` 2.4) test servers, defined once for both eras
- * as the SDK recommends (`docs/servers/input-required.md`):
+ * as the SDK recommends (`docs/servers/input-required.md` in the `@modelcontextprotocol/server` repository):
  *
  * - era-agnostic, `inputRequired(...)` style: `deploy` (form), `connect_account` (URL, with a
  *   requestState minted by the SDK's HMAC codec), `summarize` (sampling), `list_workspace` (roots),

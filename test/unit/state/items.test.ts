@@ -2,6 +2,7 @@ import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient, ensureTable } from '../../../lambda/state/dynamo-client';
 import { DynamoSessionStore } from '../../../lambda/state/dynamo-store';
 import {
+  endMarker,
   eventSk,
   type Item,
   MalformedItemError,
@@ -94,7 +95,7 @@ describe('a stored item parsed into its record', () => {
   it('leaves the optional fields a record did not have absent (not undefined)', () => {
     const minimal: PendingRecord = {
       gatewayId: 'gw-2',
-      kind: 'held',
+      kind: 'question',
       method: 'elicitation/create',
       target: 'demo',
       targetRequestId: 'gw-2',
@@ -167,5 +168,15 @@ describe('the DynamoDB store reading an item that is not the record its key says
       client.destroy();
       await dynamo.close();
     }
+  });
+});
+
+describe('a call marker', () => {
+  it('reads the relay’s end reasons, and the names markers carried before them', () => {
+    expect(endMarker('answer-lost')).toBe('answer-lost');
+    expect(endMarker('answer-undeliverable')).toBe('answer-lost');
+    expect(endMarker('client-cancelled')).toBe('client-cancelled');
+    expect(endMarker('cancelled')).toBe('client-cancelled');
+    expect(endMarker(undefined)).toBe('client-cancelled');
   });
 });

@@ -1,5 +1,5 @@
 // Installs what `npm start -- --lambda` runs its execution environments with (aws-lambda-ric, which
-// compiles its native Runtime API client, and a Node.js 24 binary), exactly as image/package-lock.json
+// compiles its native Runtime API client, and a Node.js 24 binary), exactly as the package-lock.json beside this script
 // pins them. `npm start -- --lambda` runs it on first use (showing its progress), `npm run lambda:runtime`
 // runs it explicitly (CI, before the tests of the Lambda mode); `npm ci` does not, as most users never need it.
 //

@@ -8,7 +8,7 @@ import type { RequestStateSealer } from './request-state';
  * target sessions, and one store, for bridged calls only. It gets no session store: a 2026-07-28
  * request carries what the gateway needs (the sealed requestState holds what lasts between rounds).
  */
-export interface StatelessDeps extends SharedDeps {
+export interface ModernDeps extends SharedDeps {
   /** Seals and opens the gateway's requestState (keys from configuration or Secrets Manager). */
   requestState: RequestStateSealer;
   /** Legacy target sessions of modern callers, in this instance's memory. */

@@ -6,13 +6,13 @@ import type { ClientMessage } from '../protocol/jsonrpc';
 import { META_KEYS } from '../protocol/meta';
 import { isModernVersion } from '../protocol/versions';
 import type { Caller } from '../targets/upstream';
-import type { StatelessDeps } from './deps';
+import type { ModernDeps } from './deps';
 import { asGatewayError, logFailure } from './failures';
 import { RequestScope } from './request-scope';
-import { MODERN_ROUTES, type StatelessInput } from './routes';
+import { MODERN_ROUTES, type ModernInput } from './routes';
 import { type ModernRequest, validateModernRequest } from './validate';
 
-export type { StatelessInput } from './routes';
+export type { ModernInput } from './routes';
 
 /**
  * Dual-era detection (spec basic/versioning.mdx): a request whose `_meta` claims a protocol version
@@ -39,7 +39,7 @@ export function isModernRequest(headers: Headers, message: ClientMessage): boole
  * exception is a call bridged to a 2025-only target that asks for input, whose rounds live in
  * `deps.bridgeStore` (./bridge.ts).
  */
-export async function handleStatelessPost(input: StatelessInput): Promise<Response> {
+export async function handleModernPost(input: ModernInput): Promise<Response> {
   const { deps, message } = input;
   if (message.kind === 'response') {
     return refuse('InvalidRequest', 'Invalid Request: clients do not send responses in protocol 2026-07-28', {
@@ -91,7 +91,7 @@ export async function handleStatelessPost(input: StatelessInput): Promise<Respon
   }
 }
 
-function failureResponse(deps: StatelessDeps, request: ModernRequest, error: unknown): Response {
+function failureResponse(deps: ModernDeps, request: ModernRequest, error: unknown): Response {
   const failure = asGatewayError(error);
   logFailure(deps.logger, request.method, failure);
   return errorResponse(request.id, failure);

@@ -1,15 +1,15 @@
 import { classifyInboundRequest } from '@modelcontextprotocol/server';
 import { type ModernDemoTarget, startModernDemoTarget } from '../../examples/targets/modern-demo-target';
-import { type Json, MODERN, meta, modernCall, modernHeaders, post, withStatelessGateway } from './helpers';
+import { type Json, MODERN, meta, modernCall, modernHeaders, post, withModernGateway } from './helpers';
 
 /**
- * One test per validation row of issue 4 (and spec basic/transports/streamable-http.mdx,
- * basic/versioning.mdx, basic/index.mdx). The target must not be reached by a refused request.
+ * One test per validation rule of a 2026-07-28 request (the spec's basic/transports/streamable-http.mdx,
+ * basic/versioning.mdx, basic/index.mdx: https://modelcontextprotocol.io/specification/). The target must not be reached by a refused request.
  */
 
 jest.setTimeout(30_000);
 
-const gw = withStatelessGateway({}, { targets: { modern: () => startModernDemoTarget() } });
+const gw = withModernGateway({}, { targets: { modern: () => startModernDemoTarget() } });
 let target: ModernDemoTarget;
 let url: string;
 

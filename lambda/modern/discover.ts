@@ -1,7 +1,7 @@
 import { describeError } from '../observability/logger';
 import type { DiscoverResult, ModernServerCapabilities } from '../protocol/types';
 import type { Caller } from '../targets/upstream';
-import type { StatelessDeps } from './deps';
+import type { ModernDeps } from './deps';
 
 /**
  * `server/discover` (spec server/discover.mdx): the versions this gateway serves (2026-07-28 and the
@@ -13,7 +13,7 @@ import type { StatelessDeps } from './deps';
 const DISCOVER_TTL_MS = 60_000;
 
 export async function discover(
-  deps: StatelessDeps,
+  deps: ModernDeps,
   caller: Caller,
   signal: AbortSignal,
 ): Promise<Record<string, unknown>> {

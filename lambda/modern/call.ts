@@ -15,9 +15,9 @@ import type { InputRequest, InputRequiredResult, JSONRPCNotification, JSONRPCReq
 import type { Era } from '../protocol/versions';
 import { ProgressMapper } from '../relay/progress';
 import type { Caller, Upstream } from '../targets/upstream';
-import { BridgeHolder, type BridgeSettings, bridgeFailure, continueBridge } from './bridge';
+import { BridgedCall, type BridgeSettings, bridgeFailure, continueBridge } from './bridge';
 import { type BridgedPlaces, takeBridgedPlace } from './bridged-calls';
-import type { StatelessDeps } from './deps';
+import type { ModernDeps } from './deps';
 import { mapResponse } from './outcome';
 import { argumentsDigest, type OpenedState, type StateBinding } from './request-state';
 import { checkedInputResponses, checkRoundAnswers } from './round-answers';
@@ -39,7 +39,7 @@ import type { ModernRequest } from './validate';
  * own refusals are thrown.
  */
 export interface CallContext {
-  deps: StatelessDeps;
+  deps: ModernDeps;
   request: ModernRequest;
   principal: string;
   caller: Caller;
@@ -209,7 +209,7 @@ export async function forwardCall(ctx: CallContext): Promise<JSONRPCResponse | u
 }
 
 /** Where a principal's bridged calls are counted, and the bound, from configuration. */
-function bridgedPlaces(deps: StatelessDeps): BridgedPlaces {
+function bridgedPlaces(deps: ModernDeps): BridgedPlaces {
   return {
     store: deps.bridgeStore,
     logger: deps.logger,
@@ -219,7 +219,7 @@ function bridgedPlaces(deps: StatelessDeps): BridgedPlaces {
 }
 
 /** The bridged path's store, logger and bounds, from configuration. */
-function bridgeSettings(deps: StatelessDeps): BridgeSettings {
+function bridgeSettings(deps: ModernDeps): BridgeSettings {
   return {
     store: deps.bridgeStore,
     logger: deps.logger,
@@ -257,7 +257,7 @@ async function callOnce(
   else ctx.signal.addEventListener('abort', follow, { once: true });
   let refusedMethod: string | undefined;
   let missing: ReturnType<typeof missingCapability>;
-  let holder: BridgeHolder | undefined;
+  let holder: BridgedCall | undefined;
   let bridgeError: unknown;
   /**
    * This call's place among the principal's bridged calls (maxBridgedCallsPerPrincipal), taken at the
@@ -265,7 +265,7 @@ async function callOnce(
    */
   let place: Promise<(() => Promise<void>) | undefined> | undefined;
   const bridge = () => {
-    holder ??= new BridgeHolder(bridgeSettings(deps), {
+    holder ??= new BridgedCall(bridgeSettings(deps), {
       upstream,
       clientRequestId: request.id,
       emitFirstRound: (inputRequests, round) => {

@@ -7,10 +7,10 @@ import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { InputRequest, JSONRPCRequest, RequestId } from '../protocol/types';
 import { LATEST_LEGACY_VERSION } from '../protocol/versions';
 import { deliverAnswer } from '../relay/answer-delivery';
-import { waitForHeldAnswer } from '../relay/held';
 import { ClaimAcknowledger, holderSilent } from '../relay/holder-ack';
 import { HolderLease } from '../relay/holder-lease';
 import { endsTheCall, pendingTimeUp } from '../relay/pending-verdict';
+import { waitForQuestionAnswer } from '../relay/questions';
 import { newPendingRecord } from '../state/records';
 import type { PendingStore } from '../state/store';
 import type { Targets } from '../targets/targets';
@@ -36,7 +36,7 @@ import { type BridgePayload, readOutcome, type WriteVerdict, writeOutcome } from
  *   request id and protocol version. B claims it (conditional write, once), waits for A to acknowledge
  *   the claim (A is alive: ../relay/holder-ack.ts) and POSTs the answer to the target, which continues
  *   on A's stream.
- * - `P#<bridge id>.n<k>`: what follows round k-1 (kind `held`). A creates it when it sends round k-1
+ * - `P#<bridge id>.n<k>`: what follows round k-1 (kind `question`). A creates it when it sends round k-1
  *   and fills it once (the next round's requests, the result, or an error; in parts when large:
  *   ./bridge-outcome.ts); B polls it. It stays until it expires, so the same retry sent again gets it.
  * Abandoned rounds (no retry within `pendingRequestTimeoutSeconds`): A claims the unanswered records
@@ -65,7 +65,7 @@ const FILL_RETRY_MAX_MS = 5000;
 const nextKey = (bridgeId: string, round: number) => `${bridgeId}.n${round}`;
 
 /** The holding side (A): turns the target's requests into rounds and fills the records B reads. */
-export class BridgeHolder {
+export class BridgedCall {
   readonly id = `mrtr-${randomBytes(16).toString('base64url')}`;
   private round = 0;
   private batch: JSONRPCRequest[] = [];
@@ -185,7 +185,7 @@ export class BridgeHolder {
     this.round++;
     // The record the retry of this round waits on exists before the client can retry.
     const next = newPendingRecord(pendingTimeoutSeconds + 60, {
-      kind: 'held',
+      kind: 'question',
       method: 'bridge/next',
       target: upstream.target,
       clientRequestId: this.call.clientRequestId,
@@ -338,7 +338,7 @@ export async function continueBridge(
     const outcome = await deliverOnce(settings, bridge.id, gatewayId, answer, until, signal);
     if (outcome !== 'delivered') delivered = false;
   }
-  const answer = await waitForHeldAnswer(store, logger, bridge.id, key, until, signal, { goneIsFinal: true });
+  const answer = await waitForQuestionAnswer(store, logger, bridge.id, key, until, signal, { goneIsFinal: true });
   if (answer === 'gone') {
     if (!delivered) throw stale();
     // The target has the answers, so re-running the call would act twice: say what happened instead.

@@ -1,6 +1,6 @@
 import { type ModernDemoTarget, startModernDemoTarget } from '../../examples/targets/modern-demo-target';
 import { clickOnConsentPage } from '../support/consent-page';
-import { type Json, withStatelessGateway } from './helpers';
+import { type Json, withModernGateway } from './helpers';
 
 /**
  * The reference page's two 2026-07-28 Python samples (form: use_aws; URL: access_github_repo),
@@ -11,7 +11,7 @@ import { type Json, withStatelessGateway } from './helpers';
 jest.setTimeout(30_000);
 
 // One target, names unprefixed ('conditional'), so the sample's bare tool names are the exposed ones.
-const gw = withStatelessGateway({ toolNamePrefix: 'conditional' }, { targets: { aws: () => startModernDemoTarget() } });
+const gw = withModernGateway({ toolNamePrefix: 'conditional' }, { targets: { aws: () => startModernDemoTarget() } });
 let target: ModernDemoTarget;
 let gateway_url: string; // the sample's own name
 

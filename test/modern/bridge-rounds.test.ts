@@ -5,7 +5,7 @@ import { withGateway } from '../support/with-gateway';
 
 /**
  * A 2026-07-28 client calling a 2025-only target that asks for input (the bridged path,
- * stateless/bridge.ts): the retry's answers are checked against the round they answer before anything
+ * modern/bridge.ts): the retry's answers are checked against the round they answer before anything
  * reaches the target. Real parts: the v1 SDK server of test/support/servers/v1-asking-server.ts, dynalite
  * through the AWS SDK, the local server.
  */

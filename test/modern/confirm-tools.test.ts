@@ -1,5 +1,5 @@
 import { type ModernDemoTarget, startModernDemoTarget } from '../../examples/targets/modern-demo-target';
-import { type Json, modernCall, withStatelessGateway } from './helpers';
+import { type Json, modernCall, withModernGateway } from './helpers';
 
 /**
  * confirmTools on 2026-07-28: the gateway itself asks (an input_required round keyed
@@ -8,7 +8,7 @@ import { type Json, modernCall, withStatelessGateway } from './helpers';
 
 jest.setTimeout(30_000);
 
-const gw = withStatelessGateway(
+const gw = withModernGateway(
   (targets) => ({
     targets: [
       { name: 'modern', url: targets.modern.url },

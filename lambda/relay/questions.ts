@@ -5,10 +5,10 @@ import type { PendingRecord, PendingStore } from '../state/store';
 import { abortableSleep } from './abortable-sleep';
 
 /**
- * Gateway-held requests (pending records of kind `held`): requests the gateway itself asks a 2025
+ * Gateway questions (pending records of kind `question`): requests the gateway itself asks a 2025
  * client — a confirmation (confirmTools) or a 2026-07-28 target's input round — and waits for. The
  * client's answer is a separate POST that may reach any instance; it is stored in the record with
- * a conditional update (`storeHeldAnswer`, once), and the invocation that asked polls the record
+ * a conditional update (`storeQuestionAnswer`, once), and the invocation that asked polls the record
  * (a consistent GetItem, 100 ms backing off to 1 s: a person answers in seconds, so a 300 s wait
  * costs about 300 reads) until it is answered, `until` passes, or `stop` aborts.
  */
@@ -16,9 +16,9 @@ import { abortableSleep } from './abortable-sleep';
 const POLL_MIN_MS = 100;
 const POLL_MAX_MS = 1000;
 
-export type HeldAnswer = JSONRPCResultResponse | JSONRPCErrorResponse | 'timeout' | 'client-gone' | 'gone';
+export type QuestionAnswer = JSONRPCResultResponse | JSONRPCErrorResponse | 'timeout' | 'client-gone' | 'gone';
 
-export async function waitForHeldAnswer(
+export async function waitForQuestionAnswer(
   store: PendingStore,
   logger: GatewayLogger,
   sessionId: string,
@@ -27,7 +27,7 @@ export async function waitForHeldAnswer(
   stop: AbortSignal,
   /** The record exists already: its disappearing (removed, expired) ends the wait with 'gone'. */
   options: { goneIsFinal?: boolean } = {},
-): Promise<HeldAnswer> {
+): Promise<QuestionAnswer> {
   let interval = POLL_MIN_MS;
   while (Date.now() < until) {
     if (stop.aborted) return 'client-gone';
@@ -37,7 +37,7 @@ export async function waitForHeldAnswer(
       if (!record && options.goneIsFinal) return 'gone';
     } catch (error) {
       // A transient store failure: keep waiting (bounded by the deadline).
-      logger.warn('polling a gateway-held request failed', { sessionId, error: describeError(error) });
+      logger.warn('polling a gateway question failed', { sessionId, error: describeError(error) });
     }
     if (record?.status === 'answered' && record.answer) {
       return JSON.parse(record.answer) as JSONRPCResultResponse | JSONRPCErrorResponse;
@@ -49,7 +49,7 @@ export async function waitForHeldAnswer(
 }
 
 /** Stores the client's answer to a held request (exactly once); false when it was answered or expired. */
-export async function storeHeldAnswer(
+export async function storeQuestionAnswer(
   store: PendingStore,
   sessionId: string,
   answer: JSONRPCResultResponse | JSONRPCErrorResponse,

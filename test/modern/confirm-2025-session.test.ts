@@ -1,7 +1,7 @@
 import { type DemoTarget, startDemoTarget } from '../../examples/targets/demo-target';
 import type { GatewayUnderTest } from '../support/gateways';
 import { callAndAnswer, initSession, post, readMessage } from '../support/mcp-http';
-import { type Json, withStatelessGateway } from './helpers';
+import { type Json, withModernGateway } from './helpers';
 
 /**
  * confirmTools on 2025-11-25 sessions: the gateway sends its own elicitation/create on the call's
@@ -11,7 +11,7 @@ import { type Json, withStatelessGateway } from './helpers';
 
 jest.setTimeout(30_000);
 
-const gw = withStatelessGateway(
+const gw = withModernGateway(
   { confirmTools: ['demo___echo', 'demo___use_aws'] },
   { targets: { demo: () => startDemoTarget() }, dynamo: 'counted', instances: 2 },
 );

@@ -116,7 +116,7 @@ async function fill(store: PendingStore, bridgeId: string, key: string, result: 
 function partRecord(gatewayId: string, answer: string, template: OutcomeRecordTemplate): PendingRecord {
   return {
     gatewayId,
-    kind: 'held',
+    kind: 'question',
     method: 'bridge/part',
     target: template.target,
     targetRequestId: gatewayId,

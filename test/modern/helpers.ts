@@ -15,7 +15,7 @@ import {
 
 export type Json = Record<string, any>; // test-side JSON access
 
-/** Nothing listens on port 9: every DynamoDB call would fail. The stateless path must not make any. */
+/** Nothing listens on port 9: every DynamoDB call would fail. The modern path must not make any. */
 export { UNREACHABLE_DYNAMODB };
 
 export const KEY_A = 'test-key-A-0123456789abcdefghijklmnopqrstuvwxyz';
@@ -33,7 +33,7 @@ export const SILENT: GatewayLogger = {
  * 'counted'`, for 2025-era sessions), the requestState key KEY_A unless the configuration names keys,
  * a silent logger and a 20 s request timeout.
  */
-export function withStatelessGateway<T extends TargetSpecs = Record<never, never>>(
+export function withModernGateway<T extends TargetSpecs = Record<never, never>>(
   config: ConfigSpec<T>,
   options: WithGatewayOptions<T> = {},
 ): GatewayFixture<T> {
@@ -48,7 +48,7 @@ export function withStatelessGateway<T extends TargetSpecs = Record<never, never
 
 /**
  * One local gateway for a single test that needs its parts (`deps`), with the same defaults; suites
- * set theirs up with `withStatelessGateway`. DynamoDB unreachable unless `dynamodbEndpoint` is given
+ * set theirs up with `withModernGateway`. DynamoDB unreachable unless `dynamodbEndpoint` is given
  * (`'embedded'`: an in-memory dynalite, for 2025-era sessions).
  */
 export async function startGateway(

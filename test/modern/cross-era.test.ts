@@ -34,7 +34,7 @@ afterAll(async () => {
 
 describe('2026-07-28 client → 2025-only target (DynamoDB unreachable)', () => {
   beforeAll(async () => {
-    gateway = await startGateway({ targets: [{ name: 'old', url: legacyTarget.url }] });
+    gateway = await startGateway({ targets: [{ name: 'legacy', url: legacyTarget.url }] });
     url = gateway.url;
   });
   afterAll(async () => gateway?.close());
@@ -42,10 +42,10 @@ describe('2026-07-28 client → 2025-only target (DynamoDB unreachable)', () => 
   test('the era is probed once and the target is reached with initialize', async () => {
     const list = await modernCall(url, 'tools/list', {}, 'l1');
     expect(list.body.result.tools.map((t: Json) => t.name)).toEqual(
-      expect.arrayContaining(['old___echo', 'old___use_aws']),
+      expect.arrayContaining(['legacy___echo', 'legacy___use_aws']),
     );
     expect(list.body.result).toMatchObject({ resultType: 'complete', ttlMs: 0, cacheScope: 'private' });
-    const call = await modernCall(url, 'tools/call', { name: 'old___echo', arguments: { text: 'hello' } }, 'c1');
+    const call = await modernCall(url, 'tools/call', { name: 'legacy___echo', arguments: { text: 'hello' } }, 'c1');
     expect(call.body.result).toMatchObject({
       resultType: 'complete',
       content: [{ type: 'text', text: 'echo: hello' }],
@@ -56,7 +56,12 @@ describe('2026-07-28 client → 2025-only target (DynamoDB unreachable)', () => 
   });
 
   test('prompts/get and resources/read', async () => {
-    const prompt = await modernCall(url, 'prompts/get', { name: 'old___greeting', arguments: { name: 'Ada' } }, 'p1');
+    const prompt = await modernCall(
+      url,
+      'prompts/get',
+      { name: 'legacy___greeting', arguments: { name: 'Ada' } },
+      'p1',
+    );
     expect(prompt.body.result.messages[0].content.text).toBe('Hello, Ada!');
     expect(prompt.body.result.resultType).toBe('complete');
     const read = await modernCall(url, 'resources/read', { uri: 'demo://items/7' }, 'r1');
@@ -73,7 +78,7 @@ describe('2026-07-28 client → 2025-only target (DynamoDB unreachable)', () => 
     const res = await modernCall(
       url,
       'tools/call',
-      { name: 'old___use_aws', arguments: { command: 'aws s3 ls' } },
+      { name: 'legacy___use_aws', arguments: { command: 'aws s3 ls' } },
       'e1',
     );
     expect(res.status).toBe(503);
@@ -86,19 +91,19 @@ describe('2026-07-28 client → 2025-only target (DynamoDB unreachable)', () => 
   test('a JSON-only request cannot hold a bridged call: CrossEraInputUnsupported, cancelled at the target, no hang', async () => {
     const res = await post(
       url,
-      { ...modernHeaders('tools/call', 'old___use_aws'), Accept: 'application/json' },
+      { ...modernHeaders('tools/call', 'legacy___use_aws'), Accept: 'application/json' },
       {
         jsonrpc: '2.0',
         id: 'j1',
         method: 'tools/call',
-        params: { name: 'old___use_aws', arguments: { command: 'aws s3 ls' }, _meta: meta() },
+        params: { name: 'legacy___use_aws', arguments: { command: 'aws s3 ls' }, _meta: meta() },
       },
     );
     expect(res.status).toBe(200);
     expect(res.body.error.message).toContain('elicitation/create');
     expect(res.body.error.data).toMatchObject({
       type: 'CrossEraInputUnsupported',
-      target: 'old',
+      target: 'legacy',
       inputMethod: 'elicitation/create',
     });
   });
@@ -107,7 +112,7 @@ describe('2026-07-28 client → 2025-only target (DynamoDB unreachable)', () => 
     const first = await modernCall(
       url,
       'tools/call',
-      { name: 'old___url_required', arguments: { resource: 'r-1' } },
+      { name: 'legacy___url_required', arguments: { resource: 'r-1' } },
       'u1',
     );
     expect(first.body.result.resultType).toBe('input_required');
@@ -125,7 +130,7 @@ describe('2026-07-28 client → 2025-only target (DynamoDB unreachable)', () => 
       url,
       'tools/call',
       {
-        name: 'old___url_required',
+        name: 'legacy___url_required',
         arguments: { resource: 'r-1' },
         inputResponses: { url_0: { action: 'accept' } },
         requestState: first.body.result.requestState,
@@ -137,7 +142,7 @@ describe('2026-07-28 client → 2025-only target (DynamoDB unreachable)', () => 
     const formOnly = await modernCall(
       url,
       'tools/call',
-      { name: 'old___url_required', arguments: { resource: 'r-2' } },
+      { name: 'legacy___url_required', arguments: { resource: 'r-2' } },
       'u3',
       { elicitation: { form: {} } },
     );
@@ -151,12 +156,12 @@ describe('2026-07-28 client → 2025-only target (DynamoDB unreachable)', () => 
   test('progress from a 2025 target streams to the client under its own token (SSE), then the result', async () => {
     const res = await fetch(url, {
       method: 'POST',
-      headers: modernHeaders('tools/call', 'old___progress'),
+      headers: modernHeaders('tools/call', 'legacy___progress'),
       body: JSON.stringify({
         jsonrpc: '2.0',
         id: 'pr',
         method: 'tools/call',
-        params: { name: 'old___progress', arguments: { steps: 3 }, _meta: { ...meta(), progressToken: 'my-token' } },
+        params: { name: 'legacy___progress', arguments: { steps: 3 }, _meta: { ...meta(), progressToken: 'my-token' } },
       }),
       signal: AbortSignal.timeout(10_000),
     });
@@ -176,7 +181,7 @@ describe('2026-07-28 client → 2025-only target (DynamoDB unreachable)', () => 
 describe('2025 session → 2026-only target', () => {
   beforeAll(async () => {
     gateway = await startGateway(
-      { targets: [{ name: 'new', url: modernTarget.url }] },
+      { targets: [{ name: 'modern', url: modernTarget.url }] },
       { dynamodbEndpoint: 'embedded' },
     );
     url = gateway.url;
@@ -188,13 +193,13 @@ describe('2025 session → 2026-only target', () => {
     const list = await readMessage(
       await post2025(url, headers, { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
     );
-    expect(list.result.tools.map((t: Json) => t.name)).toContain('new___echo');
+    expect(list.result.tools.map((t: Json) => t.name)).toContain('modern___echo');
     const call = await readMessage(
       await post2025(url, headers, {
         jsonrpc: '2.0',
         id: 2,
         method: 'tools/call',
-        params: { name: 'new___echo', arguments: { text: 'hi' } },
+        params: { name: 'modern___echo', arguments: { text: 'hi' } },
       }),
     );
     expect(call.result).toEqual({ content: [{ type: 'text', text: 'echo: hi' }], _meta: expect.any(Object) });
@@ -211,7 +216,7 @@ describe('2025 session → 2026-only target', () => {
         jsonrpc: '2.0',
         id: 3,
         method: 'tools/call',
-        params: { name: 'new___use_aws', arguments: { command: 'x' } },
+        params: { name: 'modern___use_aws', arguments: { command: 'x' } },
       }),
     );
     expect(message.error.code).toBe(-32603);
@@ -241,7 +246,7 @@ describe('era override and dual-era targets', () => {
   });
 
   test('DynamoDB really is unreachable for the stateless tests: a 2025 initialize fails with 503', async () => {
-    const gw = await startGateway({ targets: [{ name: 'new', url: modernTarget.url }] });
+    const gw = await startGateway({ targets: [{ name: 'modern', url: modernTarget.url }] });
     try {
       const res = await post2025(
         gw.url,
@@ -258,7 +263,7 @@ describe('era override and dual-era targets', () => {
       const modern = await modernCall(
         gw.url,
         'tools/call',
-        { name: 'new___echo', arguments: { text: 'still fine' } },
+        { name: 'modern___echo', arguments: { text: 'still fine' } },
         'm',
       );
       expect(modern.body.result.content[0].text).toBe('echo: still fine');

@@ -16,7 +16,7 @@ import type { JSONRPCMessage, RequestId } from '../protocol/types';
 import { DeferredResponse } from '../relay/deferred-response';
 import type { Caller } from '../targets/upstream';
 import { forwardCall } from './call';
-import type { StatelessDeps } from './deps';
+import type { ModernDeps } from './deps';
 import { discover } from './discover';
 import { asGatewayError, logFailure } from './failures';
 import type { RequestScope } from './request-scope';
@@ -30,8 +30,8 @@ import type { ModernRequest } from './validate';
  * name), and may become a stream.
  */
 
-export interface StatelessInput {
-  deps: StatelessDeps;
+export interface ModernInput {
+  deps: ModernDeps;
   message: ClientMessage;
   accept: AcceptPreference;
   exchange: ExchangeContext;
@@ -41,7 +41,7 @@ export interface StatelessInput {
 
 /** One validated 2026-07-28 request, as its handler sees it. */
 export interface ModernCall {
-  input: StatelessInput;
+  input: ModernInput;
   request: ModernRequest;
   route: Route<ModernHandler>;
   caller: Caller;
@@ -84,7 +84,7 @@ async function list({ input, request, route, caller, scope }: ModernCall): Promi
 
 async function relayed(call: ModernCall): Promise<Response> {
   call.handOver();
-  return relayCall(call.input, call.request, call.caller, call.scope);
+  return respondToCall(call.input, call.request, call.caller, call.scope);
 }
 
 /**
@@ -92,8 +92,8 @@ async function relayed(call: ModernCall): Promise<Response> {
  * for (progress, log messages) before its result and the client accepts SSE: then the response
  * becomes an SSE stream whose last event is the result (the SDK's "auto" response mode).
  */
-async function relayCall(
-  input: StatelessInput,
+async function respondToCall(
+  input: ModernInput,
   request: ModernRequest,
   caller: Caller,
   scope: RequestScope,
@@ -149,7 +149,7 @@ async function relayCall(
 }
 
 async function completion(
-  deps: StatelessDeps,
+  deps: ModernDeps,
   request: ModernRequest,
   caller: Caller,
   signal: AbortSignal,
@@ -174,16 +174,16 @@ async function completion(
 }
 
 /** Every result names its type and the gateway as the server (spec: resultType, serverInfo in `_meta`). */
-function finishResult(deps: StatelessDeps, result: Record<string, unknown>): Record<string, unknown> {
+function finishResult(deps: ModernDeps, result: Record<string, unknown>): Record<string, unknown> {
   const meta = { ...(result._meta as Record<string, unknown> | undefined), [META_KEYS.serverInfo]: deps.serverInfo };
   return { ...result, resultType: result.resultType ?? 'complete', _meta: meta };
 }
 
-function complete(deps: StatelessDeps, id: RequestId, result: Record<string, unknown>): Response {
+function complete(deps: ModernDeps, id: RequestId, result: Record<string, unknown>): Response {
   return jsonResponse(200, { jsonrpc: '2.0', id, result: finishResult(deps, result) });
 }
 
-function toClient(deps: StatelessDeps, response: JSONRPCResponse): JSONRPCMessage {
+function toClient(deps: ModernDeps, response: JSONRPCResponse): JSONRPCMessage {
   if ('error' in response) return response;
   return { jsonrpc: '2.0', id: response.id, result: finishResult(deps, response.result as Record<string, unknown>) };
 }

@@ -1,7 +1,7 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { startModernDemoTarget } from '../../examples/targets/modern-demo-target';
 import { clickOnConsentPage } from '../support/consent-page';
-import { withStatelessGateway } from './helpers';
+import { withModernGateway } from './helpers';
 
 /**
  * The official v2 SDK client pinned to 2026-07-28, with an elicitation handler, through the gateway:
@@ -16,7 +16,7 @@ afterAll(async () => {
   for (const client of clients) await client.close().catch(() => undefined);
 });
 
-const gateway = withStatelessGateway(
+const gateway = withModernGateway(
   { confirmTools: ['modern___confirm_stateless'] },
   { targets: { modern: () => startModernDemoTarget() } },
 );

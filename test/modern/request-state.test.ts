@@ -1,7 +1,7 @@
 import { type ModernDemoTarget, startModernDemoTarget } from '../../examples/targets/modern-demo-target';
 import { SealedBox } from '../../lambda/crypto/sealed-box';
-import { argumentsDigest, RequestStateSealer, type StateBinding } from '../../lambda/stateless/request-state';
-import { type Json, KEY_A, KEY_B, modernCall, withStatelessGateway } from './helpers';
+import { argumentsDigest, RequestStateSealer, type StateBinding } from '../../lambda/modern/request-state';
+import { type Json, KEY_A, KEY_B, modernCall, withModernGateway } from './helpers';
 
 /**
  * The gateway's sealed requestState: each way a retry's state can be wrong is refused with -32602
@@ -10,7 +10,7 @@ import { type Json, KEY_A, KEY_B, modernCall, withStatelessGateway } from './hel
 
 jest.setTimeout(30_000);
 
-const gw = withStatelessGateway(
+const gw = withModernGateway(
   (targets) => ({
     targets: [
       { name: 'modern', url: targets.modern.url },
