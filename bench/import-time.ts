@@ -8,14 +8,22 @@
  * a per cent on a loaded machine where the milliseconds do not (about a minute per count).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { readdirSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { resolveRuntimeImage } from '../tools/lambda-emulator/runtime-image';
 import { percentile } from './stats';
 
 const root = join(__dirname, '..');
 export const BUNDLE = join(root, 'dist/lambda/index.mjs');
+
+/** The bundle's shape: its entry file's bytes, and its folder's chunks and bytes of code (source maps left out). */
+export function bundleShape(bundle: string): { entryBytes: number; chunks: number; codeBytes: number } {
+  const folder = dirname(bundle);
+  const code = readdirSync(folder).filter((name) => name.endsWith('.mjs'));
+  const codeBytes = code.reduce((sum, name) => sum + statSync(join(folder, name)).size, 0);
+  return { entryBytes: statSync(bundle).size, chunks: code.length - 1, codeBytes };
+}
 
 /** Milliseconds of each of `runs` imports of `bundle`, each in a fresh `node` process. */
 export function importTimes(bundle: string, runs = 7, node = process.execPath): number[] {
@@ -68,7 +76,11 @@ if (require.main === module) {
   if (!named) buildBundle();
   const bundle = resolve(named ?? BUNDLE);
   const median = (times: number[]) => percentile(times, 50).toFixed(1);
-  console.log(`${bundle}: ${(statSync(bundle).size / 1024).toFixed(0)} KiB`);
+  const shape = bundleShape(bundle);
+  const kib = (bytes: number) => (bytes / 1024).toFixed(0);
+  console.log(
+    `${bundle}: ${kib(shape.entryBytes)} KiB; with its ${shape.chunks} chunks ${kib(shape.codeBytes)} KiB of code in the folder`,
+  );
   const here = importTimes(bundle, runs);
   console.log(
     `Node ${process.version}: import median ${median(here)} ms of ${runs} (${here.map(Math.round).join(', ')})`,
