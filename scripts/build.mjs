@@ -2,7 +2,7 @@
 // bundles what it deploys (lib/bundling.ts `writeBundle`). Run through tsx (`npm run build`), which loads
 // that TypeScript module.
 
-import { statSync } from 'node:fs';
+import { renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BUILD_DIR, HANDLER_ENTRY, writeBundle } from '../lib/bundling.ts';
@@ -10,7 +10,12 @@ import { BUILD_DIR, HANDLER_ENTRY, writeBundle } from '../lib/bundling.ts';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const OUTDIR = join(ROOT, BUILD_DIR);
 const started = Date.now();
-const files = writeBundle(HANDLER_ENTRY, OUTDIR, ROOT);
+// Written beside, then put in place: a process importing dist/lambda/ meanwhile (a test, `--lambda`)
+// finds the old bundle or the new one (or, for an instant, none), never index.mjs without its chunks.
+const staging = `${OUTDIR}.building-${process.pid}`;
+const files = writeBundle(HANDLER_ENTRY, staging, ROOT);
+rmSync(OUTDIR, { recursive: true, force: true });
+renameSync(staging, OUTDIR);
 const code = files.filter((file) => file.endsWith('.mjs'));
 const kib = (names) => (names.reduce((sum, name) => sum + statSync(join(OUTDIR, name)).size, 0) / 1024).toFixed(0);
 console.log(
