@@ -5,17 +5,26 @@
  * when installed). The part of a cold start the bundle decides; `npm run bench` reports it with the
  * rest. `--instructions`: also the instructions the import executes on the runtime's Node, counted by
  * valgrind (callgrind; a process that imports nothing subtracted), which repeat within a fraction of
- * a per cent on a loaded machine where the milliseconds do not (about a minute per count).
+ * a per cent on a loaded machine where the milliseconds do not (about a minute per count); and those
+ * of the import plus a first invocation, so work moved from the import to the first request shows.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { readdirSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { resolveRuntimeImage } from '../tools/lambda-emulator/runtime-image';
 import { percentile } from './stats';
 
 const root = join(__dirname, '..');
 export const BUNDLE = join(root, 'dist/lambda/index.mjs');
+
+/** The bundle's shape: its entry file's bytes, and its folder's chunks and bytes of code (source maps left out). */
+export function bundleShape(bundle: string): { entryBytes: number; chunks: number; codeBytes: number } {
+  const folder = dirname(bundle);
+  const code = readdirSync(folder).filter((name) => name.endsWith('.mjs'));
+  const codeBytes = code.reduce((sum, name) => sum + statSync(join(folder, name)).size, 0);
+  return { entryBytes: statSync(bundle).size, chunks: code.length - 1, codeBytes };
+}
 
 /** Milliseconds of each of `runs` imports of `bundle`, each in a fresh `node` process. */
 export function importTimes(bundle: string, runs = 7, node = process.execPath): number[] {
@@ -30,15 +39,44 @@ export function importTimes(bundle: string, runs = 7, node = process.execPath): 
   );
 }
 
-/** Millions of instructions `node` executes importing `bundle`, less those of a process importing nothing. */
-export function importInstructions(bundle: string, node = process.execPath): number {
+/**
+ * A first invocation that builds the gateway from `GATEWAY_CONFIG` (the configuration parsed, the
+ * DynamoDB client made) and answers a `GET /mcp` without any network: what a lazier import would move
+ * to the first request shows here. The stream ends when the handler wrote its answer.
+ */
+const FIRST_INVOCATION = `
+const { Writable } = await import('node:stream');
+const stream = new Writable({ write(_c, _e, cb) { cb(); } });
+const ended = new Promise((resolve) => stream.on('finish', resolve));
+await mod.handler({ version: '2.0', rawPath: '/mcp', rawQueryString: '', headers: { host: 'x.lambda-url.eu-west-1.on.aws' },
+  requestContext: { http: { method: 'GET', path: '/mcp', protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'bench' },
+    domainName: 'x.lambda-url.eu-west-1.on.aws', requestId: 'r', timeEpoch: 0 }, isBase64Encoded: false },
+  stream, { getRemainingTimeInMillis: () => 900000 });
+await ended;`;
+
+/**
+ * Millions of instructions `node` executes importing `bundle` (and, with `firstInvocation`, serving the
+ * first invocation described above), less those of a process importing nothing.
+ */
+export function importInstructions(bundle: string, node = process.execPath, firstInvocation = false): number {
   const count = (module?: string) => {
-    const script = `globalThis.awslambda={streamifyResponse:f=>f,HttpResponseStream:{}};${module ? `await import(${JSON.stringify(pathToFileURL(module).href)})` : ''}`;
+    const script = `globalThis.awslambda={streamifyResponse:f=>f,HttpResponseStream:{from:(s)=>s}};${module ? `const mod=await import(${JSON.stringify(pathToFileURL(module).href)});${firstInvocation ? FIRST_INVOCATION : ''}` : ''}`;
     // callgrind prints its count on stderr.
     const { stderr } = spawnSync(
       'valgrind',
       ['--tool=callgrind', '--callgrind-out-file=/dev/null', node, '--input-type=module', '-e', script],
-      { encoding: 'utf8', env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' } },
+      {
+        encoding: 'utf8',
+        env: {
+          ...process.env,
+          AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+          GATEWAY_CONFIG: JSON.stringify({ tableName: 'bench', targets: [] }),
+          GATEWAY_LOG_LEVEL: 'SILENT',
+          AWS_REGION: 'eu-west-1',
+          AWS_ACCESS_KEY_ID: 'bench',
+          AWS_SECRET_ACCESS_KEY: 'bench',
+        },
+      },
     );
     const collected = /Collected : (\d+)/.exec(stderr ?? '');
     if (!collected) throw new Error('callgrind printed no count');
@@ -68,7 +106,11 @@ if (require.main === module) {
   if (!named) buildBundle();
   const bundle = resolve(named ?? BUNDLE);
   const median = (times: number[]) => percentile(times, 50).toFixed(1);
-  console.log(`${bundle}: ${(statSync(bundle).size / 1024).toFixed(0)} KiB`);
+  const shape = bundleShape(bundle);
+  const kib = (bytes: number) => (bytes / 1024).toFixed(0);
+  console.log(
+    `${bundle}: ${kib(shape.entryBytes)} KiB; with its ${shape.chunks} chunks ${kib(shape.codeBytes)} KiB of code in the folder`,
+  );
   const here = importTimes(bundle, runs);
   console.log(
     `Node ${process.version}: import median ${median(here)} ms of ${runs} (${here.map(Math.round).join(', ')})`,
@@ -83,7 +125,7 @@ if (require.main === module) {
   if (process.argv.includes('--instructions')) {
     const node = runtime?.node ?? process.execPath;
     console.log(
-      `Node ${runtime?.version ?? process.version}: import ${importInstructions(bundle, node)} M instructions`,
+      `Node ${runtime?.version ?? process.version}: import ${importInstructions(bundle, node)} M instructions; import and a first invocation (the gateway built, GET /mcp answered) ${importInstructions(bundle, node, true)} M`,
     );
   }
 }

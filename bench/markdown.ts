@@ -48,5 +48,5 @@ for (const [key, row] of Object.entries(results.rows as Record<string, Row>)) {
 const c = results.coldStart;
 if (c)
   console.log(
-    `\nLambda bundle ${(c.bundleBytes / 1024).toFixed(0)} KiB; import ${c.importMs} ms (median of 7, Node ${m.node}), ${c.importMsRuntimeNode ?? '—'} ms (median of 7, Node ${c.lambdaNode}); in \`npm start -- --lambda\` (Node ${c.lambdaNode}) a 2026-07-28 echo as the first request of a fresh environment ${c.modern.firstCallMs} ms (init ${c.modern.initMs} ms), a 2025 \`initialize\` ${c.legacy.initializeMs} ms (init ${c.legacy.initMs} ms) and the session's first \`tools/call\` ${c.legacy.firstCallMs} ms.`,
+    `\nLambda bundle ${(c.bundleBytes / 1024).toFixed(0)} KiB${c.bundleCodeBytes === undefined ? '' : ` (index.mjs; ${(c.bundleCodeBytes / 1024).toFixed(0)} KiB with its chunks)`}; import ${c.importMs} ms (median of 7, Node ${m.node}), ${c.importMsRuntimeNode ?? '—'} ms (median of 7, Node ${c.lambdaNode}); in \`npm start -- --lambda\` (Node ${c.lambdaNode}) a 2026-07-28 echo as the first request of a fresh environment ${c.modern.firstCallMs} ms (init ${c.modern.initMs} ms), a 2025 \`initialize\` ${c.legacy.initializeMs} ms (init ${c.legacy.initMs} ms) and the session's first \`tools/call\` ${c.legacy.firstCallMs} ms.`,
   );

@@ -1,24 +1,36 @@
 /**
- * How the Lambda handler is bundled, in one place: `scripts/build.mjs` (dist/lambda/index.mjs, used by
- * the bundle tests and the local measurements) and the CDK construct's NodejsFunction bundling both read
- * these options, so what is tested is what is deployed. Plain data plus two small mappings: no CDK here,
- * so the build script stays fast.
+ * How the Lambda handler is bundled, in one place: `scripts/build.mjs` (dist/lambda/, used by the
+ * bundle tests, `--lambda` mode and the local measurements), the CDK construct's local bundling and the
+ * construct package's prebuilt handler all call `writeBundle`, so what is tested is what is deployed.
+ * esbuild is loaded only when a bundle is written: the installed construct package deploys its prebuilt
+ * bundle and has no esbuild.
  */
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
 
 /** The handler, relative to the project root. */
 export const HANDLER_ENTRY = 'lambda/handler.ts';
 
+/** The bundle's entry file in its folder (the function's `index.handler`); the chunks sit beside it. */
+export const HANDLER_FILE = 'index.mjs';
+
 /**
  * The published construct package's prebuilt handler: this folder (relative to the package's compiled
- * root, `dist/`) holds only this file and its source map, so the folder is the function's code asset.
+ * root, `dist/`) holds only the bundle (entry, chunks, source maps), so the folder is the function's
+ * code asset.
  */
 export const PREBUILT_HANDLER_DIR = 'handler';
-export const PREBUILT_HANDLER_FILE = 'index.mjs';
+export const PREBUILT_HANDLER_FILE = HANDLER_FILE;
+
+/** `npm run build`'s folder for the bundle, relative to the project root. */
+export const BUILD_DIR = 'dist/lambda';
 
 /**
  * ESM (import.meta works, and a cold-start import is faster than CommonJS), minified with names kept
  * (stack traces stay readable), a linked source map without sources (smaller asset). Every dependency
- * is bundled, the AWS SDK included: the pinned versions travel with the code.
+ * is bundled, the AWS SDK included: the pinned versions travel with the code. Split into chunks: what
+ * the code `import()`s only when configured (jose, the X-Ray tracer, Secrets Manager, AppConfig, the
+ * SDK's other credential providers) is a chunk of its own that a cold start does not parse.
  */
 export const LAMBDA_BUNDLE = {
   format: 'esm',
@@ -28,17 +40,20 @@ export const LAMBDA_BUNDLE = {
   keepNames: true,
   sourcemap: true,
   sourcesContent: false,
+  splitting: true,
   mainFields: ['module', 'main'],
-  // Some bundled CommonJS still calls require() for Node built-ins; ESM has no require.
+  // Some bundled CommonJS still calls require() for Node built-ins; ESM has no require. (Every chunk
+  // gets it: each is a module of its own.)
   banner:
     "import { createRequire as __gatewayCreateRequire } from 'node:module'; const require = __gatewayCreateRequire(import.meta.url);",
 } as const;
 
-/** The options for esbuild's `build()` (scripts/build.mjs, scripts/build-construct.mjs). */
-export function esbuildOptions(entry: string, outfile: string) {
+/** The options for esbuild's `build()`/`buildSync()`: `entry` bundled into `outdir` as index.mjs + chunks. */
+export function esbuildOptions(entry: string, outdir: string) {
   return {
-    entryPoints: [entry],
-    outfile,
+    entryPoints: { [HANDLER_FILE.replace(/\.mjs$/, '')]: entry },
+    outdir,
+    outExtension: { '.js': '.mjs' },
     bundle: true,
     format: LAMBDA_BUNDLE.format,
     platform: LAMBDA_BUNDLE.platform,
@@ -47,8 +62,48 @@ export function esbuildOptions(entry: string, outfile: string) {
     keepNames: LAMBDA_BUNDLE.keepNames,
     sourcemap: LAMBDA_BUNDLE.sourcemap ? ('linked' as const) : false,
     sourcesContent: LAMBDA_BUNDLE.sourcesContent,
+    splitting: LAMBDA_BUNDLE.splitting,
     mainFields: [...LAMBDA_BUNDLE.mainFields],
     banner: { js: LAMBDA_BUNDLE.banner },
     logLevel: 'warning' as const,
   };
+}
+
+/**
+ * Bundles `entry` (relative to `projectRoot`, or absolute) into `outputDir`, emptied first so the folder
+ * holds exactly the bundle (no chunk of an earlier build). Synchronous: CDK's local bundling
+ * (`ILocalBundling.tryBundle`) is. Returns the files written, relative to `outputDir`. (The root is a
+ * parameter: under tsx an ES module importing this file sees no usable `__dirname` here.)
+ */
+export function writeBundle(entry: string, outputDir: string, projectRoot: string): string[] {
+  const { buildSync } = loadEsbuild();
+  // The source maps are computed for dist/lambda/ whatever folder the files go to: the same relative
+  // `sources` in dist/lambda/, a CDK asset and the package's prebuilt folder, so a bundle's bytes (and
+  // the CDK asset hash) do not depend on where it was built.
+  const virtualOutdir = join(projectRoot, BUILD_DIR);
+  const result = buildSync({
+    ...esbuildOptions(resolve(projectRoot, entry), virtualOutdir),
+    absWorkingDir: projectRoot,
+    write: false,
+  });
+  if (existsSync(outputDir)) {
+    for (const name of readdirSync(outputDir)) rmSync(join(outputDir, name), { recursive: true, force: true });
+  }
+  const written: string[] = [];
+  for (const file of result.outputFiles) {
+    const name = relative(virtualOutdir, file.path);
+    mkdirSync(dirname(join(outputDir, name)), { recursive: true });
+    writeFileSync(join(outputDir, name), file.contents);
+    written.push(name);
+  }
+  return written.sort();
+}
+
+/** esbuild, a devDependency: only the repository (or an app passing its own `entry`) bundles. */
+function loadEsbuild(): typeof import('esbuild') {
+  try {
+    return require('esbuild') as typeof import('esbuild');
+  } catch (error) {
+    throw new Error(`bundling the Lambda handler needs esbuild installed: ${(error as Error).message}`);
+  }
 }

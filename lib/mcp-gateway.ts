@@ -1,13 +1,12 @@
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
-import { Annotations, Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
+import { Annotations, AssetHashType, Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as codedeploy from 'aws-cdk-lib/aws-codedeploy';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
@@ -19,7 +18,7 @@ import { CORS_ALLOWED_HEADERS, CORS_BY_ENV, CORS_EXPOSED_HEADERS, CORS_MAX_AGE_S
 import { DEFAULT_METRICS_NAMESPACE } from '../lambda/observability/metric-names';
 import { TABLE_KEYS, TTL_ATTRIBUTE } from '../lambda/state/table-schema';
 import { GatewayAppConfig } from './app-config';
-import { HANDLER_ENTRY, LAMBDA_BUNDLE, PREBUILT_HANDLER_DIR, PREBUILT_HANDLER_FILE } from './bundling';
+import { HANDLER_ENTRY, HANDLER_FILE, PREBUILT_HANDLER_DIR, PREBUILT_HANDLER_FILE, writeBundle } from './bundling';
 import { configReferences, FULL_SECRET_ARN_PATTERN } from './context';
 import { GatewayMonitoring } from './monitoring';
 
@@ -212,7 +211,7 @@ export class McpGateway extends Construct {
   readonly config: GatewayConfig;
   readonly configSource: ConfigSource;
   readonly table: dynamodb.Table;
-  /** Bundled from source (a NodejsFunction) in this repository or with `entry`; the prebuilt bundle otherwise. */
+  /** Bundled from source (`handlerFromSource`) in this repository or with `entry`; the prebuilt bundle otherwise. */
   readonly function: lambda.Function;
   /** The alias `live`: the function URL invokes it, and a deployment moves it. */
   readonly alias: lambda.Alias;
@@ -387,25 +386,15 @@ export class McpGateway extends Construct {
       securityGroups: props.securityGroups,
       tracing: props.activeTracing ? lambda.Tracing.ACTIVE : lambda.Tracing.DISABLED,
     };
-    const fn =
-      handlerCodeSource(props.entry) === 'source'
-        ? new nodejs.NodejsFunction(this, 'Function', {
-            ...functionProps,
-            runtime,
-            entry: props.entry ?? DEFAULT_ENTRY,
-            handler: 'handler',
-            projectRoot: PROJECT_ROOT,
-            depsLockFilePath: path.join(PROJECT_ROOT, 'package-lock.json'),
-            bundling: cdkBundling(),
-          })
-        : new lambda.Function(this, 'Function', {
-            ...functionProps,
-            runtime,
-            // The file NodejsFunction would write for ESM, so both paths deploy the same handler name.
-            handler: `${path.parse(PREBUILT_HANDLER_FILE).name}.handler`,
-            code: lambda.Code.fromAsset(PREBUILT_HANDLER),
-          });
-    return fn;
+    return new lambda.Function(this, 'Function', {
+      ...functionProps,
+      runtime,
+      handler: `${path.parse(HANDLER_FILE).name}.handler`,
+      code:
+        handlerCodeSource(props.entry) === 'source'
+          ? handlerFromSource(path.resolve(props.entry ?? DEFAULT_ENTRY), runtime)
+          : lambda.Code.fromAsset(PREBUILT_HANDLER),
+    });
   }
 
   private functionEnvironment(
@@ -564,7 +553,6 @@ export class McpGateway extends Construct {
   }
 }
 
-/** The shared esbuild options (lib/bundling.ts) in CDK's NodejsFunction terms; local esbuild, never Docker. */
 /** The function's subnets in a VPC: the given ones, else the private subnets with egress. */
 function vpcSubnetsOf(props: McpGatewayProps): ec2.SubnetSelection | undefined {
   return props.vpc ? (props.vpcSubnets ?? { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS }) : undefined;
@@ -583,20 +571,29 @@ function checkProps(parsed: GatewayConfig, props: McpGatewayProps, timeout: Dura
   }
 }
 
-export function cdkBundling(): nodejs.BundlingOptions {
-  return {
-    format: nodejs.OutputFormat.ESM,
-    target: LAMBDA_BUNDLE.target,
-    // Pinned SDK versions travel with the code instead of whatever the runtime ships.
-    bundleAwsSDK: true,
-    minify: LAMBDA_BUNDLE.minify,
-    keepNames: LAMBDA_BUNDLE.keepNames,
-    sourceMap: LAMBDA_BUNDLE.sourcemap,
-    sourcesContent: LAMBDA_BUNDLE.sourcesContent,
-    mainFields: [...LAMBDA_BUNDLE.mainFields],
-    banner: LAMBDA_BUNDLE.banner,
-    forceDockerBundling: false,
-  };
+/**
+ * The handler bundled from source at synth: the function's code asset is the folder `writeBundle`
+ * fills (index.mjs and its chunks, as `npm run build` writes dist/lambda/), by CDK's local bundling with
+ * the repository's esbuild, never Docker. (NodejsFunction bundles to a single `--outfile`; esbuild
+ * splits a bundle into chunks only in an output folder.)
+ */
+export function handlerFromSource(entry: string, runtime: lambda.Runtime): lambda.Code {
+  return lambda.Code.fromAsset(PROJECT_ROOT, {
+    // The hash of what is deployed, not of the repository's files.
+    assetHashType: AssetHashType.OUTPUT,
+    bundling: {
+      // CDK requires an image, used only when local bundling declines; this one never does (it bundles or throws).
+      image: runtime.bundlingImage,
+      // Never run either; it names the entry, so two entries do not share CDK's per-process bundling cache.
+      command: ['esbuild', path.relative(PROJECT_ROOT, entry)],
+      local: {
+        tryBundle(outputDir: string): boolean {
+          writeBundle(entry, outputDir, PROJECT_ROOT);
+          return true;
+        },
+      },
+    },
+  });
 }
 
 /**

@@ -12,7 +12,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 
 const CHILD = `
@@ -77,6 +77,8 @@ for (let i = 0; i < runs; i++) {
   results.push(JSON.parse(output));
 }
 const bytes = statSync(file).size;
+// The chunks beside index.mjs (the bundle is split): loaded by the import or only when configured.
+const code = readdirSync(dirname(file)).filter((name) => name.endsWith('.mjs'));
 const map = existsSync(`${file}.map`) ? statSync(`${file}.map`).size : 0;
 console.log(
   JSON.stringify(
@@ -85,6 +87,8 @@ console.log(
       node: process.version,
       runs,
       bundleBytes: bytes,
+      chunks: code.length - 1,
+      codeBytesWithChunks: code.reduce((sum, name) => sum + statSync(join(dirname(file), name)).size, 0),
       gzipBytes: gzipSync(readFileSync(file)).length,
       sourceMapBytes: map,
       importMsMedian: Math.round(median(results.map((r) => r.importMs))),

@@ -1,12 +1,12 @@
 import { execFile } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { promisify } from 'node:util';
 
 /** The repository root (this file is dev/lambda-mode/bundle.ts). */
 export const PROJECT_ROOT = join(__dirname, '..', '..');
-/** What `npm run build` writes and the CDK stack deploys (built the same way). */
+/** The entry of what `npm run build` writes and the CDK stack deploys (built the same way); its chunks sit beside it. */
 export const BUNDLE = join(PROJECT_ROOT, 'dist', 'lambda', 'index.mjs');
 
 const LOCK = join(PROJECT_ROOT, 'dist', '.lambda-build.lock');
@@ -54,13 +54,13 @@ export async function ensureBundle(
 }
 
 /**
- * Copies the bundle (and its source map) into a new directory: the "deployed" code, which a later
- * rebuild does not change under running environments. Returns the directory and its remover.
+ * Copies the bundle's folder (index.mjs, its chunks, the source maps) into a new directory: the
+ * "deployed" code, which a later rebuild does not change under running environments. Returns the
+ * directory and its remover.
  */
 export function snapshotBundle(bundle: string): { taskRoot: string; remove(): void } {
   const taskRoot = mkdtempSync(join(tmpdir(), 'mcp-gateway-lambda-'));
-  copyFileSync(bundle, join(taskRoot, 'index.mjs'));
-  if (existsSync(`${bundle}.map`)) copyFileSync(`${bundle}.map`, join(taskRoot, 'index.mjs.map'));
+  cpSync(dirname(bundle), taskRoot, { recursive: true });
   return { taskRoot, remove: () => rmSync(taskRoot, { recursive: true, force: true }) };
 }
 

@@ -101,7 +101,12 @@ describe('the construct package, used from another CDK app', () => {
     }
     expect(existsSync(join(installed, 'dist', 'lib', 'mcp-gateway.js'))).toBe(true);
     expect(existsSync(join(installed, 'dist', 'lib', 'mcp-gateway.d.ts'))).toBe(true);
-    expect(readdirSync(join(installed, 'dist', 'handler')).sort()).toEqual(['index.mjs', 'index.mjs.map']);
+    // The split bundle: index.mjs, the chunks it and its import()s load, each with its source map.
+    const handler = readdirSync(join(installed, 'dist', 'handler')).sort();
+    const code = handler.filter((name) => name.endsWith('.mjs'));
+    expect(code).toContain('index.mjs');
+    expect(code.length).toBeGreaterThan(1);
+    expect(handler).toEqual([...code, ...code.map((name) => `${name}.map`)].sort());
     const files = (readdirSync(installed, { recursive: true }) as string[]).filter(
       (file) => file.endsWith('.ts') && !file.endsWith('.d.ts'),
     );
@@ -120,9 +125,13 @@ describe('the construct package, used from another CDK app', () => {
     // The code asset is the package's dist/handler folder, byte for byte: nothing was bundled at synth.
     const key = (fn.Code as { S3Key: string }).S3Key;
     const asset = join(outdir, `asset.${key.replace(/\.zip$/, '')}`);
-    expect(readdirSync(asset).sort()).toEqual(['index.mjs', 'index.mjs.map']);
-    expect(readFileSync(join(asset, 'index.mjs'))).toEqual(
-      readFileSync(join(installed, 'dist', 'handler', 'index.mjs')),
-    );
+    const files = readdirSync(asset).sort();
+    expect(files).toEqual(readdirSync(join(installed, 'dist', 'handler')).sort());
+    for (const name of files) {
+      expect([name, readFileSync(join(asset, name))]).toEqual([
+        name,
+        readFileSync(join(installed, 'dist', 'handler', name)),
+      ]);
+    }
   });
 });

@@ -12,14 +12,7 @@ import { MetricName } from '../../lambda/observability/metrics';
 import { APPCONFIG_ACTIONS, configurationJsonSchema } from '../../lib/app-config';
 import { esbuildOptions, HANDLER_ENTRY, LAMBDA_BUNDLE } from '../../lib/bundling';
 import { GRADUAL_DEPLOYMENTS } from '../../lib/context';
-import {
-  CORS_ALLOWED_HEADERS,
-  cdkBundling,
-  DEFAULT_ENTRY,
-  LIVE_ALIAS,
-  McpGateway,
-  TABLE_ACTIONS,
-} from '../../lib/mcp-gateway';
+import { CORS_ALLOWED_HEADERS, DEFAULT_ENTRY, LIVE_ALIAS, McpGateway, TABLE_ACTIONS } from '../../lib/mcp-gateway';
 import { buildGatewayApp, type McpGatewayStack } from '../../lib/mcp-gateway-stack';
 import { GatewayMonitoring, SERVER_ERROR_CODE } from '../../lib/monitoring';
 
@@ -482,17 +475,23 @@ describe('CORS on the function URL', () => {
 });
 
 describe('one set of esbuild options for scripts/build.mjs and the CDK bundling', () => {
-  test('the build script bundles the handler with lib/bundling.ts', () => {
+  test('the build script and the construct bundle the handler with lib/bundling.ts writeBundle', () => {
     const script = readFileSync(join(ROOT, 'scripts', 'build.mjs'), 'utf8');
-    expect(script).toMatch(/import \{ esbuildOptions, HANDLER_ENTRY \} from '\.\.\/lib\/bundling\.ts'/);
-    expect(script).toContain('build(esbuildOptions(HANDLER_ENTRY, OUTFILE))');
+    expect(script).toMatch(/import \{ BUILD_DIR, HANDLER_ENTRY, writeBundle \} from '\.\.\/lib\/bundling\.ts'/);
+    expect(script).toContain('writeBundle(HANDLER_ENTRY, staging, ROOT)');
     expect(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.build).toBe('tsx scripts/build.mjs');
     expect(relative(ROOT, DEFAULT_ENTRY)).toBe(HANDLER_ENTRY);
+    // The construct's source bundling (test/cdk/synth.test.ts compares its asset with writeBundle's files).
+    const construct = readFileSync(join(ROOT, 'lib', 'mcp-gateway.ts'), 'utf8');
+    expect(construct).toContain('writeBundle(entry, outputDir, PROJECT_ROOT)');
   });
 
-  test('both mappings carry every shared option', () => {
-    const esbuild = esbuildOptions('in.ts', 'out.mjs');
+  test('the esbuild options carry every shared option, split into index.mjs and chunks', () => {
+    const esbuild = esbuildOptions('in.ts', 'out');
     expect(esbuild).toMatchObject({
+      entryPoints: { index: 'in.ts' },
+      outdir: 'out',
+      outExtension: { '.js': '.mjs' },
       bundle: true,
       format: LAMBDA_BUNDLE.format,
       platform: LAMBDA_BUNDLE.platform,
@@ -501,27 +500,12 @@ describe('one set of esbuild options for scripts/build.mjs and the CDK bundling'
       keepNames: LAMBDA_BUNDLE.keepNames,
       sourcemap: 'linked',
       sourcesContent: LAMBDA_BUNDLE.sourcesContent,
+      splitting: true,
       mainFields: LAMBDA_BUNDLE.mainFields,
       banner: { js: LAMBDA_BUNDLE.banner },
     });
-    const cdk = cdkBundling();
-    expect(cdk).toMatchObject({
-      format: 'esm',
-      target: LAMBDA_BUNDLE.target,
-      minify: LAMBDA_BUNDLE.minify,
-      keepNames: LAMBDA_BUNDLE.keepNames,
-      sourceMap: LAMBDA_BUNDLE.sourcemap,
-      sourcesContent: LAMBDA_BUNDLE.sourcesContent,
-      mainFields: LAMBDA_BUNDLE.mainFields,
-      banner: LAMBDA_BUNDLE.banner,
-      bundleAwsSDK: true,
-      forceDockerBundling: false,
-    });
-    // A new shared option must be mapped on both sides (platform is implied by NodejsFunction).
-    const cdkNames: Record<string, string> = { sourcemap: 'sourceMap', platform: 'format' };
     for (const key of Object.keys(LAMBDA_BUNDLE)) {
       expect({ key, esbuild: key in esbuild }).toEqual({ key, esbuild: true });
-      expect({ key, cdk: (cdkNames[key] ?? key) in cdk }).toEqual({ key, cdk: true });
     }
   });
 });

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { App } from 'aws-cdk-lib';
+import { HANDLER_ENTRY, writeBundle } from '../../lib/bundling';
 import { buildGatewayApp } from '../../lib/mcp-gateway-stack';
 
 const ROOT = join(__dirname, '..', '..');
@@ -17,7 +18,7 @@ describe('cdk synth (offline)', () => {
   const outdir = mkdtempSync(join(tmpdir(), 'mcp-gateway-synth-'));
   afterAll(() => rmSync(outdir, { recursive: true, force: true }));
 
-  test('the app synthesizes with the handler bundled as an ESM file that loads', () => {
+  test('the app synthesizes with the handler bundled as a split ESM bundle that loads, the same bytes npm run build writes', () => {
     const app = new App({ outdir });
     const stack = buildGatewayApp(app);
     const assembly = app.synth(); // runs cdk-nag too: any unacknowledged finding throws
@@ -37,11 +38,22 @@ describe('cdk synth (offline)', () => {
       (name) => name.startsWith('asset.') && existsSync(join(outdir, name, 'index.mjs')),
     );
     expect(assets).toHaveLength(1);
-    const bundle = join(outdir, assets[0], 'index.mjs');
-    const bytes = statSync(bundle).size;
+    const asset = join(outdir, assets[0]);
+    const bundle = join(asset, 'index.mjs');
+    const files = readdirSync(asset).sort();
+    const code = files.filter((name) => name.endsWith('.mjs'));
+    expect(code.length).toBeGreaterThan(1); // index.mjs and the chunks it or its import()s load
+    expect(files).toEqual([...code, ...code.map((name) => `${name}.map`)].sort());
+    const bytes = code.reduce((sum, name) => sum + statSync(join(asset, name)).size, 0);
     expect(bytes).toBeGreaterThan(100_000);
     expect(bytes).toBeLessThan(3_000_000); // minified, SDK included; a jump means an unintended dependency
     expect(readFileSync(bundle, 'utf8').slice(0, 300)).toContain('createRequire');
+
+    // The folder is what the build script writes (lib/bundling.ts `writeBundle`), file for file, byte for byte.
+    const built = join(outdir, 'built');
+    expect(writeBundle(HANDLER_ENTRY, built, ROOT)).toEqual(files);
+    for (const name of files)
+      expect([name, readFileSync(join(asset, name))]).toEqual([name, readFileSync(join(built, name))]);
 
     // Load it the way the runtime does (ESM import, `awslambda` global): CommonJS inside the bundle
     // that requires Node built-ins must work, and the streaming handler must be exported.

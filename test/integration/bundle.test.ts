@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { build, transformSync } from 'esbuild';
 import { startDemoTarget } from '../../examples/targets/demo-target';
 import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
@@ -19,9 +19,12 @@ describe('the bundled Lambda handler', () => {
     await ensureTable(createDocumentClient({ endpoint: gw.dynamodbEndpoint }), 'mcp-gateway');
   });
 
-  it('exists after npm run build', () => {
+  it('exists after npm run build: index.mjs and its chunks, each with its source map', () => {
     expect(existsSync(bundle)).toBe(true);
-    expect(statSync(bundle).size).toBeLessThan(3 * 1024 * 1024);
+    const folder = dirname(bundle);
+    const code = readdirSync(folder).filter((name) => name.endsWith('.mjs'));
+    expect(readdirSync(folder).sort()).toEqual([...code, ...code.map((name) => `${name}.map`)].sort());
+    expect(code.reduce((sum, name) => sum + statSync(join(folder, name)).size, 0)).toBeLessThan(3 * 1024 * 1024);
   });
 
   it('serves an elicitation round trip through the function-URL invoker', async () => {
@@ -68,7 +71,7 @@ describe('lambda/', () => {
 
   it('holds only what the Lambda bundle contains, and the bundle nothing of the repository outside lambda/', async () => {
     const { metafile } = await build({
-      ...esbuildOptions(HANDLER_ENTRY, join(tmpdir(), 'mcp-gateway-metafile', 'index.mjs')),
+      ...esbuildOptions(HANDLER_ENTRY, join(tmpdir(), 'mcp-gateway-metafile')),
       absWorkingDir: root,
       metafile: true,
       write: false,
