@@ -1,5 +1,5 @@
 import { setMaxListeners } from 'node:events';
-import type { ResponseOutcome } from '../observability/access-log';
+import type { ResponseOutcome } from '../observability/response-outcome';
 
 /**
  * The one internal exchange every adapter speaks: a request (a web-standard `Request`, or what of

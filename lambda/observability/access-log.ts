@@ -16,8 +16,9 @@ import type { RequestContext } from './request-context';
 
 export const ACCESS_LOG_MESSAGE = 'mcp request';
 
-/** How the response ended: fully sent, abandoned by the client, or broken while being produced. */
-export type ResponseOutcome = 'complete' | 'cancelled' | 'error';
+import type { ResponseOutcome } from './response-outcome';
+
+export type { ResponseOutcome };
 
 export interface AccessLogEntry {
   requestId: string;
