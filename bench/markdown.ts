@@ -14,6 +14,7 @@ const LABELS: Record<string, string> = {
   legacyEcho: '2025-11-25 echo, 2025-only target, session declared elicitation (GET stream per call)',
   legacyEchoPassthrough: '… through the passthrough proxy (its floor)',
   legacyEchoNoInput: '2025-11-25 echo, 2025-only target, no input capabilities',
+  legacyEchoNoInputNoReadAhead: '… the same, read-ahead off (`sessionReadAhead: false`)',
   legacyEchoNoInputPassthrough: '… through the passthrough proxy (its floor)',
   legacyEchoNoInputRuntimeNode: '2025-11-25 echo, no input capabilities, gateway on Node 24',
   legacy50msTool: '2025-11-25, a tool working 50 ms (floor: the echo’s)',

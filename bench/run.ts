@@ -531,6 +531,24 @@ async function main(): Promise<void> {
         ),
       legacyEchoNoInputFloor,
     );
+    // The read-ahead lever beside it: the same calls through a gateway that reads the session before
+    // each call (sessionReadAhead false), on the same DynamoDB and target.
+    await measured(
+      'legacyEchoNoInputNoReadAhead',
+      async () => {
+        const strict = await startGatewayChild({ ...config, sessionReadAhead: false }, dynamo.url);
+        children.push(strict);
+        return clientRow(
+          { gateways: [strict], dynamo },
+          await legacyClient(legacyTarget.url, { elicitation: false }),
+          await legacyClient(strict.url, { elicitation: false }),
+          ['echo', 'legacy___echo'],
+          echo,
+          'echo: bench',
+        );
+      },
+      legacyEchoNoInputFloor,
+    );
     // The hop a 50 ms tool's call crosses is an echo's: its floor is the echo's, not measured again.
     await measured(
       'legacy50msTool',
@@ -696,6 +714,7 @@ const LABELS: Record<string, string> = {
   legacyEcho: '2025-11-25 echo, input caps (GET/call)',
   legacyEchoPassthrough: '  its floor: passthrough proxy',
   legacyEchoNoInput: '2025-11-25 echo, no input caps',
+  legacyEchoNoInputNoReadAhead: '  … read-ahead off',
   legacyEchoNoInputPassthrough: '  its floor: passthrough proxy',
   legacy50msTool: '2025-11-25, a 50 ms tool (echo floor)',
   modernEcho: '2026-07-28 echo',

@@ -8,6 +8,7 @@ import { keySecretsFromConfig, resolveKeySecrets } from '../crypto/keys';
 import { type KeySecrets, SealedBox } from '../crypto/sealed-box';
 import type { ShutdownableHandler } from '../http/exchange';
 import { ActiveCalls } from '../legacy/active-calls';
+import { SessionCache } from '../legacy/session-cache';
 import { LegacySessionPool } from '../modern/legacy-sessions';
 import { RequestStateSealer } from '../modern/request-state';
 import { createActiveTracer } from '../observability/active-tracing';
@@ -73,6 +74,7 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
     ),
     legacySessions: new LegacySessionPool(targets, logger),
     activeCalls: new ActiveCalls(),
+    sessionCache: config.sessionReadAhead ? new SessionCache() : undefined,
     // The same table: only bridged calls (a 2026-07-28 client, a 2025 target that asks for input) write through it.
     bridgeStore: store,
   };

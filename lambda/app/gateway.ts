@@ -121,6 +121,6 @@ async function route(deps: GatewayDeps, request: ExchangeRequest, exchange: Exch
  * bridged calls reach the table through `bridgeStore`, which holds only their records.
  */
 function modernDeps(deps: GatewayDeps): ModernDeps {
-  const { store: _store, auth: _auth, activeCalls: _calls, ...rest } = deps;
+  const { store: _store, auth: _auth, activeCalls: _calls, sessionCache: _sessions, ...rest } = deps;
   return rest;
 }

@@ -271,6 +271,14 @@ export const GatewayConfigSchema = z
      * are held as before. false: every call is held for its whole wait.
      */
     streamRelease: z.boolean().default(true),
+    /**
+     * Read-ahead (2025-era sessions): a relayed call (tools/call, prompts/get, resources/read,
+     * completion/complete) of a session this instance read in the last minute goes to its target while
+     * the session is read again, instead of after; the answer waits for that read, and a session found
+     * gone, expired or another principal's is answered 404 as always (the call at the target is
+     * cancelled). Saves the session read's latency on every call. false: a call leaves only after its read.
+     */
+    sessionReadAhead: z.boolean().default(true),
     /** How long a waiting call stays held before its stream is released: an answer within it pays no reconnect. */
     streamReleaseAfterSeconds: z.number().min(0).max(900).default(2),
     /** The SSE `retry` (ms) a released stream ends with: how soon the client reconnects, so what an answer may wait for. */

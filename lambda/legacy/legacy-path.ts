@@ -5,6 +5,7 @@ import { describeError } from '../observability/logger';
 import { GatewayError } from '../protocol/errors';
 import { isWellFormedSessionId, MCP_HEADERS } from '../protocol/headers';
 import type { ClientMessage } from '../protocol/jsonrpc';
+import { RELAYED_CALL_METHODS } from '../protocol/methods';
 import type { InitializeRequestParams, InitializeResult, JSONRPCRequest, RequestId } from '../protocol/types';
 import { legacyVersionsOf } from '../protocol/versions';
 import { newSessionId } from '../state/records';
@@ -14,6 +15,7 @@ import { deliverAnswer } from './answer';
 import { CLIENT_STREAM_KEY, openClientStream } from './client-stream';
 import type { LegacyDeps } from './deps';
 import { resumeStream } from './resume';
+import type { SessionExchange } from './routes';
 import { handleSessionMessage } from './session-router';
 
 /**
@@ -62,18 +64,65 @@ export async function handleLegacyPost(input: LegacyInput): Promise<Response> {
     if (loaded instanceof Response) return loaded;
     return deliverAnswer(deps, loaded, message.message, { [MCP_HEADERS.sessionId]: loaded.session.id });
   }
+  const sessionId = headers.get(MCP_HEADERS.sessionId);
+  if (sessionId && message.kind === 'request' && RELAYED_CALL_METHODS.has(message.message.method)) {
+    const known = deps.sessionCache?.get(sessionId, input.principal);
+    if (known) return readAhead(input, message, known);
+  }
   const loaded = await loadOwnSession(input, (id) => loadLiveSession(deps, id));
-  if (loaded instanceof Response) return loaded;
-  return handleSessionMessage(
-    {
-      deps,
-      loaded,
-      accept: input.accept,
-      exchange: input.exchange,
-      headers: { [MCP_HEADERS.sessionId]: loaded.session.id },
-    },
-    message,
-  );
+  if (loaded instanceof Response) {
+    if (sessionId) deps.sessionCache?.forget(sessionId);
+    return loaded;
+  }
+  deps.sessionCache?.put(loaded);
+  return handleSessionMessage(sessionExchange(input, loaded, input.exchange), message);
+}
+
+function sessionExchange(input: LegacyInput, loaded: LoadedSession, exchange: ExchangeContext): SessionExchange {
+  const headers = { [MCP_HEADERS.sessionId]: loaded.session.id };
+  return { deps: input.deps, loaded, accept: input.accept, exchange, headers };
+}
+
+/**
+ * A relayed call of a session this instance read recently goes to its target with what was read then,
+ * while the session is read again: the call's latency no longer includes the read. The read decides
+ * as it always does, and nothing is answered before it has: a session found gone, expired or another
+ * principal's is answered 404 (and the call is stopped, as when its client leaves: the target is told
+ * it is cancelled). A session that changed meanwhile (a log level, a target session re-opened by
+ * another instance) is the race every instance already has between its read and its call.
+ */
+async function readAhead(
+  input: LegacyInput,
+  message: Extract<ClientMessage, { kind: 'request' }>,
+  known: LoadedSession,
+): Promise<Response> {
+  const { deps } = input;
+  const refused = new AbortController();
+  const stop = () => refused.abort(input.exchange.signal.reason);
+  if (input.exchange.signal.aborted) stop();
+  else input.exchange.signal.addEventListener('abort', stop, { once: true });
+  let settle: (gone?: Error) => void = () => {};
+  const sessionRead = new Promise<void>((resolve, reject) => {
+    settle = (gone) => (gone ? reject(gone) : resolve());
+  });
+  sessionRead.catch(() => undefined); // a call that opens nothing never waits for it
+  const exchange = { ...input.exchange, signal: refused.signal };
+  const call = handleSessionMessage({ ...sessionExchange(input, known, exchange), sessionRead }, message);
+  const loaded = await loadOwnSession(input, (id) => loadLiveSession(deps, id));
+  if (loaded instanceof Response) {
+    deps.sessionCache?.forget(known.session.id);
+    settle(new Error('the session is gone'));
+    refused.abort('gateway: the session is gone');
+    // What the call had begun to answer is dropped unread.
+    call.then(
+      (response) => response.body?.cancel(),
+      () => undefined,
+    );
+    return loaded;
+  }
+  settle();
+  deps.sessionCache?.put(loaded);
+  return call;
 }
 
 /**
@@ -103,6 +152,7 @@ export async function handleLegacyDelete(input: Omit<LegacyInput, 'message' | 'a
   if (loaded instanceof Response) return loaded;
   try {
     await input.deps.store.deleteSession(loaded.session.id);
+    input.deps.sessionCache?.forget(loaded.session.id);
   } catch (error) {
     return errorResponse(null, error);
   }

@@ -27,6 +27,11 @@ export interface SessionExchange {
   accept: AcceptPreference;
   exchange: ExchangeContext;
   headers: Record<string, string>;
+  /**
+   * A call started before its session's read returned (read-ahead, ./legacy-path.ts): settles with that
+   * read, rejecting when the session is gone. Nothing new is opened at a target before it settles.
+   */
+  sessionRead?: Promise<void>;
 }
 
 /** One request within a loaded session, as its handler sees it. */

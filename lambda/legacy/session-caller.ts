@@ -5,7 +5,13 @@ import type { Caller, StoredTargetSession, TargetSessionSlots } from '../targets
  * A 2025 session as the targets see it: its version, what the client declared at initialize, its
  * log level, and its target sessions kept in the session's own partition, so any instance reuses them.
  */
-export function sessionCaller(store: SessionRecordStore, loaded: LoadedSession, inputCapable: boolean): Caller {
+export function sessionCaller(
+  store: SessionRecordStore,
+  loaded: LoadedSession,
+  inputCapable: boolean,
+  /** A call started before its session's read returned: no target session is opened before that read. */
+  sessionRead?: Promise<void>,
+): Caller {
   const { session } = loaded;
   return {
     era: 'legacy',
@@ -13,7 +19,7 @@ export function sessionCaller(store: SessionRecordStore, loaded: LoadedSession, 
     capabilities: session.clientCapabilities,
     inputCapable,
     logLevel: session.logLevel,
-    sessions: new PartitionSlots(store, loaded),
+    sessions: new PartitionSlots(store, loaded, sessionRead),
   };
 }
 
@@ -41,9 +47,14 @@ class PartitionSlots implements TargetSessionSlots {
   constructor(
     private readonly store: SessionRecordStore,
     private readonly loaded: LoadedSession,
+    private readonly sessionRead?: Promise<void>,
   ) {
     // Every request of the session loads its own copy: the session id is what they have in common.
     this.scope = `session\u0000${loaded.session.id}`;
+  }
+
+  ready(): Promise<void> {
+    return this.sessionRead ?? Promise.resolve();
   }
 
   get(target: string): StoredTargetSession | undefined {

@@ -197,6 +197,7 @@ export class LegacyUpstream implements Upstream {
       this.session = stored;
       return stored;
     }
+    await slots.ready?.();
     const key = `${slots.scope}\u0000${this.target}`;
     for (;;) {
       let shared = opening.get(key);

@@ -39,6 +39,12 @@ export interface TargetSessionSlots {
   /** The target forgot the session (404): the next call opens a new one. */
   forget(target: string, session: StoredTargetSession): void;
   /**
+   * Settles when a new target session may be opened: at once, except for a 2025 call started before its
+   * session's read returned (read-ahead), which waits for that read and rejects if the session is gone,
+   * so that a deleted session leaves nothing open at a target and nothing stored in its partition.
+   */
+  ready?(): Promise<void>;
+  /**
    * Slots shared by callers that are not one client (the 2026-07-28 pool): a call that listens on the
    * session's GET stream takes a session no other such call holds (undefined: it opens its own) and
    * gives it back with `checkin`. A GET-stream request names no call, so this is what keeps one

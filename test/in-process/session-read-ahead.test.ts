@@ -1,0 +1,168 @@
+import type { LoadedSession } from '../../lambda/state/store';
+import { type InProcessGateway, inProcessGateway } from '../support/in-process';
+import { eventually, readMessage } from '../support/mcp-http';
+import { MemorySessionStore } from '../support/memory-store';
+import { startV1PushServer, type V1PushServer } from '../support/servers/v1-push-server';
+
+/**
+ * Read-ahead: a relayed call of a session this instance read before goes to its target while the
+ * session is read again, and nothing is answered before that read. The store below holds session
+ * reads at a gate, so the order of "the target has the call" and "the read returned" is observed,
+ * not timed.
+ */
+class GatedStore extends MemorySessionStore {
+  private gate?: { opened: Promise<void>; open: () => void };
+  /** Session reads that have reached the gate and wait there. */
+  waiting = 0;
+
+  close(): void {
+    let open = () => {};
+    const opened = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    this.gate = { opened, open };
+  }
+
+  open(): void {
+    this.gate?.open();
+    this.gate = undefined;
+  }
+
+  override async loadSession(
+    sessionId: string,
+    now?: number,
+    options?: { includeExpired?: boolean },
+  ): Promise<LoadedSession | undefined> {
+    const gate = this.gate;
+    if (gate) {
+      this.waiting++;
+      await gate.opened;
+      this.waiting--;
+    }
+    return super.loadSession(sessionId, now, options);
+  }
+}
+
+const call = (id: string, ms = 1) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'tools/call',
+  params: { name: 'legacy___wait', arguments: { ms } },
+});
+
+let target: V1PushServer;
+beforeAll(async () => {
+  target = await startV1PushServer();
+});
+afterAll(async () => target?.close());
+
+const calls = () => target.stats().requestsByMethod['tools/call'] ?? 0;
+
+function gatewayOn(store: GatedStore, readAhead = true): InProcessGateway {
+  return inProcessGateway({ targets: [{ name: 'legacy', url: target.url }], sessionReadAhead: readAhead }, { store });
+}
+
+describe('a relayed call of a session read here before', () => {
+  it('reaches its target before the session read returns, and is answered only after it', async () => {
+    const store = new GatedStore();
+    const gateway = gatewayOn(store);
+    const { headers } = await gateway.initSession();
+    expect((await readMessage(await gateway.post(headers, call('warm')))).result).toBeDefined();
+
+    store.close();
+    const before = calls();
+    let answered = false;
+    const response = gateway.post(headers, call('ahead')).then((res) => {
+      answered = true;
+      return res;
+    });
+    await eventually(() => expect(calls()).toBe(before + 1)); // at the target, while the read is held
+    expect(store.waiting).toBe(1);
+    expect(answered).toBe(false);
+    store.open();
+    const message = await readMessage(await response);
+    expect(message.result.content[0].text).toMatch(/^waited/);
+  });
+
+  it('is answered 404 when another instance deleted the session meanwhile, and opens nothing new at the target', async () => {
+    const store = new GatedStore();
+    const gateway = gatewayOn(store);
+    const other = gateway.another();
+    const { headers } = await gateway.initSession();
+    await readMessage(await gateway.post(headers, call('warm')));
+    const deleted = await other.fetch('/mcp', { method: 'DELETE', headers });
+    expect(deleted.status).toBe(200); // its target session ended too
+    const opened = target.stats().initializeCount;
+
+    store.close();
+    const res = gateway.post(headers, call('after-delete', 200));
+    await eventually(() => expect(store.waiting).toBe(1));
+    // The call met the target session the DELETE ended; re-opening one waits for the read, held here
+    // long enough for an initialize that had been sent to arrive.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(target.stats().initializeCount).toBe(opened);
+    store.open();
+    const refused = await res;
+    expect(refused.status).toBe(404);
+    expect(await refused.json()).toMatchObject({
+      error: { code: -32600, message: expect.stringMatching(/^Session not found/) },
+    });
+    expect(target.stats().initializeCount).toBe(opened);
+    // And the session is not known here any more: the next request waits for its read as any other.
+    store.close();
+    const again = gateway.post(headers, call('again'));
+    await eventually(() => expect(store.waiting).toBe(1));
+    store.open();
+    expect((await again).status).toBe(404);
+  });
+
+  it("never starts another principal's request with what its owner read", async () => {
+    const store = new GatedStore();
+    const gateway = gatewayOn(store);
+    const alice = { platformPrincipal: 'arn:aws:iam::123456789012:user/alice' };
+    const bob = { platformPrincipal: 'arn:aws:iam::123456789012:role/bob' };
+    const init = await gateway.post(
+      {},
+      {
+        jsonrpc: '2.0',
+        id: 'i',
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+      },
+      alice,
+    );
+    const headers = { 'mcp-session-id': init.headers.get('mcp-session-id')! };
+    await init.body?.cancel();
+    await readMessage(await gateway.post(headers, call('warm'), alice));
+
+    store.close();
+    const before = calls();
+    const refused = gateway.post(headers, call('bob'), bob);
+    await eventually(() => expect(store.waiting).toBe(1));
+    // Held long enough for a call that had been sent to arrive (a call sent ahead arrives in a few ms).
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(calls()).toBe(before);
+    store.open();
+    expect((await refused).status).toBe(404);
+    expect(calls()).toBe(before);
+  });
+});
+
+describe('with sessionReadAhead false', () => {
+  it('a call leaves for its target only after its session read', async () => {
+    const store = new GatedStore();
+    const gateway = gatewayOn(store, false);
+    const { headers } = await gateway.initSession();
+    await readMessage(await gateway.post(headers, call('warm')));
+
+    store.close();
+    const before = calls();
+    const response = gateway.post(headers, call('after-read'));
+    await eventually(() => expect(store.waiting).toBe(1));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(calls()).toBe(before);
+    store.open();
+    expect((await readMessage(await response)).result.content[0].text).toMatch(/^waited/);
+    expect(calls()).toBe(before + 1);
+  });
+});
