@@ -10,7 +10,7 @@ import { BackgroundTasks } from '../../../lambda/tasks/background-tasks';
 function recordingLogger() {
   const warnings: Array<{ message: string; extra: unknown }> = [];
   const log: Pick<GatewayLogger, 'warn'> = {
-    warn: (message: unknown, extra?: unknown) => void warnings.push({ message: String(message), extra }),
+    warn: (message, ...extra) => void warnings.push({ message: String(message), extra: extra[0] }),
   };
   return { log, warnings };
 }
