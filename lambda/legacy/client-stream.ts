@@ -14,6 +14,8 @@ import { newPendingRecord } from '../state/records';
 import type { LoadedSession, TargetSessionRecord } from '../state/store';
 import type { LegacySession } from '../targets/legacy-client';
 import type { SessionStreamHandle } from '../targets/standalone-streams';
+import { BackgroundTasks } from '../tasks/background-tasks';
+import { CallTimers } from '../tasks/call-timers';
 import type { LegacyDeps } from './deps';
 
 /**
@@ -95,18 +97,22 @@ class ClientStream {
   private readonly sse = new SseStream();
   private readonly listened = new Map<string, Listened>();
   private ended = false;
-  private timer?: NodeJS.Timeout;
-  private rescanTimer?: NodeJS.Timeout;
+  /** The hold's end (`hold`) and the next rescan (`rescan`). */
+  private readonly timers = new CallTimers();
+  /** What runs unawaited (the end, a rescan, a target's request): a failure is logged once. */
+  private readonly tasks: BackgroundTasks;
   private rescanning = false;
   private unregister?: () => void;
-  private readonly onAbort = () => void this.end('client-gone');
+  private readonly onAbort = () => this.tasks.run('ending the client stream', () => this.end('client-gone'));
 
   constructor(
     private readonly deps: LegacyDeps,
     private loaded: LoadedSession,
     private readonly exchange: ExchangeContext,
     private readonly token: string,
-  ) {}
+  ) {
+    this.tasks = new BackgroundTasks(deps.logger, { sessionId: loaded.session.id });
+  }
 
   private get sessionId(): string {
     return this.loaded.session.id;
@@ -115,13 +121,14 @@ class ClientStream {
   start(endsAt: number, headers: Record<string, string>): Promise<Response> {
     this.unregister = this.deps.activeCalls.register(this.sessionId, CLIENT_STREAM_KEY, {
       // DELETE of the session on this instance (and a cancellation naming it, which no client sends).
-      cancelByClient: () => void this.end('session-ended'),
+      cancelByClient: () => this.tasks.run('ending the client stream', () => this.end('session-ended')),
       shutdown: () => this.end('shutdown'),
     });
     this.sse.onCancel = this.onAbort;
     this.exchange.signal.addEventListener('abort', this.onAbort, { once: true });
-    this.timer = setTimeout(() => void this.end('hold'), endsAt - Date.now());
-    this.timer.unref();
+    this.timers.set('hold', endsAt - Date.now(), () =>
+      this.tasks.run('ending the client stream', () => this.end('hold')),
+    );
     this.sse.startKeepAlive(this.deps.keepAliveMs);
     this.deps.logger.info('client stream opened', { sessionId: this.sessionId, holdMs: endsAt - Date.now() });
     return this.ready(headers);
@@ -166,9 +173,10 @@ class ClientStream {
       client,
       session,
       {
-        onServerRequest: (request) => void this.onServerRequest(record.target, session, request),
+        onServerRequest: (request) =>
+          this.tasks.run('relaying a server request', () => this.onServerRequest(record.target, session, request)),
         onNotification: (notification) => this.onNotification(record.target, notification),
-        onGone: () => void this.rescan(),
+        onGone: () => this.tasks.run('rescanning the session', () => this.rescan()),
       },
       { lastEventId: record.lastEventId },
     );
@@ -211,9 +219,7 @@ class ClientStream {
 
   private scheduleRescan(): void {
     if (this.ended) return;
-    clearTimeout(this.rescanTimer);
-    this.rescanTimer = setTimeout(() => void this.rescan(), RESCAN_MS);
-    this.rescanTimer.unref();
+    this.timers.set('rescan', RESCAN_MS, () => this.tasks.run('rescanning the session', () => this.rescan()));
   }
 
   private onNotification(target: string, notification: JSONRPCNotification): void {
@@ -302,8 +308,7 @@ class ClientStream {
   private async end(reason: StreamEndReason): Promise<void> {
     if (this.ended) return;
     this.ended = true;
-    clearTimeout(this.timer);
-    clearTimeout(this.rescanTimer);
+    this.timers.close();
     this.unregister?.();
     this.exchange.signal.removeEventListener('abort', this.onAbort);
     const { deps, sessionId } = this;

@@ -6,6 +6,7 @@ import { MCP_HEADERS } from '../protocol/headers';
 import { followStream, openStreamLog, parseEventId, streamLogSettings } from '../relay/stream-log';
 import { type TakeOver, takeOver } from '../relay/waiting-call';
 import type { LoadedSession } from '../state/store';
+import { BackgroundTasks } from '../tasks/background-tasks';
 import { continueCall } from './call-relay';
 import type { LegacyDeps } from './deps';
 import { sessionCaller } from './session-caller';
@@ -79,7 +80,8 @@ export async function resumeStream(
   sse.onCancel = () => reader.abort();
   sse.startKeepAlive(deps.keepAliveMs);
   const events = start.events;
-  void (async () => {
+  // The stream's whole life: what fails outside its own catches is logged once, not left unhandled.
+  new BackgroundTasks(deps.logger, { sessionId }).run('following a resumed stream', async () => {
     let ended = false;
     let last = from.seq;
     try {
@@ -104,7 +106,7 @@ export async function resumeStream(
       streamId: from.streamId,
     });
     sse.close();
-  })();
+  });
   return sse.response(headers);
 }
 

@@ -15,6 +15,8 @@ import { newPendingRecord } from '../state/records';
 import type { PendingStore } from '../state/store';
 import type { Targets } from '../targets/targets';
 import type { Upstream } from '../targets/upstream';
+import { BackgroundTasks } from '../tasks/background-tasks';
+import { CallTimers } from '../tasks/call-timers';
 import { type BridgePayload, readOutcome, type WriteVerdict, writeOutcome } from './bridge-outcome';
 
 /**
@@ -73,7 +75,10 @@ export class BridgedCall {
   private readonly methods = new Map<string, string>();
   private readonly nextRecords: string[] = [];
   private queue: Promise<void> = Promise.resolve();
-  private timer?: NodeJS.Timeout;
+  /** The look at an unanswered round (`abandon-check`): closed when the call ends. */
+  private readonly timers = new CallTimers();
+  /** What runs besides the queue (a flush, a look): drained before finish() resolves. */
+  private readonly tasks: BackgroundTasks;
   /** While this holder lives, the retry (any instance) may deliver answers to its target's requests. */
   private readonly lease: HolderLease;
   private over = false;
@@ -101,6 +106,7 @@ export class BridgedCall {
     this.lease = new HolderLease(settings.store, settings.logger, this.id, () => [...this.ids], {
       context: { bridge: this.id },
     });
+    this.tasks = new BackgroundTasks(settings.logger, { bridge: this.id });
   }
 
   get bridged(): boolean {
@@ -111,15 +117,17 @@ export class BridgedCall {
   onServerRequest(request: JSONRPCRequest): void {
     if (this.over) return;
     this.batch.push(request);
-    if (this.batch.length === 1) setImmediate(() => this.enqueue(() => this.flush()));
+    if (this.batch.length === 1) {
+      setImmediate(() => this.tasks.run('recording a bridged round', () => this.enqueue(() => this.flush())));
+    }
   }
 
   /** The call ended (result or failure); B gets it from the record its retry waits on. */
-  finish(outcome: { response: JSONRPCResponse } | { error: unknown }): Promise<void> {
-    return this.enqueue(async () => {
+  async finish(outcome: { response: JSONRPCResponse } | { error: unknown }): Promise<void> {
+    await this.enqueue(async () => {
       this.over = true;
       this.acknowledger.stop();
-      clearTimeout(this.timer);
+      this.timers.close();
       this.lease.stop();
       if (this.round === 0 || this.closed) return;
       const payload: BridgePayload =
@@ -139,6 +147,15 @@ export class BridgedCall {
       // The target's requests were answered (or are moot now): their records go; the outcomes stay until they expire.
       await this.settings.store.deletePending(this.id, this.ids).catch(() => undefined);
     });
+    // A look or flush started before the end has run (each finds the call over): nothing outlives the call.
+    await this.tasks.drain();
+  }
+
+  /** Looks at round `roundIds` after `ms` (in the queue), unless another look is set first. */
+  private checkAbandonedAfter(roundIds: string[], ms: number): void {
+    this.timers.set('abandon-check', ms, () =>
+      this.tasks.run('looking at an unanswered round', () => this.enqueue(() => this.checkAbandoned(roundIds))),
+    );
   }
 
   private enqueue(task: () => Promise<void>): Promise<void> {
@@ -213,9 +230,7 @@ export class BridgedCall {
       round: this.round,
       gatewayRequestIds: roundIds,
     });
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.enqueue(() => this.checkAbandoned(roundIds)), pendingTimeoutSeconds * 1000);
-    this.timer.unref();
+    this.checkAbandonedAfter(roundIds, pendingTimeoutSeconds * 1000);
   }
 
   /** Too many requests for one bridged call: each is refused at the target (which can report it), nothing stored. */
@@ -294,10 +309,7 @@ export class BridgedCall {
       }
     }
     if (!abandon) {
-      if (recheckMs !== undefined) {
-        this.timer = setTimeout(() => void this.enqueue(() => this.checkAbandoned(roundIds)), recheckMs);
-        this.timer.unref();
-      }
+      if (recheckMs !== undefined) this.checkAbandonedAfter(roundIds, recheckMs);
       return; // answered: the target carries on
     }
     this.over = true;

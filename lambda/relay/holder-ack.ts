@@ -3,6 +3,8 @@ import { describeError } from '../observability/logger';
 import { GatewayError } from '../protocol/errors';
 import { HOLDER_ACK_POLL_MS, HOLDER_ACK_WAIT_MS } from '../state/records';
 import type { PendingStore } from '../state/store';
+import { BackgroundTasks } from '../tasks/background-tasks';
+import { CallTimers } from '../tasks/call-timers';
 
 /**
  * No answer reaches a target whose call has no live receiver. The answer to a relayed request is
@@ -16,7 +18,9 @@ import type { PendingStore } from '../state/store';
 
 /** The holder's side: acknowledges delivery claims on its waiting relayed records until stopped. */
 export class ClaimAcknowledger {
-  private timer?: NodeJS.Timeout;
+  private readonly timers = new CallTimers();
+  private readonly tasks: BackgroundTasks;
+  private started = false;
   private stopped = false;
   /** Records answered, expired or gone: nothing more to acknowledge, so no more reads. */
   private readonly done = new Set<string>();
@@ -28,22 +32,32 @@ export class ClaimAcknowledger {
     /** The relayed records still waiting for an answer (read at each look). */
     private readonly waiting: () => string[],
     private readonly pollMs = HOLDER_ACK_POLL_MS,
-  ) {}
+  ) {
+    this.tasks = new BackgroundTasks(logger, { partition });
+  }
 
   /** Starts looking (again: idempotent). */
   start(): void {
-    if (this.timer || this.stopped) return;
+    if (this.started || this.stopped) return;
+    this.started = true;
     this.schedule();
   }
 
   stop(): void {
     this.stopped = true;
-    clearTimeout(this.timer);
+    this.timers.close();
   }
 
   private schedule(): void {
-    this.timer = setTimeout(() => void this.look().finally(() => !this.stopped && this.schedule()), this.pollMs);
-    this.timer.unref();
+    this.timers.set('look', this.pollMs, () =>
+      this.tasks.run('acknowledging delivery claims', async () => {
+        try {
+          await this.look();
+        } finally {
+          if (!this.stopped) this.schedule();
+        }
+      }),
+    );
   }
 
   private async look(): Promise<void> {

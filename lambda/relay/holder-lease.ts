@@ -2,6 +2,8 @@ import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import { HOLDER_LEASE_MS, HOLDER_RENEW_MS } from '../state/records';
 import type { PendingStore } from '../state/store';
+import { BackgroundTasks } from '../tasks/background-tasks';
+import { CallTimers } from '../tasks/call-timers';
 
 /**
  * The holder's lease on its waiting records (PendingRecord.holderUntil), renewed while it holds the
@@ -13,7 +15,8 @@ import type { PendingStore } from '../state/store';
  * never stacks requests. Stopped once (the call is over or released), it never starts again.
  */
 export class HolderLease {
-  private timer?: NodeJS.Timeout;
+  private readonly timers = new CallTimers();
+  private readonly tasks: BackgroundTasks;
   private started = false;
   private stopped = false;
 
@@ -32,7 +35,9 @@ export class HolderLease {
       leaseMs?: number;
       now?: () => number;
     } = {},
-  ) {}
+  ) {
+    this.tasks = new BackgroundTasks(logger, options.context);
+  }
 
   /** Starts renewing (again: idempotent; after stop(), nothing). */
   start(): void {
@@ -43,12 +48,13 @@ export class HolderLease {
 
   stop(): void {
     this.stopped = true;
-    clearTimeout(this.timer);
+    this.timers.close();
   }
 
   private schedule(): void {
-    this.timer = setTimeout(() => void this.renew(), this.options.renewMs ?? HOLDER_RENEW_MS);
-    this.timer.unref();
+    this.timers.set('renew', this.options.renewMs ?? HOLDER_RENEW_MS, () =>
+      this.tasks.run('renewing the holder lease', () => this.renew()),
+    );
   }
 
   /** Renews the records' lease now, without waiting for the timer (a reconnect holding records again). */

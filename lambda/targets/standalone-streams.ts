@@ -3,6 +3,8 @@ import { describeError } from '../observability/logger';
 import { MCP_HEADERS } from '../protocol/headers';
 import { isNotification, isRequest } from '../protocol/jsonrpc';
 import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
+import { BackgroundTasks } from '../tasks/background-tasks';
+import { CallTimers, type Scheduler } from '../tasks/call-timers';
 import type { TargetResponse } from './http-client';
 import type { LegacySession, LegacyTargetClient } from './legacy-client';
 import { readEvents, type StreamListeners, TooLargeError } from './sse-reader';
@@ -83,7 +85,6 @@ interface Connection {
   lastEventId?: string;
   /** The target's last `retry` interval: the wait before reopening a stream it ended. */
   retryMs?: number;
-  retry?: NodeJS.Timeout;
   /** Resolves once the stream answered (open, refused, busy) or could not be reached. */
   ready?: Promise<void>;
   /** The last GET was sent with `Last-Event-ID`: the target replays on it what it sent before (no wait). */
@@ -111,7 +112,12 @@ export interface StandaloneStreamsOptions {
   unsupportedTtlMs?: number;
   /** The clock remembered refusals and closes are aged by, in ms (tests inject one to cross `unsupportedTtlMs`). */
   now?: () => number;
+  /** What schedules the reopening of a stream (tests inject one). */
+  scheduler?: Scheduler;
 }
+
+/** The timer that reopens a connection's stream (one per connection). */
+const reopenTimer = (key: string) => `reopen:${key}`;
 
 export class StandaloneStreams {
   private readonly connections = new Map<string, Connection>();
@@ -124,6 +130,10 @@ export class StandaloneStreams {
   private readonly retryMs: number;
   private readonly unsupportedTtlMs: number;
   private readonly now: () => number;
+  /** Each connection's reopening, by its key. */
+  private readonly timers: CallTimers;
+  /** Reading the streams: a failure is logged once (what reads a stream settles when the stream closes). */
+  private readonly tasks: BackgroundTasks;
   /** GET requests sent (for tests and metrics). */
   opened = 0;
 
@@ -137,6 +147,8 @@ export class StandaloneStreams {
     this.retryMs = options.retryMs ?? 250;
     this.unsupportedTtlMs = options.unsupportedTtlMs ?? 10 * 60_000;
     this.now = options.now ?? Date.now;
+    this.timers = new CallTimers(options.scheduler);
+    this.tasks = new BackgroundTasks(logger);
   }
 
   /**
@@ -163,7 +175,7 @@ export class StandaloneStreams {
       current.resumable = true;
       current.lastEventId ??= this.resumeIds.get(key);
     }
-    if (!current.abort && !current.retry) current.ready = this.open(key, current);
+    if (!current.abort && !this.timers.has(reopenTimer(key))) current.ready = this.open(key, current);
     if (!current.resuming) await current.ready;
     return async () => {
       // A resumed GET overlapped the call; what the target replays on it belongs to the call too.
@@ -192,7 +204,7 @@ export class StandaloneStreams {
     const { key, connection } = this.connectionFor(client, session, sessionId);
     connection.owner = owner;
     if (!connection.lastEventId && options.lastEventId) connection.lastEventId = options.lastEventId;
-    if (!connection.abort && !connection.retry) connection.ready = this.open(key, connection);
+    if (!connection.abort && !this.timers.has(reopenTimer(key))) connection.ready = this.open(key, connection);
     await connection.ready;
     return {
       lastEventId: () => connection.lastEventId,
@@ -236,8 +248,7 @@ export class StandaloneStreams {
 
   private closeIfUnused(key: string, connection: Connection): void {
     if (inUse(connection)) return;
-    clearTimeout(connection.retry);
-    connection.retry = undefined;
+    this.timers.clear(reopenTimer(key));
     if (connection.abort) this.noteClosed(key);
     connection.abort?.abort();
     connection.abort = undefined;
@@ -298,7 +309,8 @@ export class StandaloneStreams {
     }
     if (res.ok && type.includes('text/event-stream')) {
       this.closedAt.delete(key);
-      void this.read(key, connection, res.body).then((clean) => {
+      this.tasks.run('reading a standalone stream', async () => {
+        const clean = await this.read(key, connection, res.body);
         // Ended early (the target closed it, or a proxy): reopen while calls still need it, after the
         // target's `retry` when it gave one (SSE polling), else at once (a request meanwhile may be
         // dropped); not at once after an oversized message: the target would likely send it again.
@@ -339,27 +351,27 @@ export class StandaloneStreams {
     if (connection.abort !== abort || !inUse(connection)) return;
     connection.abort = undefined;
     return new Promise<void>((resolve) => {
-      connection.retry = setTimeout(() => {
-        connection.retry = undefined;
+      this.timers.set(reopenTimer(key), OWN_CLOSE_RETRY_MS, () => {
         if (inUse(connection) && this.connections.get(key) === connection) {
-          connection.ready = this.open(key, connection);
-          void connection.ready.then(resolve);
+          const ready = this.open(key, connection);
+          connection.ready = ready;
+          this.tasks.run('reopening a standalone stream', async () => {
+            await ready;
+            resolve();
+          });
         } else resolve();
-      }, OWN_CLOSE_RETRY_MS);
-      connection.retry.unref();
+      });
     });
   }
 
   private scheduleRetry(key: string, connection: Connection, abort: AbortController, delayMs = this.retryMs): void {
     if (connection.abort !== abort || !inUse(connection)) return;
     connection.abort = undefined;
-    connection.retry = setTimeout(() => {
-      connection.retry = undefined;
+    this.timers.set(reopenTimer(key), delayMs, () => {
       if (inUse(connection) && this.connections.get(key) === connection) {
         connection.ready = this.open(key, connection);
       }
-    }, delayMs);
-    connection.retry.unref();
+    });
   }
 
   private read(key: string, connection: Connection, body: TargetResponse['body']): Promise<boolean> {

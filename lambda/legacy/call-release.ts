@@ -1,0 +1,174 @@
+import { describeError } from '../observability/logger';
+import { mayRelease, WaitingCall, type WaitingCallSnapshot, type WaitingStep } from '../relay/waiting-call';
+import type { CallState } from './call-state';
+
+/** How long before the invocation's deadline a resumable call is released rather than ended with -32001. */
+export const RELEASE_BEFORE_DEADLINE_MS = 1500;
+const DEADLINE_RELEASE_RETRY_MS = 200;
+
+/** How long a reconnect that took a still-waiting call over holds it before letting go again. */
+const RECONNECT_HOLD_MS = 200;
+
+/**
+ * Release while waiting (relay/waiting-call.ts): a call that waits (for the client, or a target that
+ * polls) is written down with where it stands, and after the grace period, when its client left, or
+ * just before the invocation's deadline, this invocation lets go of it — the waits end, the target's
+ * stream is detached, the record says released — and the client's reconnect goes on with it.
+ */
+export class CallRelease {
+  /** The call's durable record once it waits, when its stream may be released (relay/waiting-call.ts). */
+  waiting?: WaitingCall;
+  /** Where the call stands while it waits (what a release writes). */
+  step?: WaitingStep;
+  /** Stops reading the target's stream without cancelling (a release). */
+  detach = new AbortController();
+  /** Ends the waits for held answers (a release). */
+  releaseWaits = new AbortController();
+
+  constructor(private readonly call: CallState) {}
+
+  /** The release could not be written: this invocation goes on holding the call, and tries again later. */
+  holdOn(): void {
+    this.call.releasing = false;
+    this.detach = new AbortController();
+    this.releaseWaits = new AbortController();
+    this.scheduleRelease();
+  }
+
+  /** The step a release writes: the held wait's, or the target stream's (from where it was read up to). */
+  currentStep(): WaitingStep | undefined {
+    if (this.step?.kind !== 'target-stream') return this.step;
+    return this.call.cursor.lastEventId ? { ...this.step, lastEventId: this.call.cursor.lastEventId } : undefined;
+  }
+
+  snapshot(step: WaitingStep): WaitingCallSnapshot {
+    const { target, request, params, confirm } = this.call.input;
+    return {
+      call: {
+        target,
+        method: request.method,
+        clientRequestId: request.id,
+        params,
+        confirm,
+        upstreamProgressToken: this.call.progress.upstreamToken,
+      },
+      step,
+      relayed: [...this.call.relayed].map(([gatewayId, { method, askedAt }]) => ({ gatewayId, method, askedAt })),
+      records: this.call.pendingIds(),
+      leased: [...this.call.leased],
+    };
+  }
+
+  /** The call now waits (for the client, or a target that polls): its record says where it stands. */
+  async holdWaiting(step: WaitingStep): Promise<void> {
+    this.step = step;
+    const stream = this.call.out?.stream();
+    if (!stream?.resumable || !mayRelease(this.call.release, this.call.input.loaded.session)) return;
+    if (!this.waiting) {
+      const { deps, loaded } = this.call.input;
+      this.waiting = new WaitingCall(deps.store, loaded.session.id, stream.streamId ?? '', () =>
+        Math.min(loaded.session.expiresAt, Math.floor(Date.now() / 1000) + deps.config.streamLogTtlSeconds),
+      );
+    }
+    const step2 = this.currentStep();
+    if (!step2) return;
+    try {
+      await this.waiting.hold(this.snapshot(step2), stream.nextSeq);
+    } catch (error) {
+      // Without its record the call cannot be released (nor taken over): it is held, as before.
+      this.call.log.warn('the waiting call was not recorded; it is held', { error: describeError(error) });
+      return;
+    }
+    this.scheduleRelease();
+  }
+
+  /** After the grace period the call is released if it still waits. */
+  private scheduleRelease(): void {
+    // A reconnect that finds the call still waiting lets go again soon: its client polls (every `retry`),
+    // and each look should cost a short invocation, not another grace period.
+    const { afterMs } = this.call.release;
+    const holdMs = this.call.input.resumed ? Math.min(afterMs, RECONNECT_HOLD_MS) : afterMs;
+    this.call.timers.set('release', holdMs, () => this.tryRelease('waited past streamReleaseAfterSeconds'));
+  }
+
+  /** At `ms` from now, releaseBeforeDeadline() runs (as a task of the call). */
+  scheduleBeforeDeadline(ms: number): void {
+    this.call.timers.set('before-deadline', ms, () =>
+      this.call.tasks.run('releasing the call before the deadline', () => this.releaseBeforeDeadline()),
+    );
+  }
+
+  /**
+   * The function is about to time out: a call that waits is released; so is a 2025 target's call
+   * still running, when its stream can be resumed (it sent event ids). Otherwise the deadline ends it.
+   */
+  private async releaseBeforeDeadline(): Promise<void> {
+    const { call } = this;
+    const upstream = call.upstream;
+    if (call.phase === 'upstream' && this.step === undefined && upstream?.era === 'legacy' && call.cursor.lastEventId) {
+      await this.holdWaiting({
+        kind: 'target-stream',
+        requestId: call.upstreamCallId ?? call.upstreamId,
+        lastEventId: call.cursor.lastEventId,
+        targetSessionId: upstream.session?.targetSessionId,
+      });
+    }
+    this.tryRelease('the invocation is about to time out');
+    // Not releasable at this very moment (between two steps): look again until the deadline ends the call.
+    if (!call.releasing && !call.finished && !call.endReason && Date.now() < call.input.exchange.deadline) {
+      this.scheduleBeforeDeadline(DEADLINE_RELEASE_RETRY_MS);
+    }
+  }
+
+  /** Lets go of the call now when it can be resumed elsewhere: the waits end, the target's stream is detached. */
+  tryRelease(why: string): void {
+    const { call } = this;
+    if (call.finished || call.endReason || call.releasing || !this.waiting?.holding) return;
+    if (call.phase === 'upstream') {
+      if (call.upstream?.era !== 'legacy' || !call.cursor.lastEventId || this.step?.kind !== 'target-stream') return;
+    } else if (call.phase !== 'held-wait') return;
+    call.releasing = true;
+    call.log.info('releasing the call', { reason: why });
+    this.releaseWaits.abort();
+    this.detach.abort();
+  }
+
+  /** The record says released, the pending records lose their holder lease; false when the record could not be written. */
+  async writeRelease(step: WaitingStep): Promise<boolean> {
+    const { deps, loaded } = this.call.input;
+    const stream = this.call.out?.stream();
+    if (!this.waiting || !stream) return false;
+    try {
+      if (!(await this.waiting.release(this.snapshot(step), stream.nextSeq))) return false;
+    } catch (error) {
+      this.call.log.warn('releasing the call failed', { error: describeError(error) });
+      return false;
+    }
+    await deps.store.detachHolder(loaded.session.id, [...this.call.leased]).catch((error) =>
+      // Their leases run out by themselves (HOLDER_LEASE_MS): until the reconnect renews them, answers wait.
+      this.call.log.warn('detaching the holder from pending records failed', { error: describeError(error) }),
+    );
+    this.call.log.info('call released; the client reconnects for the rest', { step: step.kind });
+    return true;
+  }
+
+  /**
+   * The waiting call's record is renewed with the holder lease (relay/holder-lease.ts), while it
+   * holds the call and is not letting go of it.
+   */
+  renewWaitingCall(): void {
+    const step = this.currentStep();
+    const waiting = this.waiting;
+    if (!waiting?.holding || !step || this.call.releasing) return;
+    this.call.tasks.run('renewing the waiting call', () =>
+      waiting.renew(this.snapshot(step), this.call.out?.stream()?.nextSeq ?? 0),
+    );
+  }
+
+  /** The call is over: its record goes. */
+  async finish(): Promise<void> {
+    await this.waiting
+      ?.finish()
+      .catch((error) => this.call.log.warn('removing the waiting call failed', { error: describeError(error) }));
+  }
+}

@@ -1,0 +1,167 @@
+import type { ExchangeContext } from '../http/exchange';
+import type { AcceptPreference } from '../http/responses';
+import type { SseStream } from '../http/sse';
+import { describeError } from '../observability/logger';
+import type { JSONRPCRequest, ProgressToken, RequestId } from '../protocol/types';
+import type { DeferredResponse } from '../relay/deferred-response';
+import { ClaimAcknowledger } from '../relay/holder-ack';
+import { HolderLease } from '../relay/holder-lease';
+import { upstreamRequestId } from '../relay/ids';
+import { ProgressMapper } from '../relay/progress';
+import {
+  mayRelease,
+  type ReleaseSettings,
+  releaseSettings,
+  type WaitingCall,
+  type WaitingCallSnapshot,
+} from '../relay/waiting-call';
+import type { CallEndReason, LoadedSession, PendingRecord } from '../state/store';
+import type { StreamCursor } from '../targets/sse-reader';
+import type { Caller, Upstream } from '../targets/upstream';
+import { BackgroundTasks } from '../tasks/background-tasks';
+import { CallTimers } from '../tasks/call-timers';
+import type { LegacyDeps } from './deps';
+
+export interface RelayInput {
+  deps: LegacyDeps;
+  loaded: LoadedSession;
+  caller: Caller;
+  accept: AcceptPreference;
+  exchange: ExchangeContext;
+  /** The client's request as received. */
+  request: JSONRPCRequest;
+  target: string;
+  /** The params to send upstream (names already mapped to the target's own). */
+  params: Record<string, unknown>;
+  responseHeaders: Record<string, string>;
+  /** confirmTools: ask the user before forwarding (the name the client called, the target's tool). */
+  confirm?: { exposedName: string; tool: string };
+  /**
+   * Going on with a call another invocation released (or whose holder died), taken over by the
+   * client's reconnect (legacy/resume.ts): the reconnect's stream, and where the call stands.
+   */
+  resumed?: { waiting: WaitingCall; snapshot: WaitingCallSnapshot; stream: SseStream };
+}
+
+/** forward() let go of the call: its stream is to be released (the record written by run()). */
+export const RELEASED = Symbol('released');
+
+/**
+ * What the parts of one relayed call share (legacy/call-relay.ts runs them): the call's input, where
+ * it stands, its records, and the owners of what it runs besides its own flow — its timers (one
+ * registry, closed when the call ends) and its background tasks (drained before its cleanup is done).
+ */
+export class CallState {
+  readonly upstreamId: string;
+  readonly upstreamAbort = new AbortController();
+  /** The target's requests relayed to the client, still waiting (each with a timer `pending:<gatewayId>`). */
+  readonly relayed = new Map<string, { method: string; askedAt: number }>();
+  /** Held records (confirmations, input rounds), removed with the others. */
+  readonly held: string[] = [];
+  readonly progress: ProgressMapper;
+  upstream?: Upstream;
+  /** Events reach the client in the order the target sent them, each after its pending record is stored. */
+  queue: Promise<void> = Promise.resolve();
+  out?: DeferredResponse;
+  finished = false;
+  endReason?: CallEndReason;
+  /**
+   * While this call has records waiting for the client, their holder lease is renewed, so an
+   * instance that answers knows the call is still held; a holder that died stops being answered.
+   */
+  readonly lease: HolderLease;
+  /** Acknowledges delivery claims on this call's relayed requests while it holds them (relay/holder-ack.ts). */
+  readonly acknowledger: ClaimAcknowledger;
+  /** What the call is doing: waiting for held answers, or reading the target (`upstreamCallId`). */
+  phase: 'held-wait' | 'upstream' | 'other' = 'other';
+  upstreamCallId?: RequestId;
+  /** The target stream's last event id and `retry` (a 2025 target's stream can be resumed from it). */
+  readonly cursor: StreamCursor = {};
+  /** The call is being let go of (legacy/call-release.ts). */
+  releasing = false;
+  readonly release: ReleaseSettings;
+  /** The call's records that carry this holder's lease (the others need none: see withHolder). */
+  readonly leased = new Set<string>();
+  /** Every timer of the call, by name: closed when the call ends. */
+  readonly timers = new CallTimers();
+  /** Work the call starts without awaiting it: failures logged once, drained before the call's cleanup. */
+  readonly tasks: BackgroundTasks;
+
+  constructor(
+    readonly input: RelayInput,
+    /** At each renewal of the holder lease (the waiting call's record is renewed with it). */
+    beforeRenew: () => void,
+  ) {
+    this.upstreamId = upstreamRequestId(input.request.id);
+    this.acknowledger = new ClaimAcknowledger(input.deps.store, input.deps.logger, input.loaded.session.id, () =>
+      [...this.relayed.keys()].filter((id) => this.leased.has(id)),
+    );
+    this.lease = new HolderLease(input.deps.store, input.deps.logger, input.loaded.session.id, () => [...this.leased], {
+      beforeRenew,
+      context: { sessionId: input.loaded.session.id, target: input.target, method: input.request.method },
+    });
+    this.progress = new ProgressMapper(
+      (input.params._meta as { progressToken?: ProgressToken } | undefined)?.progressToken,
+      input.resumed?.snapshot.call.upstreamProgressToken,
+    );
+    this.release = releaseSettings(input.deps.config);
+    this.tasks = new BackgroundTasks(input.deps.logger, this.logKeys);
+  }
+
+  private get logKeys() {
+    const { loaded, target, request } = this.input;
+    return { sessionId: loaded.session.id, target, method: request.method };
+  }
+
+  get log() {
+    const { deps } = this.input;
+    const keys = this.logKeys;
+    return {
+      info: (message: string, extra: object = {}) => deps.logger.info(message, { ...keys, ...extra }),
+      warn: (message: string, extra: object = {}) => deps.logger.warn(message, { ...keys, ...extra }),
+    };
+  }
+
+  /** The client's stream, opened on first use; undefined when the client cannot take one or the call is over. */
+  stream(): SseStream | undefined {
+    return this.finished ? undefined : this.out?.stream();
+  }
+
+  enqueue(task: () => Promise<void>): void {
+    this.queue = this.queue
+      .then(task)
+      .catch((error) => this.log.warn('relaying a target message failed', { error: describeError(error) }));
+  }
+
+  /** Ends the call early: the target is told (by the upstream, on abort), the pending records go. */
+  stop(reason: CallEndReason, abortReason: unknown = `gateway: ${reason}`): void {
+    if (this.finished || this.endReason) return;
+    // A release under way outlives the deadline by its last writes: cancelling now would end a call it hands on.
+    if (reason === 'deadline' && this.releasing) return;
+    this.endReason = reason;
+    if (reason === 'client-cancelled') this.log.info('the client cancelled the call');
+    else this.log.info('relayed call stopped', { reason });
+    this.upstreamAbort.abort(abortReason);
+  }
+
+  /**
+   * A record of a call that can be taken over (a resumable client stream in a session whose calls may
+   * be released, and nothing upstream that only this invocation could read: `resumableUpstream`) needs
+   * no live holder: if this instance dies, the client's reconnect takes the call over, so an answer is
+   * stored or delivered regardless. Any other record carries the holder's lease (state/records.ts).
+   */
+  withHolder(record: PendingRecord, resumableUpstream: boolean): PendingRecord {
+    const takeoverable =
+      resumableUpstream && this.out?.resumable === true && mayRelease(this.release, this.input.loaded.session);
+    if (!takeoverable) {
+      this.leased.add(record.gatewayId);
+      return record;
+    }
+    const { holderUntil: _none, ...unleased } = record;
+    return unleased;
+  }
+
+  pendingIds(): string[] {
+    return [...this.relayed.keys(), ...this.held];
+  }
+}
