@@ -27,6 +27,7 @@ import { HolderLease } from '../relay/holder-lease';
 import { upstreamRequestId } from '../relay/ids';
 import { pendingTimeUp } from '../relay/pending-verdict';
 import { ProgressMapper } from '../relay/progress';
+import { deliverRecordedUntilTaken } from '../relay/recorded-answer';
 import { allowsResumableStreams, openStreamLog, streamLogSettings } from '../relay/stream-log';
 import {
   mayRelease,
@@ -165,6 +166,12 @@ class Relay {
   private readonly relayed = new Map<string, { method: string; askedAt: number; timer: NodeJS.Timeout }>();
   /** Held records (confirmations, input rounds), removed with the others. */
   private readonly held: string[] = [];
+  /** Relayed records whose recorded answer this holder delivered (no longer waiting; removed with the others). */
+  private readonly delivered: string[] = [];
+  /** Relayed records whose recorded answer this holder is delivering now. */
+  private readonly delivering = new Set<string>();
+  /** Stops the deliveries of recorded answers once the call is over (however it ended). */
+  private readonly callOver = new AbortController();
   private readonly progress: ProgressMapper;
   private upstream?: Upstream;
   /** Events reach the client in the order the target sent them, each after its pending record is stored. */
@@ -211,8 +218,13 @@ class Relay {
     });
     this.markDone = resolve;
     this.upstreamId = upstreamRequestId(input.request.id);
-    this.acknowledger = new ClaimAcknowledger(input.deps.store, input.deps.logger, input.loaded.session.id, () =>
-      [...this.relayed.keys()].filter((id) => this.leased.has(id)),
+    this.acknowledger = new ClaimAcknowledger(
+      input.deps.store,
+      input.deps.logger,
+      input.loaded.session.id,
+      () => [...this.relayed.keys()].filter((id) => this.leased.has(id)),
+      undefined,
+      (record) => void this.deliverRecorded(record),
     );
     this.lease = new HolderLease(input.deps.store, input.deps.logger, input.loaded.session.id, () => [...this.leased], {
       beforeRenew: () => this.renewWaitingCall(),
@@ -296,6 +308,7 @@ class Relay {
     this.finished = true;
     unregister();
     this.acknowledger.stop();
+    this.callOver.abort();
     clearTimeout(this.cancelWatch);
     this.lease.stop();
     clearTimeout(this.releaseTimer);
@@ -374,7 +387,7 @@ class Relay {
   }
 
   private pendingIds(): string[] {
-    return [...this.relayed.keys(), ...this.held];
+    return [...this.relayed.keys(), ...this.held, ...this.delivered];
   }
 
   /** The call now waits (for the client, or a target that polls): its record says where it stands. */
@@ -434,6 +447,8 @@ class Relay {
   /** Lets go of the call now when it can be resumed elsewhere: the waits end, the target's stream is detached. */
   private tryRelease(why: string): void {
     if (this.finished || this.endReason || this.releasing || !this.waiting?.holding) return;
+    // An answer on its way to the target: what it does next is read by this invocation.
+    if (this.delivering.size > 0) return;
     if (this.phase === 'upstream') {
       if (this.upstream?.era !== 'legacy' || !this.cursor.lastEventId || this.step?.kind !== 'target-stream') return;
     } else if (this.phase !== 'held-wait') return;
@@ -878,12 +893,58 @@ class Relay {
   }
 
   /**
+   * An answer recorded for this holder (relay/recorded-answer.ts): delivered to the target from here,
+   * sent again while the target does not take it (until the call ends); refused, it ends the call.
+   */
+  private async deliverRecorded(record: PendingRecord): Promise<void> {
+    const { gatewayId } = record;
+    const entry = this.relayed.get(gatewayId);
+    // A call being released is delivered by whoever takes it over (its record keeps the answer).
+    if (!entry || this.finished || this.endReason || this.releasing || this.delivering.has(gatewayId)) return;
+    this.delivering.add(gatewayId);
+    const keys = { gatewayRequestId: gatewayId };
+    const outcome = await deliverRecordedUntilTaken(
+      this.input.deps.targets,
+      record,
+      this.input.loaded.session.protocolVersion,
+      {
+        signal: AbortSignal.any([this.upstreamAbort.signal, this.callOver.signal]),
+        onFailedAttempt: (error) =>
+          this.log.warn('delivering an answer to the target failed; sending it again', {
+            ...keys,
+            error: describeError(error),
+          }),
+      },
+    ).finally(() => this.delivering.delete(gatewayId));
+    if (outcome.kind === 'delivered') {
+      clearTimeout(entry.timer);
+      this.relayed.delete(gatewayId);
+      this.delivered.push(gatewayId);
+      recordAnsweredInput(entry.method);
+      this.log.info('answer delivered', { ...keys, serverMethod: entry.method });
+    } else if (outcome.kind === 'refused') {
+      this.log.warn('the target refused an answer; the call is ended', {
+        ...keys,
+        error: describeError(outcome.error),
+      });
+      this.stop('answer-lost', 'gateway: an answer could not be delivered');
+    }
+  }
+
+  /**
    * A pending request nobody answered in time ends the call with -32001 unless the target took an
    * answer (relay/pending-verdict.ts decides; shared with the bridge). The deadline bounds the looks.
+   * An answer recorded for this holder that the target has not taken by then ends it too.
    */
   private async onPendingTimeout(gatewayId: string): Promise<void> {
     const entry = this.relayed.get(gatewayId);
     if (!entry || this.finished || this.endReason) return;
+    if (this.delivering.has(gatewayId)) {
+      this.log.info('pending request timed out: the target did not take its answer', { gatewayRequestId: gatewayId });
+      recordExpiredInput(entry.method);
+      this.stop('pending-timeout');
+      return;
+    }
     const verdict = await pendingTimeUp(this.input.deps.store, this.input.loaded.session.id, gatewayId);
     switch (verdict.kind) {
       case 'answered':

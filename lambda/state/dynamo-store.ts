@@ -582,6 +582,22 @@ export class DynamoSessionStore implements SessionStore {
     });
   }
 
+  async recordAnswer(sessionId: string, gatewayId: string, answer: string, now = nowSeconds()): Promise<boolean> {
+    checkSize('the answer', { answer, gatewayId, pad: 'x'.repeat(1024) });
+    return this.conditionalUpdate(sessionId, gatewayId, {
+      UpdateExpression: 'SET #status = :recorded, #answer = :answer',
+      ConditionExpression: '#status = :pending AND expiresAt > :now AND holderUntil > :nowMs',
+      ExpressionAttributeNames: { '#status': 'status', '#answer': 'answer' },
+      ExpressionAttributeValues: {
+        ':recorded': 'recorded',
+        ':pending': 'pending',
+        ':now': now,
+        ':nowMs': Date.now(),
+        ':answer': answer,
+      },
+    });
+  }
+
   async putStreamEvent(sessionId: string, event: StreamEventRecord): Promise<void> {
     const item = { pk: pk(sessionId), sk: eventSk(event.streamId, event.seq), ...event };
     checkSize('the stream event', item);

@@ -139,7 +139,7 @@ function defined<T extends object>(record: T): T {
 }
 
 const PENDING_KINDS: readonly PendingKind[] = ['relayed', 'held'];
-const PENDING_STATUSES: readonly PendingStatus[] = ['pending', 'delivering', 'answered', 'expired'];
+const PENDING_STATUSES: readonly PendingStatus[] = ['pending', 'delivering', 'recorded', 'answered', 'expired'];
 const WAITING_CALL_STATES: readonly WaitingCallRecord['state'][] = ['held', 'released'];
 
 /** The `SESSION` item. */

@@ -48,8 +48,10 @@ export interface TargetSessionRecord {
  * `answered` once the target took it; back to `pending` when the delivery provably failed (released,
  * so the client's retry of the answer is accepted). `expired`: the holder gave up waiting.
  * Claim, deliver, settle — or release (lambda/README.md, "The relay").
+ * `recorded`: a relayed request whose call a live holder holds got its answer (kept in `answer`); the
+ * holder delivers it to the target itself and never writes the record again (it knows the outcome).
  */
-export type PendingStatus = 'pending' | 'delivering' | 'answered' | 'expired';
+export type PendingStatus = 'pending' | 'delivering' | 'recorded' | 'answered' | 'expired';
 
 /**
  * `relayed`: a target's request, forwarded to the client; the answer goes to the target (from any
@@ -83,7 +85,7 @@ export interface PendingRecord {
   createdAt: number;
   /** Epoch seconds; also the TTL attribute. Reads ignore an expired record. */
   expiresAt: number;
-  /** Held requests only: the client's answer as JSON, stored by answerPending. */
+  /** The client's answer as JSON: a held request's (answerPending), or a held call's relayed request's (recordAnswer). */
   answer?: string;
   /** While `delivering`: who claimed it (a random token) and when (epoch ms); a claim older than the lease may be taken over. */
   claim?: string;
@@ -286,6 +288,12 @@ export interface PendingStore extends Pick<PrincipalCounters, 'admitBridgedCall'
   getPending(sessionId: string, gatewayId: string, now?: number): Promise<PendingRecord | undefined>;
   /** Stores the answer to a gateway-authored request and marks it answered, exactly once; false when absent, expired or answered. */
   answerPending(sessionId: string, gatewayId: string, answer: string, now?: number): Promise<boolean>;
+  /**
+   * Keeps the client's answer to a relayed request in its record for the live holder to deliver
+   * (pending → recorded), exactly once: false when absent, expired, not pending, or without a live
+   * holder lease (no lease: nobody would look for it; delivered directly instead).
+   */
+  recordAnswer(sessionId: string, gatewayId: string, answer: string, now?: number): Promise<boolean>;
 }
 
 /** The stream-log part: the events of resumable client streams (relay/stream-log.ts). */

@@ -123,14 +123,13 @@ describe.each(kinds)('DynamoDB requests through the %s', (kind) => {
       // The call (A): Query (session). The round (A): Query (the per-session cap of pending requests),
       // PutItem (the pending record), PutItem × 2 (the resumable stream's priming event and the
       // question, each written before it is sent). The answer (B): BatchGetItem (the session and its
-      // record), UpdateItem (claim); the holder (A) UpdateItem (its acknowledgement); B UpdateItem
-      // (settle). The end (A): BatchWriteItem (the stream's end kept, its events removed), DeleteItem
-      // (the pending record).
-      expect(rest).toEqual({ Query: 2, PutItem: 3, BatchGetItem: 1, UpdateItem: 3, BatchWriteItem: 1, DeleteItem: 1 });
-      // GetItem: the holder looks at its waiting record for a claim (every 250 ms) and the answering
-      // instance for the acknowledgement (every 100 ms), so their number follows the time taken: at
-      // least one look of each.
-      expect(looks).toBeGreaterThanOrEqual(2);
+      // record), UpdateItem (the answer recorded for the holder, which delivers it: no claim,
+      // acknowledgement or settle). The end (A): BatchWriteItem (the stream's end kept, its events
+      // removed), DeleteItem (the pending record).
+      expect(rest).toEqual({ Query: 2, PutItem: 3, BatchGetItem: 1, UpdateItem: 1, BatchWriteItem: 1, DeleteItem: 1 });
+      // GetItem: the holder's looks at its waiting record (every 250 ms), the one that finds the answer
+      // included; their number follows the time taken, at least that one.
+      expect(looks).toBeGreaterThanOrEqual(1);
     } finally {
       await caller.close();
     }

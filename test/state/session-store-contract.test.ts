@@ -467,6 +467,34 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       expect((await store.getPending(session.id, claimed.gatewayId, NOW))?.answer).toBeUndefined();
     });
 
+    it('records the answer to a relayed request for its live holder exactly once: not without a lease, nor once claimed, expired or lapsed', async () => {
+      const relayed = pendingRecord({ holderUntil: Date.now() + 60_000 });
+      const unleased = pendingRecord();
+      const lapsed = pendingRecord({ holderUntil: Date.now() - 1 });
+      const claimed = pendingRecord({ holderUntil: Date.now() + 60_000 });
+      const expiring = pendingRecord({ holderUntil: Date.now() + 60_000, expiresAt: NOW + 5 });
+      for (const record of [relayed, unleased, lapsed, claimed, expiring]) await store.putPending(session, record);
+      const { holderUntil: _none, ...withoutLease } = unleased;
+      await store.detachHolder(session.id, [unleased.gatewayId]);
+      const answer = JSON.stringify({ result: { action: 'accept' } });
+      expect(await store.recordAnswer(session.id, relayed.gatewayId, answer, NOW)).toBe(true);
+      expect(await store.recordAnswer(session.id, relayed.gatewayId, answer, NOW)).toBe(false);
+      expect(await store.claimPending(session.id, relayed.gatewayId, NOW)).toBeUndefined();
+      expect(await store.expirePending(session.id, relayed.gatewayId)).toBe(false);
+      expect(await store.getPending(session.id, relayed.gatewayId, NOW)).toEqual({
+        ...relayed,
+        status: 'recorded',
+        answer,
+      });
+      expect(await store.recordAnswer(session.id, unleased.gatewayId, answer, NOW)).toBe(false);
+      expect(await store.getPending(session.id, unleased.gatewayId, NOW)).toEqual(withoutLease);
+      expect(await store.recordAnswer(session.id, lapsed.gatewayId, answer, NOW)).toBe(false);
+      expect(await store.claimPending(session.id, claimed.gatewayId, NOW)).toEqual(expect.any(String));
+      expect(await store.recordAnswer(session.id, claimed.gatewayId, answer, NOW)).toBe(false);
+      expect(await store.recordAnswer(session.id, expiring.gatewayId, answer, NOW + 5)).toBe(false);
+      expect(await store.recordAnswer(session.id, 'gw-unknown', answer, NOW)).toBe(false);
+    });
+
     it('refuses an answer to an unknown or expired request', async () => {
       const held = pendingRecord({ kind: 'held', expiresAt: NOW + 5 });
       await store.putPending(session, held);

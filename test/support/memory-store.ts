@@ -312,6 +312,17 @@ export class MemorySessionStore implements SessionStore {
     return true;
   }
 
+  async recordAnswer(sessionId: string, gatewayId: string, answer: string, now = nowSeconds()): Promise<boolean> {
+    this.available();
+    checkSize('the answer', { answer, gatewayId, pad: 'x'.repeat(1024) });
+    const item = this.stored(sessionId)?.get(pendingSk(gatewayId));
+    if (item?.status !== 'pending' || !((item.expiresAt as number) > now)) return false;
+    if (item.holderUntil === undefined || (item.holderUntil as number) <= Date.now()) return false;
+    item.status = 'recorded';
+    item.answer = answer;
+    return true;
+  }
+
   async putStreamEvent(sessionId: string, event: StreamEventRecord): Promise<void> {
     this.available();
     checkSize('the stream event', event);
