@@ -969,11 +969,18 @@ class Relay {
     this.stop('pending-timeout');
   }
 
-  /** The cap on pending requests per session (the Query costs only calls that relay something). */
+  /**
+   * The cap on pending requests per session: the count the call's own session read took (a soft
+   * bound, stale by the call's duration) plus what this call asked since; a call that has no such
+   * count (taken over by a reconnect) pays a Query.
+   */
   private async checkPendingCap(adding: number): Promise<void> {
     const { deps, loaded } = this.input;
     const cap = deps.config.maxPendingRequestsPerSession;
-    const count = await deps.store.countPending(loaded.session.id, cap);
+    const count =
+      loaded.pendingCount !== undefined && !this.input.resumed
+        ? loaded.pendingCount + this.relayed.size + this.held.length + this.delivered.length
+        : await deps.store.countPending(loaded.session.id, cap);
     if (count + adding > cap) {
       throw new GatewayError(
         'TooManyPendingRequests',

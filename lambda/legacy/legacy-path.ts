@@ -5,6 +5,7 @@ import { describeError } from '../observability/logger';
 import { GatewayError } from '../protocol/errors';
 import { isWellFormedSessionId, MCP_HEADERS } from '../protocol/headers';
 import type { ClientMessage } from '../protocol/jsonrpc';
+import { type MethodFacts, REQUEST_METHODS } from '../protocol/methods';
 import type { InitializeRequestParams, InitializeResult, JSONRPCRequest, RequestId } from '../protocol/types';
 import { legacyVersionsOf } from '../protocol/versions';
 import { newSessionId } from '../state/records';
@@ -62,7 +63,10 @@ export async function handleLegacyPost(input: LegacyInput): Promise<Response> {
     if (loaded instanceof Response) return loaded;
     return deliverAnswer(deps, loaded, message.message, { [MCP_HEADERS.sessionId]: loaded.session.id });
   }
-  const loaded = await loadOwnSession(input, (id) => loadLiveSession(deps, id));
+  // A request that reaches a target may relay its requests: the same read counts the session's pending
+  // records for the per-session cap (call-relay.ts), so a round pays no Query of its own.
+  const withPending = message.kind === 'request' && mayRelay(message.message.method);
+  const loaded = await loadOwnSession(input, (id) => loadLiveSession(deps, id, withPending));
   if (loaded instanceof Response) return loaded;
   return handleSessionMessage(
     {
@@ -143,8 +147,12 @@ async function terminateTargetSessions(deps: LegacyDeps, loaded: LoadedSession):
  * partition removed — so a client that comes back after expiry ends what it left upstream. Either way
  * the client sees 404 (the same read; nothing extra for a live session).
  */
-async function loadLiveSession(deps: LegacyDeps, sessionId: string): Promise<LoadedSession | undefined> {
-  const loaded = await deps.store.loadSession(sessionId, undefined, { includeExpired: true });
+async function loadLiveSession(
+  deps: LegacyDeps,
+  sessionId: string,
+  withPending = false,
+): Promise<LoadedSession | undefined> {
+  const loaded = await deps.store.loadSession(sessionId, undefined, { includeExpired: true, withPending });
   if (!loaded || loaded.session.expiresAt > Math.floor(Date.now() / 1000)) return loaded;
   await terminateTargetSessions(deps, loaded);
   await deps.store
@@ -244,6 +252,12 @@ async function initialize(input: LegacyInput, request: JSONRPCRequest): Promise<
     serverInfo: deps.serverInfo,
   };
   return messageResponse({ jsonrpc: '2.0', id: request.id, result }, accept, { [MCP_HEADERS.sessionId]: session.id });
+}
+
+/** A method that names what it calls reaches a target, whose requests may be relayed to the client. */
+function mayRelay(method: string): boolean {
+  const facts: MethodFacts | undefined = (REQUEST_METHODS as Record<string, MethodFacts>)[method];
+  return facts?.nameSource !== undefined;
 }
 
 function idOf(message: ClientMessage): RequestId | null {

@@ -128,7 +128,7 @@ export class DynamoSessionStore implements SessionStore {
   async loadSession(
     sessionId: string,
     now = nowSeconds(),
-    options: { includeExpired?: boolean } = {},
+    options: { includeExpired?: boolean; withPending?: boolean } = {},
   ): Promise<LoadedSession | undefined> {
     // The plain client's Query, not the DocumentClient's: every 2025 request makes this read, and the
     // DocumentClient's generic walk of input and output is about a tenth of its CPU (./attribute-values.ts).
@@ -141,7 +141,10 @@ export class DynamoSessionStore implements SessionStore {
             TableName: this.tableName,
             ConsistentRead: true,
             KeyConditionExpression: 'pk = :pk AND sk >= :from',
-            ExpressionAttributeValues: { ':pk': { S: pk(sessionId) }, ':from': { S: SESSION_AND_TARGETS } },
+            ExpressionAttributeValues: {
+              ':pk': { S: pk(sessionId) },
+              ':from': { S: options.withPending ? PENDING_PREFIX : SESSION_AND_TARGETS },
+            },
             ExclusiveStartKey: startKey,
           }),
           { abortSignal },
@@ -156,10 +159,13 @@ export class DynamoSessionStore implements SessionStore {
     const session = sessionItem && sessionOf(sessionItem);
     if (!session || (session.expiresAt <= now && !options.includeExpired)) return undefined;
     const loaded: LoadedSession = { session, targets: new Map() };
+    let pendingCount = 0;
     for (const item of items) {
       const sk = String(item.sk);
       if (sk.startsWith(TARGET_PREFIX)) loaded.targets.set(sk.slice(TARGET_PREFIX.length), targetSessionOf(item));
+      else if (sk.startsWith(PENDING_PREFIX) && Number(item.expiresAt) > now) pendingCount++;
     }
+    if (options.withPending) loaded.pendingCount = pendingCount;
     return loaded;
   }
 

@@ -108,6 +108,11 @@ export interface PendingRecord {
 export interface LoadedSession {
   session: SessionRecord;
   targets: Map<string, TargetSessionRecord>;
+  /**
+   * Loaded `withPending`: the live pending records of the session at that read (the per-session cap
+   * of a call that relays something, a soft bound: stale by the call's duration).
+   */
+  pendingCount?: number;
 }
 
 /** What an answer POST reads: the session and the one pending record it answers (one request). */
@@ -203,12 +208,14 @@ export interface SessionRecordStore {
   createSession(session: SessionRecord): Promise<void>;
   /**
    * One read: the session with its target sessions; undefined when absent or expired. It does not
-   * grow with the number of pending records (they sort before the session item).
+   * grow with the number of pending records (they sort before the session item) unless `withPending`:
+   * then the same read starts at the pending records (and the waiting calls after them) and counts
+   * them (`pendingCount`), for a request that may relay something.
    */
   loadSession(
     sessionId: string,
     now?: number,
-    options?: { includeExpired?: boolean },
+    options?: { includeExpired?: boolean; withPending?: boolean },
   ): Promise<LoadedSession | undefined>;
   /** One read: the session and one pending record (absent or expired → undefined). */
   loadForAnswer(sessionId: string, gatewayId: string, now?: number): Promise<LoadedAnswer | undefined>;

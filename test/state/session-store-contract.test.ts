@@ -108,6 +108,25 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       expect(await store.loadSession(newSessionId(), NOW)).toBeUndefined();
     });
 
+    it('counts the live pending records in the same read only when asked to (withPending), past a waiting call', async () => {
+      const session = sessionRecord();
+      await store.createSession(session);
+      await store.putTargetSession(session, targetRecord());
+      for (const record of [pendingRecord(), pendingRecord(), pendingRecord({ expiresAt: NOW })])
+        await store.putPending(session, record);
+      await store.swapWaitingCall(
+        session.id,
+        { streamId: 'streamAAAAAAAAAA', version: 1, state: 'released', seq: 2, snapshot: '{}', expiresAt: NOW + 60 },
+        undefined,
+      );
+      const plain = await store.loadSession(session.id, NOW);
+      expect(plain?.pendingCount).toBeUndefined();
+      const counted = await store.loadSession(session.id, NOW, { withPending: true });
+      expect(counted?.pendingCount).toBe(2);
+      expect(counted?.targets).toEqual(plain?.targets);
+      expect(counted?.session).toEqual(session);
+    });
+
     it('leaves out attributes that are undefined, as the document client does', async () => {
       const session = sessionRecord({ clientInfo: undefined, logLevel: undefined });
       await store.createSession(session);

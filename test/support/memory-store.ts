@@ -88,7 +88,7 @@ export class MemorySessionStore implements SessionStore {
   async loadSession(
     sessionId: string,
     now = nowSeconds(),
-    options: { includeExpired?: boolean } = {},
+    options: { includeExpired?: boolean; withPending?: boolean } = {},
   ): Promise<LoadedSession | undefined> {
     this.available();
     const partition = this.stored(sessionId);
@@ -100,6 +100,11 @@ export class MemorySessionStore implements SessionStore {
     // Sorted by sort key, as a Query returns a partition.
     for (const [sk, item] of [...partition].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
       if (sk.startsWith(TARGET_PREFIX)) loaded.targets.set(sk.slice(TARGET_PREFIX.length), targetSessionOf(copy(item)));
+    }
+    if (options.withPending) {
+      loaded.pendingCount = [...partition].filter(
+        ([sk, item]) => sk.startsWith(PENDING_PREFIX) && (item.expiresAt as number) > now,
+      ).length;
     }
     return loaded;
   }
