@@ -16,7 +16,7 @@ import { abortableSleep } from './abortable-sleep';
  *   (priming events with empty data can break older clients; the official SDK server primes only
  *   from 2025-11-25 on, webStandardStreamableHttp.ts `writePrimingEvent`).
  * - `openStreamLog(store, session, settings, logger)`: an `SseEventLog` for `new SseStream({ log })`.
- *   Every event is written (one PutItem) before it is sent. Bounded: each event expires at
+ *   Every event is written (one PutItem; events asked together, one BatchWriteItem: `keepAll`) before it is sent. Bounded: each event expires at
  *   `settings.ttlSeconds` (never after the session); events past `settings.maxBytes` per stream are
  *   sent without an id and not kept (a replay skips them); the final message is always kept (one
  *   that does not fit an item is kept as an error response telling the client to retry). When the
@@ -67,7 +67,8 @@ export function parseEventId(id: string): { streamId: string; seq: number } | un
 const ITEM_OVERHEAD_BYTES = 1024;
 
 /** What the stream-log operations need of the store. */
-export type StreamStore = Pick<SessionStore, 'putStreamEvent' | 'endStream' | 'readStream'>;
+export type StreamStore = Pick<SessionStore, 'putStreamEvent' | 'endStream' | 'readStream'> &
+  Partial<Pick<SessionStore, 'putStreamEvents'>>;
 
 /**
  * How long past the invocation's deadline a write may still take: the deadline leaves a margin
@@ -115,33 +116,60 @@ export function openStreamLog(
   const expiry = (seconds: number) => Math.min(session.expiresAt, nowSeconds() + seconds);
   const warn = (message: string, extra: object) => logger.warn(message, { sessionId: session.id, streamId, ...extra });
 
+  /** Whether an event fits the stream's cap (counted as kept when it does). */
+  const fits = (data: string): boolean => {
+    const bytes = Buffer.byteLength(data);
+    if (keptBytes + bytes > settings.maxBytes || bytes + ITEM_OVERHEAD_BYTES > DYNAMODB_ITEM_LIMIT_BYTES) {
+      warn('stream event not kept: over the stream log cap (a reconnect will not replay it)', {
+        bytes,
+        keptBytes,
+        limitBytes: settings.maxBytes,
+      });
+      return false;
+    }
+    keptBytes += bytes;
+    return true;
+  };
+  /** Writes the events (one request); false when the store failed: nothing more is kept but the end. */
+  const write = async (events: StreamEventRecord[]): Promise<boolean> => {
+    try {
+      const [only] = events;
+      await bounded(
+        only && events.length === 1
+          ? store.putStreamEvent(session.id, only)
+          : // Several at once only from a store that can (the log's own tests give one that cannot).
+            store.putStreamEvents
+            ? store.putStreamEvents(session.id, events)
+            : Promise.all(events.map((event) => store.putStreamEvent(session.id, event))).then(() => undefined),
+      );
+    } catch (error) {
+      broken = true;
+      warn('stream event not kept: the store failed (this stream keeps nothing more but its end)', {
+        error: describeError(error),
+      });
+      return false;
+    }
+    for (const event of events) kept.push(event.seq);
+    return true;
+  };
+  const record = (seq: number, data: string): StreamEventRecord => ({
+    streamId,
+    seq,
+    data,
+    expiresAt: expiry(settings.ttlSeconds),
+  });
+
   return {
     streamId,
     async keep(seq: number, data: string): Promise<boolean> {
-      if (broken) return false;
-      const bytes = Buffer.byteLength(data);
-      if (keptBytes + bytes > settings.maxBytes || bytes + ITEM_OVERHEAD_BYTES > DYNAMODB_ITEM_LIMIT_BYTES) {
-        warn('stream event not kept: over the stream log cap (a reconnect will not replay it)', {
-          bytes,
-          keptBytes,
-          limitBytes: settings.maxBytes,
-        });
-        return false;
-      }
-      try {
-        await bounded(
-          store.putStreamEvent(session.id, { streamId, seq, data, expiresAt: expiry(settings.ttlSeconds) }),
-        );
-      } catch (error) {
-        broken = true;
-        warn('stream event not kept: the store failed (this stream keeps nothing more but its end)', {
-          error: describeError(error),
-        });
-        return false;
-      }
-      kept.push(seq);
-      keptBytes += bytes;
-      return true;
+      if (broken || !fits(data)) return false;
+      return write([record(seq, data)]);
+    },
+    async keepAll(events: ReadonlyArray<{ seq: number; data: string }>): Promise<boolean[]> {
+      if (broken) return events.map(() => false);
+      const keeping = events.map((e) => fits(e.data));
+      const written = await write(events.filter((_, i) => keeping[i]).map((e) => record(e.seq, e.data)));
+      return keeping.map((k) => k && written);
     },
     async end(seq: number, final: { message: JSONRPCMessage; data: string } | undefined): Promise<boolean> {
       let data = final?.data ?? '';

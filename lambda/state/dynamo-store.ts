@@ -612,6 +612,12 @@ export class DynamoSessionStore implements SessionStore {
     );
   }
 
+  async putStreamEvents(sessionId: string, events: StreamEventRecord[]): Promise<void> {
+    const items = events.map((event) => ({ pk: pk(sessionId), sk: eventSk(event.streamId, event.seq), ...event }));
+    for (const item of items) checkSize('the stream event', item);
+    await this.batchWrite(items.map((Item) => ({ PutRequest: { Item } })));
+  }
+
   async endStream(sessionId: string, end: StreamEventRecord, drop: number[]): Promise<void> {
     const item = { pk: pk(sessionId), sk: eventSk(end.streamId, end.seq), ...end };
     checkSize('the stream event', item);

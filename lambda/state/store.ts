@@ -307,6 +307,8 @@ export interface PendingStore extends Pick<PrincipalCounters, 'admitBridgedCall'
 export interface StreamLogStore {
   /** Keeps one event of a resumable stream (written before the event is sent). */
   putStreamEvent(sessionId: string, event: StreamEventRecord): Promise<void>;
+  /** Keeps several events of resumable streams with one request (BatchWriteItem) when they fit one (25 items). */
+  putStreamEvents(sessionId: string, events: StreamEventRecord[]): Promise<void>;
   /**
    * Ends a stream: writes its end event and removes the events `drop` (their seqs) in one request
    * when they fit one (25 items), so after a call only its end is left, until it expires.

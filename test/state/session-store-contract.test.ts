@@ -587,6 +587,14 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       expect(await store.readStream(session.id, 'streamCCCCCCCCCC', 0, NOW)).toEqual([]);
     });
 
+    it('keeps several events with one call (more than one batch), read back like single ones', async () => {
+      const session = sessionRecord();
+      await store.createSession(session);
+      const events = Array.from({ length: 30 }, (_, seq) => event('streamAAAAAAAAAA', seq));
+      await store.putStreamEvents(session.id, events);
+      expect(await store.readStream(session.id, 'streamAAAAAAAAAA', 0, NOW)).toEqual(events);
+    });
+
     it('keeps events out of the session read, and out of other sessions', async () => {
       const session = sessionRecord();
       await store.createSession(session);

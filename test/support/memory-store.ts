@@ -334,6 +334,12 @@ export class MemorySessionStore implements SessionStore {
     this.partition(sessionPk(sessionId)).set(eventSk(event.streamId, event.seq), itemOf(event));
   }
 
+  async putStreamEvents(sessionId: string, events: StreamEventRecord[]): Promise<void> {
+    this.available();
+    for (const event of events) checkSize('the stream event', event);
+    for (const event of events) await this.putStreamEvent(sessionId, event);
+  }
+
   async endStream(sessionId: string, end: StreamEventRecord, drop: number[]): Promise<void> {
     await this.putStreamEvent(sessionId, end);
     const partition = this.stored(sessionId);

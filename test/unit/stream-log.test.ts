@@ -50,6 +50,62 @@ describe('SseStream with an event log', () => {
     );
   });
 
+  it('keeps the priming event with the messages that follow it at once, with one write of a log that can (keepAll)', async () => {
+    const calls: string[] = [];
+    const log: SseEventLog = {
+      streamId: 'S',
+      keep: async (seq) => {
+        calls.push(`keep ${seq}`);
+        return true;
+      },
+      keepAll: async (events) => {
+        calls.push(`keepAll ${events.map((e) => e.seq).join(',')}`);
+        return events.map(() => true);
+      },
+      end: async (seq) => {
+        calls.push(`end ${seq}`);
+        return true;
+      },
+    };
+    const sse = new SseStream({ log });
+    await new Promise((resolve) => setTimeout(resolve, 5)); // the stream opened for a message that takes a write to prepare
+    sse.send(message('one'));
+    sse.send(message('two'));
+    await sse.flushed();
+    sse.send(message('three'));
+    sse.end({ jsonrpc: '2.0', id: 7, result: {} });
+    const text = await bodyText(sse);
+    expect(calls).toEqual(['keepAll 0,1,2', 'keep 3', 'end 4']);
+    expect(text.match(/^id: S\.\d+/gm)).toEqual(['id: S.0', 'id: S.1', 'id: S.2', 'id: S.3', 'id: S.4']);
+  });
+
+  it('keeps a priming event alone when no message follows (a stream opened for keep-alives), and an end does not wait for one', async () => {
+    const calls: string[] = [];
+    const log: SseEventLog = {
+      streamId: 'S',
+      keep: async (seq) => {
+        calls.push(`keep ${seq}`);
+        return true;
+      },
+      keepAll: async (events) => {
+        calls.push(`keepAll ${events.map((e) => e.seq).join(',')}`);
+        return events.map(() => true);
+      },
+      end: async (seq) => {
+        calls.push(`end ${seq}`);
+        return true;
+      },
+    };
+    const alone = new SseStream({ log });
+    await alone.flushed();
+    expect(calls).toEqual(['keep 0']);
+    calls.length = 0;
+    const ended = new SseStream({ log });
+    ended.end({ jsonrpc: '2.0', id: 7, result: {} });
+    await bodyText(ended);
+    expect(calls).toEqual(['keep 0', 'end 1']);
+  });
+
   it('asks its writer to wait while events waiting for a slow log fill the mark, and lets it go on when they are written', async () => {
     let open!: () => void;
     const gate = new Promise<void>((resolve) => {
