@@ -134,6 +134,7 @@ function startRelay(input: RelayInput): { response: Promise<Response>; done: Pro
       ? () =>
           openStreamLog(deps.store, loaded.session, streamLogSettings(deps.config), deps.logger, {
             deadline: input.exchange.deadline,
+            removeAtEnd: relay.removedWithTheEnd(),
           })
       : undefined,
   });
@@ -207,6 +208,10 @@ class Relay {
   private readonly release: ReleaseSettings;
   /** The call's records that carry this holder's lease (the others need none: see withHolder). */
   private readonly leased = new Set<string>();
+  /** The call's pending records the stream's end removes (its log is this relay's: see cleanup). */
+  private goWithTheEnd?: string[];
+  /** The stream's log was opened by this relay, with `removedWithTheEnd` (not a reconnect's). */
+  private logRemovesPending = false;
   /** Resolved once the call is over: records removed and the client's response finished. */
   readonly markDone: () => void;
   private readonly done: Promise<void>;
@@ -1056,6 +1061,12 @@ class Relay {
     this.upstreamAbort.abort(abortReason);
   }
 
+  /** For the stream log this relay opens: the pending records its end removes (read when it ends). */
+  removedWithTheEnd(): () => string[] {
+    this.logRemovesPending = true;
+    return () => this.goWithTheEnd ?? [];
+  }
+
   private async cleanup(): Promise<void> {
     for (const { timer } of this.relayed.values()) clearTimeout(timer);
     await this.waiting
@@ -1063,6 +1074,12 @@ class Relay {
       .catch((error) => this.log.warn('removing the waiting call failed', { error: describeError(error) }));
     const ids = this.pendingIds();
     if (ids.length === 0) return;
+    if (this.logRemovesPending && this.out?.resumable) {
+      // The stream's end, kept right after this before the response is sent, removes them with the
+      // same write (relay/stream-log.ts; on its own when that write fails).
+      this.goWithTheEnd = ids;
+      return;
+    }
     // One request removes every pending record of this call, answered or not: a late answer then
     // finds nothing and gets -32600 instead of reaching a target that no longer waits.
     await this.input.deps.store

@@ -68,7 +68,7 @@ const ITEM_OVERHEAD_BYTES = 1024;
 
 /** What the stream-log operations need of the store. */
 export type StreamStore = Pick<SessionStore, 'putStreamEvent' | 'endStream' | 'readStream'> &
-  Partial<Pick<SessionStore, 'putStreamEvents'>>;
+  Partial<Pick<SessionStore, 'putStreamEvents' | 'deletePending'>>;
 
 /**
  * How long past the invocation's deadline a write may still take: the deadline leaves a margin
@@ -89,6 +89,11 @@ export function openStreamLog(
     deadline?: number;
     /** The seqs already kept for this stream by the invocations before (a continued stream): dropped at its end too. */
     kept?: number[];
+    /**
+     * Pending records (gateway ids) the stream's end removes with the same write (the call's, over
+     * with it); read when the stream ends. When that write fails they are removed on their own.
+     */
+    removeAtEnd?: () => string[];
   } = {},
 ): SseEventLog {
   const streamId = options.streamId ?? newStreamId();
@@ -175,18 +180,26 @@ export function openStreamLog(
       let data = final?.data ?? '';
       const fits = Buffer.byteLength(data) + ITEM_OVERHEAD_BYTES <= DYNAMODB_ITEM_LIMIT_BYTES;
       if (final && !fits) data = JSON.stringify(tooLargeToKeep(final.message, Buffer.byteLength(data)));
+      const pending = options.removeAtEnd?.() ?? [];
       try {
         await bounded(
           store.endStream(
             session.id,
             { streamId, seq, data, end: true, expiresAt: expiry(settings.retainSeconds) },
             kept,
+            pending,
           ),
         );
       } catch (error) {
         warn('stream end not kept: the store failed (a reconnect will not get the final message)', {
           error: describeError(error),
         });
+        // A late answer must find nothing: the call's records go on their own (best effort, as before).
+        if (pending.length > 0 && store.deletePending) {
+          await store
+            .deletePending(session.id, pending)
+            .catch((deleteError) => warn('removing pending records failed', { error: describeError(deleteError) }));
+        }
         return false;
       }
       return final !== undefined && fits;

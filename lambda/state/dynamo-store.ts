@@ -618,10 +618,10 @@ export class DynamoSessionStore implements SessionStore {
     await this.batchWrite(items.map((Item) => ({ PutRequest: { Item } })));
   }
 
-  async endStream(sessionId: string, end: StreamEventRecord, drop: number[]): Promise<void> {
+  async endStream(sessionId: string, end: StreamEventRecord, drop: number[], pending: string[] = []): Promise<void> {
     const item = { pk: pk(sessionId), sk: eventSk(end.streamId, end.seq), ...end };
     checkSize('the stream event', item);
-    if (drop.length === 0) {
+    if (drop.length === 0 && pending.length === 0) {
       await this.guarded((abortSignal) =>
         this.client.send(new PutCommand({ TableName: this.tableName, Item: item }), { abortSignal }),
       );
@@ -631,6 +631,7 @@ export class DynamoSessionStore implements SessionStore {
     await this.batchWrite([
       { PutRequest: { Item: item } },
       ...drop.map((seq) => ({ DeleteRequest: { Key: { pk: pk(sessionId), sk: eventSk(end.streamId, seq) } } })),
+      ...pending.map((id) => ({ DeleteRequest: { Key: { pk: pk(sessionId), sk: pendingSk(id) } } })),
     ]);
   }
 

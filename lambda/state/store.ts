@@ -310,10 +310,11 @@ export interface StreamLogStore {
   /** Keeps several events of resumable streams with one request (BatchWriteItem) when they fit one (25 items). */
   putStreamEvents(sessionId: string, events: StreamEventRecord[]): Promise<void>;
   /**
-   * Ends a stream: writes its end event and removes the events `drop` (their seqs) in one request
-   * when they fit one (25 items), so after a call only its end is left, until it expires.
+   * Ends a stream: writes its end event and removes the events `drop` (their seqs), and the pending
+   * records `pending` (gateway ids: the call's, over with it), in one request when they fit one (25
+   * items), so after a call only its end is left, until it expires.
    */
-  endStream(sessionId: string, end: StreamEventRecord, drop: number[]): Promise<void>;
+  endStream(sessionId: string, end: StreamEventRecord, drop: number[], pending?: string[]): Promise<void>;
   /** The live events of a stream from seq `fromSeq` on (inclusive), in order (a consistent read). */
   readStream(sessionId: string, streamId: string, fromSeq: number, now?: number): Promise<StreamEventRecord[]>;
 }

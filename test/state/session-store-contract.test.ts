@@ -627,6 +627,22 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       expect(await store.readStream(session.id, 'streamBBBBBBBBBB', 0, NOW)).toHaveLength(1);
     });
 
+    it('ends a stream and removes the pending records it names with the same call (its call is over), not others', async () => {
+      const session = sessionRecord();
+      await store.createSession(session);
+      const [mine, other] = [pendingRecord(), pendingRecord()];
+      for (const record of [mine, other]) await store.putPending(session, record);
+      await store.putStreamEvent(session.id, event('streamAAAAAAAAAA', 0));
+      const end = event('streamAAAAAAAAAA', 1, { end: true, expiresAt: NOW + 60 });
+      await store.endStream(session.id, end, [0], [mine.gatewayId, 'gw-unknown']);
+      expect(await store.readStream(session.id, 'streamAAAAAAAAAA', 0, NOW)).toEqual([end]);
+      expect(await store.getPending(session.id, mine.gatewayId, NOW)).toBeUndefined();
+      expect(await store.getPending(session.id, other.gatewayId, NOW)).toEqual(other);
+      const alone = event('streamBBBBBBBBBB', 0, { end: true, expiresAt: NOW + 60 });
+      await store.endStream(session.id, alone, [], [other.gatewayId]);
+      expect(await store.getPending(session.id, other.gatewayId, NOW)).toBeUndefined();
+    });
+
     it('goes with the session on delete', async () => {
       const session = sessionRecord();
       await store.createSession(session);

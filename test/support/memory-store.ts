@@ -340,10 +340,11 @@ export class MemorySessionStore implements SessionStore {
     for (const event of events) await this.putStreamEvent(sessionId, event);
   }
 
-  async endStream(sessionId: string, end: StreamEventRecord, drop: number[]): Promise<void> {
+  async endStream(sessionId: string, end: StreamEventRecord, drop: number[], pending: string[] = []): Promise<void> {
     await this.putStreamEvent(sessionId, end);
     const partition = this.stored(sessionId);
     for (const seq of drop) partition?.delete(eventSk(end.streamId, seq));
+    for (const id of pending) partition?.delete(pendingSk(id));
   }
 
   async readStream(

@@ -225,6 +225,31 @@ describe('the stream log over the store', () => {
     expect(ends).toBe(1);
   });
 
+  it("removes the call's pending records with its end; when that write fails, on their own", async () => {
+    const removed: string[][] = [];
+    const store = new MemorySessionStore();
+    const withEnd = openStreamLog(store, SESSION, SETTINGS, QUIET, { removeAtEnd: () => ['gw-a'] });
+    const ends: string[][] = [];
+    const recording = Object.assign(Object.create(store) as MemorySessionStore, {
+      endStream: async (_: string, __: StreamEventRecord, ___: number[], pending: string[] = []) => {
+        ends.push(pending);
+      },
+    });
+    await openStreamLog(recording, SESSION, SETTINGS, QUIET, { removeAtEnd: () => ['gw-a'] }).end(1, undefined);
+    expect(ends).toEqual([['gw-a']]);
+    const failing = Object.assign(Object.create(store) as MemorySessionStore, {
+      endStream: async () => {
+        throw new Error('DynamoDB down');
+      },
+      deletePending: async (_: string, ids: string[]) => {
+        removed.push(ids);
+      },
+    });
+    await openStreamLog(failing, SESSION, SETTINGS, QUIET, { removeAtEnd: () => ['gw-b'] }).end(1, undefined);
+    expect(removed).toEqual([['gw-b']]);
+    expect(await withEnd.end(0, undefined)).toBe(false); // no final message
+  });
+
   it('never keeps an event past the session expiry', async () => {
     const store = new MemorySessionStore();
     const soon = { id: SESSION.id, expiresAt: Math.floor(Date.now() / 1000) + 5 };
