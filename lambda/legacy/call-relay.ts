@@ -28,7 +28,7 @@ import { upstreamRequestId } from '../relay/ids';
 import { pendingTimeUp } from '../relay/pending-verdict';
 import { ProgressMapper } from '../relay/progress';
 import { deliverRecordedUntilTaken } from '../relay/recorded-answer';
-import { allowsResumableStreams, openStreamLog, streamLogSettings } from '../relay/stream-log';
+import { allowsResumableStreams, openStreamLog, type StreamLog, streamLogSettings } from '../relay/stream-log';
 import {
   mayRelease,
   type ReleaseSettings,
@@ -132,10 +132,12 @@ function startRelay(input: RelayInput): { response: Promise<Response>; done: Pro
     onClientGone: () => relay.clientGone(),
     eventLog: allowsResumableStreams(loaded.session.protocolVersion)
       ? () =>
-          openStreamLog(deps.store, loaded.session, streamLogSettings(deps.config), deps.logger, {
-            deadline: input.exchange.deadline,
-            removeAtEnd: relay.removedWithTheEnd(),
-          })
+          relay.useStreamLog(
+            openStreamLog(deps.store, loaded.session, streamLogSettings(deps.config), deps.logger, {
+              deadline: input.exchange.deadline,
+              removeAtEnd: relay.removedWithTheEnd(),
+            }),
+          )
       : undefined,
   });
   const done = relay.run(out).then(async (outcome) => {
@@ -845,9 +847,14 @@ class Relay {
       }),
       upstream.era === 'legacy' && this.cursor.lastEventId !== undefined,
     );
+    // On this call's own resumable stream the record is written with the event that asks it (one
+    // BatchWriteItem, before the event is sent: relay/stream-log.ts); otherwise on its own.
+    const log = stream.resumable ? this.streamLog : undefined;
+    let recorded: Promise<boolean> = Promise.resolve(true);
     try {
       await this.checkPendingCap(1);
-      await deps.store.putPending(loaded.session, record);
+      if (log) recorded = new Promise<boolean>((resolve) => log.keepWithNext(record, resolve));
+      else await deps.store.putPending(loaded.session, record);
     } catch (error) {
       if (error instanceof GatewayError && error.kind === 'TooManyPendingRequests') {
         this.log.warn('refused a server request: too many pending requests in the session');
@@ -862,9 +869,23 @@ class Relay {
       return;
     }
     this.trackRelayed(record.gatewayId, serverRequest.method, Date.now());
-    this.lease.start();
-    if (this.leased.has(record.gatewayId)) this.acknowledger.start();
     stream.send({ ...serverRequest, id: record.gatewayId });
+    // The lease and the holder's looks once the record exists (a look that finds none stops looking).
+    void recorded.then(async (ok) => {
+      if (ok) {
+        this.lease.start();
+        if (this.leased.has(record.gatewayId)) this.acknowledger.start();
+        return;
+      }
+      // Unrecorded (its event went out unkept), the client's answer could not be matched: refused at the target.
+      this.log.warn('pending request not recorded; refused at the target');
+      clearTimeout(this.relayed.get(record.gatewayId)?.timer);
+      this.relayed.delete(record.gatewayId);
+      this.leased.delete(record.gatewayId);
+      await upstream
+        .reply(rpcErrorOf(serverRequest.id, 'Internal', 'Gateway could not relay the request; retry later'))
+        .catch((error) => this.log.warn('refusing an unrecorded request failed', { error: describeError(error) }));
+    });
     recordRelayedInput(serverRequest.method);
     this.log.info('relayed a server request', {
       serverMethod: serverRequest.method,
@@ -1059,6 +1080,14 @@ class Relay {
     if (reason === 'client-cancelled') this.log.info('the client cancelled the call');
     else this.log.info('relayed call stopped', { reason });
     this.upstreamAbort.abort(abortReason);
+  }
+
+  /** The log of the stream this relay opened (records of relayed requests are written with their events). */
+  private streamLog?: StreamLog;
+
+  useStreamLog(log: StreamLog): StreamLog {
+    this.streamLog = log;
+    return log;
   }
 
   /** For the stream log this relay opens: the pending records its end removes (read when it ends). */

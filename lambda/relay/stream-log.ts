@@ -5,7 +5,7 @@ import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import { DYNAMODB_ITEM_LIMIT_BYTES } from '../protocol/errors';
 import type { JSONRPCMessage, RequestId } from '../protocol/types';
-import type { SessionRecord, SessionStore, StreamEventRecord } from '../state/store';
+import type { PendingRecord, SessionRecord, SessionStore, StreamEventRecord } from '../state/store';
 import { abortableSleep } from './abortable-sleep';
 
 /**
@@ -79,6 +79,14 @@ const WRITE_GRACE_AFTER_DEADLINE_MS = 500;
 /** After a failed write, the end is still tried (the response matters most), for at most this long. */
 const BROKEN_END_WRITE_MS = 1000;
 
+/**
+ * The log of a stream, plus: a pending record written with the stream's next events (one request),
+ * so the request the next event asks is recorded before it is sent; `written` says whether it was.
+ */
+export interface StreamLog extends SseEventLog {
+  keepWithNext(pending: PendingRecord, written: (ok: boolean) => void): void;
+}
+
 export function openStreamLog(
   store: StreamStore,
   session: Pick<SessionRecord, 'id' | 'expiresAt'>,
@@ -95,7 +103,7 @@ export function openStreamLog(
      */
     removeAtEnd?: () => string[];
   } = {},
-): SseEventLog {
+): StreamLog {
   const streamId = options.streamId ?? newStreamId();
   /** A write failed: the stream has a gap, and DynamoDB may be down; later events go out at once, unkept. */
   let broken = false;
@@ -135,25 +143,41 @@ export function openStreamLog(
     keptBytes += bytes;
     return true;
   };
-  /** Writes the events (one request); false when the store failed: nothing more is kept but the end. */
+  /** Pending records to write with the next events (keepWithNext), and who waits to know. */
+  let riders: Array<{ record: PendingRecord; written: (ok: boolean) => void }> = [];
+  /** Writes the events (one request), with the riders; false when the store failed: nothing more is kept but the end. */
   const write = async (events: StreamEventRecord[]): Promise<boolean> => {
+    const riding = riders;
+    riders = [];
+    const settle = (ok: boolean) => {
+      for (const rider of riding) rider.written(ok);
+    };
+    if (events.length === 0 && riding.length === 0) return true;
     try {
       const [only] = events;
       await bounded(
-        only && events.length === 1
-          ? store.putStreamEvent(session.id, only)
-          : // Several at once only from a store that can (the log's own tests give one that cannot).
-            store.putStreamEvents
-            ? store.putStreamEvents(session.id, events)
-            : Promise.all(events.map((event) => store.putStreamEvent(session.id, event))).then(() => undefined),
+        riding.length > 0 && store.putStreamEvents
+          ? store.putStreamEvents(
+              session.id,
+              events,
+              riding.map((r) => r.record),
+            )
+          : only && events.length === 1
+            ? store.putStreamEvent(session.id, only)
+            : // Several at once only from a store that can (the log's own tests give one that cannot).
+              store.putStreamEvents
+              ? store.putStreamEvents(session.id, events)
+              : Promise.all(events.map((event) => store.putStreamEvent(session.id, event))).then(() => undefined),
       );
     } catch (error) {
       broken = true;
+      settle(false);
       warn('stream event not kept: the store failed (this stream keeps nothing more but its end)', {
         error: describeError(error),
       });
       return false;
     }
+    settle(true);
     for (const event of events) kept.push(event.seq);
     return true;
   };
@@ -166,17 +190,28 @@ export function openStreamLog(
 
   return {
     streamId,
+    keepWithNext(pending: PendingRecord, written: (ok: boolean) => void): void {
+      if (!store.putStreamEvents) {
+        written(false);
+        return;
+      }
+      riders.push({ record: pending, written });
+    },
     async keep(seq: number, data: string): Promise<boolean> {
-      if (broken || !fits(data)) return false;
+      if (broken || !fits(data)) {
+        await write([]); // the riders still go (their event is then sent unkept)
+        return false;
+      }
       return write([record(seq, data)]);
     },
     async keepAll(events: ReadonlyArray<{ seq: number; data: string }>): Promise<boolean[]> {
-      if (broken) return events.map(() => false);
-      const keeping = events.map((e) => fits(e.data));
+      const keeping = events.map((e) => !broken && fits(e.data));
       const written = await write(events.filter((_, i) => keeping[i]).map((e) => record(e.seq, e.data)));
       return keeping.map((k) => k && written);
     },
     async end(seq: number, final: { message: JSONRPCMessage; data: string } | undefined): Promise<boolean> {
+      // Requests whose event never came (the stream ended first) were never asked: not written.
+      for (const rider of riders.splice(0)) rider.written(false);
       let data = final?.data ?? '';
       const fits = Buffer.byteLength(data) + ITEM_OVERHEAD_BYTES <= DYNAMODB_ITEM_LIMIT_BYTES;
       if (final && !fits) data = JSON.stringify(tooLargeToKeep(final.message, Buffer.byteLength(data)));

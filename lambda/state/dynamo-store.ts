@@ -612,10 +612,16 @@ export class DynamoSessionStore implements SessionStore {
     );
   }
 
-  async putStreamEvents(sessionId: string, events: StreamEventRecord[]): Promise<void> {
+  async putStreamEvents(sessionId: string, events: StreamEventRecord[], pending: PendingRecord[] = []): Promise<void> {
     const items = events.map((event) => ({ pk: pk(sessionId), sk: eventSk(event.streamId, event.seq), ...event }));
     for (const item of items) checkSize('the stream event', item);
-    await this.batchWrite(items.map((Item) => ({ PutRequest: { Item } })));
+    // The pending records first: a chunk that fails leaves no event asking what was never recorded.
+    await this.batchWrite([
+      ...pending.map((record) => ({
+        PutRequest: { Item: { pk: pk(sessionId), sk: pendingSk(record.gatewayId), ...record } },
+      })),
+      ...items.map((Item) => ({ PutRequest: { Item } })),
+    ]);
   }
 
   async endStream(sessionId: string, end: StreamEventRecord, drop: number[], pending: string[] = []): Promise<void> {

@@ -307,8 +307,12 @@ export interface PendingStore extends Pick<PrincipalCounters, 'admitBridgedCall'
 export interface StreamLogStore {
   /** Keeps one event of a resumable stream (written before the event is sent). */
   putStreamEvent(sessionId: string, event: StreamEventRecord): Promise<void>;
-  /** Keeps several events of resumable streams with one request (BatchWriteItem) when they fit one (25 items). */
-  putStreamEvents(sessionId: string, events: StreamEventRecord[]): Promise<void>;
+  /**
+   * Keeps several events of resumable streams with one request (BatchWriteItem) when they fit one (25
+   * items), with new pending records of the session (`pending`: written unconditionally, their ids
+   * being 128 random bits; a call's request kept with the event that asks it).
+   */
+  putStreamEvents(sessionId: string, events: StreamEventRecord[], pending?: PendingRecord[]): Promise<void>;
   /**
    * Ends a stream: writes its end event and removes the events `drop` (their seqs), and the pending
    * records `pending` (gateway ids: the call's, over with it), in one request when they fit one (25

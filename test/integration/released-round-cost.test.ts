@@ -98,9 +98,9 @@ describe('a released elicitation round', () => {
               reconnect: { BatchWriteItem: 1, DeleteItem: 2, GetItem: expect.any(Number), PutItem: 2, Query: 3 },
             }
           : {
-              // BatchWriteItem: priming with the question; PutItem: pending record, the waiting call (held, then
-              // released), and one more hold write
-              call: { BatchWriteItem: 1, PutItem: 4, Query: 1 },
+              // BatchWriteItem: the pending record, priming and the question; PutItem: the waiting call (held,
+              // then released), and one more hold write
+              call: { BatchWriteItem: 1, PutItem: 3, Query: 1 },
               // claim, settle (no holder acknowledgement: the call can be taken over)
               answer: { BatchGetItem: 1, UpdateItem: 2 },
               reconnect: { BatchWriteItem: 1, DeleteItem: 2, GetItem: expect.any(Number), PutItem: 2, Query: 3 },

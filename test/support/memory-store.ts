@@ -334,9 +334,10 @@ export class MemorySessionStore implements SessionStore {
     this.partition(sessionPk(sessionId)).set(eventSk(event.streamId, event.seq), itemOf(event));
   }
 
-  async putStreamEvents(sessionId: string, events: StreamEventRecord[]): Promise<void> {
+  async putStreamEvents(sessionId: string, events: StreamEventRecord[], pending: PendingRecord[] = []): Promise<void> {
     this.available();
     for (const event of events) checkSize('the stream event', event);
+    for (const record of pending) this.partition(sessionPk(sessionId)).set(pendingSk(record.gatewayId), itemOf(record));
     for (const event of events) await this.putStreamEvent(sessionId, event);
   }
 

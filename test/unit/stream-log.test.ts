@@ -1,6 +1,7 @@
 import { type SseEventLog, SseStream, STREAM_HIGH_WATER_BYTES } from '../../lambda/http/sse';
 import { followStream, openStreamLog, parseEventId } from '../../lambda/relay/stream-log';
-import type { StreamEventRecord } from '../../lambda/state/store';
+import { newPendingRecord } from '../../lambda/state/records';
+import type { PendingRecord, StreamEventRecord } from '../../lambda/state/store';
 import { QUIET } from '../support/in-process';
 import { MemorySessionStore } from '../support/memory-store';
 
@@ -248,6 +249,48 @@ describe('the stream log over the store', () => {
     await openStreamLog(failing, SESSION, SETTINGS, QUIET, { removeAtEnd: () => ['gw-b'] }).end(1, undefined);
     expect(removed).toEqual([['gw-b']]);
     expect(await withEnd.end(0, undefined)).toBe(false); // no final message
+  });
+
+  it('writes a pending record with the next events (one request), and says whether it was written', async () => {
+    const store = new MemorySessionStore();
+    const batches: Array<{ events: number[]; pending: string[] }> = [];
+    const counting = Object.assign(Object.create(store) as MemorySessionStore, {
+      putStreamEvents: async (id: string, events: StreamEventRecord[], pending: PendingRecord[] = []) => {
+        batches.push({ events: events.map((e) => e.seq), pending: pending.map((p) => p.gatewayId) });
+        await store.putStreamEvents(id, events, pending);
+      },
+    });
+    const log = openStreamLog(counting, SESSION, SETTINGS, QUIET);
+    const record = newPendingRecord(60, {
+      kind: 'relayed',
+      method: 'elicitation/create',
+      target: 'demo',
+      clientRequestId: 1,
+    });
+    const written: boolean[] = [];
+    log.keepWithNext(record, (ok) => written.push(ok));
+    expect(
+      await log.keepAll?.([
+        { seq: 0, data: '' },
+        { seq: 1, data: '{"q":1}' },
+      ]),
+    ).toEqual([true, true]);
+    expect(batches).toEqual([{ events: [0, 1], pending: [record.gatewayId] }]);
+    expect(written).toEqual([true]);
+    expect(await store.getPending(SESSION.id, record.gatewayId)).toEqual(record);
+    // Over the stream's cap the event is not kept, but the record still is; a stream that ends first never asked it.
+    const second = newPendingRecord(60, {
+      kind: 'relayed',
+      method: 'elicitation/create',
+      target: 'demo',
+      clientRequestId: 1,
+    });
+    log.keepWithNext(second, (ok) => written.push(ok));
+    expect(await log.keep(2, 'x'.repeat(SETTINGS.maxBytes + 1))).toBe(false);
+    expect(await store.getPending(SESSION.id, second.gatewayId)).toEqual(second);
+    log.keepWithNext(record, (ok) => written.push(ok));
+    await log.end(3, undefined);
+    expect(written).toEqual([true, true, false]);
   });
 
   it('never keeps an event past the session expiry', async () => {
