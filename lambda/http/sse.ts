@@ -106,7 +106,13 @@ export class SseStream {
    * Events asked while the events before them are being kept: kept together, with one write, when
    * their turn comes (the priming event and the message that opened the stream).
    */
-  private batch?: Array<{ seq: number; data: string; bytes: number; framed: (id: string | undefined) => string }>;
+  private batch?: Array<{
+    seq: number;
+    data: string;
+    bytes: number;
+    framed: (id: string | undefined) => string;
+    unless?: Promise<boolean>;
+  }>;
   /** The priming event waits this long for the first message, to be kept with it (see PRIMING_GATHER_MS). */
   private gathering?: { promise: Promise<void>; done: () => void };
   /** Events are kept and written in call order. */
@@ -189,7 +195,11 @@ export class SseStream {
     });
   }
 
-  send(message: JSONRPCMessage): void {
+  /**
+   * Sends a message (kept first on a resumable stream). `unless`: settled by the time the event is
+   * kept (what was written with it, e.g. the record of the request it asks); true drops the event.
+   */
+  send(message: JSONRPCMessage, options: { unless?: Promise<boolean> } = {}): void {
     if (this.ending) return;
     observeClientMessage(message); // the access log's facts, and GatewayErrors for the gateway's own errors
     const data = stringifyMessage(message);
@@ -197,7 +207,7 @@ export class SseStream {
       this.write(frame(undefined, data));
       return;
     }
-    this.logged(data, (id) => frame(id, data));
+    this.logged(data, (id) => frame(id, data), options.unless);
   }
 
   /** Sends the stream's final message and closes it (a resumable stream keeps it as the stream's end). */
@@ -329,12 +339,12 @@ export class SseStream {
     return this.queue;
   }
 
-  private logged(data: string, framed: (id: string | undefined) => string): void {
+  private logged(data: string, framed: (id: string | undefined) => string, unless?: Promise<boolean>): void {
     const log = this.log!;
     const seq = this.seq++;
     const bytes = Buffer.byteLength(data);
     this.queuedBytes += bytes;
-    const event = { seq, data, bytes, framed };
+    const event = { seq, data, bytes, framed, unless };
     if (this.batch) {
       this.batch.push(event);
       if (this.batch.length > 1) this.gathering?.done(); // the priming event has its message
@@ -348,8 +358,9 @@ export class SseStream {
       if (this.batch === batch) this.batch = undefined; // later events go in the next batch
       try {
         const kept = batch.length > 1 && log.keepAll ? await log.keepAll(batch) : await keepEach(log, batch);
+        const dropped = await Promise.all(batch.map((e) => e.unless ?? false));
         batch.forEach((e, i) => {
-          this.write(e.framed(kept[i] ? eventId(log.streamId, e.seq) : undefined));
+          if (!dropped[i]) this.write(e.framed(kept[i] ? eventId(log.streamId, e.seq) : undefined));
         });
       } finally {
         for (const e of batch) this.queuedBytes -= e.bytes;

@@ -869,7 +869,8 @@ class Relay {
       return;
     }
     this.trackRelayed(record.gatewayId, serverRequest.method, Date.now());
-    stream.send({ ...serverRequest, id: record.gatewayId });
+    // Not sent at all when its record could not be written (the client's answer could not be matched).
+    stream.send({ ...serverRequest, id: record.gatewayId }, { unless: recorded.then((ok) => !ok) });
     // The lease and the holder's looks once the record exists (a look that finds none stops looking).
     void recorded.then(async (ok) => {
       if (ok) {
@@ -877,7 +878,7 @@ class Relay {
         if (this.leased.has(record.gatewayId)) this.acknowledger.start();
         return;
       }
-      // Unrecorded (its event went out unkept), the client's answer could not be matched: refused at the target.
+      // Unrecorded (its event was not sent), the client's answer could not be matched: refused at the target.
       this.log.warn('pending request not recorded; refused at the target');
       clearTimeout(this.relayed.get(record.gatewayId)?.timer);
       this.relayed.delete(record.gatewayId);

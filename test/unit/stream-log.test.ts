@@ -80,6 +80,17 @@ describe('SseStream with an event log', () => {
     expect(text.match(/^id: S\.\d+/gm)).toEqual(['id: S.0', 'id: S.1', 'id: S.2', 'id: S.3', 'id: S.4']);
   });
 
+  it('does not send an event whose `unless` came true with its keep (its request could not be recorded)', async () => {
+    const log: SseEventLog = { streamId: 'S', keep: async () => true, end: async () => true };
+    const sse = new SseStream({ log });
+    sse.send(message('asked'), { unless: Promise.resolve(true) });
+    sse.send(message('sent'), { unless: Promise.resolve(false) });
+    sse.end({ jsonrpc: '2.0', id: 7, result: {} });
+    const text = await bodyText(sse);
+    expect(text).not.toContain('asked');
+    expect(text).toContain('sent');
+  });
+
   it('keeps a priming event alone when no message follows (a stream opened for keep-alives), and an end does not wait for one', async () => {
     const calls: string[] = [];
     const log: SseEventLog = {
