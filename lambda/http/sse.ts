@@ -48,6 +48,11 @@ export interface SseEventLog {
    */
   keep(seq: number, data: string): Promise<boolean>;
   /**
+   * Keeps several consecutive events with one write (as `keep` each, in order; one result each).
+   * Optional: a log without it is asked event by event.
+   */
+  keepAll?(events: ReadonlyArray<{ seq: number; data: string }>): Promise<boolean[]>;
+  /**
    * The stream ends: with its final message (kept as seq `seq`, marking the end), or without one
    * (an end marker at `seq`). The log then drops the stream's other events: once the stream is over
    * a reconnecting client needs only its end (an earlier server request would be stale). Resolves
@@ -97,6 +102,19 @@ export class SseStream {
   private ending = false;
   private log?: SseEventLog;
   private seq = 0;
+  /**
+   * Events asked while the events before them are being kept: kept together, with one write, when
+   * their turn comes (the priming event and the message that opened the stream).
+   */
+  private batch?: Array<{
+    seq: number;
+    data: string;
+    bytes: number;
+    framed: (id: string | undefined) => string;
+    unless?: Promise<boolean>;
+  }>;
+  /** The priming event waits this long for the first message, to be kept with it (see PRIMING_GATHER_MS). */
+  private gathering?: { promise: Promise<void>; done: () => void };
   /** Events are kept and written in call order. */
   private queue: Promise<void> = Promise.resolve();
   /**
@@ -128,6 +146,7 @@ export class SseStream {
     if (this.log && options.continueAtSeq !== undefined) this.seq = options.continueAtSeq;
     else if (this.log) {
       const retry = options.retryMs !== undefined ? `retry: ${options.retryMs}\n` : '';
+      this.gathering = gatherFor(PRIMING_GATHER_MS);
       this.logged('', (id) => (id ? `id: ${id}\n${retry}data: \n\n` : ''));
     }
   }
@@ -176,7 +195,11 @@ export class SseStream {
     });
   }
 
-  send(message: JSONRPCMessage): void {
+  /**
+   * Sends a message (kept first on a resumable stream). `unless`: settled by the time the event is
+   * kept (what was written with it, e.g. the record of the request it asks); true drops the event.
+   */
+  send(message: JSONRPCMessage, options: { unless?: Promise<boolean> } = {}): void {
     if (this.ending) return;
     observeClientMessage(message); // the access log's facts, and GatewayErrors for the gateway's own errors
     const data = stringifyMessage(message);
@@ -184,7 +207,7 @@ export class SseStream {
       this.write(frame(undefined, data));
       return;
     }
-    this.logged(data, (id) => frame(id, data));
+    this.logged(data, (id) => frame(id, data), options.unless);
   }
 
   /** Sends the stream's final message and closes it (a resumable stream keeps it as the stream's end). */
@@ -316,23 +339,42 @@ export class SseStream {
     return this.queue;
   }
 
-  private logged(data: string, framed: (id: string | undefined) => string): void {
+  private logged(data: string, framed: (id: string | undefined) => string, unless?: Promise<boolean>): void {
     const log = this.log!;
     const seq = this.seq++;
     const bytes = Buffer.byteLength(data);
     this.queuedBytes += bytes;
+    const event = { seq, data, bytes, framed, unless };
+    if (this.batch) {
+      this.batch.push(event);
+      if (this.batch.length > 1) this.gathering?.done(); // the priming event has its message
+      return;
+    }
+    const batch = [event];
+    this.batch = batch;
     this.enqueue(async () => {
+      await this.gathering?.promise;
+      this.gathering = undefined;
+      if (this.batch === batch) this.batch = undefined; // later events go in the next batch
       try {
-        const kept = await log.keep(seq, data);
-        this.write(framed(kept ? eventId(log.streamId, seq) : undefined));
+        const kept = batch.length > 1 && log.keepAll ? await log.keepAll(batch) : await keepEach(log, batch);
+        const dropped = await Promise.all(batch.map((e) => e.unless ?? false));
+        batch.forEach((e, i) => {
+          if (!dropped[i]) this.write(e.framed(kept[i] ? eventId(log.streamId, e.seq) : undefined));
+        });
       } finally {
-        this.queuedBytes -= bytes;
+        for (const e of batch) this.queuedBytes -= e.bytes;
         this.release();
       }
-    });
+    }, true);
   }
 
-  private enqueue(task: () => Promise<void>): void {
+  private enqueue(task: () => Promise<void>, batching = false): void {
+    if (!batching) {
+      // What comes after (the end, a hang-up) goes after the batch, which need not wait any more.
+      this.batch = undefined;
+      this.gathering?.done();
+    }
     // A log never rejects; the catch keeps one broken write from stopping the ones after it.
     this.queue = this.queue.then(task).catch(() => undefined);
   }
@@ -352,6 +394,32 @@ export class SseStream {
     if (this.keepAlive) clearInterval(this.keepAlive);
     this.relieve(); // a writer waiting for room goes on (and finds the stream over)
   }
+}
+
+/**
+ * How long a new resumable stream's priming event waits for the stream's first message before it is
+ * kept alone: a stream opened for a message (a target's request relayed to the client) keeps both with
+ * one write. Nothing is sent before it is kept, so a reconnect never names an event that is not kept.
+ */
+const PRIMING_GATHER_MS = 50;
+
+function gatherFor(ms: number): { promise: Promise<void>; done: () => void } {
+  let done!: () => void;
+  const promise = new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    timer.unref();
+    done = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+  });
+  return { promise, done };
+}
+
+async function keepEach(log: SseEventLog, events: ReadonlyArray<{ seq: number; data: string }>): Promise<boolean[]> {
+  const kept: boolean[] = [];
+  for (const e of events) kept.push(await log.keep(e.seq, e.data));
+  return kept;
 }
 
 /** One message event; `id` only on resumable streams (also what a replay writes). */

@@ -1,7 +1,7 @@
 import { errorResponse, refuse } from '../http/errors';
 import { accepted } from '../http/responses';
 import { describeError } from '../observability/logger';
-import { GatewayError } from '../protocol/errors';
+import { GatewayError, ItemTooLargeError } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import {
   type DeliveryOutcome,
@@ -12,6 +12,7 @@ import {
 import { holderSilent } from '../relay/holder-ack';
 import { upstreamRequestId } from '../relay/ids';
 import { storeQuestionAnswer } from '../relay/questions';
+import { fitsARecord, recordAnswer } from '../relay/recorded-answer';
 import type { LoadedAnswer, PendingRecord } from '../state/store';
 import { NO_CLIENT_REQUEST } from './client-stream';
 import type { LegacyDeps } from './deps';
@@ -21,7 +22,14 @@ import type { LegacyDeps } from './deps';
  * instance. It must match a pending request of this very session, still waited for by a live holder.
  * A held request's answer is stored in its record for the waiting invocation (once).
  *
- * A relayed request's answer goes to the target with the target's session id and its original
+ * A relayed request whose call a live instance holds (its record carries the holder's lease): the
+ * answer is kept in the record for the holder, which delivers it itself (relay/recorded-answer.ts),
+ * and 202 says it was accepted; what the target does with it reaches the client on the call's stream
+ * (refused by the target: the call ends with -32001; not taken: the holder sends it again until the
+ * pending timeout). A repeated answer gets 400, as for an answered request.
+ *
+ * Any other relayed request's answer (no holder: a call that can be taken over, or a request on the
+ * session's GET stream) goes to the target from here with the target's session id and its original
  * request id: claim, deliver, settle — or release (relay/answer-delivery.ts, shared with the bridge;
  * this maps its outcome to the answer POST's response):
  * - delivered: settled (→ answered), 202; the target continues on the holder's stream;
@@ -74,11 +82,31 @@ export async function deliverAnswer(
     deps.logger.info('gateway question answered', { sessionId, gatewayRequestId: gatewayId });
     return accepted(headers);
   }
+  let record = pending;
+  // An answer too large to keep in an item is delivered from here (below), as before.
+  if (pending.holderUntil !== undefined && pending.status === 'pending' && fitsARecord(answer)) {
+    try {
+      if (await recordAnswer(deps.store, sessionId, gatewayId, answer)) {
+        deps.logger.info('answer recorded for the holder', { sessionId, gatewayRequestId: gatewayId });
+        return accepted(headers);
+      }
+      // Refused: answered or expired meanwhile, the lease ran out — or the call was released (the
+      // lease removed), and then the answer is delivered from here.
+      const current = await deps.store.getPending(sessionId, gatewayId);
+      if (!current) return alreadyAnswered();
+      if (holderGone(current)) return holderGoneRefusal();
+      if (current.holderUntil !== undefined) return alreadyAnswered();
+      record = current;
+    } catch (error) {
+      // Nothing was recorded (or it was, and a repeat gets 400): the client may send the answer again.
+      if (!(error instanceof ItemTooLargeError)) return errorResponse(id, error, headers);
+    }
+  }
   let outcome: DeliveryOutcome;
   try {
     outcome = await deliverRelayedAnswer(deps, {
       partition: sessionId,
-      record: pending,
+      record,
       answer,
       protocolVersion: loaded.session.protocolVersion,
       endCall: (token) => endCall(deps, loaded, pending, token),

@@ -64,9 +64,12 @@ function startRelay(input: RelayInput): { response: Promise<Response>; done: Pro
     onClientGone: () => relay.clientGone(),
     eventLog: allowsResumableStreams(loaded.session.protocolVersion)
       ? () =>
-          openStreamLog(deps.store, loaded.session, streamLogSettings(deps.config), deps.logger, {
-            deadline: input.exchange.deadline,
-          })
+          relay.call.useStreamLog(
+            openStreamLog(deps.store, loaded.session, streamLogSettings(deps.config), deps.logger, {
+              deadline: input.exchange.deadline,
+              removeAtEnd: relay.call.removedWithTheEnd(),
+            }),
+          )
       : undefined,
   });
   const done = relay.run(out).then(async (outcome) => {
@@ -95,7 +98,7 @@ function startRelay(input: RelayInput): { response: Promise<Response>; done: Pro
  * drained, then the records removed.
  */
 class Relay {
-  private readonly call: CallState;
+  readonly call: CallState;
   private readonly release: CallRelease;
   private readonly serverRequests: ServerRequests;
   private readonly questions: CallQuestions;
@@ -112,7 +115,12 @@ class Relay {
       resolve = r;
     });
     this.markDone = resolve;
-    this.call = new CallState(input, () => this.release.renewWaitingCall());
+    this.call = new CallState(
+      input,
+      () => this.release.renewWaitingCall(),
+      (record) =>
+        this.call.tasks.run('delivering a recorded answer', () => this.serverRequests.deliverRecorded(record)),
+    );
     this.release = new CallRelease(this.call);
     this.serverRequests = new ServerRequests(this.call, this.release);
     this.questions = new CallQuestions(this.call, this.release, this.serverRequests);
@@ -175,6 +183,7 @@ class Relay {
     call.finished = true;
     unregister();
     call.acknowledger.stop();
+    call.callOver.abort();
     call.lease.stop();
     // The deadline, the release, the cancellation watch and every pending timeout: none fires any more.
     call.timers.close();
@@ -315,6 +324,12 @@ class Relay {
     await this.release.finish();
     const ids = this.call.pendingIds();
     if (ids.length === 0) return;
+    if (this.call.logRemovesPending && this.call.out?.resumable) {
+      // The stream's end, kept right after this before the response is sent, removes them with the
+      // same write (relay/stream-log.ts; on its own when that write fails).
+      this.call.goWithTheEnd = ids;
+      return;
+    }
     // One request removes every pending record of this call, answered or not: a late answer then
     // finds nothing and gets -32600 instead of reaching a target that no longer waits.
     await this.input.deps.store

@@ -124,6 +124,8 @@ export class CallRelease {
   tryRelease(why: string): void {
     const { call } = this;
     if (call.finished || call.endReason || call.releasing || !this.waiting?.holding) return;
+    // An answer on its way to the target: what it does next is read by this invocation.
+    if (call.delivering.size > 0) return;
     if (call.phase === 'upstream') {
       if (call.upstream?.era !== 'legacy' || !call.cursor.lastEventId || this.step?.kind !== 'target-stream') return;
     } else if (call.phase !== 'held-wait') return;

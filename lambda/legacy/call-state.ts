@@ -8,6 +8,7 @@ import { ClaimAcknowledger } from '../relay/holder-ack';
 import { HolderLease } from '../relay/holder-lease';
 import { upstreamRequestId } from '../relay/ids';
 import { ProgressMapper } from '../relay/progress';
+import type { StreamLog } from '../relay/stream-log';
 import {
   mayRelease,
   type ReleaseSettings,
@@ -58,6 +59,18 @@ export class CallState {
   readonly relayed = new Map<string, { method: string; askedAt: number }>();
   /** Held records (confirmations, input rounds), removed with the others. */
   readonly held: string[] = [];
+  /** Relayed records whose recorded answer this holder delivered (no longer waiting; removed with the others). */
+  readonly delivered: string[] = [];
+  /** Relayed records whose recorded answer this holder is delivering now. */
+  readonly delivering = new Set<string>();
+  /** Stops the deliveries of recorded answers once the call is over (however it ended). */
+  readonly callOver = new AbortController();
+  /** The log of the stream this relay opened (records of relayed requests are written with their events). */
+  streamLog?: StreamLog;
+  /** The call's pending records the stream's end removes (its log is this relay's: see the relay's cleanup). */
+  goWithTheEnd?: string[];
+  /** The stream's log was opened by this relay, with `removedWithTheEnd` (not a reconnect's). */
+  logRemovesPending = false;
   readonly progress: ProgressMapper;
   upstream?: Upstream;
   /** Events reach the client in the order the target sent them, each after its pending record is stored. */
@@ -91,10 +104,17 @@ export class CallState {
     readonly input: RelayInput,
     /** At each renewal of the holder lease (the waiting call's record is renewed with it). */
     beforeRenew: () => void,
+    /** An answer recorded for this holder (relay/recorded-answer.ts: the holder delivers it). */
+    onRecorded: (record: PendingRecord) => void,
   ) {
     this.upstreamId = upstreamRequestId(input.request.id);
-    this.acknowledger = new ClaimAcknowledger(input.deps.store, input.deps.logger, input.loaded.session.id, () =>
-      [...this.relayed.keys()].filter((id) => this.leased.has(id)),
+    this.acknowledger = new ClaimAcknowledger(
+      input.deps.store,
+      input.deps.logger,
+      input.loaded.session.id,
+      () => [...this.relayed.keys()].filter((id) => this.leased.has(id)),
+      undefined,
+      onRecorded,
     );
     this.lease = new HolderLease(input.deps.store, input.deps.logger, input.loaded.session.id, () => [...this.leased], {
       beforeRenew,
@@ -162,6 +182,17 @@ export class CallState {
   }
 
   pendingIds(): string[] {
-    return [...this.relayed.keys(), ...this.held];
+    return [...this.relayed.keys(), ...this.held, ...this.delivered];
+  }
+
+  useStreamLog(log: StreamLog): StreamLog {
+    this.streamLog = log;
+    return log;
+  }
+
+  /** For the stream log this relay opens: the pending records its end removes (read when it ends). */
+  removedWithTheEnd(): () => string[] {
+    this.logRemovesPending = true;
+    return () => this.goWithTheEnd ?? [];
   }
 }

@@ -5,7 +5,7 @@ import { describeError } from '../observability/logger';
 import { GatewayError } from '../protocol/errors';
 import { isWellFormedSessionId, MCP_HEADERS } from '../protocol/headers';
 import type { ClientMessage } from '../protocol/jsonrpc';
-import { RELAYED_CALL_METHODS } from '../protocol/methods';
+import { type MethodFacts, RELAYED_CALL_METHODS, REQUEST_METHODS } from '../protocol/methods';
 import type { InitializeRequestParams, InitializeResult, JSONRPCRequest, RequestId } from '../protocol/types';
 import { legacyVersionsOf } from '../protocol/versions';
 import { newSessionId } from '../state/records';
@@ -69,7 +69,10 @@ export async function handleLegacyPost(input: LegacyInput): Promise<Response> {
     const known = deps.sessionCache?.get(sessionId, input.principal);
     if (known) return readAhead(input, message, known);
   }
-  const loaded = await loadOwnSession(input, (id) => loadLiveSession(deps, id));
+  // A request that reaches a target may relay its requests: the same read counts the session's pending
+  // records for the per-session cap (call-relay.ts), so a round pays no Query of its own.
+  const withPending = message.kind === 'request' && mayRelay(message.message.method);
+  const loaded = await loadOwnSession(input, (id) => loadLiveSession(deps, id, withPending));
   if (loaded instanceof Response) {
     if (sessionId) deps.sessionCache?.forget(sessionId);
     return loaded;
@@ -108,7 +111,7 @@ async function readAhead(
   sessionRead.catch(() => undefined); // a call that opens nothing never waits for it
   const exchange = { ...input.exchange, signal: refused.signal };
   const call = handleSessionMessage({ ...sessionExchange(input, known, exchange), sessionRead }, message);
-  const loaded = await loadOwnSession(input, (id) => loadLiveSession(deps, id));
+  const loaded = await loadOwnSession(input, (id) => loadLiveSession(deps, id, true));
   if (loaded instanceof Response) {
     deps.sessionCache?.forget(known.session.id);
     settle(new Error('the session is gone'));
@@ -121,6 +124,8 @@ async function readAhead(
     return loaded;
   }
   settle();
+  // The per-session cap of the call's rounds (counted when the target asks, after this) by this read.
+  known.pendingCount = loaded.pendingCount;
   deps.sessionCache?.put(loaded);
   return call;
 }
@@ -193,8 +198,12 @@ async function terminateTargetSessions(deps: LegacyDeps, loaded: LoadedSession):
  * partition removed — so a client that comes back after expiry ends what it left upstream. Either way
  * the client sees 404 (the same read; nothing extra for a live session).
  */
-async function loadLiveSession(deps: LegacyDeps, sessionId: string): Promise<LoadedSession | undefined> {
-  const loaded = await deps.store.loadSession(sessionId, undefined, { includeExpired: true });
+async function loadLiveSession(
+  deps: LegacyDeps,
+  sessionId: string,
+  withPending = false,
+): Promise<LoadedSession | undefined> {
+  const loaded = await deps.store.loadSession(sessionId, undefined, { includeExpired: true, withPending });
   if (!loaded || loaded.session.expiresAt > Math.floor(Date.now() / 1000)) return loaded;
   await terminateTargetSessions(deps, loaded);
   await deps.store
@@ -294,6 +303,12 @@ async function initialize(input: LegacyInput, request: JSONRPCRequest): Promise<
     serverInfo: deps.serverInfo,
   };
   return messageResponse({ jsonrpc: '2.0', id: request.id, result }, accept, { [MCP_HEADERS.sessionId]: session.id });
+}
+
+/** A method that names what it calls reaches a target, whose requests may be relayed to the client. */
+function mayRelay(method: string): boolean {
+  const facts: MethodFacts | undefined = (REQUEST_METHODS as Record<string, MethodFacts>)[method];
+  return facts?.nameSource !== undefined;
 }
 
 function idOf(message: ClientMessage): RequestId | null {

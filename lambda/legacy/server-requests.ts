@@ -1,10 +1,12 @@
 import { describeError } from '../observability/logger';
-import { recordExpiredInput, recordRelayedInput } from '../observability/metrics';
+import { recordAnsweredInput, recordExpiredInput, recordRelayedInput } from '../observability/metrics';
 import { capabilitiesForLegacyTarget, clientAccepts } from '../protocol/capabilities';
 import { GatewayError, rpcError, rpcErrorOf } from '../protocol/errors';
 import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import { pendingTimeUp } from '../relay/pending-verdict';
+import { deliverRecordedUntilTaken } from '../relay/recorded-answer';
 import { newPendingRecord } from '../state/records';
+import type { PendingRecord } from '../state/store';
 import type { CallRelease } from './call-release';
 import type { CallState } from './call-state';
 
@@ -46,9 +48,14 @@ export class ServerRequests {
       }),
       upstream.era === 'legacy' && this.call.cursor.lastEventId !== undefined,
     );
+    // On this call's own resumable stream the record is written with the event that asks it (one
+    // BatchWriteItem, before the event is sent: relay/stream-log.ts); otherwise on its own.
+    const log = stream.resumable ? this.call.streamLog : undefined;
+    let recorded: Promise<boolean> = Promise.resolve(true);
     try {
       await this.checkPendingCap(1);
-      await deps.store.putPending(loaded.session, record);
+      if (log) recorded = new Promise<boolean>((resolve) => log.keepWithNext(record, resolve));
+      else await deps.store.putPending(loaded.session, record);
     } catch (error) {
       if (error instanceof GatewayError && error.kind === 'TooManyPendingRequests') {
         this.call.log.warn('refused a server request: too many pending requests in the session');
@@ -63,9 +70,24 @@ export class ServerRequests {
       return;
     }
     this.trackRelayed(record.gatewayId, serverRequest.method, Date.now());
-    this.call.lease.start();
-    if (this.call.leased.has(record.gatewayId)) this.call.acknowledger.start();
-    stream.send({ ...serverRequest, id: record.gatewayId });
+    // Not sent at all when its record could not be written (the client's answer could not be matched).
+    stream.send({ ...serverRequest, id: record.gatewayId }, { unless: recorded.then((ok) => !ok) });
+    // The lease and the holder's looks once the record exists (a look that finds none stops looking).
+    this.call.tasks.run('relaying a server request', async () => {
+      if (await recorded) {
+        this.call.lease.start();
+        if (this.call.leased.has(record.gatewayId)) this.call.acknowledger.start();
+        return;
+      }
+      // Unrecorded (its event was not sent), the client's answer could not be matched: refused at the target.
+      this.call.log.warn('pending request not recorded; refused at the target');
+      this.call.timers.clear(`pending:${record.gatewayId}`);
+      this.call.relayed.delete(record.gatewayId);
+      this.call.leased.delete(record.gatewayId);
+      await upstream.reply(
+        rpcErrorOf(serverRequest.id, 'Internal', 'Gateway could not relay the request; retry later'),
+      );
+    });
     recordRelayedInput(serverRequest.method);
     this.call.log.info('relayed a server request', {
       serverMethod: serverRequest.method,
@@ -101,12 +123,61 @@ export class ServerRequests {
   }
 
   /**
+   * An answer recorded for this holder (relay/recorded-answer.ts): delivered to the target from here,
+   * sent again while the target does not take it (until the call ends); refused, it ends the call.
+   */
+  async deliverRecorded(record: PendingRecord): Promise<void> {
+    const { call } = this;
+    const { gatewayId } = record;
+    const entry = call.relayed.get(gatewayId);
+    // A call being released is delivered by whoever takes it over (its record keeps the answer).
+    if (!entry || call.finished || call.endReason || call.releasing || call.delivering.has(gatewayId)) return;
+    call.delivering.add(gatewayId);
+    const keys = { gatewayRequestId: gatewayId };
+    const outcome = await deliverRecordedUntilTaken(
+      call.input.deps.targets,
+      record,
+      call.input.loaded.session.protocolVersion,
+      {
+        signal: AbortSignal.any([call.upstreamAbort.signal, call.callOver.signal]),
+        onFailedAttempt: (error) =>
+          call.log.warn('delivering an answer to the target failed; sending it again', {
+            ...keys,
+            error: describeError(error),
+          }),
+      },
+    ).finally(() => call.delivering.delete(gatewayId));
+    if (outcome.kind === 'delivered') {
+      call.timers.clear(`pending:${gatewayId}`);
+      call.relayed.delete(gatewayId);
+      call.delivered.push(gatewayId);
+      recordAnsweredInput(entry.method);
+      call.log.info('answer delivered', { ...keys, serverMethod: entry.method });
+    } else if (outcome.kind === 'refused') {
+      call.log.warn('the target refused an answer; the call is ended', {
+        ...keys,
+        error: describeError(outcome.error),
+      });
+      call.stop('answer-lost', 'gateway: an answer could not be delivered');
+    }
+  }
+
+  /**
    * A pending request nobody answered in time ends the call with -32001 unless the target took an
    * answer (relay/pending-verdict.ts decides; shared with the bridge). The deadline bounds the looks.
+   * An answer recorded for this holder that the target has not taken by then ends it too.
    */
   private async onPendingTimeout(gatewayId: string): Promise<void> {
     const entry = this.call.relayed.get(gatewayId);
     if (!entry || this.call.finished || this.call.endReason) return;
+    if (this.call.delivering.has(gatewayId)) {
+      this.call.log.info('pending request timed out: the target did not take its answer', {
+        gatewayRequestId: gatewayId,
+      });
+      recordExpiredInput(entry.method);
+      this.call.stop('pending-timeout');
+      return;
+    }
     const verdict = await pendingTimeUp(this.call.input.deps.store, this.call.input.loaded.session.id, gatewayId);
     switch (verdict.kind) {
       case 'answered':
@@ -130,11 +201,19 @@ export class ServerRequests {
     this.call.stop('pending-timeout');
   }
 
-  /** The cap on pending requests per session (the Query costs only calls that relay something). */
+  /**
+   * The cap on pending requests per session: the count the call's own session read took (a soft
+   * bound, stale by the call's duration) plus what this call asked since; a call that has no such
+   * count (taken over by a reconnect) pays a Query.
+   */
   async checkPendingCap(adding: number): Promise<void> {
     const { deps, loaded } = this.call.input;
     const cap = deps.config.maxPendingRequestsPerSession;
-    const count = await deps.store.countPending(loaded.session.id, cap);
+    const { relayed, held, delivered } = this.call;
+    const count =
+      loaded.pendingCount !== undefined && !this.call.input.resumed
+        ? loaded.pendingCount + relayed.size + held.length + delivered.length
+        : await deps.store.countPending(loaded.session.id, cap);
     if (count + adding > cap) {
       throw new GatewayError(
         'TooManyPendingRequests',

@@ -4,8 +4,8 @@ import type { PendingRecord, PendingStore } from '../state/store';
 
 /**
  * What the invocation holding a bridged call hands to the client's retry through DynamoDB: the next
- * round's requests, the target's result, or why the call ended. One record per round (`held`), filled
- * once; an outcome larger than fits one item (DynamoDB's 400 KB) is stored in parts — `held` records
+ * round's requests, the target's result, or why the call ended. One record per round (kind `question`), filled
+ * once; an outcome larger than fits one item (DynamoDB's 400 KB) is stored in parts — `question` records
  * of their own, already answered, written first — and the round's record names how many. Up to
  * `maxBytes` in all; beyond it the round's record says so (OutcomeTooLarge), so the retry is told at
  * once instead of waiting for a record that never fills. The records are kept until they expire, so

@@ -1,4 +1,4 @@
-import { CLAIM_LEASE_MS } from '../state/records';
+import { CLAIM_LEASE_MS, HOLDER_ACK_POLL_MS } from '../state/records';
 import type { PendingStore } from '../state/store';
 
 /**
@@ -24,6 +24,8 @@ export type PendingVerdict =
 
 /** How soon the holder looks again when DynamoDB could not tell. */
 export const VERDICT_RECHECK_MS = 2000;
+/** Looking again after an answer was recorded for the holder: its look (every HOLDER_ACK_POLL_MS) has found it by then. */
+const RECORDED_RECHECK_MS = 2 * HOLDER_ACK_POLL_MS;
 /** Looking again this long after a delivery claim lapses (so it has lapsed when looked at). */
 const AFTER_LAPSE_MS = 100;
 
@@ -45,6 +47,8 @@ export async function pendingTimeUp(
     // the target took an answer.
     const record = outcome.current;
     if (record?.status === 'answered') return { kind: 'answered' };
+    // An answer recorded for the holder (relay/recorded-answer.ts) that its next look delivers.
+    if (record?.status === 'recorded') return { kind: 'undecided', afterMs: RECORDED_RECHECK_MS };
     if (record?.status === 'delivering') {
       const lapsesAt = (record.claimedAt ?? 0) + CLAIM_LEASE_MS;
       return { kind: 'undecided', afterMs: Math.max(AFTER_LAPSE_MS, lapsesAt - now() + AFTER_LAPSE_MS) };

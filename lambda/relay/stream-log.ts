@@ -5,7 +5,7 @@ import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import { DYNAMODB_ITEM_LIMIT_BYTES } from '../protocol/errors';
 import type { JSONRPCMessage, RequestId } from '../protocol/types';
-import type { SessionRecord, SessionStore, StreamEventRecord } from '../state/store';
+import type { PendingRecord, SessionRecord, SessionStore, StreamEventRecord } from '../state/store';
 import { abortableSleep } from './abortable-sleep';
 
 /**
@@ -16,7 +16,7 @@ import { abortableSleep } from './abortable-sleep';
  *   (priming events with empty data can break older clients; the official SDK server primes only
  *   from 2025-11-25 on, webStandardStreamableHttp.ts `writePrimingEvent`).
  * - `openStreamLog(store, session, settings, logger)`: an `SseEventLog` for `new SseStream({ log })`.
- *   Every event is written (one PutItem) before it is sent. Bounded: each event expires at
+ *   Every event is written (one PutItem; events asked together, one BatchWriteItem: `keepAll`) before it is sent. Bounded: each event expires at
  *   `settings.ttlSeconds` (never after the session); events past `settings.maxBytes` per stream are
  *   sent without an id and not kept (a replay skips them); the final message is always kept (one
  *   that does not fit an item is kept as an error response telling the client to retry). When the
@@ -67,7 +67,8 @@ export function parseEventId(id: string): { streamId: string; seq: number } | un
 const ITEM_OVERHEAD_BYTES = 1024;
 
 /** What the stream-log operations need of the store. */
-export type StreamStore = Pick<SessionStore, 'putStreamEvent' | 'endStream' | 'readStream'>;
+export type StreamStore = Pick<SessionStore, 'putStreamEvent' | 'endStream' | 'readStream'> &
+  Partial<Pick<SessionStore, 'putStreamEvents' | 'deletePending'>>;
 
 /**
  * How long past the invocation's deadline a write may still take: the deadline leaves a margin
@@ -77,6 +78,14 @@ const WRITE_GRACE_AFTER_DEADLINE_MS = 500;
 
 /** After a failed write, the end is still tried (the response matters most), for at most this long. */
 const BROKEN_END_WRITE_MS = 1000;
+
+/**
+ * The log of a stream, plus: a pending record written with the stream's next events (one request),
+ * so the request the next event asks is recorded before it is sent; `written` says whether it was.
+ */
+export interface StreamLog extends SseEventLog {
+  keepWithNext(pending: PendingRecord, written: (ok: boolean) => void): void;
+}
 
 export function openStreamLog(
   store: StreamStore,
@@ -88,8 +97,13 @@ export function openStreamLog(
     deadline?: number;
     /** The seqs already kept for this stream by the invocations before (a continued stream): dropped at its end too. */
     kept?: number[];
+    /**
+     * Pending records (gateway ids) the stream's end removes with the same write (the call's, over
+     * with it); read when the stream ends. When that write fails they are removed on their own.
+     */
+    removeAtEnd?: () => string[];
   } = {},
-): SseEventLog {
+): StreamLog {
   const streamId = options.streamId ?? newStreamId();
   /** A write failed: the stream has a gap, and DynamoDB may be down; later events go out at once, unkept. */
   let broken = false;
@@ -115,50 +129,112 @@ export function openStreamLog(
   const expiry = (seconds: number) => Math.min(session.expiresAt, nowSeconds() + seconds);
   const warn = (message: string, extra: object) => logger.warn(message, { sessionId: session.id, streamId, ...extra });
 
+  /** Whether an event fits the stream's cap (counted as kept when it does). */
+  const fits = (data: string): boolean => {
+    const bytes = Buffer.byteLength(data);
+    if (keptBytes + bytes > settings.maxBytes || bytes + ITEM_OVERHEAD_BYTES > DYNAMODB_ITEM_LIMIT_BYTES) {
+      warn('stream event not kept: over the stream log cap (a reconnect will not replay it)', {
+        bytes,
+        keptBytes,
+        limitBytes: settings.maxBytes,
+      });
+      return false;
+    }
+    keptBytes += bytes;
+    return true;
+  };
+  /** Pending records to write with the next events (keepWithNext), and who waits to know. */
+  let riders: Array<{ record: PendingRecord; written: (ok: boolean) => void }> = [];
+  /** Writes the events (one request), with the riders; false when the store failed: nothing more is kept but the end. */
+  const write = async (events: StreamEventRecord[]): Promise<boolean> => {
+    const riding = riders;
+    riders = [];
+    const settle = (ok: boolean) => {
+      for (const rider of riding) rider.written(ok);
+    };
+    if (events.length === 0 && riding.length === 0) return true;
+    try {
+      const [only] = events;
+      await bounded(
+        riding.length > 0 && store.putStreamEvents
+          ? store.putStreamEvents(
+              session.id,
+              events,
+              riding.map((r) => r.record),
+            )
+          : only && events.length === 1
+            ? store.putStreamEvent(session.id, only)
+            : // Several at once only from a store that can (the log's own tests give one that cannot).
+              store.putStreamEvents
+              ? store.putStreamEvents(session.id, events)
+              : Promise.all(events.map((event) => store.putStreamEvent(session.id, event))).then(() => undefined),
+      );
+    } catch (error) {
+      broken = true;
+      settle(false);
+      warn('stream event not kept: the store failed (this stream keeps nothing more but its end)', {
+        error: describeError(error),
+      });
+      return false;
+    }
+    settle(true);
+    for (const event of events) kept.push(event.seq);
+    return true;
+  };
+  const record = (seq: number, data: string): StreamEventRecord => ({
+    streamId,
+    seq,
+    data,
+    expiresAt: expiry(settings.ttlSeconds),
+  });
+
   return {
     streamId,
+    keepWithNext(pending: PendingRecord, written: (ok: boolean) => void): void {
+      if (!store.putStreamEvents) {
+        written(false);
+        return;
+      }
+      riders.push({ record: pending, written });
+    },
     async keep(seq: number, data: string): Promise<boolean> {
-      if (broken) return false;
-      const bytes = Buffer.byteLength(data);
-      if (keptBytes + bytes > settings.maxBytes || bytes + ITEM_OVERHEAD_BYTES > DYNAMODB_ITEM_LIMIT_BYTES) {
-        warn('stream event not kept: over the stream log cap (a reconnect will not replay it)', {
-          bytes,
-          keptBytes,
-          limitBytes: settings.maxBytes,
-        });
+      if (broken || !fits(data)) {
+        await write([]); // the riders still go (their event is then sent unkept)
         return false;
       }
-      try {
-        await bounded(
-          store.putStreamEvent(session.id, { streamId, seq, data, expiresAt: expiry(settings.ttlSeconds) }),
-        );
-      } catch (error) {
-        broken = true;
-        warn('stream event not kept: the store failed (this stream keeps nothing more but its end)', {
-          error: describeError(error),
-        });
-        return false;
-      }
-      kept.push(seq);
-      keptBytes += bytes;
-      return true;
+      return write([record(seq, data)]);
+    },
+    async keepAll(events: ReadonlyArray<{ seq: number; data: string }>): Promise<boolean[]> {
+      const keeping = events.map((e) => !broken && fits(e.data));
+      const written = await write(events.filter((_, i) => keeping[i]).map((e) => record(e.seq, e.data)));
+      return keeping.map((k) => k && written);
     },
     async end(seq: number, final: { message: JSONRPCMessage; data: string } | undefined): Promise<boolean> {
+      // Requests whose event never came (the stream ended first) were never asked: not written.
+      for (const rider of riders.splice(0)) rider.written(false);
       let data = final?.data ?? '';
       const fits = Buffer.byteLength(data) + ITEM_OVERHEAD_BYTES <= DYNAMODB_ITEM_LIMIT_BYTES;
       if (final && !fits) data = JSON.stringify(tooLargeToKeep(final.message, Buffer.byteLength(data)));
+      const pending = options.removeAtEnd?.() ?? [];
       try {
         await bounded(
           store.endStream(
             session.id,
             { streamId, seq, data, end: true, expiresAt: expiry(settings.retainSeconds) },
             kept,
+            pending,
           ),
         );
       } catch (error) {
         warn('stream end not kept: the store failed (a reconnect will not get the final message)', {
           error: describeError(error),
         });
+        // A late answer must find nothing: the call's records go on their own (best effort, as before).
+        if (pending.length > 0 && store.deletePending) {
+          await store
+            .deletePending(session.id, pending)
+            .catch((deleteError) => warn('removing pending records failed', { error: describeError(deleteError) }));
+        }
         return false;
       }
       return final !== undefined && fits;

@@ -150,7 +150,7 @@ export class DynamoSessionStore implements SessionStore {
   async loadSession(
     sessionId: string,
     now = nowSeconds(),
-    options: { includeExpired?: boolean } = {},
+    options: { includeExpired?: boolean; withPending?: boolean } = {},
   ): Promise<LoadedSession | undefined> {
     // The plain client's Query, not the DocumentClient's: every 2025 request makes this read, and the
     // DocumentClient's generic walk of input and output is about a tenth of its CPU (./attribute-values.ts).
@@ -163,7 +163,10 @@ export class DynamoSessionStore implements SessionStore {
             TableName: this.tableName,
             ConsistentRead: true,
             KeyConditionExpression: 'pk = :pk AND sk >= :from',
-            ExpressionAttributeValues: { ':pk': { S: pk(sessionId) }, ':from': { S: SESSION_AND_TARGETS } },
+            ExpressionAttributeValues: {
+              ':pk': { S: pk(sessionId) },
+              ':from': { S: options.withPending ? PENDING_PREFIX : SESSION_AND_TARGETS },
+            },
             ExclusiveStartKey: startKey,
           }),
           { abortSignal },
@@ -178,10 +181,13 @@ export class DynamoSessionStore implements SessionStore {
     const session = sessionItem && sessionOf(sessionItem);
     if (!session || (session.expiresAt <= now && !options.includeExpired)) return undefined;
     const loaded: LoadedSession = { session, targets: new Map() };
+    let pendingCount = 0;
     for (const item of items) {
       const sk = String(item.sk);
       if (sk.startsWith(TARGET_PREFIX)) loaded.targets.set(sk.slice(TARGET_PREFIX.length), targetSessionOf(item));
+      else if (sk.startsWith(PENDING_PREFIX) && Number(item.expiresAt) > now) pendingCount++;
     }
+    if (options.withPending) loaded.pendingCount = pendingCount;
     return loaded;
   }
 
@@ -650,6 +656,22 @@ export class DynamoSessionStore implements SessionStore {
     return this.outcome(sessionId, gatewayId, refusal);
   }
 
+  async recordAnswer(sessionId: string, gatewayId: string, answer: string, now = nowSeconds()): Promise<boolean> {
+    checkSize('the answer', { answer, gatewayId, pad: 'x'.repeat(1024) });
+    return this.conditionalUpdate(sessionId, gatewayId, {
+      UpdateExpression: 'SET #status = :recorded, #answer = :answer',
+      ConditionExpression: '#status = :pending AND expiresAt > :now AND holderUntil > :nowMs',
+      ExpressionAttributeNames: { '#status': 'status', '#answer': 'answer' },
+      ExpressionAttributeValues: {
+        ':recorded': 'recorded',
+        ':pending': 'pending',
+        ':now': now,
+        ':nowMs': Date.now(),
+        ':answer': answer,
+      },
+    });
+  }
+
   async putStreamEvent(sessionId: string, event: StreamEventRecord): Promise<void> {
     const item = { pk: pk(sessionId), sk: eventSk(event.streamId, event.seq), ...event };
     checkSize('the stream event', item);
@@ -658,10 +680,22 @@ export class DynamoSessionStore implements SessionStore {
     );
   }
 
-  async endStream(sessionId: string, end: StreamEventRecord, drop: number[]): Promise<void> {
+  async putStreamEvents(sessionId: string, events: StreamEventRecord[], pending: PendingRecord[] = []): Promise<void> {
+    const items = events.map((event) => ({ pk: pk(sessionId), sk: eventSk(event.streamId, event.seq), ...event }));
+    for (const item of items) checkSize('the stream event', item);
+    // The pending records first: a chunk that fails leaves no event asking what was never recorded.
+    await this.batchWrite([
+      ...pending.map((record) => ({
+        PutRequest: { Item: { pk: pk(sessionId), sk: pendingSk(record.gatewayId), ...record } },
+      })),
+      ...items.map((Item) => ({ PutRequest: { Item } })),
+    ]);
+  }
+
+  async endStream(sessionId: string, end: StreamEventRecord, drop: number[], pending: string[] = []): Promise<void> {
     const item = { pk: pk(sessionId), sk: eventSk(end.streamId, end.seq), ...end };
     checkSize('the stream event', item);
-    if (drop.length === 0) {
+    if (drop.length === 0 && pending.length === 0) {
       await this.guarded((abortSignal) =>
         this.client.send(new PutCommand({ TableName: this.tableName, Item: item }), { abortSignal }),
       );
@@ -671,6 +705,7 @@ export class DynamoSessionStore implements SessionStore {
     await this.batchWrite([
       { PutRequest: { Item: item } },
       ...drop.map((seq) => ({ DeleteRequest: { Key: { pk: pk(sessionId), sk: eventSk(end.streamId, seq) } } })),
+      ...pending.map((id) => ({ DeleteRequest: { Key: { pk: pk(sessionId), sk: pendingSk(id) } } })),
     ]);
   }
 

@@ -26,7 +26,8 @@ import type {
  *   a waiting call;
  * - `E#<stream id>#<seq, 10 digits>`: an event of a resumable stream, in seq order.
  * Everything but the session and its target sessions sorts before `S`, so loading a session never
- * grows with them.
+ * grows with them — except a load `withPending` (a request that may relay something), which starts
+ * at `P#` to count the pending records (the waiting calls come with it).
  *
  * Times: every `expiresAt` is epoch seconds (the table's TTL attribute); leases (`untilMs`,
  * `holderUntil`, `claimedAt`) are epoch milliseconds. Attributes keep their stored names: items in
@@ -140,7 +141,7 @@ function defined<T extends object>(record: T): T {
 }
 
 const PENDING_KINDS: readonly PendingKind[] = ['relayed', 'question'];
-const PENDING_STATUSES: readonly PendingStatus[] = ['pending', 'delivering', 'answered', 'expired'];
+const PENDING_STATUSES: readonly PendingStatus[] = ['pending', 'delivering', 'recorded', 'answered', 'expired'];
 const WAITING_CALL_STATES: readonly WaitingCallRecord['state'][] = ['held', 'released'];
 
 /** The `SESSION` item. */

@@ -63,11 +63,13 @@ export const HOLDER_LEASE_MS = holderLeaseMsOf(process.env);
 export const HOLDER_RENEW_MS = Math.floor(HOLDER_LEASE_MS / 3);
 
 /**
- * Liveness at the moment an answer is delivered: the holder looks at its waiting records every
- * HOLDER_ACK_POLL_MS and acknowledges each delivery claim it finds; the instance that claimed delivers
- * only once acknowledged, and gives up (releasing the claim) after HOLDER_ACK_WAIT_MS. So an answer
- * sent after the holder died reaches no target, however fresh its lease. Cost: one consistent read per
- * waiting record per poll (4 a second) while a relayed request waits, one write per answer.
+ * Liveness at the moment an answer is delivered: the holder looks at its waiting records (soon after a
+ * question, then every HOLDER_ACK_POLL_MS); it delivers an answer recorded for it itself
+ * (relay/recorded-answer.ts), and acknowledges each delivery claim it finds (the bridge: the instance
+ * that claimed delivers only once acknowledged, and gives up, releasing the claim, after
+ * HOLDER_ACK_WAIT_MS). So an answer sent after the holder died reaches no target, however fresh its
+ * lease. Cost: one consistent read per waiting record per look (4 a second) while a relayed request
+ * waits, one write per answer.
  */
 export const HOLDER_ACK_POLL_MS = 250;
 export const HOLDER_ACK_WAIT_MS = 2000;

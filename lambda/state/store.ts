@@ -48,8 +48,10 @@ export interface TargetSessionRecord {
  * `answered` once the target took it; back to `pending` when the delivery provably failed (released,
  * so the client's retry of the answer is accepted). `expired`: the holder gave up waiting.
  * Claim, deliver, settle — or release (lambda/README.md, "The relay").
+ * `recorded`: a relayed request whose call a live holder holds got its answer (kept in `answer`); the
+ * holder delivers it to the target itself and never writes the record again (it knows the outcome).
  */
-export type PendingStatus = 'pending' | 'delivering' | 'answered' | 'expired';
+export type PendingStatus = 'pending' | 'delivering' | 'recorded' | 'answered' | 'expired';
 
 /**
  * `relayed`: a target's request, forwarded to the client; the answer goes to the target (from any
@@ -83,7 +85,7 @@ export interface PendingRecord {
   createdAt: number;
   /** Epoch seconds; also the TTL attribute. Reads ignore an expired record. */
   expiresAt: number;
-  /** Held requests only: the client's answer as JSON, stored by answerPending. */
+  /** The client's answer as JSON: a held request's (answerPending), or a held call's relayed request's (recordAnswer). */
   answer?: string;
   /** While `delivering`: who claimed it (a random token) and when (epoch ms); a claim older than the lease may be taken over. */
   claim?: string;
@@ -114,6 +116,11 @@ export type PendingWriteOutcome = { written: true } | { written: false; current:
 export interface LoadedSession {
   session: SessionRecord;
   targets: Map<string, TargetSessionRecord>;
+  /**
+   * Loaded `withPending`: the live pending records of the session at that read (the per-session cap
+   * of a call that relays something, a soft bound: stale by the call's duration).
+   */
+  pendingCount?: number;
 }
 
 /** What an answer POST reads: the session and the one pending record it answers (one request). */
@@ -221,12 +228,14 @@ export interface SessionRecordStore {
   createSession(session: SessionRecord): Promise<void>;
   /**
    * One read: the session with its target sessions; undefined when absent or expired. It does not
-   * grow with the number of pending records (they sort before the session item).
+   * grow with the number of pending records (they sort before the session item) unless `withPending`:
+   * then the same read starts at the pending records (and the waiting calls after them) and counts
+   * them (`pendingCount`), for a request that may relay something.
    */
   loadSession(
     sessionId: string,
     now?: number,
-    options?: { includeExpired?: boolean },
+    options?: { includeExpired?: boolean; withPending?: boolean },
   ): Promise<LoadedSession | undefined>;
   /** One read: the session and one pending record (absent or expired → undefined). */
   loadForAnswer(sessionId: string, gatewayId: string, now?: number): Promise<LoadedAnswer | undefined>;
@@ -312,6 +321,12 @@ export interface PendingStore extends Pick<PrincipalCounters, 'admitBridgedCall'
    * (PendingWriteOutcome: a write whose reply was lost and that the SDK sent again finds its own answer).
    */
   answerPending(sessionId: string, gatewayId: string, answer: string, now?: number): Promise<PendingWriteOutcome>;
+  /**
+   * Keeps the client's answer to a relayed request in its record for the live holder to deliver
+   * (pending → recorded), exactly once: false when absent, expired, not pending, or without a live
+   * holder lease (no lease: nobody would look for it; delivered directly instead).
+   */
+  recordAnswer(sessionId: string, gatewayId: string, answer: string, now?: number): Promise<boolean>;
 }
 
 /** The stream-log part: the events of resumable client streams (relay/stream-log.ts). */
@@ -319,10 +334,17 @@ export interface StreamLogStore {
   /** Keeps one event of a resumable stream (written before the event is sent). */
   putStreamEvent(sessionId: string, event: StreamEventRecord): Promise<void>;
   /**
-   * Ends a stream: writes its end event and removes the events `drop` (their seqs) in one request
-   * when they fit one (25 items), so after a call only its end is left, until it expires.
+   * Keeps several events of resumable streams with one request (BatchWriteItem) when they fit one (25
+   * items), with new pending records of the session (`pending`: written unconditionally, their ids
+   * being 128 random bits; a call's request kept with the event that asks it).
    */
-  endStream(sessionId: string, end: StreamEventRecord, drop: number[]): Promise<void>;
+  putStreamEvents(sessionId: string, events: StreamEventRecord[], pending?: PendingRecord[]): Promise<void>;
+  /**
+   * Ends a stream: writes its end event and removes the events `drop` (their seqs), and the pending
+   * records `pending` (gateway ids: the call's, over with it), in one request when they fit one (25
+   * items), so after a call only its end is left, until it expires.
+   */
+  endStream(sessionId: string, end: StreamEventRecord, drop: number[], pending?: string[]): Promise<void>;
   /** The live events of a stream from seq `fromSeq` on (inclusive), in order (a consistent read). */
   readStream(sessionId: string, streamId: string, fromSeq: number, now?: number): Promise<StreamEventRecord[]>;
 }

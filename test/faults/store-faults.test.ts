@@ -203,7 +203,7 @@ describe.each(kinds)("DynamoDB's 400 KB item limit, %s", (kind) => {
     expect(body.error.data.retryable).toBeUndefined();
   });
 
-  it('delivers a 420 KB answer to a target’s elicitation: relayed answers are not stored', async () => {
+  it('delivers a 420 KB answer to a target’s elicitation: too large to keep for the holder, it is delivered directly, never stored', async () => {
     const { headers } = await initSession(gw.url, { capabilities: ALL });
     const res = await post(gw.url, headers, {
       jsonrpc: '2.0',

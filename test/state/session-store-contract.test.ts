@@ -108,6 +108,25 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       expect(await store.loadSession(newSessionId(), NOW)).toBeUndefined();
     });
 
+    it('counts the live pending records in the same read only when asked to (withPending), past a waiting call', async () => {
+      const session = sessionRecord();
+      await store.createSession(session);
+      await store.putTargetSession(session, targetRecord());
+      for (const record of [pendingRecord(), pendingRecord(), pendingRecord({ expiresAt: NOW })])
+        await store.putPending(session, record);
+      await store.swapWaitingCall(
+        session.id,
+        { streamId: 'streamAAAAAAAAAA', version: 1, state: 'released', seq: 2, snapshot: '{}', expiresAt: NOW + 60 },
+        undefined,
+      );
+      const plain = await store.loadSession(session.id, NOW);
+      expect(plain?.pendingCount).toBeUndefined();
+      const counted = await store.loadSession(session.id, NOW, { withPending: true });
+      expect(counted?.pendingCount).toBe(2);
+      expect(counted?.targets).toEqual(plain?.targets);
+      expect(counted?.session).toEqual(session);
+    });
+
     it('leaves out attributes that are undefined, as the document client does', async () => {
       const session = sessionRecord({ clientInfo: undefined, logLevel: undefined });
       await store.createSession(session);
@@ -503,6 +522,34 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       expect((await store.getPending(session.id, claimed.gatewayId, NOW))?.answer).toBeUndefined();
     });
 
+    it('records the answer to a relayed request for its live holder exactly once: not without a lease, nor once claimed, expired or lapsed', async () => {
+      const relayed = pendingRecord({ holderUntil: Date.now() + 60_000 });
+      const unleased = pendingRecord();
+      const lapsed = pendingRecord({ holderUntil: Date.now() - 1 });
+      const claimed = pendingRecord({ holderUntil: Date.now() + 60_000 });
+      const expiring = pendingRecord({ holderUntil: Date.now() + 60_000, expiresAt: NOW + 5 });
+      for (const record of [relayed, unleased, lapsed, claimed, expiring]) await store.putPending(session, record);
+      const { holderUntil: _none, ...withoutLease } = unleased;
+      await store.detachHolder(session.id, [unleased.gatewayId]);
+      const answer = JSON.stringify({ result: { action: 'accept' } });
+      expect(await store.recordAnswer(session.id, relayed.gatewayId, answer, NOW)).toBe(true);
+      expect(await store.recordAnswer(session.id, relayed.gatewayId, answer, NOW)).toBe(false);
+      expect(await store.claimPending(session.id, relayed.gatewayId, NOW)).toBeUndefined();
+      expect(await store.expirePending(session.id, relayed.gatewayId)).toBe(false);
+      expect(await store.getPending(session.id, relayed.gatewayId, NOW)).toEqual({
+        ...relayed,
+        status: 'recorded',
+        answer,
+      });
+      expect(await store.recordAnswer(session.id, unleased.gatewayId, answer, NOW)).toBe(false);
+      expect(await store.getPending(session.id, unleased.gatewayId, NOW)).toEqual(withoutLease);
+      expect(await store.recordAnswer(session.id, lapsed.gatewayId, answer, NOW)).toBe(false);
+      expect(await store.claimPending(session.id, claimed.gatewayId, NOW)).toEqual(expect.any(String));
+      expect(await store.recordAnswer(session.id, claimed.gatewayId, answer, NOW)).toBe(false);
+      expect(await store.recordAnswer(session.id, expiring.gatewayId, answer, NOW + 5)).toBe(false);
+      expect(await store.recordAnswer(session.id, 'gw-unknown', answer, NOW)).toBe(false);
+    });
+
     it('refuses an answer to an unknown or expired request', async () => {
       const held = pendingRecord({ kind: 'question', expiresAt: NOW + 5 });
       await store.putPending(session, held);
@@ -582,6 +629,14 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       expect(await store.readStream(session.id, 'streamCCCCCCCCCC', 0, NOW)).toEqual([]);
     });
 
+    it('keeps several events with one call (more than one batch), read back like single ones', async () => {
+      const session = sessionRecord();
+      await store.createSession(session);
+      const events = Array.from({ length: 30 }, (_, seq) => event('streamAAAAAAAAAA', seq));
+      await store.putStreamEvents(session.id, events);
+      expect(await store.readStream(session.id, 'streamAAAAAAAAAA', 0, NOW)).toEqual(events);
+    });
+
     it('keeps events out of the session read, and out of other sessions', async () => {
       const session = sessionRecord();
       await store.createSession(session);
@@ -612,6 +667,22 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       await store.endStream(session.id, end, seqs);
       expect(await store.readStream(session.id, 'streamAAAAAAAAAA', 0, NOW)).toEqual([end]);
       expect(await store.readStream(session.id, 'streamBBBBBBBBBB', 0, NOW)).toHaveLength(1);
+    });
+
+    it('ends a stream and removes the pending records it names with the same call (its call is over), not others', async () => {
+      const session = sessionRecord();
+      await store.createSession(session);
+      const [mine, other] = [pendingRecord(), pendingRecord()];
+      for (const record of [mine, other]) await store.putPending(session, record);
+      await store.putStreamEvent(session.id, event('streamAAAAAAAAAA', 0));
+      const end = event('streamAAAAAAAAAA', 1, { end: true, expiresAt: NOW + 60 });
+      await store.endStream(session.id, end, [0], [mine.gatewayId, 'gw-unknown']);
+      expect(await store.readStream(session.id, 'streamAAAAAAAAAA', 0, NOW)).toEqual([end]);
+      expect(await store.getPending(session.id, mine.gatewayId, NOW)).toBeUndefined();
+      expect(await store.getPending(session.id, other.gatewayId, NOW)).toEqual(other);
+      const alone = event('streamBBBBBBBBBB', 0, { end: true, expiresAt: NOW + 60 });
+      await store.endStream(session.id, alone, [], [other.gatewayId]);
+      expect(await store.getPending(session.id, other.gatewayId, NOW)).toBeUndefined();
     });
 
     it('goes with the session on delete', async () => {

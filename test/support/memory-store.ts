@@ -90,7 +90,7 @@ export class MemorySessionStore implements SessionStore {
   async loadSession(
     sessionId: string,
     now = nowSeconds(),
-    options: { includeExpired?: boolean } = {},
+    options: { includeExpired?: boolean; withPending?: boolean } = {},
   ): Promise<LoadedSession | undefined> {
     this.available();
     const partition = this.stored(sessionId);
@@ -102,6 +102,11 @@ export class MemorySessionStore implements SessionStore {
     // Sorted by sort key, as a Query returns a partition.
     for (const [sk, item] of [...partition].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
       if (sk.startsWith(TARGET_PREFIX)) loaded.targets.set(sk.slice(TARGET_PREFIX.length), targetSessionOf(copy(item)));
+    }
+    if (options.withPending) {
+      loaded.pendingCount = [...partition].filter(
+        ([sk, item]) => sk.startsWith(PENDING_PREFIX) && (item.expiresAt as number) > now,
+      ).length;
     }
     return loaded;
   }
@@ -326,16 +331,35 @@ export class MemorySessionStore implements SessionStore {
     return { written: true };
   }
 
+  async recordAnswer(sessionId: string, gatewayId: string, answer: string, now = nowSeconds()): Promise<boolean> {
+    this.available();
+    checkSize('the answer', { answer, gatewayId, pad: 'x'.repeat(1024) });
+    const item = this.stored(sessionId)?.get(pendingSk(gatewayId));
+    if (item?.status !== 'pending' || !((item.expiresAt as number) > now)) return false;
+    if (item.holderUntil === undefined || (item.holderUntil as number) <= Date.now()) return false;
+    item.status = 'recorded';
+    item.answer = answer;
+    return true;
+  }
+
   async putStreamEvent(sessionId: string, event: StreamEventRecord): Promise<void> {
     this.available();
     checkSize('the stream event', event);
     this.partition(sessionPk(sessionId)).set(eventSk(event.streamId, event.seq), itemOf(event));
   }
 
-  async endStream(sessionId: string, end: StreamEventRecord, drop: number[]): Promise<void> {
+  async putStreamEvents(sessionId: string, events: StreamEventRecord[], pending: PendingRecord[] = []): Promise<void> {
+    this.available();
+    for (const event of events) checkSize('the stream event', event);
+    for (const record of pending) this.partition(sessionPk(sessionId)).set(pendingSk(record.gatewayId), itemOf(record));
+    for (const event of events) await this.putStreamEvent(sessionId, event);
+  }
+
+  async endStream(sessionId: string, end: StreamEventRecord, drop: number[], pending: string[] = []): Promise<void> {
     await this.putStreamEvent(sessionId, end);
     const partition = this.stored(sessionId);
     for (const seq of drop) partition?.delete(eventSk(end.streamId, seq));
+    for (const id of pending) partition?.delete(pendingSk(id));
   }
 
   async readStream(

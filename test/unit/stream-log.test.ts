@@ -1,6 +1,7 @@
 import { type SseEventLog, SseStream, STREAM_HIGH_WATER_BYTES } from '../../lambda/http/sse';
 import { followStream, openStreamLog, parseEventId } from '../../lambda/relay/stream-log';
-import type { StreamEventRecord } from '../../lambda/state/store';
+import { newPendingRecord } from '../../lambda/state/records';
+import type { PendingRecord, StreamEventRecord } from '../../lambda/state/store';
 import { QUIET } from '../support/in-process';
 import { MemorySessionStore } from '../support/memory-store';
 
@@ -48,6 +49,73 @@ describe('SseStream with an event log', () => {
         `event: message\ndata: ${JSON.stringify(message('two'))}\n\n` +
         `id: S.3\nevent: message\ndata: {"jsonrpc":"2.0","id":7,"result":{}}\n\n`,
     );
+  });
+
+  it('keeps the priming event with the messages that follow it at once, with one write of a log that can (keepAll)', async () => {
+    const calls: string[] = [];
+    const log: SseEventLog = {
+      streamId: 'S',
+      keep: async (seq) => {
+        calls.push(`keep ${seq}`);
+        return true;
+      },
+      keepAll: async (events) => {
+        calls.push(`keepAll ${events.map((e) => e.seq).join(',')}`);
+        return events.map(() => true);
+      },
+      end: async (seq) => {
+        calls.push(`end ${seq}`);
+        return true;
+      },
+    };
+    const sse = new SseStream({ log });
+    await new Promise((resolve) => setTimeout(resolve, 5)); // the stream opened for a message that takes a write to prepare
+    sse.send(message('one'));
+    sse.send(message('two'));
+    await sse.flushed();
+    sse.send(message('three'));
+    sse.end({ jsonrpc: '2.0', id: 7, result: {} });
+    const text = await bodyText(sse);
+    expect(calls).toEqual(['keepAll 0,1,2', 'keep 3', 'end 4']);
+    expect(text.match(/^id: S\.\d+/gm)).toEqual(['id: S.0', 'id: S.1', 'id: S.2', 'id: S.3', 'id: S.4']);
+  });
+
+  it('does not send an event whose `unless` came true with its keep (its request could not be recorded)', async () => {
+    const log: SseEventLog = { streamId: 'S', keep: async () => true, end: async () => true };
+    const sse = new SseStream({ log });
+    sse.send(message('asked'), { unless: Promise.resolve(true) });
+    sse.send(message('sent'), { unless: Promise.resolve(false) });
+    sse.end({ jsonrpc: '2.0', id: 7, result: {} });
+    const text = await bodyText(sse);
+    expect(text).not.toContain('asked');
+    expect(text).toContain('sent');
+  });
+
+  it('keeps a priming event alone when no message follows (a stream opened for keep-alives), and an end does not wait for one', async () => {
+    const calls: string[] = [];
+    const log: SseEventLog = {
+      streamId: 'S',
+      keep: async (seq) => {
+        calls.push(`keep ${seq}`);
+        return true;
+      },
+      keepAll: async (events) => {
+        calls.push(`keepAll ${events.map((e) => e.seq).join(',')}`);
+        return events.map(() => true);
+      },
+      end: async (seq) => {
+        calls.push(`end ${seq}`);
+        return true;
+      },
+    };
+    const alone = new SseStream({ log });
+    await alone.flushed();
+    expect(calls).toEqual(['keep 0']);
+    calls.length = 0;
+    const ended = new SseStream({ log });
+    ended.end({ jsonrpc: '2.0', id: 7, result: {} });
+    await bodyText(ended);
+    expect(calls).toEqual(['keep 0', 'end 1']);
   });
 
   it('asks its writer to wait while events waiting for a slow log fill the mark, and lets it go on when they are written', async () => {
@@ -167,6 +235,73 @@ describe('the stream log over the store', () => {
     expect(puts).toBe(1);
     expect(await log.end(2, undefined)).toBe(false);
     expect(ends).toBe(1);
+  });
+
+  it("removes the call's pending records with its end; when that write fails, on their own", async () => {
+    const removed: string[][] = [];
+    const store = new MemorySessionStore();
+    const withEnd = openStreamLog(store, SESSION, SETTINGS, QUIET, { removeAtEnd: () => ['gw-a'] });
+    const ends: string[][] = [];
+    const recording = Object.assign(Object.create(store) as MemorySessionStore, {
+      endStream: async (_: string, __: StreamEventRecord, ___: number[], pending: string[] = []) => {
+        ends.push(pending);
+      },
+    });
+    await openStreamLog(recording, SESSION, SETTINGS, QUIET, { removeAtEnd: () => ['gw-a'] }).end(1, undefined);
+    expect(ends).toEqual([['gw-a']]);
+    const failing = Object.assign(Object.create(store) as MemorySessionStore, {
+      endStream: async () => {
+        throw new Error('DynamoDB down');
+      },
+      deletePending: async (_: string, ids: string[]) => {
+        removed.push(ids);
+      },
+    });
+    await openStreamLog(failing, SESSION, SETTINGS, QUIET, { removeAtEnd: () => ['gw-b'] }).end(1, undefined);
+    expect(removed).toEqual([['gw-b']]);
+    expect(await withEnd.end(0, undefined)).toBe(false); // no final message
+  });
+
+  it('writes a pending record with the next events (one request), and says whether it was written', async () => {
+    const store = new MemorySessionStore();
+    const batches: Array<{ events: number[]; pending: string[] }> = [];
+    const counting = Object.assign(Object.create(store) as MemorySessionStore, {
+      putStreamEvents: async (id: string, events: StreamEventRecord[], pending: PendingRecord[] = []) => {
+        batches.push({ events: events.map((e) => e.seq), pending: pending.map((p) => p.gatewayId) });
+        await store.putStreamEvents(id, events, pending);
+      },
+    });
+    const log = openStreamLog(counting, SESSION, SETTINGS, QUIET);
+    const record = newPendingRecord(60, {
+      kind: 'relayed',
+      method: 'elicitation/create',
+      target: 'demo',
+      clientRequestId: 1,
+    });
+    const written: boolean[] = [];
+    log.keepWithNext(record, (ok) => written.push(ok));
+    expect(
+      await log.keepAll?.([
+        { seq: 0, data: '' },
+        { seq: 1, data: '{"q":1}' },
+      ]),
+    ).toEqual([true, true]);
+    expect(batches).toEqual([{ events: [0, 1], pending: [record.gatewayId] }]);
+    expect(written).toEqual([true]);
+    expect(await store.getPending(SESSION.id, record.gatewayId)).toEqual(record);
+    // Over the stream's cap the event is not kept, but the record still is; a stream that ends first never asked it.
+    const second = newPendingRecord(60, {
+      kind: 'relayed',
+      method: 'elicitation/create',
+      target: 'demo',
+      clientRequestId: 1,
+    });
+    log.keepWithNext(second, (ok) => written.push(ok));
+    expect(await log.keep(2, 'x'.repeat(SETTINGS.maxBytes + 1))).toBe(false);
+    expect(await store.getPending(SESSION.id, second.gatewayId)).toEqual(second);
+    log.keepWithNext(record, (ok) => written.push(ok));
+    await log.end(3, undefined);
+    expect(written).toEqual([true, true, false]);
   });
 
   it('never keeps an event past the session expiry', async () => {

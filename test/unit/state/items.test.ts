@@ -126,7 +126,7 @@ describe('a stored item parsed into its record', () => {
     [
       'a pending record of an unknown status',
       () => pendingOf({ ...pending, status: 'lost' }),
-      /malformed pending item: status should be one of pending, delivering, answered, expired, found a string/,
+      /malformed pending item: status should be one of pending, delivering, recorded, answered, expired, found a string/,
     ],
     [
       'a pending record whose target request id is an object',
