@@ -154,6 +154,11 @@ class Relay {
         // Records asked before the call could be taken over lost their holder lease at its release: held again.
         await call.lease.renewNow();
       }
+      // An answer recorded for the previous holder just before it let go (relay/recorded-answer.ts) is
+      // found by no other look: this invocation delivers it.
+      call.tasks.run('delivering answers recorded before the release', () =>
+        this.serverRequests.deliverRecordedBeforeTakeover(),
+      );
     }
     const unregister = this.input.deps.activeCalls.register(loaded.session.id, call.upstreamId, {
       cancelByClient: (reason) => call.stop('client-cancelled', reason ?? 'gateway: client cancelled'),

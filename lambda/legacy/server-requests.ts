@@ -163,6 +163,21 @@ export class ServerRequests {
   }
 
   /**
+   * A taken-over call's relayed requests whose answer was recorded for the holder that released it:
+   * the release removed the holder lease, so no answer is recorded after it, and one recorded before
+   * it is delivered here (one read per relayed request at a takeover).
+   */
+  async deliverRecordedBeforeTakeover(): Promise<void> {
+    const { deps, loaded } = this.call.input;
+    await Promise.all(
+      [...this.call.relayed.keys()].map(async (gatewayId) => {
+        const record = await deps.store.getPending(loaded.session.id, gatewayId);
+        if (record?.status === 'recorded') await this.deliverRecorded(record);
+      }),
+    );
+  }
+
+  /**
    * A pending request nobody answered in time ends the call with -32001 unless the target took an
    * answer (relay/pending-verdict.ts decides; shared with the bridge). The deadline bounds the looks.
    * An answer recorded for this holder that the target has not taken by then ends it too.

@@ -535,7 +535,10 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       expect(await store.recordAnswer(session.id, relayed.gatewayId, answer, NOW)).toBe(true);
       expect(await store.recordAnswer(session.id, relayed.gatewayId, answer, NOW)).toBe(false);
       expect(await store.claimPending(session.id, relayed.gatewayId, NOW)).toBeUndefined();
-      expect(await store.expirePending(session.id, relayed.gatewayId)).toBe(false);
+      expect(await store.expirePending(session.id, relayed.gatewayId)).toMatchObject({
+        written: false,
+        current: { status: 'recorded' },
+      });
       expect(await store.getPending(session.id, relayed.gatewayId, NOW)).toEqual({
         ...relayed,
         status: 'recorded',
