@@ -132,8 +132,10 @@ class Relay {
       if (step.kind === 'target-stream') this.call.cursor.lastEventId = step.lastEventId;
       const relayedIds = new Set(resumed.snapshot.relayed.map((r) => r.gatewayId));
       this.call.held.push(...resumed.snapshot.records.filter((id) => !relayedIds.has(id)));
-      for (const request of resumed.snapshot.relayed)
+      for (const request of resumed.snapshot.relayed) {
         this.serverRequests.trackRelayed(request.gatewayId, request.method, request.askedAt);
+        this.call.stored.add(request.gatewayId);
+      }
       for (const id of resumed.snapshot.leased) this.call.leased.add(id);
     }
   }

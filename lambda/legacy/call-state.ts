@@ -95,6 +95,11 @@ export class CallState {
   readonly release: ReleaseSettings;
   /** The call's records that carry this holder's lease (the others need none: see withHolder). */
   readonly leased = new Set<string>();
+  /**
+   * Relayed records known to be stored. The holder looks only at these: a record still being written
+   * (with its event, relay/stream-log.ts) would look gone, and a gone record is not looked at again.
+   */
+  readonly stored = new Set<string>();
   /** Every timer of the call, by name: closed when the call ends. */
   readonly timers = new CallTimers();
   /** Work the call starts without awaiting it: failures logged once, drained before the call's cleanup. */
@@ -112,7 +117,7 @@ export class CallState {
       input.deps.store,
       input.deps.logger,
       input.loaded.session.id,
-      () => [...this.relayed.keys()].filter((id) => this.leased.has(id)),
+      () => [...this.relayed.keys()].filter((id) => this.leased.has(id) && this.stored.has(id)),
       undefined,
       onRecorded,
     );

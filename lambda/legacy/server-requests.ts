@@ -75,6 +75,7 @@ export class ServerRequests {
     // The lease and the holder's looks once the record exists (a look that finds none stops looking).
     this.call.tasks.run('relaying a server request', async () => {
       if (await recorded) {
+        this.call.stored.add(record.gatewayId);
         this.call.lease.start();
         if (this.call.leased.has(record.gatewayId)) this.call.acknowledger.start();
         return;
