@@ -199,6 +199,11 @@ export class ServerRequests {
       case 'answered':
         return; // the target took the answer and carries on
       case 'undecided':
+        if (verdict.recorded) {
+          // An answer recorded for this holder that no look handed over: delivered now, not waited for.
+          const { recorded } = verdict;
+          this.call.tasks.run('delivering a recorded answer', () => this.deliverRecorded(recorded));
+        }
         if (verdict.error !== undefined) {
           this.call.log.warn('pending timeout undecided: DynamoDB failed; looking again', {
             error: describeError(verdict.error),

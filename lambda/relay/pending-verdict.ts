@@ -1,5 +1,5 @@
 import { CLAIM_LEASE_MS, HOLDER_ACK_POLL_MS } from '../state/records';
-import type { PendingStore } from '../state/store';
+import type { PendingRecord, PendingStore } from '../state/store';
 
 /**
  * A relayed request's time is up (`pendingRequestTimeoutSeconds`): the holder decides whether its
@@ -19,8 +19,11 @@ export type PendingVerdict =
   | { kind: 'gone' }
   /** The target took an answer: the call goes on. */
   | { kind: 'answered' }
-  /** A delivery holds it, or DynamoDB failed: look again after `afterMs`. */
-  | { kind: 'undecided'; afterMs: number; error?: unknown };
+  /**
+   * A delivery holds it, an answer is recorded for the holder (`recorded`: the holder delivers it), or
+   * DynamoDB failed: look again after `afterMs`.
+   */
+  | { kind: 'undecided'; afterMs: number; error?: unknown; recorded?: PendingRecord };
 
 /** How soon the holder looks again when DynamoDB could not tell. */
 export const VERDICT_RECHECK_MS = 2000;
@@ -48,7 +51,7 @@ export async function pendingTimeUp(
     const record = outcome.current;
     if (record?.status === 'answered') return { kind: 'answered' };
     // An answer recorded for the holder (relay/recorded-answer.ts) that its next look delivers.
-    if (record?.status === 'recorded') return { kind: 'undecided', afterMs: RECORDED_RECHECK_MS };
+    if (record?.status === 'recorded') return { kind: 'undecided', afterMs: RECORDED_RECHECK_MS, recorded: record };
     if (record?.status === 'delivering') {
       const lapsesAt = (record.claimedAt ?? 0) + CLAIM_LEASE_MS;
       return { kind: 'undecided', afterMs: Math.max(AFTER_LAPSE_MS, lapsesAt - now() + AFTER_LAPSE_MS) };

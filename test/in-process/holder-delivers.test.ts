@@ -1,0 +1,84 @@
+import { type DemoTarget, startDemoTarget } from '../../examples/targets/demo-target';
+import type { PendingRecord, StreamEventRecord } from '../../lambda/state/store';
+import { callAndAnswerIn, inProcessGateway } from '../support/in-process';
+import { eventually } from '../support/mcp-http';
+import { MemorySessionStore } from '../support/memory-store';
+
+/**
+ * The holder delivers an answer recorded for it (relay/recorded-answer.ts): also for a question whose
+ * record is still being written when the holder looks (the holder, already looking for the call's
+ * first question, must not take the second one's missing record for a gone one), and, should its looks
+ * miss one, when the request's pending timeout comes.
+ */
+class SlowSecondQuestion extends MemorySessionStore {
+  private questions = 0;
+  held?: () => void;
+
+  override async putStreamEvents(sessionId: string, events: StreamEventRecord[], pending?: PendingRecord[]) {
+    if (pending?.length && ++this.questions === 2) await new Promise<void>((resolve) => (this.held = resolve));
+    return super.putStreamEvents(sessionId, events, pending);
+  }
+}
+
+let demo: DemoTarget;
+beforeAll(async () => {
+  demo = await startDemoTarget();
+});
+afterAll(async () => demo?.close());
+
+it("a call's second question, recorded while the holder already looks, is answered through another instance", async () => {
+  const store = new SlowSecondQuestion();
+  const holder = inProcessGateway({ targets: [{ name: 'demo', url: demo.url }] }, { store, keepAliveMs: 50 });
+  const other = holder.another();
+  const { headers } = await holder.initSession({ capabilities: { elicitation: { form: {} } } });
+  const call = callAndAnswerIn(
+    holder,
+    headers,
+    { id: 'two', params: { name: 'demo___multi_elicit', arguments: {} } },
+    (asked) => ({
+      result: {
+        action: 'accept',
+        content: 'name' in asked.params.requestedSchema.properties ? { name: 'ada' } : { age: 36 },
+      },
+    }),
+    { answerTo: other },
+  );
+  // The second question's record (with its event) is held back while the holder looks several times
+  // for the first one's (20, 40, 80, 160 ms apart), then written.
+  await eventually(() => expect(store.held).toBeDefined());
+  await new Promise((resolve) => setTimeout(resolve, 700));
+  store.held?.();
+  const result = await call;
+  expect(result.answerStatuses).toEqual([202, 202]);
+  expect(result.response.result.content[0].text).toBe('hello ada, 36');
+});
+
+/** A holder whose looks never see the answer recorded for it (as if every read were stale). */
+class BlindHolder extends MemorySessionStore {
+  hidden = 0;
+  override async getPending(sessionId: string, gatewayId: string, now?: number) {
+    const record = await super.getPending(sessionId, gatewayId, now);
+    if (record?.status !== 'recorded') return record;
+    this.hidden++;
+    return { ...record, status: 'pending' as const, answer: undefined };
+  }
+}
+
+it('an answer recorded for the holder that its looks missed is delivered when the pending timeout comes', async () => {
+  const store = new BlindHolder();
+  const holder = inProcessGateway(
+    { targets: [{ name: 'demo', url: demo.url }], pendingRequestTimeoutSeconds: 2 },
+    { store, keepAliveMs: 50 },
+  );
+  const { headers } = await holder.initSession({ capabilities: { elicitation: { form: {} } } });
+  const result = await callAndAnswerIn(
+    holder,
+    headers,
+    { id: 'blind', params: { name: 'demo___use_aws', arguments: { command: 'ls' } } },
+    () => ({ result: { action: 'accept', content: { confirm: true } } }),
+    { answerTo: holder.another() },
+  );
+  expect(store.hidden).toBeGreaterThan(0);
+  expect(result.answerStatuses).toEqual([202]);
+  expect(result.response.result.content[0].text).toBe('executed: ls');
+});
