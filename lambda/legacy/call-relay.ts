@@ -162,6 +162,9 @@ class Relay {
         this.serverRequests.deliverRecordedBeforeTakeover(),
       );
     }
+    // Started before its session's read returned, and the session is gone: stopped as a cancelled call is
+    // (the target is told; no response follows the 404), also on a resumable stream.
+    this.input.sessionRead?.catch(() => call.stop('client-cancelled', 'gateway: the session is gone'));
     const unregister = this.input.deps.activeCalls.register(loaded.session.id, call.upstreamId, {
       cancelByClient: (reason) => call.stop('client-cancelled', reason ?? 'gateway: client cancelled'),
       shutdown: () => {

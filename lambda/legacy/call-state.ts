@@ -42,6 +42,8 @@ export interface RelayInput {
    * client's reconnect (legacy/resume.ts): the reconnect's stream, and where the call stands.
    */
   resumed?: { waiting: WaitingCall; snapshot: WaitingCallSnapshot; stream: SseStream };
+  /** A call started before its session's read returned (read-ahead): rejects when the session is gone. */
+  sessionRead?: Promise<void>;
 }
 
 /** forward() let go of the call: its stream is to be released (the record written by run()). */

@@ -143,6 +143,7 @@ function relay(
     params,
     responseHeaders: headers,
     confirm,
+    sessionRead: r.ctx.sessionRead,
   });
 }
 

@@ -116,6 +116,28 @@ describe('a relayed call of a session read here before', () => {
     expect((await again).status).toBe(404);
   });
 
+  it('stops the call at its target when the session is found gone, also on a resumable stream', async () => {
+    const store = new GatedStore();
+    const gateway = gatewayOn(store);
+    // A 2025-11-25 session whose client takes elicitation: its call streams are resumable, so a client
+    // that leaves one does not cancel the call.
+    const { headers, sessionId } = await gateway.initSession({ capabilities: { elicitation: { form: {} } } });
+    await readMessage(await gateway.post(headers, call('warm')));
+    const aborted = target.stats().abortedTools.length;
+    store.close();
+    const before = calls();
+    const res = gateway.post(headers, call('long', 20_000));
+    await eventually(() => expect(calls()).toBe(before + 1)); // the call runs at the target
+    // Past a second the call answers as a (resumable) stream, which a leaving client does not cancel.
+    await new Promise((resolve) => setTimeout(resolve, 1200));
+    // Gone meanwhile (as after a DELETE on another instance that could not reach the target): its
+    // target session lives on, and so would the call.
+    await store.deleteSession(sessionId);
+    store.open();
+    expect((await res).status).toBe(404);
+    await eventually(() => expect(target.stats().abortedTools.length).toBe(aborted + 1));
+  });
+
   it("never starts another principal's request with what its owner read", async () => {
     const store = new GatedStore();
     const gateway = gatewayOn(store);
