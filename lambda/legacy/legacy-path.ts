@@ -90,8 +90,8 @@ function sessionExchange(input: LegacyInput, loaded: LoadedSession, exchange: Ex
  * A relayed call of a session this instance read recently goes to its target with what was read then,
  * while the session is read again: the call's latency no longer includes the read. The read decides
  * as it always does, and nothing is answered before it has: a session found gone, expired or another
- * principal's is answered 404 (and the call is stopped, as when its client leaves: the target is told
- * it is cancelled). A session that changed meanwhile (a log level, a target session re-opened by
+ * principal's is answered 404 (and the call is stopped as a cancelled one: legacy/call-relay.ts, the
+ * target is told). A session that changed meanwhile (a log level, a target session re-opened by
  * another instance) is the race every instance already has between its read and its call.
  */
 async function readAhead(
