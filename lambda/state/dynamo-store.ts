@@ -29,6 +29,7 @@ import {
   pendingSk,
   sessionPk as pk,
   SESSION_AND_TARGETS,
+  SESSION_READ_PROJECTION,
   SESSION_SK,
   sessionOf,
   streamEndSk,
@@ -162,7 +163,10 @@ export class DynamoSessionStore implements SessionStore {
           new ItemsQueryCommand({
             TableName: this.tableName,
             ConsistentRead: true,
-            KeyConditionExpression: 'pk = :pk AND sk >= :from',
+            KeyConditionExpression: '#pk = :pk AND #p0 >= :from',
+            // What the session, its target sessions and the pending count need: no answer is read.
+            ProjectionExpression: SESSION_READ_PROJECTION.expression,
+            ExpressionAttributeNames: { '#pk': 'pk', ...SESSION_READ_PROJECTION.names },
             ExpressionAttributeValues: {
               ':pk': { S: pk(sessionId) },
               ':from': { S: options.withPending ? PENDING_PREFIX : SESSION_AND_TARGETS },

@@ -159,6 +159,44 @@ export function sessionOf(item: Item): SessionRecord {
   } satisfies AllFieldsOf<SessionRecord>);
 }
 
+/**
+ * The attributes the session read takes (`loadSession`): the session item's and its target sessions',
+ * plus `expiresAt` of the pending records it counts; a pending record's answer (up to ~400 KB) is never
+ * transferred by a call's read. Typed so that a field added to either record and not here fails to compile.
+ */
+const SESSION_FIELDS = [
+  'id',
+  'principal',
+  'protocolVersion',
+  'clientCapabilities',
+  'clientInfo',
+  'logLevel',
+  'createdAt',
+  'expiresAt',
+] as const satisfies readonly (keyof SessionRecord)[];
+const TARGET_SESSION_FIELDS = [
+  'target',
+  'targetSessionId',
+  'protocolVersion',
+  'declaredCapabilities',
+  'lastEventId',
+  'expiresAt',
+] as const satisfies readonly (keyof TargetSessionRecord)[];
+type Covers<T, Listed> = Exclude<keyof T, Listed> extends never ? true : never;
+const sessionFieldsCovered: Covers<SessionRecord, (typeof SESSION_FIELDS)[number]> = true;
+const targetFieldsCovered: Covers<TargetSessionRecord, (typeof TARGET_SESSION_FIELDS)[number]> = true;
+void sessionFieldsCovered;
+void targetFieldsCovered;
+
+/** `ProjectionExpression` and its names for the session read (see SESSION_FIELDS). */
+export const SESSION_READ_PROJECTION = (() => {
+  const names = [...new Set(['sk', ...SESSION_FIELDS, ...TARGET_SESSION_FIELDS])];
+  return {
+    expression: names.map((_, i) => `#p${i}`).join(', '),
+    names: Object.fromEntries(names.map((name, i) => [`#p${i}`, name])),
+  };
+})();
+
 /** A `T#<target>` item. */
 export function targetSessionOf(item: Item): TargetSessionRecord {
   const f = new Fields(item, 'target session');
