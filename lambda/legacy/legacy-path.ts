@@ -116,9 +116,10 @@ async function readAhead(
     deps.sessionCache?.forget(known.session.id);
     settle(new Error('the session is gone'));
     refused.abort('gateway: the session is gone');
-    // What the call had begun to answer is dropped unread.
-    call.then(
-      (response) => response.body?.cancel(),
+    // The stopped call winds down (the target told, its records removed) before this invocation
+    // answers: on Lambda nothing runs after the response ends. What it answered is read and dropped.
+    await call.then(
+      (response) => discard(response.body),
       () => undefined,
     );
     return loaded;
@@ -313,4 +314,12 @@ function mayRelay(method: string): boolean {
 
 function idOf(message: ClientMessage): RequestId | null {
   return message.kind === 'notification' ? null : (message.message.id ?? null);
+}
+
+async function discard(body: ReadableStream<Uint8Array> | null): Promise<void> {
+  if (!body) return;
+  const reader = body.getReader();
+  while (!(await reader.read()).done) {
+    // nothing to keep
+  }
 }

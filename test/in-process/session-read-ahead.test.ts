@@ -1,3 +1,4 @@
+import { upstreamRequestId } from '../../lambda/relay/ids';
 import type { LoadedSession } from '../../lambda/state/store';
 import { type InProcessGateway, inProcessGateway } from '../support/in-process';
 import { eventually, readMessage } from '../support/mcp-http';
@@ -135,6 +136,8 @@ describe('a relayed call of a session read here before', () => {
     await store.deleteSession(sessionId);
     store.open();
     expect((await res).status).toBe(404);
+    // Wound down before the 404 was answered (on Lambda nothing runs after the response ends).
+    expect(gateway.deps.activeCalls.get(sessionId, upstreamRequestId('long'))).toBeUndefined();
     await eventually(() => expect(target.stats().abortedTools.length).toBe(aborted + 1));
   });
 
