@@ -191,6 +191,9 @@ function coerce(key: string, value: unknown, schema: z.ZodType): unknown {
   try {
     return JSON.parse(text);
   } catch {
+    // A field that takes a word or another value (`streamRelease`: a mode, or the booleans of earlier
+    // releases) gets the word as it is; the schema then names what it accepts.
+    if (type === 'union' || type === 'pipe') return value;
     throw new ContextError(key, `expected JSON (${type}), got ${JSON.stringify(value)}`);
   }
 }
@@ -273,11 +276,12 @@ export function readGatewayContext(source: ContextSource): GatewayContext {
   }
 
   // A pending request must be able to expire while its invocation still runs, or the relay is killed
-  // first — unless waiting calls are released (streamRelease): then no invocation waits through it.
-  if (!config.data.streamRelease && config.data.pendingRequestTimeoutSeconds >= deployment.data.timeoutSeconds) {
+  // first — unless waiting calls may be released (streamRelease, at the latest before the deadline):
+  // then the wait may outlast the invocation.
+  if (config.data.streamRelease === 'never' && config.data.pendingRequestTimeoutSeconds >= deployment.data.timeoutSeconds) {
     throw new ContextError(
       'pendingRequestTimeoutSeconds',
-      `must be less than timeoutSeconds (${deployment.data.timeoutSeconds}) while streamRelease is false; got ${config.data.pendingRequestTimeoutSeconds}`,
+      `must be less than timeoutSeconds (${deployment.data.timeoutSeconds}) while streamRelease is "never"; got ${config.data.pendingRequestTimeoutSeconds}`,
     );
   }
 

@@ -560,10 +560,11 @@ function vpcSubnetsOf(props: McpGatewayProps): ec2.SubnetSelection | undefined {
 
 /** What the props and the configuration must agree on before anything is built. */
 function checkProps(parsed: GatewayConfig, props: McpGatewayProps, timeout: Duration): void {
-  // Waiting calls released (streamRelease) hold no invocation while they wait: then the wait may outlast it.
-  if (!parsed.streamRelease && parsed.pendingRequestTimeoutSeconds >= timeout.toSeconds()) {
+  // Waiting calls that may be released (streamRelease, at the latest before the deadline) hold no
+  // invocation past it: then the wait may outlast it.
+  if (parsed.streamRelease === 'never' && parsed.pendingRequestTimeoutSeconds >= timeout.toSeconds()) {
     throw new ConfigError(
-      `pendingRequestTimeoutSeconds (${parsed.pendingRequestTimeoutSeconds}) must be less than the function timeout (${timeout.toSeconds()} s) while streamRelease is false`,
+      `pendingRequestTimeoutSeconds (${parsed.pendingRequestTimeoutSeconds}) must be less than the function timeout (${timeout.toSeconds()} s) while streamRelease is "never"`,
     );
   }
   if (!props.vpc && (props.vpcSubnets || props.securityGroups)) {

@@ -4,6 +4,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest, type LoggingLevel, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { ConsentBook, DEFAULT_CONSENT_TIMEOUT_MS } from './consent-book';
+import { MemoryEventStore } from './event-store';
 import { isConsentPath, serveConsentPage } from './consent-page';
 import { createDemoSessionServer, type DemoToolsContext, LOG_LEVELS, type SessionContext } from './legacy-tools';
 import { closeServer, hostForUrl, listen, loopbackHostHeaders } from './loopback-http';
@@ -24,6 +25,13 @@ export interface DemoTargetOptions {
   name?: string;
   /** How long a URL-elicitation tool waits for its consent page after the client's `accept`; default 5 minutes. */
   consentTimeoutMs?: number;
+  /**
+   * A target that polls (SSE polling, MCP 2025-11-25): its sessions keep their events (an in-memory
+   * event store: priming events, ids, replay after `Last-Event-ID`, the `retry` given), and a tool
+   * that asks the client (elicitation, sampling, roots) first ends its call's POST stream, so the ask
+   * and everything after it reach the client only on its reconnect. Off by default.
+   */
+  polling?: { retryMs: number };
 }
 
 export interface DemoTargetStats {
@@ -141,6 +149,7 @@ export async function startDemoTarget(opts: DemoTargetOptions = {}): Promise<Dem
   const newSession = async (context: DemoToolsContext): Promise<Session> => {
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
+      ...(opts.polling ? { eventStore: new MemoryEventStore(), retryInterval: opts.polling.retryMs } : {}),
       onsessioninitialized: (id) => {
         sessions.set(id, session);
         initializeCount++;
@@ -272,6 +281,7 @@ export async function startDemoTarget(opts: DemoTargetOptions = {}): Promise<Dem
     authorizedResources: new Set(),
     pendingResources: new Map(),
     recordCancel,
+    pollsWhileAsking: opts.polling !== undefined,
   };
 
   return {

@@ -59,6 +59,8 @@ export interface DemoToolsContext {
   pendingResources: Map<string, string>;
   /** Records a request id the client cancelled (for tests). */
   recordCancel(requestId: RequestId): void;
+  /** A tool that asks the client first ends its call's POST stream (a target that polls: legacy-host.ts `polling`). */
+  pollsWhileAsking?: boolean;
 }
 
 /** Per-session state the tools read. */
@@ -124,12 +126,14 @@ export function createDemoSessionServer(tools: DemoToolsContext, session: Sessio
   );
   const server = mcp.server;
 
-  /** Options that make the SDK send a server-to-client request on the current tools/call POST stream. */
-  const related = (extra: Extra) => ({
-    relatedRequestId: extra.requestId,
-    signal: extra.signal,
-    timeout: CLIENT_REQUEST_TIMEOUT_MS,
-  });
+  /**
+   * Options that make the SDK send a server-to-client request on the current tools/call POST stream.
+   * A target that polls ends that stream first (the SDK keeps what follows for the client's reconnect).
+   */
+  const related = (extra: Extra) => {
+    if (tools.pollsWhileAsking) extra.closeSSEStream?.();
+    return { relatedRequestId: extra.requestId, signal: extra.signal, timeout: CLIENT_REQUEST_TIMEOUT_MS };
+  };
 
   /** Records the request id if the client cancels it (not if the session merely closes). */
   const watchCancel = (extra: Extra): void => {

@@ -8,8 +8,13 @@ import * as z from 'zod';
  */
 
 import { ALL_PROTOCOL_VERSIONS, DEFAULT_SUPPORTED_VERSIONS } from '../protocol/versions';
+import { ClientPatternSchema, DEFAULT_RESUMING_CLIENTS } from './resuming-clients';
 
 export { ALL_PROTOCOL_VERSIONS, DEFAULT_SUPPORTED_VERSIONS };
+
+/** How waiting calls of 2025-11-25 sessions are released (`streamRelease`). */
+export const STREAM_RELEASE_MODES = ['proven', 'always', 'never'] as const;
+export type StreamReleaseMode = (typeof STREAM_RELEASE_MODES)[number];
 
 const targetName = z
   .string()
@@ -263,14 +268,33 @@ export const GatewayConfigSchema = z
     /**
      * Release while waiting (SSE polling, MCP 2025-11-25): a call of a 2025-11-25 session that waits
      * for the client (an elicitation, sampling, roots, a confirmation) and whose target stream can be
-     * resumed (a 2026-07-28 target, or a 2025 target that sends event ids) ends its client stream with
-     * an SSE `retry` after `streamReleaseAfterSeconds`, and the invocation ends; the client's reconnect
-     * (`GET` + `Last-Event-ID`, any instance) goes on with the call. Such calls are also released just
-     * before the function timeout instead of failing with -32001, so `pendingRequestTimeoutSeconds` may
-     * then exceed it. Older sessions, excluded clients and calls whose target stream cannot be resumed
-     * are held as before. false: every call is held for its whole wait.
+     * resumed (a 2026-07-28 target, or a 2025 target that sends event ids) may end its client stream
+     * with an SSE `retry`, so no invocation waits; the client's reconnect (`GET` + `Last-Event-ID`, any
+     * instance) goes on with the call. Many clients never reconnect a POST stream the server ended, and
+     * a plain SSE parser dispatches a priming event's empty data, so:
+     * - `proven` (default): a call is released after `streamReleaseAfterSeconds` only for a client shown
+     *   to resume — one matching `streamReleaseClients`, or one that already resumed an ended POST
+     *   stream and got what it missed (in this session, or in an earlier one of the same principal and
+     *   `clientInfo` within `streamReleaseProofDays`). Every other client's call is held on its open
+     *   stream, with no priming event and no `retry` on it; it is released only just before the
+     *   function timeout, when the stream would be cut anyway.
+     * - `always`: every client's calls are released after `streamReleaseAfterSeconds` (priming events
+     *   on every stream), but those of `streamReleaseExcludeClients`.
+     * - `never`: every call is held for its whole wait; the function timeout ends it with -32001.
+     * The booleans of earlier releases still parse: `true` is `always`, `false` is `never`.
      */
-    streamRelease: z.boolean().default(true),
+    streamRelease: z
+      .union([z.enum(STREAM_RELEASE_MODES), z.boolean()])
+      .default('proven')
+      .transform((mode): StreamReleaseMode => (mode === true ? 'always' : mode === false ? 'never' : mode)),
+    /**
+     * Clients trusted to resume an ended POST stream (`streamRelease: "proven"`), by the `clientInfo`
+     * they send: `name` exact or with `*` wildcards, `version` (optional) exact, with `*`, or `>=x.y.z`.
+     * Setting it replaces the default list (docs/clients.md lists it, with the evidence for each entry).
+     */
+    streamReleaseClients: z.array(ClientPatternSchema).max(100).default(DEFAULT_RESUMING_CLIENTS),
+    /** How long a client seen resuming (principal and clientInfo) stays proven for its later sessions. */
+    streamReleaseProofDays: z.number().int().min(1).max(365).default(30),
     /**
      * Read-ahead (2025-era sessions): a relayed call (tools/call, prompts/get, resources/read,
      * completion/complete) of a session this instance read in the last minute goes to its target while
@@ -388,11 +412,11 @@ export const GatewayConfigSchema = z
       }
     });
     // A released call's stream (its events and its record) must outlive the longest wait for an answer.
-    if (config.streamRelease && config.pendingRequestTimeoutSeconds > config.streamLogTtlSeconds) {
+    if (config.streamRelease !== 'never' && config.pendingRequestTimeoutSeconds > config.streamLogTtlSeconds) {
       ctx.addIssue({
         code: 'custom',
         path: ['pendingRequestTimeoutSeconds'],
-        message: `must not exceed streamLogTtlSeconds (${config.streamLogTtlSeconds}) while streamRelease is on: a released call's stream would expire while it still waits`,
+        message: `must not exceed streamLogTtlSeconds (${config.streamLogTtlSeconds}) unless streamRelease is "never": a released call's stream would expire while it still waits`,
       });
     }
   });

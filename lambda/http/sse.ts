@@ -72,8 +72,15 @@ export interface SseStreamOptions {
    * then the body fails with a StalledClientError (the adapter cuts the connection) and `onCancel` runs.
    */
   stalledClientMs?: number;
-  /** Makes the stream resumable: a priming event first, every event kept and sent with an id. */
+  /** Makes the stream resumable: a priming event first (unless `prime` is false), every event kept and sent with an id. */
   log?: SseEventLog;
+  /**
+   * Whether a resumable stream opens with the priming event (an id and empty `data`). A client not
+   * known to resume gets none: a plain SSE parser dispatches its empty data as an event (the WHATWG
+   * rules, `sseclient-py`), which a client that parses every event as JSON fails on. Its events still
+   * carry ids; seq 0 is then never sent.
+   */
+  prime?: boolean;
   /** The `retry` field (ms) sent with the priming event: how long a client waits before reconnecting. */
   retryMs?: number;
   /**
@@ -100,6 +107,8 @@ export class SseStream {
   cancelled = false;
   /** Closing was asked (end/close); later sends are dropped. */
   private ending = false;
+  /** An event with an id was written: the client has one to reconnect with. */
+  private idSent = false;
   private log?: SseEventLog;
   private seq = 0;
   /**
@@ -144,6 +153,7 @@ export class SseStream {
     );
     this.log = options.log;
     if (this.log && options.continueAtSeq !== undefined) this.seq = options.continueAtSeq;
+    else if (this.log && options.prime === false) this.seq = 1;
     else if (this.log) {
       const retry = options.retryMs !== undefined ? `retry: ${options.retryMs}\n` : '';
       this.gathering = gatherFor(PRIMING_GATHER_MS);
@@ -225,7 +235,8 @@ export class SseStream {
     const seq = this.seq++;
     this.enqueue(async () => {
       const kept = await log.end(seq, { message, data });
-      this.write(frame(kept ? eventId(log.streamId, seq) : undefined, data));
+      if (kept) this.writeWithId(frame(eventId(log.streamId, seq), data));
+      else this.write(frame(undefined, data));
       this.closeNow();
     });
   }
@@ -244,6 +255,13 @@ export class SseStream {
       return;
     }
     if ((this.controller.desiredSize ?? 1) <= 0) this.watchStall();
+  }
+
+  /** Writes an event that carries an id (the client can reconnect from it). */
+  private writeWithId(text: string): void {
+    if (text === '' || this.closed) return;
+    this.idSent = true;
+    this.write(text);
   }
 
   /** Full: the client must read within the bound, or it is given up. */
@@ -308,6 +326,8 @@ export class SseStream {
   continueWith(log: SseEventLog, seq: number): void {
     this.log = log;
     this.seq = seq;
+    // A reconnect's stream begins with the id it resumed from (legacy/resume.ts).
+    this.idSent = true;
   }
 
   /** The stream's id within its session (resumable streams only). */
@@ -323,12 +343,19 @@ export class SseStream {
   /**
    * Ends the connection but not the stream (SSE polling, MCP 2025-11-25): after what was asked so far
    * is kept and written, a `retry` field tells the client when to reconnect with `Last-Event-ID`; the
-   * log records no end, so the stream goes on on whichever instance the client reconnects to.
+   * log records no end, so the stream goes on on whichever instance the client reconnects to. A client
+   * that got no event with an id yet (a stream opened without a priming event, nothing sent on it) is
+   * sent one first, the spec's priming event: without an id it could not reconnect at all.
    */
   hangUp(retryMs: number): void {
     if (this.ending) return;
     this.ending = true;
+    const log = this.log;
     this.enqueue(async () => {
+      if (log && !this.idSent) {
+        const seq = this.seq++;
+        if (await log.keep(seq, '')) this.writeWithId(`id: ${eventId(log.streamId, seq)}\ndata: \n\n`);
+      }
       this.write(`retry: ${Math.max(0, Math.round(retryMs))}\n\n`);
       this.closeNow();
     });
@@ -360,7 +387,9 @@ export class SseStream {
         const kept = batch.length > 1 && log.keepAll ? await log.keepAll(batch) : await keepEach(log, batch);
         const dropped = await Promise.all(batch.map((e) => e.unless ?? false));
         batch.forEach((e, i) => {
-          if (!dropped[i]) this.write(e.framed(kept[i] ? eventId(log.streamId, e.seq) : undefined));
+          if (dropped[i]) return;
+          if (kept[i]) this.writeWithId(e.framed(eventId(log.streamId, e.seq)));
+          else this.write(e.framed(undefined));
         });
       } finally {
         for (const e of batch) this.queuedBytes -= e.bytes;

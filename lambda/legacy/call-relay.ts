@@ -5,7 +5,7 @@ import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest, RequestId } from '../protocol/types';
 import { DeferredResponse } from '../relay/deferred-response';
 import { allowsResumableStreams, openStreamLog, streamLogSettings } from '../relay/stream-log';
-import { releaseSettings, type WaitingStep } from '../relay/waiting-call';
+import type { WaitingStep } from '../relay/waiting-call';
 import { StreamDetachedError } from '../targets/endpoint';
 import { inputRequiredOf, MAX_INPUT_ROUNDS, retryParams } from '../targets/input-rounds';
 import { callFailure } from './call-failure';
@@ -13,6 +13,7 @@ import { CallQuestions } from './call-questions';
 import { CallRelease, RELEASE_BEFORE_DEADLINE_MS } from './call-release';
 import { CallState, RELEASED, type RelayInput } from './call-state';
 import { CancellationWatch } from './cancellation-watch';
+import { decideRelease, type ReleaseDecision, type ReleasePolicy, releasePolicy } from './release-policy';
 import { ServerRequests } from './server-requests';
 
 export type { RelayInput } from './call-state';
@@ -52,8 +53,11 @@ export function continueCall(input: RelayInput & Required<Pick<RelayInput, 'resu
 }
 
 function startRelay(input: RelayInput): { response: Promise<Response>; done: Promise<void> } {
-  const relay = new Relay(input);
   const { deps, loaded } = input;
+  // Decided once for the call: a takeover (legacy/resume.ts) decides for the client that just resumed.
+  const policy = releasePolicy(deps.config);
+  const decision = decideRelease(policy, loaded.session);
+  const relay = new Relay(input, { policy, decision });
   const out = new DeferredResponse({
     existing: input.resumed?.stream,
     accept: input.accept,
@@ -68,14 +72,17 @@ function startRelay(input: RelayInput): { response: Promise<Response>; done: Pro
             openStreamLog(deps.store, loaded.session, streamLogSettings(deps.config), deps.logger, {
               deadline: input.exchange.deadline,
               removeAtEnd: relay.call.removedWithTheEnd(),
+              requestId: input.request.id,
             }),
           )
       : undefined,
+    // Only a client trusted to resume gets a priming event (legacy/release-policy.ts).
+    prime: decision.early,
   });
   const done = relay.run(out).then(async (outcome) => {
     if ('released' in outcome) {
       // Not the stream's end: the client reconnects after `retry` and the call goes on there.
-      out.hangUp(releaseSettings(deps.config).retryMs);
+      out.hangUp(policy.retryMs);
     } else {
       const { message, error, silent } = outcome;
       // A call the client cancelled gets no response on its stream (the spec: the receiver SHOULD NOT send one).
@@ -109,7 +116,10 @@ class Relay {
   readonly markDone: () => void;
   private readonly done: Promise<void>;
 
-  constructor(private readonly input: RelayInput) {
+  constructor(
+    private readonly input: RelayInput,
+    release: { policy: ReleasePolicy; decision: ReleaseDecision },
+  ) {
     let resolve!: () => void;
     this.done = new Promise<void>((r) => {
       resolve = r;
@@ -117,6 +127,7 @@ class Relay {
     this.markDone = resolve;
     this.call = new CallState(
       input,
+      release,
       () => this.release.renewWaitingCall(),
       (record) =>
         this.call.tasks.run('delivering a recorded answer', () => this.serverRequests.deliverRecorded(record)),

@@ -1,5 +1,5 @@
 import { describeError } from '../observability/logger';
-import { mayRelease, WaitingCall, type WaitingCallSnapshot, type WaitingStep } from '../relay/waiting-call';
+import { WaitingCall, type WaitingCallSnapshot, type WaitingStep } from '../relay/waiting-call';
 import type { CallState } from './call-state';
 
 /** How long before the invocation's deadline a resumable call is released rather than ended with -32001. */
@@ -11,9 +11,10 @@ const RECONNECT_HOLD_MS = 200;
 
 /**
  * Release while waiting (relay/waiting-call.ts): a call that waits (for the client, or a target that
- * polls) is written down with where it stands, and after the grace period, when its client left, or
- * just before the invocation's deadline, this invocation lets go of it — the waits end, the target's
- * stream is detached, the record says released — and the client's reconnect goes on with it.
+ * polls) is written down with where it stands, and — for a client trusted to resume, after the grace
+ * period or when it left its stream; for any client, just before the invocation's deadline
+ * (legacy/release-policy.ts) — this invocation lets go of it: the waits end, the target's stream is
+ * detached, the record says released, and the client's reconnect goes on with it.
  */
 export class CallRelease {
   /** The call's durable record once it waits, when its stream may be released (relay/waiting-call.ts). */
@@ -63,7 +64,8 @@ export class CallRelease {
   async holdWaiting(step: WaitingStep): Promise<void> {
     this.step = step;
     const stream = this.call.out?.stream();
-    if (!stream?.resumable || !mayRelease(this.call.release, this.call.input.loaded.session)) return;
+    const { decision } = this.call;
+    if (!stream?.resumable || !(decision.early || decision.atDeadline)) return;
     if (!this.waiting) {
       const { deps, loaded } = this.call.input;
       this.waiting = new WaitingCall(deps.store, loaded.session.id, stream.streamId ?? '', () =>
@@ -82,11 +84,12 @@ export class CallRelease {
     this.scheduleRelease();
   }
 
-  /** After the grace period the call is released if it still waits. */
+  /** After the grace period the call is released if it still waits (a client trusted to resume only). */
   private scheduleRelease(): void {
+    if (!this.call.decision.early) return;
     // A reconnect that finds the call still waiting lets go again soon: its client polls (every `retry`),
     // and each look should cost a short invocation, not another grace period.
-    const { afterMs } = this.call.release;
+    const { afterMs } = this.call.policy;
     const holdMs = this.call.input.resumed ? Math.min(afterMs, RECONNECT_HOLD_MS) : afterMs;
     this.call.timers.set('release', holdMs, () => this.tryRelease('waited past streamReleaseAfterSeconds'));
   }
@@ -104,6 +107,7 @@ export class CallRelease {
    */
   private async releaseBeforeDeadline(): Promise<void> {
     const { call } = this;
+    if (!call.decision.atDeadline) return;
     const upstream = call.upstream;
     if (call.phase === 'upstream' && this.step === undefined && upstream?.era === 'legacy' && call.cursor.lastEventId) {
       await this.holdWaiting({
@@ -113,16 +117,20 @@ export class CallRelease {
         targetSessionId: upstream.session?.targetSessionId,
       });
     }
-    this.tryRelease('the invocation is about to time out');
+    this.tryRelease('the invocation is about to time out', true);
     // Not releasable at this very moment (between two steps): look again until the deadline ends the call.
     if (!call.releasing && !call.finished && !call.endReason && Date.now() < call.input.exchange.deadline) {
       this.scheduleBeforeDeadline(DEADLINE_RELEASE_RETRY_MS);
     }
   }
 
-  /** Lets go of the call now when it can be resumed elsewhere: the waits end, the target's stream is detached. */
-  tryRelease(why: string): void {
+  /**
+   * Lets go of the call now when it can be resumed elsewhere: the waits end, the target's stream is
+   * detached. Before the deadline (`atDeadline` false) only for a client trusted to resume.
+   */
+  tryRelease(why: string, atDeadline = false): void {
     const { call } = this;
+    if (!(atDeadline ? call.decision.atDeadline : call.decision.early)) return;
     if (call.finished || call.endReason || call.releasing || !this.waiting?.holding) return;
     // An answer on its way to the target: what it does next is read by this invocation.
     if (call.delivering.size > 0) return;

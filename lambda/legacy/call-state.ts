@@ -9,19 +9,14 @@ import { HolderLease } from '../relay/holder-lease';
 import { upstreamRequestId } from '../relay/ids';
 import { ProgressMapper } from '../relay/progress';
 import type { StreamLog } from '../relay/stream-log';
-import {
-  mayRelease,
-  type ReleaseSettings,
-  releaseSettings,
-  type WaitingCall,
-  type WaitingCallSnapshot,
-} from '../relay/waiting-call';
+import type { WaitingCall, WaitingCallSnapshot } from '../relay/waiting-call';
 import type { CallEndReason, LoadedSession, PendingRecord } from '../state/store';
 import type { StreamCursor } from '../targets/sse-reader';
 import type { Caller, Upstream } from '../targets/upstream';
 import { BackgroundTasks } from '../tasks/background-tasks';
 import { CallTimers } from '../tasks/call-timers';
 import type { LegacyDeps } from './deps';
+import type { ReleaseDecision, ReleasePolicy } from './release-policy';
 
 export interface RelayInput {
   deps: LegacyDeps;
@@ -94,7 +89,9 @@ export class CallState {
   readonly cursor: StreamCursor = {};
   /** The call is being let go of (legacy/call-release.ts). */
   releasing = false;
-  readonly release: ReleaseSettings;
+  readonly policy: ReleasePolicy;
+  /** Whether and when this call may be released, decided once when it starts (legacy/release-policy.ts). */
+  readonly decision: ReleaseDecision;
   /** The call's records that carry this holder's lease (the others need none: see withHolder). */
   readonly leased = new Set<string>();
   /**
@@ -109,6 +106,7 @@ export class CallState {
 
   constructor(
     readonly input: RelayInput,
+    release: { policy: ReleasePolicy; decision: ReleaseDecision },
     /** At each renewal of the holder lease (the waiting call's record is renewed with it). */
     beforeRenew: () => void,
     /** An answer recorded for this holder (relay/recorded-answer.ts: the holder delivers it). */
@@ -131,7 +129,8 @@ export class CallState {
       (input.params._meta as { progressToken?: ProgressToken } | undefined)?.progressToken,
       input.resumed?.snapshot.call.upstreamProgressToken,
     );
-    this.release = releaseSettings(input.deps.config);
+    this.policy = release.policy;
+    this.decision = release.decision;
     this.tasks = new BackgroundTasks(input.deps.logger, this.logKeys);
   }
 
@@ -172,14 +171,15 @@ export class CallState {
   }
 
   /**
-   * A record of a call that can be taken over (a resumable client stream in a session whose calls may
-   * be released, and nothing upstream that only this invocation could read: `resumableUpstream`) needs
-   * no live holder: if this instance dies, the client's reconnect takes the call over, so an answer is
-   * stored or delivered regardless. Any other record carries the holder's lease (state/records.ts).
+   * A record of a call that can be taken over (a resumable client stream of a client trusted to
+   * resume, and nothing upstream that only this invocation could read: `resumableUpstream`) needs no
+   * live holder: if this instance dies, the client's reconnect takes the call over, so an answer is
+   * stored or delivered regardless. Any other record carries the holder's lease (state/records.ts): a
+   * client that may never reconnect is told its answer came too late rather than have it taken for
+   * nobody.
    */
   withHolder(record: PendingRecord, resumableUpstream: boolean): PendingRecord {
-    const takeoverable =
-      resumableUpstream && this.out?.resumable === true && mayRelease(this.release, this.input.loaded.session);
+    const takeoverable = resumableUpstream && this.out?.resumable === true && this.decision.early;
     if (!takeoverable) {
       this.leased.add(record.gatewayId);
       return record;

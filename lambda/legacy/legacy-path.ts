@@ -16,6 +16,7 @@ import { CLIENT_STREAM_KEY, openClientStream } from './client-stream';
 import type { LegacyDeps } from './deps';
 import { resumeStream } from './resume';
 import type { SessionExchange } from './routes';
+import { needsResumeProof, releasePolicy, resumeProofKey } from './release-policy';
 import { handleSessionMessage } from './session-router';
 
 /**
@@ -283,13 +284,23 @@ async function initialize(input: LegacyInput, request: JSONRPCRequest): Promise<
     createdAt: now,
     expiresAt: now + deps.config.sessionTimeoutSeconds,
   };
+  const policy = releasePolicy(deps.config);
+  // A client this principal was seen resuming with before is released early from its first call on.
+  const proven = needsResumeProof(policy, session)
+    ? deps.store.hasResumeProof(resumeProofKey(principal, session.clientInfo!)).catch((error) => {
+        deps.logger.warn('reading whether the client resumes failed; it is held', { error: describeError(error) });
+        return false;
+      })
+    : undefined;
   try {
     await admitSession(deps, session);
   } catch (error) {
     // DEBUG: the access log already has the 429; a flood of refusals must not flood the log too.
     deps.logger.debug('initialize refused', { kind: error instanceof GatewayError ? error.kind : 'unknown' });
+    await proven; // nothing of the request outlives its response
     return errorResponse(request.id, error);
   }
+  if (await proven) session.clientResumes = true;
   try {
     await deps.store.createSession(session);
   } catch (error) {

@@ -2,13 +2,16 @@ import { errorResponse, refuse } from '../http/errors';
 import type { ExchangeContext } from '../http/exchange';
 import { eventId, frame, SseStream } from '../http/sse';
 import { describeError } from '../observability/logger';
+import { rpcErrorOf } from '../protocol/errors';
 import { MCP_HEADERS } from '../protocol/headers';
+import type { RequestId } from '../protocol/types';
 import { followStream, openStreamLog, parseEventId, streamLogSettings } from '../relay/stream-log';
 import { type TakeOver, takeOver } from '../relay/waiting-call';
 import type { LoadedSession } from '../state/store';
 import { BackgroundTasks } from '../tasks/background-tasks';
 import { continueCall } from './call-relay';
 import type { LegacyDeps } from './deps';
+import { releasePolicy, resumeProofKey } from './release-policy';
 import { sessionCaller } from './session-caller';
 
 /** How often a resumed stream polls its log while the call runs elsewhere: 100 ms, backing off to 1 s. */
@@ -18,9 +21,20 @@ export const DEFAULT_STREAM_POLL_MS = { minMs: 100, maxMs: 1000 };
  * `GET /mcp` with `Last-Event-ID` (the session already loaded and its principal checked): replays
  * the events of that one stream after the id, then follows it live (the call may run on any
  * instance: its events are read from the log) until the stream's end, which is sent and closes the
- * stream. An id the gateway never issued, or one of a stream this session does not have (another
- * session's, expired, removed) → 400, and nothing of any stream. Past the invocation's deadline the
- * stream closes without its end; the client reconnects with the last id it got.
+ * stream. Every reconnect ends definitely, for clients that never stop reconnecting (the Python SDK
+ * starts again after any 200 that ends without the response; rmcp reconnects at once after an empty
+ * 200; the TypeScript SDK takes its next `Last-Event-ID` only from this response's events):
+ * - a stream response always opens with an event carrying an id (the one resumed from), so it is
+ *   never empty and a client always has an id to come back with;
+ * - a stream whose call ended replays what is left, its final message included;
+ * - a stream of which only its head is left (the rest expired) gets the JSON-RPC error for the
+ *   request it answered, as its new end;
+ * - an id naming the end itself (the client has everything; the TypeScript SDK comes back after an
+ *   error response), an id the gateway never issued, or a stream this session does not have → 400;
+ *   a gone session → 404 (legacy-path.ts).
+ * A client that resumed a stream and got what it missed is proven to resume (legacy/release-policy.ts):
+ * its calls are released early from then on. Past the invocation's deadline the stream closes
+ * without its end; the client reconnects with the last id it got.
  */
 export async function resumeStream(
   deps: LegacyDeps,
@@ -68,10 +82,19 @@ export async function resumeStream(
     deps.logger.warn('reading a stream log failed', { sessionId, error: describeError(error) });
     return errorResponse(null, error, headers);
   }
-  if (!start.known) {
+  if (start.kind === 'unknown') {
     deps.logger.info('resume refused: unknown stream', { sessionId });
     return unknown();
   }
+  if (start.kind === 'over') {
+    deps.logger.info('resume refused: the stream ended at that event', { sessionId, streamId: from.streamId });
+    return refuse(
+      'InvalidRequest',
+      'Bad Request: Last-Event-ID names the last event of a stream that ended (its final message); nothing follows it',
+      { headers },
+    );
+  }
+  if (start.kind === 'expired') return expiredStream(deps, loaded, from, start.requestId, headers);
   deps.logger.info('stream resumed', { sessionId, streamId: from.streamId, afterSeq: from.seq });
   const sse = new SseStream();
   // A priming event with the id the client resumed from: a client that remembers ids per stream (the
@@ -80,13 +103,17 @@ export async function resumeStream(
   sse.onCancel = () => reader.abort();
   sse.startKeepAlive(deps.keepAliveMs);
   const events = start.events;
+  const proof = new ResumeProof(deps, loaded);
   // The stream's whole life: what fails outside its own catches is logged once, not left unhandled.
   new BackgroundTasks(deps.logger, { sessionId }).run('following a resumed stream', async () => {
     let ended = false;
     let last = from.seq;
     try {
       for await (const event of events) {
-        if (event.data !== '') sse.write(frame(eventId(event.streamId, event.seq), event.data));
+        if (event.data !== '') {
+          sse.write(frame(eventId(event.streamId, event.seq), event.data));
+          proof.seen();
+        }
         last = event.seq;
         if (event.end) ended = true;
       }
@@ -95,19 +122,108 @@ export async function resumeStream(
       deps.logger.warn('following a stream log failed', { sessionId, error: describeError(error) });
     }
     if (taken && !ended) {
+      // The client reconnected for a call no invocation holds: it resumes (the call goes on releasable).
+      proof.seen();
       await goOn(deps, loaded, exchange, sse, taken, last).catch((error) => {
         deps.logger.warn('going on with a released call failed', { sessionId, error: describeError(error) });
         sse.close();
       });
+      await proof.written();
       return;
     }
     deps.logger.info(ended ? 'resumed stream ended' : 'resumed stream closed before its end', {
       sessionId,
       streamId: from.streamId,
     });
+    // Nothing of the stream runs after its response ends (Lambda): the record is written first.
+    await proof.written();
     sse.close();
   });
   return sse.response(headers);
+}
+
+/**
+ * What is left of a stream is its head: the call's events and its end expired. The reconnect gets
+ * the JSON-RPC error for the request the stream answered, kept as the stream's new end (a client
+ * that reconnects after it, as the TypeScript SDK does after an error response, then gets 400).
+ */
+async function expiredStream(
+  deps: LegacyDeps,
+  loaded: LoadedSession,
+  from: { streamId: string; seq: number },
+  requestId: RequestId,
+  headers: Record<string, string>,
+): Promise<Response> {
+  const sessionId = loaded.session.id;
+  const message = rpcErrorOf(
+    requestId,
+    'StreamExpired',
+    `The stream of this request is no longer kept (its events expire after streamLogTtlSeconds, its result ${deps.config.streamLogRetainSeconds} s after the call ended): whatever the call did, its result is lost; check before calling again`,
+  );
+  const seq = from.seq + 1;
+  const data = JSON.stringify(message);
+  const expiresAt = Math.min(
+    loaded.session.expiresAt,
+    Math.floor(Date.now() / 1000) + deps.config.streamLogRetainSeconds,
+  );
+  try {
+    await deps.store.endStream(sessionId, { streamId: from.streamId, seq, data, end: true, expiresAt }, []);
+  } catch (error) {
+    // The error still ends this reconnect; a next one from its id gets it again.
+    deps.logger.warn('keeping the end of an expired stream failed', { sessionId, error: describeError(error) });
+  }
+  deps.logger.info('resume of an expired stream: the request gets an error', { sessionId, streamId: from.streamId });
+  const sse = new SseStream();
+  sse.write(frame(eventId(from.streamId, seq), data));
+  sse.close();
+  return sse.response(headers);
+}
+
+/**
+ * The record that this session's client resumed a POST stream and got what it missed
+ * (legacy/release-policy.ts), written once per session, before the resumed stream ends.
+ */
+class ResumeProof {
+  private writing?: Promise<void>;
+
+  constructor(
+    private readonly deps: LegacyDeps,
+    private readonly loaded: LoadedSession,
+  ) {}
+
+  seen(): void {
+    const { session } = this.loaded;
+    if (this.writing || session.clientResumes) return;
+    const policy = releasePolicy(this.deps.config);
+    const info = session.clientInfo;
+    const proof =
+      policy.mode === 'proven' && info
+        ? {
+            key: resumeProofKey(session.principal, info),
+            expiresAt: Math.floor(Date.now() / 1000) + policy.proofSeconds,
+          }
+        : undefined;
+    // A call this reconnect takes over is decided for a client that resumes.
+    session.clientResumes = true;
+    this.writing = this.deps.store
+      .markClientResumes(session.id, proof)
+      .then(() =>
+        this.deps.logger.info('the client resumed a stream: its calls are released early from now on', {
+          sessionId: session.id,
+          client: info?.name,
+        }),
+      )
+      .catch((error) =>
+        this.deps.logger.warn('recording that the client resumes failed', {
+          sessionId: session.id,
+          error: describeError(error),
+        }),
+      );
+  }
+
+  written(): Promise<void> {
+    return this.writing ?? Promise.resolve();
+  }
 }
 
 /** How often a reconnect that follows a call held elsewhere looks whether it can take it over. */
@@ -139,6 +255,7 @@ async function goOn(
     streamId: waiting.streamId,
     deadline: exchange.deadline,
     kept: kept.map((event) => event.seq),
+    requestId: snapshot.call.clientRequestId,
   });
   sse.continueWith(log, next);
   deps.logger.info('took over a released call', { sessionId, streamId: waiting.streamId, step: snapshot.step.kind });

@@ -115,6 +115,11 @@ export const ERROR_TABLE = {
    * record it): not retryable — sending the call again would run the tool again.
    */
   OutcomeLost: { code: RpcCode.InternalError, status: 503, type: 'OutcomeLost' },
+  /**
+   * A reconnect (`Last-Event-ID`) to a stream of which only its head is left: the call's result is no
+   * longer kept. Not retryable — whether the call ran is unknown to the gateway.
+   */
+  StreamExpired: { code: RpcCode.InternalError, status: 200, type: 'StreamExpired' },
   CrossEraInputUnsupported: { code: RpcCode.InternalError, status: 200, type: 'CrossEraInputUnsupported' },
   InputRequestFailed: { code: RpcCode.InternalError, status: 200, type: 'InputRequestFailed' },
   TooManyInputRounds: { code: RpcCode.InternalError, status: 200, type: 'TooManyInputRounds' },

@@ -62,3 +62,15 @@ export const FEATURE_SINCE = {
 export function supportsFeature(version: string, feature: keyof typeof FEATURE_SINCE): boolean {
   return version >= FEATURE_SINCE[feature];
 }
+
+/**
+ * Resumable SSE streams (priming events, event ids, `Last-Event-ID`, a server ending a stream with
+ * `retry`: "SSE polling", SEP-1699): exactly 2025-11-25. Earlier versions have no polling (a client of
+ * theirs may choke on a priming event's empty data: the official SDK server primes only from 2025-11-25
+ * on), and 2026-07-28 removed `Last-Event-ID` resumption (there, closing a stream cancels).
+ */
+export const STREAM_POLLING_VERSION = '2025-11-25';
+
+export function hasStreamPolling(version: string): boolean {
+  return version === STREAM_POLLING_VERSION;
+}

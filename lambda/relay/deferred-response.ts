@@ -22,6 +22,8 @@ export interface DeferredResponseOptions {
   stalledClientMs?: number;
   /** Makes the stream resumable (http/sse.ts): called once, when the stream opens. */
   eventLog?: () => SseEventLog;
+  /** Whether a resumable stream opens with a priming event (http/sse.ts `prime`; default true). */
+  prime?: boolean;
   /** A stream already open (a call taken over on the client's reconnect): used as this response's stream. */
   existing?: SseStream;
 }
@@ -70,7 +72,11 @@ export class DeferredResponse {
   stream(): SseStream | undefined {
     if (!this.sse && this.options.accept.sse && !this.finished) {
       clearTimeout(this.timer);
-      const sse = new SseStream({ stalledClientMs: this.options.stalledClientMs, log: this.options.eventLog?.() });
+      const sse = new SseStream({
+        stalledClientMs: this.options.stalledClientMs,
+        log: this.options.eventLog?.(),
+        prime: this.options.prime,
+      });
       sse.onCancel = () => this.options.onClientGone?.();
       sse.startKeepAlive(this.options.keepAliveMs);
       this.sse = sse;

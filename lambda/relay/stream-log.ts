@@ -5,6 +5,7 @@ import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import { DYNAMODB_ITEM_LIMIT_BYTES } from '../protocol/errors';
 import type { JSONRPCMessage, RequestId } from '../protocol/types';
+import { hasStreamPolling } from '../protocol/versions';
 import type { PendingRecord, SessionRecord, SessionStore, StreamEventRecord } from '../state/store';
 import { abortableSleep } from './abortable-sleep';
 
@@ -12,9 +13,9 @@ import { abortableSleep } from './abortable-sleep';
  * The event log of resumable streams, kept in the session's partition (`E#<streamId>#<seq>`, sorting
  * before `S`, so the one session Query per request never reads it). The API:
  *
- * - `allowsResumableStreams(version)`: only sessions of 2025-11-25 or later get resumable streams
+ * - `allowsResumableStreams(version)`: only sessions of exactly 2025-11-25 get resumable streams
  *   (priming events with empty data can break older clients; the official SDK server primes only
- *   from 2025-11-25 on, webStandardStreamableHttp.ts `writePrimingEvent`).
+ *   from 2025-11-25 on, webStandardStreamableHttp.ts `writePrimingEvent`; 2026-07-28 has no resumption).
  * - `openStreamLog(store, session, settings, logger)`: an `SseEventLog` for `new SseStream({ log })`.
  *   Every event is written (one PutItem; events asked together, one BatchWriteItem: `keepAll`) before it is sent. Bounded: each event expires at
  *   `settings.ttlSeconds` (never after the session); events past `settings.maxBytes` per stream are
@@ -26,12 +27,9 @@ import { abortableSleep } from './abortable-sleep';
  *   `Last-Event-ID` replays, then polls for, until the stream's end (legacy/resume.ts).
  */
 
-/** The first protocol version whose clients are sent priming events and event ids. */
-export const RESUMABLE_FROM_VERSION = '2025-11-25';
-
+/** Whether a session's streams are resumable: exactly 2025-11-25 (protocol/versions.ts says why). */
 export function allowsResumableStreams(protocolVersion: string): boolean {
-  // Version strings are dates, so they compare as strings (as the official SDK compares them).
-  return protocolVersion >= RESUMABLE_FROM_VERSION;
+  return hasStreamPolling(protocolVersion);
 }
 
 export interface StreamLogSettings {
@@ -102,9 +100,17 @@ export function openStreamLog(
      * with it); read when the stream ends. When that write fails they are removed on their own.
      */
     removeAtEnd?: () => string[];
+    /**
+     * The client's request the stream answers: kept on the stream's head (seq 0, the priming event
+     * when there is one), with the stream's first write, for as long as the session. A reconnect after
+     * everything else expired then learns which request it was about (legacy/resume.ts).
+     */
+    requestId?: RequestId;
   } = {},
 ): StreamLog {
   const streamId = options.streamId ?? newStreamId();
+  /** The head is kept (or needs no keeping): a continued stream's first invocation kept it. */
+  let headKept = options.requestId === undefined || (options.kept ?? []).includes(0);
   /** A write failed: the stream has a gap, and DynamoDB may be down; later events go out at once, unkept. */
   let broken = false;
   // A write still running at the deadline's grace (or, once broken, after 1 s) is given up: the event is then sent unkept.
@@ -146,9 +152,12 @@ export function openStreamLog(
   /** Pending records to write with the next events (keepWithNext), and who waits to know. */
   let riders: Array<{ record: PendingRecord; written: (ok: boolean) => void }> = [];
   /** Writes the events (one request), with the riders; false when the store failed: nothing more is kept but the end. */
-  const write = async (events: StreamEventRecord[]): Promise<boolean> => {
+  const write = async (asked: StreamEventRecord[]): Promise<boolean> => {
     const riding = riders;
     riders = [];
+    // The head goes with the stream's first event (one request either way); the priming event is the head.
+    const events =
+      headKept || asked.length === 0 || asked.some((event) => event.seq === 0) ? asked : [head(), ...asked];
     const settle = (ok: boolean) => {
       for (const rider of riding) rider.written(ok);
     };
@@ -179,14 +188,20 @@ export function openStreamLog(
     }
     settle(true);
     for (const event of events) kept.push(event.seq);
+    if (events.some((event) => event.seq === 0)) headKept = true;
     return true;
   };
-  const record = (seq: number, data: string): StreamEventRecord => ({
+  const head = (): StreamEventRecord => ({
     streamId,
-    seq,
-    data,
-    expiresAt: expiry(settings.ttlSeconds),
+    seq: 0,
+    data: '',
+    requestId: options.requestId,
+    expiresAt: session.expiresAt,
   });
+  const record = (seq: number, data: string): StreamEventRecord =>
+    seq === 0 && options.requestId !== undefined
+      ? { ...head(), data }
+      : { streamId, seq, data, expiresAt: expiry(settings.ttlSeconds) };
 
   return {
     streamId,
@@ -221,8 +236,11 @@ export function openStreamLog(
           store.endStream(
             session.id,
             { streamId, seq, data, end: true, expiresAt: expiry(settings.retainSeconds) },
-            kept,
+            // The head stays, marked ended (it expires with the session); a stream begun before heads
+            // were kept has none.
+            kept.filter((keptSeq) => keptSeq !== 0 || options.requestId === undefined),
             pending,
+            options.requestId === undefined ? undefined : { ...head(), ended: true },
           ),
         );
       } catch (error) {
@@ -271,13 +289,22 @@ export interface FollowOptions {
 }
 
 /** What a reconnect finds for its `Last-Event-ID`. */
-export type FollowStart = { known: false } | { known: true; events: AsyncGenerator<StreamEventRecord> };
+export type FollowStart =
+  /** Nothing of the stream is kept: an id never issued, or another session's stream. */
+  | { kind: 'unknown' }
+  /** Only the stream's head is left (the rest expired, or the id is past anything kept): the request it answered. */
+  | { kind: 'expired'; requestId: RequestId }
+  /** The id names the stream's end: the client has the final message; nothing follows. */
+  | { kind: 'over'; end: StreamEventRecord }
+  /** The events after the id, then the stream followed live. */
+  | { kind: 'live'; events: AsyncGenerator<StreamEventRecord> };
 
 /**
- * The stream named by an event id of this session: unknown when nothing of it is kept at or after
- * that id (another session's id, a stream that expired, an id never issued). Otherwise the events
- * after the id in order, then new ones as they are kept (polled: one consistent Query per poll),
- * ending with the stream's end event, or when `until` passes or the reader leaves.
+ * The stream named by an event id of this session. Live when something of it is kept after that id,
+ * or it is still going (its head not marked ended): then the events after the id in order, then new
+ * ones as they are kept (polled: one consistent Query per poll), ending with the stream's end event,
+ * or when `until` passes or the reader leaves. Otherwise what is left says how the reconnect ends
+ * (FollowStart): the id is the end itself; only the head is left; or nothing is.
  */
 export async function followStream(
   store: StreamStore,
@@ -286,8 +313,13 @@ export async function followStream(
   options: FollowOptions,
 ): Promise<FollowStart> {
   const first = await store.readStream(sessionId, from.streamId, from.seq);
-  if (first.length === 0) return { known: false };
-  return { known: true, events: follow(store, sessionId, from, first, options) };
+  const end = first.find((event) => event.end);
+  if (end && end.seq <= from.seq) return { kind: 'over', end };
+  const head = first[0]?.seq === 0 ? first[0] : undefined;
+  const live = end !== undefined || first.some((event) => event.seq > 0) || (head !== undefined && !head.ended);
+  if (live) return { kind: 'live', events: follow(store, sessionId, from, first, options) };
+  const kept = head ?? (await store.readStream(sessionId, from.streamId, 0)).find((event) => event.seq === 0);
+  return kept?.requestId !== undefined ? { kind: 'expired', requestId: kept.requestId } : { kind: 'unknown' };
 }
 
 async function* follow(

@@ -1,9 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import type { GatewayConfig } from '../config/schema';
 import type { RequestId } from '../protocol/types';
 import { HOLDER_LEASE_MS } from '../state/records';
 import type { SessionRecord, SessionStore, WaitingCallRecord } from '../state/store';
-import { allowsResumableStreams } from './stream-log';
 
 /**
  * A waiting call: a 2025 session's call that waits for the client (an elicitation, sampling, roots, a
@@ -28,37 +26,10 @@ import { allowsResumableStreams } from './stream-log';
  * 2025 target's stream is resumed with `Last-Event-ID`.
  *
  * What can be released: only streams that can be resumed on both sides — the client's (a session of
- * 2025-11-25 or later whose stream has ids) and the target's (nothing open: a confirmation or a
- * 2026-07-28 target's input round; or a 2025 target stream that sent event ids). A call whose target
- * stream has no ids is held as before.
+ * 2025-11-25 whose stream has ids) and the target's (nothing open: a confirmation or a 2026-07-28
+ * target's input round; or a 2025 target stream that sent event ids). A call whose target stream has
+ * no ids is held as before. Which clients, and when: legacy/release-policy.ts.
  */
-
-/** The operator's switch and its timing (config `streamRelease*`). */
-export interface ReleaseSettings {
-  enabled: boolean;
-  /** How long a waiting call stays held before it is released: an answer within it pays no reconnect. */
-  afterMs: number;
-  /** The `retry` given to the client when its stream is released. */
-  retryMs: number;
-  /** `clientInfo.name`s whose streams are never released (clients that do not reconnect). */
-  excludeClients: string[];
-}
-
-export function releaseSettings(config: GatewayConfig): ReleaseSettings {
-  return {
-    enabled: config.streamRelease,
-    afterMs: config.streamReleaseAfterSeconds * 1000,
-    retryMs: config.streamReleaseRetryMs,
-    excludeClients: config.streamReleaseExcludeClients,
-  };
-}
-
-/** Whether this session's calls may be released: its streams are resumable and its client is not excluded. */
-export function mayRelease(settings: ReleaseSettings, session: Pick<SessionRecord, 'protocolVersion' | 'clientInfo'>) {
-  if (!settings.enabled || !allowsResumableStreams(session.protocolVersion)) return false;
-  const name = session.clientInfo?.name;
-  return !(name !== undefined && settings.excludeClients.includes(name));
-}
 
 /** A pending record of the call (its answer is what the call waits for). */
 export interface WaitingRequest {

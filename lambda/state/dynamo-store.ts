@@ -28,6 +28,8 @@ import {
   pendingOf,
   pendingSk,
   sessionPk as pk,
+  RESUME_PROOF_SK,
+  resumeProofPk,
   SESSION_AND_TARGETS,
   SESSION_READ_PROJECTION,
   SESSION_SK,
@@ -279,6 +281,47 @@ export class DynamoSessionStore implements SessionStore {
         { abortSignal },
       ),
     );
+  }
+
+  async markClientResumes(sessionId: string, proof?: { key: string; expiresAt: number }): Promise<void> {
+    const marked = this.guarded((abortSignal) =>
+      this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: pk(sessionId), sk: SESSION_SK },
+          UpdateExpression: 'SET clientResumes = :yes',
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeValues: { ':yes': true },
+        }),
+        { abortSignal },
+      ),
+    ).catch((error) => {
+      // A session deleted meanwhile has nothing to mark; its client's record is still written.
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    });
+    const recorded = proof
+      ? this.guarded((abortSignal) =>
+          this.client.send(
+            new PutCommand({
+              TableName: this.tableName,
+              Item: { pk: resumeProofPk(proof.key), sk: RESUME_PROOF_SK, expiresAt: proof.expiresAt },
+            }),
+            { abortSignal },
+          ),
+        )
+      : undefined;
+    await Promise.all([marked, recorded]);
+  }
+
+  async hasResumeProof(key: string, now = nowSeconds()): Promise<boolean> {
+    const found = await this.guarded((abortSignal) =>
+      this.client.send(
+        new GetCommand({ TableName: this.tableName, Key: { pk: resumeProofPk(key), sk: RESUME_PROOF_SK } }),
+        { abortSignal },
+      ),
+    );
+    const expiresAt = found.Item?.expiresAt;
+    return typeof expiresAt === 'number' && expiresAt > now;
   }
 
   async acquireClientStream(session: SessionRecord, token: string, untilMs: number): Promise<boolean> {
@@ -696,10 +739,16 @@ export class DynamoSessionStore implements SessionStore {
     ]);
   }
 
-  async endStream(sessionId: string, end: StreamEventRecord, drop: number[], pending: string[] = []): Promise<void> {
+  async endStream(
+    sessionId: string,
+    end: StreamEventRecord,
+    drop: number[],
+    pending: string[] = [],
+    head?: StreamEventRecord,
+  ): Promise<void> {
     const item = { pk: pk(sessionId), sk: eventSk(end.streamId, end.seq), ...end };
     checkSize('the stream event', item);
-    if (drop.length === 0 && pending.length === 0) {
+    if (drop.length === 0 && pending.length === 0 && !head) {
       await this.guarded((abortSignal) =>
         this.client.send(new PutCommand({ TableName: this.tableName, Item: item }), { abortSignal }),
       );
@@ -708,6 +757,7 @@ export class DynamoSessionStore implements SessionStore {
     // The end first: a reader that comes between two batches finds it and stops there.
     await this.batchWrite([
       { PutRequest: { Item: item } },
+      ...(head ? [{ PutRequest: { Item: { pk: pk(sessionId), sk: eventSk(head.streamId, 0), ...head } } }] : []),
       ...drop.map((seq) => ({ DeleteRequest: { Key: { pk: pk(sessionId), sk: eventSk(end.streamId, seq) } } })),
       ...pending.map((id) => ({ DeleteRequest: { Key: { pk: pk(sessionId), sk: pendingSk(id) } } })),
     ]);

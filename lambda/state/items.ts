@@ -17,14 +17,15 @@ import type {
  *
  * One partition per session, `S#<session id>` (a bridged 2026-07-28 call's pending records use one of
  * their own, keyed alike); the per-principal counters live in `U#<hash>` partitions
- * (./principal-counters.ts). Sort keys within a session's partition:
+ * (./principal-counters.ts), clients seen resuming in `K#<hash>` ones. Sort keys within a session's partition:
  * - `SESSION`: the session; `T#<target>`: one target session each (both at or after `S`, so the
  *   per-request Query `sk >= 'S'` reads exactly these);
  * - `P#<gateway id>`: a pending server-to-client request; `C#<upstream id>`: a call ended elsewhere
  *   (`reason`, `expiresAt`);
  * - `G#stream`: the session's one client GET stream (`token`, `untilMs`, `expiresAt`); `R#<stream id>`:
  *   a waiting call;
- * - `E#<stream id>#<seq, 10 digits>`: an event of a resumable stream, in seq order.
+ * - `E#<stream id>#<seq, 10 digits>`: an event of a resumable stream, in seq order (seq 0: the stream's
+ *   head, with the request it answers, kept as long as the session).
  * Everything but the session and its target sessions sorts before `S`, so loading a session never
  * grows with them — except a load `withPending` (a request that may relay something), which starts
  * at `P#` to count the pending records (the waiting calls come with it).
@@ -56,6 +57,13 @@ export const eventSk = (streamId: string, seq: number) => `${streamPrefix(stream
 export const streamEndSk = (streamId: string) => `${streamPrefix(streamId)}~`;
 /** Everything at or after 'S' in a partition: the session item and its target sessions (`C#`, `P#` sort before). */
 export const SESSION_AND_TARGETS = 'S';
+
+/**
+ * A client seen resuming an ended POST stream (legacy/release-policy.ts): one partition per principal
+ * and clientInfo (`K#<hash>`), one item, expiring by itself.
+ */
+export const resumeProofPk = (key: string) => `K#${key}`;
+export const RESUME_PROOF_SK = 'PROOF';
 
 /** Epoch seconds, the unit of every `expiresAt` (DynamoDB's TTL attribute). */
 export const nowSeconds = () => Math.floor(Date.now() / 1000);
@@ -122,7 +130,10 @@ class Fields {
     return this.get(field, 'an object', isObject, true) as T | undefined;
   }
   requestId(field: string): RequestId {
-    return this.get(field, 'a string or a number', (v) => typeof v === 'string' || isNumber(v), false) as RequestId;
+    return this.get(field, 'a string or a number', isRequestId, false) as RequestId;
+  }
+  optionalRequestId(field: string): RequestId | undefined {
+    return this.get(field, 'a string or a number', isRequestId, true) as RequestId | undefined;
   }
   oneOf<T extends string>(field: string, values: readonly T[]): T {
     return this.get(field, `one of ${values.join(', ')}`, (v) => values.includes(v as T), false) as T;
@@ -130,6 +141,7 @@ class Fields {
 }
 
 const isNumber = (value: unknown) => typeof value === 'number' && Number.isFinite(value);
+const isRequestId = (value: unknown) => typeof value === 'string' || isNumber(value);
 const isObject = (value: unknown) => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Every field of a record named (a field added to the type and not parsed here does not compile). */
@@ -154,6 +166,7 @@ export function sessionOf(item: Item): SessionRecord {
     clientCapabilities: f.object<ClientCapabilities>('clientCapabilities'),
     clientInfo: f.optionalObject<Implementation>('clientInfo'),
     logLevel: f.optionalString('logLevel'),
+    clientResumes: f.optionalBoolean('clientResumes'),
     createdAt: f.number('createdAt'),
     expiresAt: f.number('expiresAt'),
   } satisfies AllFieldsOf<SessionRecord>);
@@ -171,6 +184,7 @@ const SESSION_FIELDS = [
   'clientCapabilities',
   'clientInfo',
   'logLevel',
+  'clientResumes',
   'createdAt',
   'expiresAt',
 ] as const satisfies readonly (keyof SessionRecord)[];
@@ -242,6 +256,8 @@ export function streamEventOf(item: Item): StreamEventRecord {
     seq: f.number('seq'),
     data: f.string('data'),
     end: f.optionalBoolean('end'),
+    requestId: f.optionalRequestId('requestId'),
+    ended: f.optionalBoolean('ended'),
     expiresAt: f.number('expiresAt'),
   } satisfies AllFieldsOf<StreamEventRecord>);
 }

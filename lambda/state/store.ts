@@ -17,6 +17,11 @@ export interface SessionRecord {
   clientInfo?: Implementation;
   /** Level set with logging/setLevel, forwarded to targets. */
   logLevel?: string;
+  /**
+   * The client resumed an ended POST stream with `Last-Event-ID` (in this session, or in an earlier
+   * one of the same principal and clientInfo): its waiting calls may be released (legacy/release-policy.ts).
+   */
+  clientResumes?: boolean;
   /** Epoch seconds. */
   createdAt: number;
   /** Absolute expiry (epoch seconds), also the DynamoDB TTL attribute. */
@@ -142,6 +147,14 @@ export interface StreamEventRecord {
   data: string;
   /** The stream's last event: it ended here (with `data` as its final message, if any). */
   end?: boolean;
+  /**
+   * On the stream's head (seq 0, kept as long as the session, never sent unless it is the priming
+   * event): the client's request the stream answers, so a reconnect after the rest expired gets a
+   * JSON-RPC error for that request rather than a stream that never ends.
+   */
+  requestId?: RequestId;
+  /** On the stream's head: the stream ended (what is left of it after its end expired is the head). */
+  ended?: boolean;
   /** Epoch seconds; also the TTL attribute. Reads ignore expired events. */
   expiresAt: number;
 }
@@ -251,6 +264,14 @@ export interface SessionRecordStore {
     options?: { replacing?: string },
   ): Promise<TargetSessionRecord>;
   setLogLevel(session: SessionRecord, level: string): Promise<void>;
+  /**
+   * The session's client resumed an ended POST stream: the session says so (`clientResumes`), and,
+   * with `proof`, so does a record of its own (`K#<key>`, expiring at `expiresAt`, epoch seconds) that
+   * the same principal's later sessions with the same clientInfo find (`hasResumeProof`).
+   */
+  markClientResumes(sessionId: string, proof?: { key: string; expiresAt: number }): Promise<void>;
+  /** Whether a live record says a client resumed (legacy/release-policy.ts `resumeProofKey`). */
+  hasResumeProof(key: string, now?: number): Promise<boolean>;
   /** Removes the session and everything in its partition. */
   deleteSession(sessionId: string): Promise<void>;
   /**
@@ -342,9 +363,16 @@ export interface StreamLogStore {
   /**
    * Ends a stream: writes its end event and removes the events `drop` (their seqs), and the pending
    * records `pending` (gateway ids: the call's, over with it), in one request when they fit one (25
-   * items), so after a call only its end is left, until it expires.
+   * items), so after a call only its end is left, until it expires — and its head (`head`, seq 0,
+   * written again marked ended), until the session does.
    */
-  endStream(sessionId: string, end: StreamEventRecord, drop: number[], pending?: string[]): Promise<void>;
+  endStream(
+    sessionId: string,
+    end: StreamEventRecord,
+    drop: number[],
+    pending?: string[],
+    head?: StreamEventRecord,
+  ): Promise<void>;
   /** The live events of a stream from seq `fromSeq` on (inclusive), in order (a consistent read). */
   readStream(sessionId: string, streamId: string, fromSeq: number, now?: number): Promise<StreamEventRecord[]>;
 }

@@ -268,9 +268,17 @@ describe('CDK context', () => {
     expect(read({ timeoutSeconds: 301, pendingRequestTimeoutSeconds: 300 }).deployment.timeoutSeconds).toBe(301);
     // Released calls hold no invocation while they wait: a URL-mode consent may take longer than 15 minutes.
     expect(read({ timeoutSeconds: 300, pendingRequestTimeoutSeconds: 1800 }).config).toMatchObject({
-      streamRelease: true,
+      streamRelease: 'proven',
       pendingRequestTimeoutSeconds: 1800,
     });
+    // The mode by name, and the boolean of earlier releases (true is "always").
+    expect(read({ streamRelease: 'never', timeoutSeconds: 301, pendingRequestTimeoutSeconds: 300 }).config).toMatchObject(
+      { streamRelease: 'never' },
+    );
+    expect(read({ streamRelease: 'true' }).config.streamRelease).toBe('always');
+    expect(errorOf({ streamRelease: 'never', timeoutSeconds: 300, pendingRequestTimeoutSeconds: 300 }).key).toBe(
+      'pendingRequestTimeoutSeconds',
+    );
     // ... but not longer than its stream is kept.
     const beyondTheLog = errorOf({ pendingRequestTimeoutSeconds: 3600, streamLogTtlSeconds: 600 });
     expect(beyondTheLog.message).toContain('streamLogTtlSeconds');

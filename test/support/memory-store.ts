@@ -9,6 +9,8 @@ import {
   PENDING_PREFIX,
   pendingOf,
   pendingSk,
+  RESUME_PROOF_SK,
+  resumeProofPk,
   SESSION_SK,
   sessionOf,
   sessionPk,
@@ -144,6 +146,19 @@ export class MemorySessionStore implements SessionStore {
     const item = this.stored(session.id)?.get(SESSION_SK);
     if (!item) throw new ConditionRefusedError('setLogLevel');
     item.logLevel = level;
+  }
+
+  async markClientResumes(sessionId: string, proof?: { key: string; expiresAt: number }): Promise<void> {
+    this.available();
+    const item = this.stored(sessionId)?.get(SESSION_SK);
+    if (item) item.clientResumes = true;
+    if (proof) this.partition(resumeProofPk(proof.key)).set(RESUME_PROOF_SK, { expiresAt: proof.expiresAt });
+  }
+
+  async hasResumeProof(key: string, now = nowSeconds()): Promise<boolean> {
+    this.available();
+    const expiresAt = this.partitions.get(resumeProofPk(key))?.get(RESUME_PROOF_SK)?.expiresAt;
+    return typeof expiresAt === 'number' && expiresAt > now;
   }
 
   async acquireClientStream(session: SessionRecord, token: string, untilMs: number): Promise<boolean> {
@@ -355,8 +370,15 @@ export class MemorySessionStore implements SessionStore {
     for (const event of events) await this.putStreamEvent(sessionId, event);
   }
 
-  async endStream(sessionId: string, end: StreamEventRecord, drop: number[], pending: string[] = []): Promise<void> {
+  async endStream(
+    sessionId: string,
+    end: StreamEventRecord,
+    drop: number[],
+    pending: string[] = [],
+    head?: StreamEventRecord,
+  ): Promise<void> {
     await this.putStreamEvent(sessionId, end);
+    if (head) await this.putStreamEvent(sessionId, { ...head, seq: 0 });
     const partition = this.stored(sessionId);
     for (const seq of drop) partition?.delete(eventSk(end.streamId, seq));
     for (const id of pending) partition?.delete(pendingSk(id));

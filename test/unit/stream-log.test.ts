@@ -344,7 +344,7 @@ describe('following a stream', () => {
         pollMs: { minMs: 5, maxMs: 20 },
       },
     );
-    if (!start.known) throw new Error('the stream should be known');
+    if (start.kind !== 'live') throw new Error('the stream should be live');
     const seen: number[] = [];
     setTimeout(() => void put(store, { seq: 3 }), 30);
     setTimeout(() => void put(store, { seq: 4, end: true }), 60);
@@ -365,15 +365,62 @@ describe('following a stream', () => {
         pollMs: { minMs: 5, maxMs: 10 },
       },
     );
-    if (!start.known) throw new Error('the stream should be known');
+    if (start.kind !== 'live') throw new Error('the stream should be live');
     const seen: number[] = [];
     for await (const event of start.events) seen.push(event.seq);
     expect(seen).toEqual([]);
     const other = { streamId: 'streamBBBBBBBBBB', seq: 0 };
     const options = { until: Date.now() + 50, signal: new AbortController().signal, pollMs: { minMs: 5, maxMs: 10 } };
-    expect((await followStream(store, SESSION.id, other, options)).known).toBe(false);
-    expect(
-      (await followStream(store, 'another-session', { streamId: 'streamAAAAAAAAAA', seq: 0 }, options)).known,
-    ).toBe(false);
+    expect((await followStream(store, SESSION.id, other, options)).kind).toBe('unknown');
+    expect((await followStream(store, 'another-session', { streamId: 'streamAAAAAAAAAA', seq: 0 }, options)).kind).toBe(
+      'unknown',
+    );
+  });
+
+  describe('how a reconnect ends when the stream is over', () => {
+    const options = () => ({
+      until: Date.now() + 50,
+      signal: new AbortController().signal,
+      pollMs: { minMs: 5, maxMs: 10 },
+    });
+    const stream = 'streamAAAAAAAAAA';
+
+    it('an id naming the end itself: over (the client has the final message)', async () => {
+      const store = new MemorySessionStore();
+      await put(store, { seq: 0, data: '', requestId: 'call-1', ended: true });
+      await put(store, { seq: 3, end: true });
+      const start = await followStream(store, SESSION.id, { streamId: stream, seq: 3 }, options());
+      expect(start.kind).toBe('over');
+    });
+
+    it('an id before the end: the end is replayed', async () => {
+      const store = new MemorySessionStore();
+      await put(store, { seq: 0, data: '', requestId: 'call-1', ended: true });
+      await put(store, { seq: 3, end: true });
+      const start = await followStream(store, SESSION.id, { streamId: stream, seq: 1 }, options());
+      if (start.kind !== 'live') throw new Error('the stream should be live');
+      const seen: number[] = [];
+      for await (const event of start.events) seen.push(event.seq);
+      expect(seen).toEqual([3]);
+    });
+
+    it('only the head left, ended: expired, with the request it answered (from its id or a later one)', async () => {
+      const store = new MemorySessionStore();
+      await put(store, { seq: 0, data: '', requestId: 'call-1', ended: true });
+      expect(await followStream(store, SESSION.id, { streamId: stream, seq: 0 }, options())).toEqual({
+        kind: 'expired',
+        requestId: 'call-1',
+      });
+      expect(await followStream(store, SESSION.id, { streamId: stream, seq: 5 }, options())).toEqual({
+        kind: 'expired',
+        requestId: 'call-1',
+      });
+    });
+
+    it('only a head that is not ended, resumed from it: live (the call still runs)', async () => {
+      const store = new MemorySessionStore();
+      await put(store, { seq: 0, data: '', requestId: 'call-1' });
+      expect((await followStream(store, SESSION.id, { streamId: stream, seq: 0 }, options())).kind).toBe('live');
+    });
   });
 });

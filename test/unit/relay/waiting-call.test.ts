@@ -1,6 +1,4 @@
 import {
-  mayRelease,
-  type ReleaseSettings,
   takeOver,
   WaitingCall,
   type WaitingCallSnapshot,
@@ -150,27 +148,5 @@ describe('a waiting call', () => {
     } finally {
       clock.mockRestore();
     }
-  });
-});
-
-describe('which sessions may be released', () => {
-  const on: ReleaseSettings = { enabled: true, afterMs: 5000, retryMs: 2000, excludeClients: ['old-client'] };
-  it.each([
-    [
-      '2025-11-25, any client',
-      { protocolVersion: '2025-11-25', clientInfo: { name: 'claude', version: '1' } },
-      on,
-      true,
-    ],
-    ['2025-06-18 (no priming events, no polling)', { protocolVersion: '2025-06-18' }, on, false],
-    [
-      'a client on the exclusion list',
-      { protocolVersion: '2025-11-25', clientInfo: { name: 'old-client', version: '1' } },
-      on,
-      false,
-    ],
-    ['streamRelease off', { protocolVersion: '2025-11-25' }, { ...on, enabled: false }, false],
-  ])('%s', (_, sessionInfo, settings, expected) => {
-    expect(mayRelease(settings, sessionInfo)).toBe(expected);
   });
 });
