@@ -278,7 +278,10 @@ export function readGatewayContext(source: ContextSource): GatewayContext {
   // A pending request must be able to expire while its invocation still runs, or the relay is killed
   // first — unless waiting calls may be released (streamRelease, at the latest before the deadline):
   // then the wait may outlast the invocation.
-  if (config.data.streamRelease === 'never' && config.data.pendingRequestTimeoutSeconds >= deployment.data.timeoutSeconds) {
+  if (
+    config.data.streamRelease === 'never' &&
+    config.data.pendingRequestTimeoutSeconds >= deployment.data.timeoutSeconds
+  ) {
     throw new ContextError(
       'pendingRequestTimeoutSeconds',
       `must be less than timeoutSeconds (${deployment.data.timeoutSeconds}) while streamRelease is "never"; got ${config.data.pendingRequestTimeoutSeconds}`,

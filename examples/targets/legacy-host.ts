@@ -4,8 +4,8 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest, type LoggingLevel, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { ConsentBook, DEFAULT_CONSENT_TIMEOUT_MS } from './consent-book';
-import { MemoryEventStore } from './event-store';
 import { isConsentPath, serveConsentPage } from './consent-page';
+import { MemoryEventStore } from './event-store';
 import { createDemoSessionServer, type DemoToolsContext, LOG_LEVELS, type SessionContext } from './legacy-tools';
 import { closeServer, hostForUrl, listen, loopbackHostHeaders } from './loopback-http';
 

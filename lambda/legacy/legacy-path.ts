@@ -14,9 +14,9 @@ import { admitSession, releaseSession } from './admission';
 import { deliverAnswer } from './answer';
 import { CLIENT_STREAM_KEY, openClientStream } from './client-stream';
 import type { LegacyDeps } from './deps';
+import { needsResumeProof, releasePolicy, resumeProofKey } from './release-policy';
 import { resumeStream } from './resume';
 import type { SessionExchange } from './routes';
-import { needsResumeProof, releasePolicy, resumeProofKey } from './release-policy';
 import { handleSessionMessage } from './session-router';
 
 /**

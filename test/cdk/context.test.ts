@@ -272,9 +272,9 @@ describe('CDK context', () => {
       pendingRequestTimeoutSeconds: 1800,
     });
     // The mode by name, and the boolean of earlier releases (true is "always").
-    expect(read({ streamRelease: 'never', timeoutSeconds: 301, pendingRequestTimeoutSeconds: 300 }).config).toMatchObject(
-      { streamRelease: 'never' },
-    );
+    expect(
+      read({ streamRelease: 'never', timeoutSeconds: 301, pendingRequestTimeoutSeconds: 300 }).config,
+    ).toMatchObject({ streamRelease: 'never' });
     expect(read({ streamRelease: 'true' }).config.streamRelease).toBe('always');
     expect(errorOf({ streamRelease: 'never', timeoutSeconds: 300, pendingRequestTimeoutSeconds: 300 }).key).toBe(
       'pendingRequestTimeoutSeconds',

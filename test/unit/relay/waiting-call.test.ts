@@ -1,8 +1,4 @@
-import {
-  takeOver,
-  WaitingCall,
-  type WaitingCallSnapshot,
-} from '../../../lambda/relay/waiting-call';
+import { takeOver, WaitingCall, type WaitingCallSnapshot } from '../../../lambda/relay/waiting-call';
 import { MemorySessionStore } from '../../support/memory-store';
 
 /**
