@@ -82,7 +82,7 @@ function startRelay(input: RelayInput): { response: Promise<Response>; done: Pro
   const done = relay.run(out).then(async (outcome) => {
     if ('released' in outcome) {
       // Not the stream's end: the client reconnects after `retry` and the call goes on there.
-      out.hangUp(policy.retryMs);
+      out.hangUp(relay.retryMs());
     } else {
       const { message, error, silent } = outcome;
       // A call the client cancelled gets no response on its stream (the spec: the receiver SHOULD NOT send one).
@@ -114,6 +114,8 @@ class Relay {
   private clientLeft = false;
   /** Resolved once the call is over: records removed and the client's response finished. */
   readonly markDone: () => void;
+  /** The `retry` a released stream ends with. */
+  readonly retryMs = () => this.release.retryMs();
   private readonly done: Promise<void>;
 
   constructor(
@@ -260,6 +262,7 @@ class Relay {
         call.enqueue(async () => this.serverRequests.onNotification(notification)),
       // The target's stream is not read while the client's is full (the relay's queue is drained first).
       backpressure: () => call.out?.room(),
+      onTargetPolls: () => this.release.targetPolls(),
     };
     this.cancellation.start();
     const callUpstream = async (id: RequestId, params: Record<string, unknown>, resumeFrom?: string) => {

@@ -108,20 +108,53 @@ export class CallRelease {
   private async releaseBeforeDeadline(): Promise<void> {
     const { call } = this;
     if (!call.decision.atDeadline) return;
-    const upstream = call.upstream;
-    if (call.phase === 'upstream' && this.step === undefined && upstream?.era === 'legacy' && call.cursor.lastEventId) {
-      await this.holdWaiting({
-        kind: 'target-stream',
-        requestId: call.upstreamCallId ?? call.upstreamId,
-        lastEventId: call.cursor.lastEventId,
-        targetSessionId: upstream.session?.targetSessionId,
-      });
-    }
+    await this.holdTargetStream();
     this.tryRelease('the invocation is about to time out', true);
     // Not releasable at this very moment (between two steps): look again until the deadline ends the call.
     if (!call.releasing && !call.finished && !call.endReason && Date.now() < call.input.exchange.deadline) {
       this.scheduleBeforeDeadline(DEADLINE_RELEASE_RETRY_MS);
     }
+  }
+
+  /**
+   * The target ended the call's stream before its response, to poll (SEP-1699): a client trusted to
+   * resume is released with it, as it would be connected to the target directly; its reconnect (any
+   * instance) reconnects to the target. Any other client's call stays here while this invocation
+   * waits the target's `retry` and reconnects to it.
+   */
+  targetPolls(): void {
+    if (!this.call.decision.early) return;
+    this.call.tasks.run('releasing the call as its target polls', async () => {
+      await this.call.queue; // what the target sent before it ended its stream reaches the client first
+      await this.holdTargetStream();
+      this.tryRelease('the target ended its stream (it polls)');
+    });
+  }
+
+  /**
+   * A 2025 target's call still running with a resumable stream (it sent event ids): its record says so
+   * (a step of an earlier wait, a confirmation answered, no longer holds).
+   */
+  private async holdTargetStream(): Promise<void> {
+    const { call } = this;
+    const upstream = call.upstream;
+    if (call.phase !== 'upstream' || upstream?.era !== 'legacy' || !call.cursor.lastEventId) return;
+    await this.holdWaiting({
+      kind: 'target-stream',
+      requestId: call.upstreamCallId ?? call.upstreamId,
+      lastEventId: call.cursor.lastEventId,
+      targetSessionId: upstream.session?.targetSessionId,
+    });
+  }
+
+  /**
+   * The `retry` a released stream ends with: the operator's, or the target's when it is longer and
+   * the call waits for the target's stream (the reconnect goes to the target at once, so the client
+   * waits what the target asked).
+   */
+  retryMs(): number {
+    const own = this.call.policy.retryMs;
+    return this.step?.kind === 'target-stream' ? Math.max(own, this.call.cursor.retryMs ?? 0) : own;
   }
 
   /**

@@ -79,6 +79,8 @@ export interface PostOptions {
   detach?: AbortSignal;
   /** Goes on with a request sent earlier (a released call): GET + `Last-Event-ID` instead of the POST. */
   resumeFrom?: string;
+  /** The stream ended (or broke) before the response after an event id: it is reopened after the target's `retry`. */
+  onTargetPolls?(): void;
   /**
    * Gets the request's clock, for what the target sends about this request elsewhere (the session's
    * GET stream): a request to the user holds it, a notification restarts it.
@@ -281,6 +283,8 @@ export class TargetEndpoint {
         );
       }
       resumes++;
+      // The caller may let go of the call now (a client that resumes is released as the target polls).
+      options.onTargetPolls?.();
       body = await this.reopen(headers, cursor, options, ending);
       clock?.touch();
     }

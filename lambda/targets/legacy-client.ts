@@ -88,7 +88,10 @@ export class LegacyTargetClient {
   async request(
     session: LegacySession,
     request: JSONRPCRequest,
-    options: Pick<PostOptions, 'signal' | 'listeners' | 'onClock' | 'cursor' | 'detach' | 'resumeFrom'> = {},
+    options: Pick<
+      PostOptions,
+      'signal' | 'listeners' | 'onClock' | 'cursor' | 'detach' | 'resumeFrom' | 'onTargetPolls'
+    > = {},
   ): Promise<JSONRPCResponse> {
     const headers = await this.headers(session);
     const sessionBound = session.targetSessionId !== undefined;

@@ -107,6 +107,7 @@ export class LegacyUpstream implements Upstream {
               signal: options.signal,
               cursor: options.cursor,
               detach: options.detach,
+              onTargetPolls: options.onTargetPolls,
               listeners,
               onClock: (started) => {
                 clock = started;
@@ -157,6 +158,7 @@ export class LegacyUpstream implements Upstream {
         signal: options.signal,
         cursor: options.cursor,
         detach: options.detach,
+        onTargetPolls: options.onTargetPolls,
         resumeFrom: from.lastEventId,
         listeners,
       });

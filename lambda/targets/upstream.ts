@@ -89,6 +89,11 @@ export interface UpstreamCallOptions {
   cursor?: StreamCursor;
   /** Legacy targets: stop reading without cancelling; the call rejects with a StreamDetachedError. */
   detach?: AbortSignal;
+  /**
+   * Legacy targets: the target ended the call's stream before its response, after an event id (it
+   * polls, SEP-1699); the gateway reconnects after its `retry` unless the caller detaches first.
+   */
+  onTargetPolls?(): void;
   /** Legacy targets: go on with a call released earlier, from its last event id, in its target session. */
   resumeFrom?: { lastEventId: string; targetSessionId?: string };
 }
