@@ -166,6 +166,14 @@ export const TargetConfigSchema = z.strictObject({
   tools: ToolFilterSchema.optional(),
   /** This target's own timeouts and size limits (any of `targetLimits`). */
   limits: TargetLimitsSchema.partial().optional(),
+  /**
+   * false: a call of this target is not released early while its stream is open (only just before the
+   * function timeout, when it would be cut anyway). For a target with an event store that drops what
+   * it sends while no stream is attached (TypeScript SDK 1.25–1.29:
+   * https://github.com/modelcontextprotocol/typescript-sdk/issues/2151), so a released call's result
+   * would be lost. Default true.
+   */
+  releaseCalls: z.boolean().optional(),
 });
 
 /**

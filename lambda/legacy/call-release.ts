@@ -26,7 +26,13 @@ export class CallRelease {
   /** Ends the waits for held answers (a release). */
   releaseWaits = new AbortController();
 
-  constructor(private readonly call: CallState) {}
+  /** Whether a call still reading this target's stream may be let go of early (config `targets[].releaseCalls`). */
+  private readonly targetStreamReleasable: boolean;
+
+  constructor(private readonly call: CallState) {
+    const { deps, target } = call.input;
+    this.targetStreamReleasable = deps.config.targets.find((t) => t.name === target)?.releaseCalls !== false;
+  }
 
   /** The release could not be written: this invocation goes on holding the call, and tries again later. */
   holdOn(): void {
@@ -169,6 +175,7 @@ export class CallRelease {
     if (call.delivering.size > 0) return;
     if (call.phase === 'upstream') {
       if (call.upstream?.era !== 'legacy' || !call.cursor.lastEventId || this.step?.kind !== 'target-stream') return;
+      if (!atDeadline && !this.targetStreamReleasable) return;
     } else if (call.phase !== 'held-wait') return;
     call.releasing = true;
     call.log.info('releasing the call', { reason: why });

@@ -10,13 +10,16 @@ import {
 import { startDemoTarget } from '../../examples/targets/demo-target';
 import { clickOnConsentPage } from '../support/consent-page';
 import type { GatewayKind } from '../support/gateways';
-import { initSession, type Json, sseEvents } from '../support/mcp-http';
+import { initSession, type Json } from '../support/mcp-http';
+import { plainSseEvents } from '../support/plain-sse';
 import { withGateway } from '../support/with-gateway';
 
 /**
  * The reference page's 2025-era client samples, ported line by line from Python (`requests` +
- * `sseclient`) to fetch with only the URL changed, and the official v1 SDK client with
- * elicitation, sampling and roots handlers. One target, so the samples' bare tool names resolve.
+ * `sseclient`) to fetch with only the URL changed — every event parsed as JSON under the plain
+ * parser's dispatch rules (test/support/plain-sse.ts: a priming event's empty data would throw, as
+ * it does for the samples themselves; reference-samples-verbatim.test.ts runs them in Python) — and
+ * the official v1 SDK client with elicitation, sampling and roots handlers. One target, so the samples' bare tool names resolve.
  */
 const kinds: GatewayKind[] = ['local server', 'lambda handler', 'lambda runtime'];
 
@@ -64,9 +67,9 @@ describe.each(kinds)('reference clients through the %s', (kind) => {
 
     // Step 3: Process SSE events
     let answerStatus = 0;
-    for await (const event of sseEvents(response)) {
-      if (!event.message) continue;
-      const data = event.message;
+    // `sseclient.SSEClient(response).events()`, then `json.loads(event.data)`: every dispatched event parsed.
+    for await (const event of plainSseEvents(response)) {
+      const data = JSON.parse(event.data) as Json;
       if (data.method === 'elicitation/create') {
         const elicitation_id = data.id;
         printed.push(`Form elicitation received: ${data.params.message}`);
@@ -111,9 +114,9 @@ describe.each(kinds)('reference clients through the %s', (kind) => {
 
     // Process SSE events
     let result: Json | undefined;
-    for await (const event of sseEvents(response)) {
-      if (!event.message) continue;
-      const data = event.message;
+    // `sseclient.SSEClient(response).events()`, then `json.loads(event.data)`: every dispatched event parsed.
+    for await (const event of plainSseEvents(response)) {
+      const data = JSON.parse(event.data) as Json;
       if (data.method === 'elicitation/create') {
         const elicitation_id = data.id;
         const url = data.params.url;

@@ -57,8 +57,9 @@ const KINDS: GatewayKind[] = ['local server', 'lambda runtime'];
 
 describe.each(KINDS)('through the %s', (kind) => {
   describe('resumable streams across two instances', () => {
+    // The test's client is trusted to resume: its streams open with a priming event (legacy/release-policy.ts).
     const gw = withGateway(
-      { logLevel: 'SILENT', streamLogRetainSeconds: 30 },
+      { logLevel: 'SILENT', streamLogRetainSeconds: 30, streamReleaseClients: [{ name: 'test' }] },
       { kind, targets: { demo: () => startDemoTarget() }, instances: 2 },
     );
     const a = () => gw.instances[0]!.url;
@@ -124,13 +125,15 @@ describe.each(KINDS)('through the %s', (kind) => {
       expect(onB[1]!.message).toEqual(second!.message);
       expect(onB[2]!.message).toMatchObject({ id: 'multi', result: { content: [{ text: 'hello Ada, 36' }] } });
 
-      // After the call: its end alone, kept for streamLogRetainSeconds; no pending records.
+      // After the call: its end, kept for streamLogRetainSeconds, and its head (the request it answered,
+      // marked ended, for as long as the session); no pending records.
       const left = await sessionItems(gw.dynamodbEndpoint, sessionId);
       const events = left.filter((item) => String(item.sk).startsWith('E#'));
       expect(left.filter((item) => String(item.sk).startsWith('P#'))).toEqual([]);
-      expect(events).toHaveLength(1);
-      expect(events[0]).toMatchObject({ end: true, seq: 3 });
-      expect(events[0]!.expiresAt).toBeLessThanOrEqual(Math.floor(Date.now() / 1000) + 30);
+      expect(events).toHaveLength(2);
+      expect(events[0]).toMatchObject({ seq: 0, data: '', requestId: 'multi', ended: true });
+      expect(events[1]).toMatchObject({ end: true, seq: 3 });
+      expect(events[1]!.expiresAt).toBeLessThanOrEqual(Math.floor(Date.now() / 1000) + 30);
 
       // A client that lost the connection right before the response still gets it, from any instance.
       const late = await readEvents(await resume(a(), headers, priming!.id!));
@@ -304,11 +307,13 @@ describe.each(KINDS)('through the %s', (kind) => {
         if (items.some((item) => item.end === true)) break;
         await new Promise((resolve) => setTimeout(resolve, 200));
       }
+      // Its end, and its head (the request it answered, marked ended).
       const left = items.filter((item) => item.sk !== 'SESSION' && !String(item.sk).startsWith('T#'));
-      expect(left).toHaveLength(1);
-      expect(left[0]).toMatchObject({ sk: expect.stringMatching(/^E#/), end: true });
-      expect(left[0]!.expiresAt).toBeLessThanOrEqual(Math.floor(Date.now() / 1000) + 20);
-      expect(JSON.parse(left[0]!.data)).toMatchObject({ id: 'gone', error: { code: -32001 } });
+      expect(left).toHaveLength(2);
+      expect(left[0]).toMatchObject({ seq: 0, requestId: 'gone', ended: true });
+      expect(left[1]).toMatchObject({ sk: expect.stringMatching(/^E#/), end: true });
+      expect(left[1]!.expiresAt).toBeLessThanOrEqual(Math.floor(Date.now() / 1000) + 20);
+      expect(JSON.parse(left[1]!.data)).toMatchObject({ id: 'gone', error: { code: -32001 } });
       expect(gw.targets.demo.stats().cancelledRequestIds).toContain('c.s.gone');
       // What a reconnect gets: the call's end (the question it missed is stale by now).
       const resumed = await readEvents(

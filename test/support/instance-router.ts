@@ -11,7 +11,7 @@ import { forwardTo, listen } from './loopback';
 export interface InstanceRouter {
   url: string;
   /** What went where, in order. */
-  log: Array<{ method: string; to: 'first' | 'second'; lastEventId?: string }>;
+  log: Array<{ method: string; to: 'first' | 'second'; lastEventId?: string; at: number }>;
   close(): Promise<void>;
 }
 
@@ -40,6 +40,7 @@ export async function startInstanceRouter(first: string, second: string): Promis
         method: req.method ?? '',
         to: toSecond ? 'second' : 'first',
         ...(typeof lastEventId === 'string' ? { lastEventId } : {}),
+        at: Date.now(),
       });
       forwardTo(new URL(toSecond ? second : first), req, res).end(bytes);
     });

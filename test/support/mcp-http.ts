@@ -23,7 +23,12 @@ export async function post(
 /** Initializes a 2025-era session; returns the headers later requests carry. */
 export async function initSession(
   url: string,
-  options: { protocolVersion?: string; capabilities?: Json; headers?: Record<string, string> } = {},
+  options: {
+    protocolVersion?: string;
+    capabilities?: Json;
+    headers?: Record<string, string>;
+    clientInfo?: { name: string; version: string };
+  } = {},
 ): Promise<{ sessionId: string; headers: Record<string, string>; result: Json }> {
   const protocolVersion = options.protocolVersion ?? '2025-11-25';
   const res = await post(url, options.headers ?? {}, {
@@ -33,7 +38,7 @@ export async function initSession(
     params: {
       protocolVersion,
       capabilities: options.capabilities ?? {},
-      clientInfo: { name: 'test', version: '1.0.0' },
+      clientInfo: options.clientInfo ?? { name: 'test', version: '1.0.0' },
     },
   });
   if (res.status !== 200) throw new Error(`initialize: HTTP ${res.status} ${await res.text()}`);
