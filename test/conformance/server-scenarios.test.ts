@@ -68,14 +68,6 @@ const GATEWAY_GAPS: Record<SpecVersion, Record<string, Gap>> = {
       through: 'WARNING',
       why: 'the gateway forwards inputResponses only on the retry of a round it issued (bound in its sealed requestState); a first request carrying them reaches the target without them, and the target asks again (input_required)',
     },
-    'http-custom-header-server-validation:sep-2243-server-reject-invalid-param-chars': {
-      through: 'FAILURE',
-      why: 'the target refuses a malformed Mcp-Param-* header with HTTP 400 and -32020; the gateway relays the -32020 in-band with HTTP 200',
-    },
-    'http-custom-header-server-validation:sep-2243-server-validate-param-match': {
-      through: 'FAILURE',
-      why: 'the same for a missing Mcp-Param-* header (the -32020 relayed with HTTP 200)',
-    },
   },
 };
 
