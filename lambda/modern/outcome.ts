@@ -15,6 +15,7 @@ import type { Era } from '../protocol/versions';
  *   re-issues the call: a 2025 target's, and a 2026-07-28 target's (which 2026-07-28 does not define,
  *   but SDK servers still send: the Python SDK's URLElicitationRequiredError, the TypeScript v2 SDK's
  *   UrlElicitationRequiredError); -32042 and -32002 are never sent to 2026-07-28 clients;
+ * - a target's -32021 and -32020 (its check of the client's `Mcp-Param-*` headers) keep HTTP 400;
  * - a complete result names its type; a read resource is cacheable unless it answered a retry.
  */
 export interface OutcomeContext {
@@ -37,6 +38,8 @@ export function mapResponse(response: JSONRPCResponse, ctx: OutcomeContext): JSO
     // 2026-07-28 reports a missing resource as invalid params.
     if (code === RpcCode.ResourceNotFound) throw new GatewayError('InvalidParams', message, data);
     if (code === RpcCode.MissingRequiredClientCapability) throw new GatewayError('MissingCapability', message, data);
+    // Mcp-Param-* headers reach the target untouched: its -32020 is about the client's request (400).
+    if (code === RpcCode.HeaderMismatch) throw new GatewayError('HeaderMismatch', message, data);
     // Other errors are the target's answer to a valid request: in-band (HTTP 200).
     return response;
   }

@@ -19,6 +19,18 @@ import {
   UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { listen } from '../loopback';
+import {
+  completions,
+  FIXED_TOOLS,
+  JSON_SCHEMA_2020_12_TOOL,
+  loopbackOnly,
+  PROMPTS,
+  promptMessages,
+  RESOURCE_TEMPLATE,
+  readResource,
+  STATIC_RESOURCES,
+  text,
+} from './conformance-content';
 import { SessionEventStore } from './v1-push-server';
 
 /**
@@ -26,42 +38,18 @@ import { SessionEventStore } from './v1-push-server';
  * 2025-11-25), written here from the scenarios' own requirement texts with the v1 SDK's low-level
  * `Server`: the tools, resources and prompts each scenario names, logging, completion, subscriptions,
  * an event store (priming events, `retry`) and `test_reconnection`, which ends its call's stream
- * mid-call (SSE polling). Host/Origin are checked like a loopback server must (DNS rebinding).
- * test/conformance/ runs the suite against it directly and through the gateway.
+ * mid-call (SSE polling). Host/Origin are checked like a loopback server must (DNS rebinding). What it
+ * answers like the 2026-07-28 server is `conformance-content.ts`. test/conformance/ runs the suite
+ * against it directly and through the gateway.
  */
 
-// A 1×1 PNG and a 1-sample 8 kHz mono WAV, built here rather than pasted.
-const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
-function wav(): string {
-  const header = Buffer.alloc(46);
-  header.write('RIFF', 0);
-  header.writeUInt32LE(38, 4);
-  header.write('WAVEfmt ', 8);
-  header.writeUInt32LE(16, 16);
-  header.writeUInt16LE(1, 20); // PCM
-  header.writeUInt16LE(1, 22); // mono
-  header.writeUInt32LE(8000, 24);
-  header.writeUInt32LE(16000, 28);
-  header.writeUInt16LE(2, 32);
-  header.writeUInt16LE(16, 34);
-  header.write('data', 36);
-  header.writeUInt32LE(2, 40);
-  return header.toString('base64');
-}
-
-const text = (t: string): CallToolResult => ({ content: [{ type: 'text', text: t }] });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const noArgs = { type: 'object' as const, properties: {} };
 
 const TOOLS = [
-  { name: 'test_simple_text', description: 'Returns simple text.', inputSchema: noArgs },
-  { name: 'test_image_content', description: 'Returns an image.', inputSchema: noArgs },
-  { name: 'test_audio_content', description: 'Returns audio.', inputSchema: noArgs },
-  { name: 'test_embedded_resource', description: 'Returns an embedded resource.', inputSchema: noArgs },
-  { name: 'test_multiple_content_types', description: 'Returns text, an image and a resource.', inputSchema: noArgs },
+  ...Object.entries(FIXED_TOOLS).map(([name, { description }]) => ({ name, description, inputSchema: noArgs })),
   { name: 'test_tool_with_logging', description: 'Logs three times while it runs.', inputSchema: noArgs },
   { name: 'test_tool_with_progress', description: 'Reports progress 0, 50, 100 of 100.', inputSchema: noArgs },
-  { name: 'test_error_handling', description: 'Always fails (isError).', inputSchema: noArgs },
   {
     name: 'test_reconnection',
     description: 'Ends its stream mid-call (SSE polling), then answers.',
@@ -79,19 +67,7 @@ const TOOLS = [
   },
   { name: 'test_elicitation_sep1034_defaults', description: 'Asks with defaults (SEP-1034).', inputSchema: noArgs },
   { name: 'test_elicitation_sep1330_enums', description: 'Asks with every enum form (SEP-1330).', inputSchema: noArgs },
-  {
-    name: 'json_schema_2020_12_tool',
-    description: 'Tool with JSON Schema 2020-12 features',
-    inputSchema: {
-      $schema: 'https://json-schema.org/draft/2020-12/schema',
-      type: 'object' as const,
-      $defs: {
-        address: { type: 'object', properties: { street: { type: 'string' }, city: { type: 'string' } } },
-      },
-      properties: { name: { type: 'string' }, address: { $ref: '#/$defs/address' } },
-      additionalProperties: false,
-    },
-  },
+  JSON_SCHEMA_2020_12_TOOL,
 ];
 
 const SEP1034_SCHEMA = {
@@ -155,41 +131,9 @@ function build(subscriptions: Set<string>): Server {
     const args = (request.params.arguments ?? {}) as Record<string, unknown>;
     const log = (data: string) =>
       extra.sendNotification({ method: 'notifications/message', params: { level: 'info', data } });
-    switch (request.params.name) {
-      case 'test_simple_text':
-        return text('This is a simple text response for testing.');
-      case 'test_image_content':
-        return { content: [{ type: 'image', data: PNG, mimeType: 'image/png' }] };
-      case 'test_audio_content':
-        return { content: [{ type: 'audio', data: wav(), mimeType: 'audio/wav' }] };
-      case 'test_embedded_resource':
-        return {
-          content: [
-            {
-              type: 'resource',
-              resource: {
-                uri: 'test://embedded-resource',
-                mimeType: 'text/plain',
-                text: 'This is an embedded resource content.',
-              },
-            },
-          ],
-        };
-      case 'test_multiple_content_types':
-        return {
-          content: [
-            { type: 'text', text: 'Multiple content types test:' },
-            { type: 'image', data: PNG, mimeType: 'image/png' },
-            {
-              type: 'resource',
-              resource: {
-                uri: 'test://mixed-content-resource',
-                mimeType: 'application/json',
-                text: JSON.stringify({ test: 'data', value: 123 }),
-              },
-            },
-          ],
-        };
+    const name = request.params.name;
+    if (name in FIXED_TOOLS) return FIXED_TOOLS[name as keyof typeof FIXED_TOOLS].result();
+    switch (name) {
       case 'test_tool_with_logging':
         await log('Tool execution started');
         await sleep(50);
@@ -209,11 +153,6 @@ function build(subscriptions: Set<string>): Server {
         }
         return text('Progress tool finished');
       }
-      case 'test_error_handling':
-        return {
-          isError: true,
-          content: [{ type: 'text', text: 'This tool intentionally returns an error for testing' }],
-        };
       case 'test_reconnection':
         // SSE polling: say so on the call's stream (a client then reads it as SSE), end the stream
         // (the client resumes it with Last-Event-ID), and answer after that.
@@ -280,8 +219,7 @@ function build(subscriptions: Set<string>): Server {
 
   server.setRequestHandler(ListResourcesRequestSchema, () => ({
     resources: [
-      { uri: 'test://static-text', name: 'static-text', description: 'A static text resource', mimeType: 'text/plain' },
-      { uri: 'test://static-binary', name: 'static-binary', description: 'A static PNG', mimeType: 'image/png' },
+      ...STATIC_RESOURCES,
       {
         uri: 'test://watched-resource',
         name: 'watched-resource',
@@ -290,28 +228,13 @@ function build(subscriptions: Set<string>): Server {
       },
     ],
   }));
-  server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
-    resourceTemplates: [
-      {
-        uriTemplate: 'test://template/{id}/data',
-        name: 'template',
-        description: 'Data by id',
-        mimeType: 'application/json',
-      },
-    ],
-  }));
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({ resourceTemplates: [RESOURCE_TEMPLATE] }));
   server.setRequestHandler(ReadResourceRequestSchema, (request) => {
     const { uri } = request.params;
-    if (uri === 'test://static-text')
-      return { contents: [{ uri, mimeType: 'text/plain', text: 'This is the content of the static text resource.' }] };
-    if (uri === 'test://static-binary') return { contents: [{ uri, mimeType: 'image/png', blob: PNG }] };
     if (uri === 'test://watched-resource') return { contents: [{ uri, mimeType: 'text/plain', text: 'Watched' }] };
-    const id = /^test:\/\/template\/([^/]+)\/data$/.exec(uri)?.[1];
-    if (id !== undefined) {
-      const data = { id, templateTest: true, data: `Data for ID: ${id}` };
-      return { contents: [{ uri, mimeType: 'application/json', text: JSON.stringify(data) }] };
-    }
-    throw new Error(`unknown resource ${uri}`);
+    const read = readResource(uri);
+    if (!read) throw new Error(`unknown resource ${uri}`);
+    return read;
   });
   server.setRequestHandler(SubscribeRequestSchema, (request) => {
     subscriptions.add(request.params.uri);
@@ -323,88 +246,24 @@ function build(subscriptions: Set<string>): Server {
   });
 
   server.setRequestHandler(ListPromptsRequestSchema, () => ({
-    prompts: [
-      { name: 'test_simple_prompt', description: 'A prompt without arguments' },
-      {
-        name: 'test_prompt_with_arguments',
-        description: 'A prompt with two arguments',
-        arguments: [
-          { name: 'arg1', description: 'First test argument', required: true },
-          { name: 'arg2', description: 'Second test argument', required: true },
-        ],
-      },
-      {
-        name: 'test_prompt_with_embedded_resource',
-        description: 'A prompt embedding a resource',
-        arguments: [{ name: 'resourceUri', description: 'URI of the resource to embed', required: true }],
-      },
-      { name: 'test_prompt_with_image', description: 'A prompt with an image' },
-    ],
+    prompts: Object.entries(PROMPTS).map(([name, prompt]) => ({
+      name,
+      description: prompt.description,
+      ...(prompt.arguments.length > 0 && {
+        arguments: prompt.arguments.map((argument) => ({ ...argument, required: true })),
+      }),
+    })),
   }));
   server.setRequestHandler(GetPromptRequestSchema, (request) => {
-    const args = request.params.arguments ?? {};
-    switch (request.params.name) {
-      case 'test_simple_prompt':
-        return {
-          messages: [{ role: 'user', content: { type: 'text', text: 'This is a simple prompt for testing.' } }],
-        };
-      case 'test_prompt_with_arguments':
-        return {
-          messages: [
-            {
-              role: 'user',
-              content: { type: 'text', text: `Prompt with arguments: arg1='${args.arg1}', arg2='${args.arg2}'` },
-            },
-          ],
-        };
-      case 'test_prompt_with_embedded_resource':
-        return {
-          messages: [
-            {
-              role: 'user',
-              content: {
-                type: 'resource',
-                resource: {
-                  uri: args.resourceUri ?? 'test://embedded',
-                  mimeType: 'text/plain',
-                  text: 'Embedded resource content for testing.',
-                },
-              },
-            },
-            { role: 'user', content: { type: 'text', text: 'Please process the embedded resource above.' } },
-          ],
-        };
-      case 'test_prompt_with_image':
-        return {
-          messages: [
-            { role: 'user', content: { type: 'image', data: PNG, mimeType: 'image/png' } },
-            { role: 'user', content: { type: 'text', text: 'Please analyze the image above.' } },
-          ],
-        };
-      default:
-        throw new Error(`unknown prompt ${request.params.name}`);
-    }
+    const messages = promptMessages(request.params.name, request.params.arguments ?? {});
+    if (!messages) throw new Error(`unknown prompt ${request.params.name}`);
+    return { messages };
   });
   server.setRequestHandler(CompleteRequestSchema, (request) => {
-    const words = ['paris', 'park', 'party', 'test', 'testing'];
-    const values = words.filter((w) => w.startsWith(request.params.argument.value));
+    const values = completions(request.params.argument.value);
     return { completion: { values, total: values.length, hasMore: false } };
   });
   return server;
-}
-
-const LOOPBACK_HOST = /^(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/;
-
-/** Rejects a request whose Host or Origin is not the loopback (DNS rebinding). */
-function loopbackOnly(req: IncomingMessage): boolean {
-  if (!LOOPBACK_HOST.test(req.headers.host ?? '')) return false;
-  const origin = req.headers.origin;
-  if (origin === undefined) return true;
-  try {
-    return LOOPBACK_HOST.test(new URL(origin).host);
-  } catch {
-    return false;
-  }
 }
 
 async function readJson(req: IncomingMessage): Promise<unknown> {
@@ -426,7 +285,7 @@ export async function startConformanceServer(): Promise<{ url: string; close(): 
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if ((req.url ?? '').split('?')[0] !== '/mcp') return void res.writeHead(404).end();
-    if (!loopbackOnly(req)) return jsonError(res, 403, 'Forbidden: Host or Origin is not the loopback');
+    if (!loopbackOnly(req.headers)) return jsonError(res, 403, 'Forbidden: Host or Origin is not the loopback');
     const sessionId = req.headers['mcp-session-id'] as string | undefined;
     const body = req.method === 'POST' ? await readJson(req) : undefined;
     let transport = sessionId ? transports[sessionId] : undefined;
