@@ -194,17 +194,16 @@ class ResumeProof {
   seen(): void {
     const { session } = this.loaded;
     if (this.writing || session.clientResumes) return;
-    const policy = releasePolicy(this.deps.config);
-    const info = session.clientInfo;
-    const proof =
-      policy.mode === 'proven' && info
-        ? {
-            key: resumeProofKey(session.principal, info),
-            expiresAt: Math.floor(Date.now() / 1000) + policy.proofSeconds,
-          }
-        : undefined;
     // A call this reconnect takes over is decided for a client that resumes.
     session.clientResumes = true;
+    const policy = releasePolicy(this.deps.config);
+    // Only the proven mode decides by it: under always or never nothing is written.
+    if (policy.mode !== 'proven') return;
+    const info = session.clientInfo;
+    const proof = info && {
+      key: resumeProofKey(session.principal, info),
+      expiresAt: Math.floor(Date.now() / 1000) + policy.proofSeconds,
+    };
     this.writing = this.deps.store
       .markClientResumes(session.id, proof)
       .then(() =>

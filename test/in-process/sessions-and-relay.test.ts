@@ -89,11 +89,13 @@ describe('initialize', () => {
     const call = { name: 'demo___use_aws', arguments: { command: 'mine' } };
     const res = await gateway.post(headers, { jsonrpc: '2.0', id: 'mine', method: 'tools/call', params: call }, alice);
     const text = await readUntil(res, 'elicitation/create');
-    const primingId = /^id: (\S+)$/m.exec(text)![1]!;
+    // The question's own id (a client not known to resume gets no priming event before it).
+    const questionId = /^id: (\S+)$/m.exec(text)![1]!;
+    const asked = /"id":"(gw-[\w-]+)"/.exec(text)![1];
     const resume = (exchange: { platformPrincipal?: string }) =>
       gateway.fetch(
         '/mcp',
-        { method: 'GET', headers: { ...headers, accept: 'text/event-stream', 'last-event-id': primingId } },
+        { method: 'GET', headers: { ...headers, accept: 'text/event-stream', 'last-event-id': questionId } },
         exchange,
       );
     for (const other of [{ platformPrincipal: 'arn:aws:iam::123456789012:role/bob' }, {}]) {
@@ -101,12 +103,14 @@ describe('initialize', () => {
       expect(refused.status).toBe(404);
       expect(await refused.text()).not.toContain('elicitation');
     }
-    // Alice's own reconnect replays the question; her answer ends the call.
-    const replayed = await readUntil(await resume(alice), 'elicitation/create');
-    expect(replayed).toContain('Run `mine`?');
-    const asked = /"id":"(gw-[\w-]+)"/.exec(replayed)![1];
+    // Alice's own reconnect follows the call past her question; her answer ends it there.
+    const following = await resume(alice);
+    expect(following.status).toBe(200);
     const answered = await gateway.post(headers, { jsonrpc: '2.0', id: asked, result: { action: 'decline' } }, alice);
     expect(answered.status).toBe(202);
+    const rest = await readUntil(following, '"id":"mine"');
+    expect(rest).toContain('"id":"mine"');
+    expect(rest).not.toContain('Run `mine`?');
   });
 });
 
@@ -291,12 +295,12 @@ describe('the end of a call', () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(gateway.store.pendingRecords(sessionId)).toHaveLength(1);
     expect(demo.stats().cancelledRequestIds).not.toContain('c.s.away');
-    expect(gateway.store.keysOf(sessionId).filter((sk) => sk.startsWith('E#'))).toHaveLength(2); // priming + question
-    // The answer still reaches the target; the call ends and only its end is left.
+    expect(gateway.store.keysOf(sessionId).filter((sk) => sk.startsWith('E#'))).toHaveLength(2); // head + question
+    // The answer still reaches the target; the call ends and only its end (and its head) is left.
     const answered = await gateway.post(headers, { jsonrpc: '2.0', id: asked!.id, result: { action: 'decline' } });
     expect(answered.status).toBe(202);
     await eventually(() => expect(gateway.store.pendingRecords(sessionId)).toHaveLength(0));
-    expect(gateway.store.keysOf(sessionId).filter((sk) => sk.startsWith('E#'))).toHaveLength(1);
+    expect(gateway.store.keysOf(sessionId).filter((sk) => sk.startsWith('E#'))).toHaveLength(2);
   });
 });
 

@@ -61,6 +61,8 @@ describe.each(KINDS)('a call that waits for the user, through the %s', (kind) =>
   const gw = withGateway(
     (t) => ({
       logLevel: (process.env.RELEASE_LOG_LEVEL ?? 'SILENT') as 'SILENT',
+      // Every client released (the official clients resume; release-policy-sdk-clients.test.ts is the default).
+      streamRelease: 'always',
       targets: [
         { name: 'poll', url: t.poll.url },
         { name: 'plain', url: t.plain.url },
