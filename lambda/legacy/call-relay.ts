@@ -13,7 +13,7 @@ import { CallQuestions } from './call-questions';
 import { CallRelease, RELEASE_BEFORE_DEADLINE_MS } from './call-release';
 import { CallState, RELEASED, type RelayInput } from './call-state';
 import { CancellationWatch } from './cancellation-watch';
-import { decideRelease, type ReleaseDecision, type ReleasePolicy, releasePolicy } from './release-policy';
+import { type ReleasePolicy, releasePolicy } from './release-policy';
 import { ServerRequests } from './server-requests';
 
 export type { RelayInput } from './call-state';
@@ -54,10 +54,9 @@ export function continueCall(input: RelayInput & Required<Pick<RelayInput, 'resu
 
 function startRelay(input: RelayInput): { response: Promise<Response>; done: Promise<void> } {
   const { deps, loaded } = input;
-  // Decided once for the call: a takeover (legacy/resume.ts) decides for the client that just resumed.
-  const policy = releasePolicy(deps.config);
-  const decision = decideRelease(policy, loaded.session);
-  const relay = new Relay(input, { policy, decision });
+  // Decided once for the call (CallState.decision); a takeover (legacy/resume.ts) decides for the
+  // client that just resumed.
+  const relay = new Relay(input, releasePolicy(deps.config));
   const out = new DeferredResponse({
     existing: input.resumed?.stream,
     accept: input.accept,
@@ -77,7 +76,7 @@ function startRelay(input: RelayInput): { response: Promise<Response>; done: Pro
           )
       : undefined,
     // Only a client trusted to resume gets a priming event (legacy/release-policy.ts).
-    prime: decision.early,
+    prime: () => relay.call.decision.early,
   });
   const done = relay.run(out).then(async (outcome) => {
     if ('released' in outcome) {
@@ -120,7 +119,7 @@ class Relay {
 
   constructor(
     private readonly input: RelayInput,
-    release: { policy: ReleasePolicy; decision: ReleaseDecision },
+    policy: ReleasePolicy,
   ) {
     let resolve!: () => void;
     this.done = new Promise<void>((r) => {
@@ -129,7 +128,7 @@ class Relay {
     this.markDone = resolve;
     this.call = new CallState(
       input,
-      release,
+      policy,
       () => this.release.renewWaitingCall(),
       (record) =>
         this.call.tasks.run('delivering a recorded answer', () => this.serverRequests.deliverRecorded(record)),
@@ -241,6 +240,8 @@ class Relay {
     const { call } = this;
     const { deps, request, target, caller } = this.input;
     if (this.input.confirm && (!from || from.kind === 'confirm')) {
+      // The gateway's own question goes to the client: not before the session's read (read-ahead).
+      await this.input.sessionRead?.catch(() => undefined);
       const refusal = await this.questions.confirm(
         this.input.confirm,
         from?.kind === 'confirm' ? from.request : undefined,

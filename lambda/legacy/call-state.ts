@@ -16,7 +16,7 @@ import type { Caller, Upstream } from '../targets/upstream';
 import { BackgroundTasks } from '../tasks/background-tasks';
 import { CallTimers } from '../tasks/call-timers';
 import type { LegacyDeps } from './deps';
-import type { ReleaseDecision, ReleasePolicy } from './release-policy';
+import { decideRelease, type ReleaseDecision, type ReleasePolicy } from './release-policy';
 
 export interface RelayInput {
   deps: LegacyDeps;
@@ -70,8 +70,12 @@ export class CallState {
   logRemovesPending = false;
   readonly progress: ProgressMapper;
   upstream?: Upstream;
-  /** Events reach the client in the order the target sent them, each after its pending record is stored. */
-  queue: Promise<void> = Promise.resolve();
+  /**
+   * Events reach the client in the order the target sent them, each after its pending record is
+   * stored — and none before the session's read when the call started ahead of it (read-ahead): what
+   * reaches the client (its stream's priming, the release decision) goes by what that read found.
+   */
+  queue: Promise<void>;
   out?: DeferredResponse;
   finished = false;
   endReason?: CallEndReason;
@@ -90,8 +94,7 @@ export class CallState {
   /** The call is being let go of (legacy/call-release.ts). */
   releasing = false;
   readonly policy: ReleasePolicy;
-  /** Whether and when this call may be released, decided once when it starts (legacy/release-policy.ts). */
-  readonly decision: ReleaseDecision;
+  private decided?: ReleaseDecision;
   /** The call's records that carry this holder's lease (the others need none: see withHolder). */
   readonly leased = new Set<string>();
   /**
@@ -106,7 +109,7 @@ export class CallState {
 
   constructor(
     readonly input: RelayInput,
-    release: { policy: ReleasePolicy; decision: ReleaseDecision },
+    policy: ReleasePolicy,
     /** At each renewal of the holder lease (the waiting call's record is renewed with it). */
     beforeRenew: () => void,
     /** An answer recorded for this holder (relay/recorded-answer.ts: the holder delivers it). */
@@ -129,9 +132,18 @@ export class CallState {
       (input.params._meta as { progressToken?: ProgressToken } | undefined)?.progressToken,
       input.resumed?.snapshot.call.upstreamProgressToken,
     );
-    this.policy = release.policy;
-    this.decision = release.decision;
+    this.policy = policy;
+    this.queue = input.sessionRead?.catch(() => undefined) ?? Promise.resolve();
     this.tasks = new BackgroundTasks(input.deps.logger, this.logKeys);
+  }
+
+  /**
+   * Whether and when this call may be released (legacy/release-policy.ts), decided once, when first
+   * needed: a call started ahead of its session's read (read-ahead) decides by what that read found.
+   */
+  get decision(): ReleaseDecision {
+    this.decided ??= decideRelease(this.policy, this.input.loaded.session);
+    return this.decided;
   }
 
   private get logKeys() {

@@ -126,8 +126,10 @@ async function readAhead(
     return loaded;
   }
   settle();
-  // The per-session cap of the call's rounds (counted when the target asks, after this) by this read.
+  // The per-session cap of the call's rounds (counted when the target asks, after this) by this read,
+  // and whether its client was seen resuming (another instance may have recorded it since).
   known.pendingCount = loaded.pendingCount;
+  if (loaded.session.clientResumes) known.session.clientResumes = true;
   deps.sessionCache?.put(loaded);
   return call;
 }

@@ -22,8 +22,8 @@ export interface DeferredResponseOptions {
   stalledClientMs?: number;
   /** Makes the stream resumable (http/sse.ts): called once, when the stream opens. */
   eventLog?: () => SseEventLog;
-  /** Whether a resumable stream opens with a priming event (http/sse.ts `prime`; default true). */
-  prime?: boolean;
+  /** Whether a resumable stream opens with a priming event (http/sse.ts `prime`; default true), asked when it opens. */
+  prime?: () => boolean;
   /** A stream already open (a call taken over on the client's reconnect): used as this response's stream. */
   existing?: SseStream;
 }
@@ -75,7 +75,7 @@ export class DeferredResponse {
       const sse = new SseStream({
         stalledClientMs: this.options.stalledClientMs,
         log: this.options.eventLog?.(),
-        prime: this.options.prime,
+        prime: this.options.prime?.(),
       });
       sse.onCancel = () => this.options.onClientGone?.();
       sse.startKeepAlive(this.options.keepAliveMs);

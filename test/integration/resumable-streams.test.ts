@@ -286,7 +286,12 @@ describe.each(KINDS)('through the %s', (kind) => {
 
   describe('an abandoned call', () => {
     const gw = withGateway(
-      { logLevel: 'SILENT', pendingRequestTimeoutSeconds: 1, streamLogRetainSeconds: 20, streamReleaseClients: [{ name: 'test' }] },
+      {
+        logLevel: 'SILENT',
+        pendingRequestTimeoutSeconds: 1,
+        streamLogRetainSeconds: 20,
+        streamReleaseClients: [{ name: 'test' }],
+      },
       { kind, targets: { demo: () => startDemoTarget() } },
     );
 
