@@ -150,13 +150,16 @@ export async function forwardCall(ctx: CallContext): Promise<JSONRPCResponse | u
   const { _meta: _clientMeta, requestState: _state, inputResponses: _responses, ...rest } = params;
   const upstreamParams: Record<string, unknown> = { ...rest };
   if (method !== 'resources/read') upstreamParams.name = name;
-  // A -32042 round's retry is the call again: its answers only said the user went to the URL.
-  if (opened?.kind === 'relay' && !opened.reissue) {
+  // A -32042 round's retry is the call again: its answers only said the user went to the URL. A
+  // request with no requestState at all reaches the target with whatever inputResponses it carries,
+  // as it would directly (a target that asked without a requestState reads them so; it ignores what
+  // it does not recognise) — past the gateway's own confirmation, which needs its sealed state.
+  if ((opened?.kind === 'relay' && !opened.reissue) || opened === undefined) {
     if (inputResponses !== undefined) {
       upstreamParams.inputResponses = inputResponses;
       for (const _key of Object.keys(inputResponses)) recordAnsweredInput('mrtr-retry');
     }
-    if (opened.targetState !== undefined) upstreamParams.requestState = opened.targetState;
+    if (opened?.targetState !== undefined) upstreamParams.requestState = opened.targetState;
   }
 
   const sealRelay = (targetState: unknown) =>

@@ -56,10 +56,6 @@ const GATEWAY_GAPS: Record<SpecVersion, Record<string, Gap>> = {
       through: 'unscored',
       why: 'server/discover declares no prompts.listChanged, so the suite skips it',
     },
-    'input-required-result-ignore-extra-params:sep-2322-ignore-unexpected-params': {
-      through: 'WARNING',
-      why: 'the gateway forwards inputResponses only on the retry of a round it issued (bound in its sealed requestState); a first request carrying them reaches the target without them, and the target asks again (input_required)',
-    },
   },
 };
 
