@@ -11,7 +11,8 @@
  * two gateways sharing one dynalite (two instances of one deployment), a 2025-only target (v1 SDK,
  * sessions and a GET stream), a dual-era target (v2 SDK). Then: an elicitation answered through the
  * other instance, 200 concurrent sessions over both instances, and the cold start of the Lambda
- * bundle (import, median of 7; first calls served by `npm start -- --lambda`). Writes
+ * bundle (import, median of 7; first calls served by `npm start -- --lambda`), and the invocation time
+ * one elicitation holds under the release policy (held, and trusted to resume). Writes
  * bench/results/latest.json, or the file named by `--json FILE` (or BENCH_OUT).
  *
  * BENCH_CALLS (default 300) calls per row, BENCH_LOAD_SESSIONS (default 200), BENCH_ONLY=row,row to
@@ -29,6 +30,7 @@ import { createDocumentClient, ensureTable } from '../lambda/state/dynamo-client
 import type { Json } from '../test/support/mcp-http';
 import { type RuntimeImage, resolveRuntimeImage } from '../tools/lambda-emulator/runtime-image';
 import { type BenchClient, legacyClient, modernClient } from './clients';
+import { heldTime } from './held-time';
 import { BUNDLE, buildBundle, bundleShape, importTimes, runtimeNode } from './import-time';
 import { type Child, cpuMs, dynamoCounts, startChild, startGatewayChild, startTarget } from './processes';
 import { type Distribution, distribution, ratio } from './stats';
@@ -690,6 +692,12 @@ async function main(): Promise<void> {
     if (process.env.BENCH_COLD !== '0' && wanted('coldStart')) {
       progress('coldStart');
       results.coldStart = await coldStart(config, dynamo.url);
+    }
+    // The release policy's held invocation time per elicitation (10 s of think time, `--lambda`).
+    if (wanted('heldTime')) {
+      progress('heldTime');
+      buildBundle();
+      results.heldTime = await heldTime(dynamo.url);
     }
   } catch (error) {
     // What was measured before the failure is still written and printed, with the failure named.
