@@ -2,14 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { type EventStore, StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import {
   isInitializeRequest,
-  type JSONRPCMessage,
   SubscribeRequestSchema,
   UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { MemoryEventStore } from '../../../examples/targets/event-store';
 import { liveStreamSessions } from './serve-fetch';
 
 /**
@@ -43,33 +43,6 @@ export interface V1NotifyingServer {
 }
 
 const text = (t: string) => ({ content: [{ type: 'text' as const, text: t }] });
-
-/** Events per session for `Last-Event-ID` (the standalone stream's id is `_GET_stream` in the SDK). */
-class SessionEventStore implements EventStore {
-  private readonly events: Array<{ id: string; streamId: string; message: JSONRPCMessage }> = [];
-
-  async storeEvent(streamId: string, message: JSONRPCMessage): Promise<string> {
-    const id = `${this.events.length + 1}`;
-    this.events.push({ id, streamId, message });
-    return id;
-  }
-
-  async getStreamIdForEventId(eventId: string): Promise<string | undefined> {
-    return this.events.find((e) => e.id === eventId)?.streamId;
-  }
-
-  async replayEventsAfter(
-    lastEventId: string,
-    { send }: { send: (eventId: string, message: JSONRPCMessage) => Promise<void> },
-  ): Promise<string> {
-    const index = this.events.findIndex((e) => e.id === lastEventId);
-    if (index < 0) return '';
-    const { streamId } = this.events[index]!;
-    for (const event of this.events.slice(index + 1))
-      if (event.streamId === streamId) await send(event.id, event.message);
-    return streamId;
-  }
-}
 
 export async function startV1NotifyingServer(options: { eventStore?: boolean } = {}): Promise<V1NotifyingServer> {
   const stats: V1NotifyingServerStats = {
@@ -167,7 +140,7 @@ export async function startV1NotifyingServer(options: { eventStore?: boolean } =
         let id = '';
         const created = new StreamableHTTPServerTransport({
           sessionIdGenerator: () => randomUUID(),
-          eventStore: options.eventStore ? new SessionEventStore() : undefined,
+          eventStore: options.eventStore ? new MemoryEventStore() : undefined,
           onsessioninitialized: (sid) => {
             id = sid;
             transports[sid] = created;

@@ -2,13 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { type EventStore, StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import {
-  isInitializeRequest,
-  type JSONRPCMessage,
-  UrlElicitationRequiredError,
-} from '@modelcontextprotocol/sdk/types.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest, UrlElicitationRequiredError } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { MemoryEventStore as SessionEventStore } from '../../../examples/targets/event-store';
 import { liveStreamSessions } from './serve-fetch';
 
 /**
@@ -245,31 +242,8 @@ function buildServer(stats: V1PushServerStats, authorized: Set<string>): McpServ
  * names the standalone stream `_GET_stream`, so a resumed GET stream replays nothing and is then
  * registered under the wrong stream (found while writing these tests, SDK 1.32.2).
  */
-export class SessionEventStore implements EventStore {
-  private readonly events: Array<{ id: string; streamId: string; message: JSONRPCMessage }> = [];
-
-  async storeEvent(streamId: string, message: JSONRPCMessage): Promise<string> {
-    const id = String(this.events.length + 1);
-    this.events.push({ id, streamId, message });
-    return id;
-  }
-
-  async getStreamIdForEventId(eventId: string): Promise<string | undefined> {
-    return this.events.find((e) => e.id === eventId)?.streamId;
-  }
-
-  async replayEventsAfter(
-    lastEventId: string,
-    { send }: { send: (eventId: string, message: JSONRPCMessage) => Promise<void> },
-  ): Promise<string> {
-    const index = this.events.findIndex((e) => e.id === lastEventId);
-    if (index < 0) return '';
-    const { streamId } = this.events[index]!;
-    for (const event of this.events.slice(index + 1))
-      if (event.streamId === streamId) await send(event.id, event.message);
-    return streamId;
-  }
-}
+/** Events per session for `Last-Event-ID`: the demo targets' store (examples/targets/event-store.ts). */
+export { SessionEventStore };
 
 async function readJson(req: IncomingMessage): Promise<unknown> {
   const chunks: Buffer[] = [];
