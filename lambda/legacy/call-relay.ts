@@ -76,7 +76,7 @@ function startRelay(input: RelayInput): { response: Promise<Response>; done: Pro
           )
       : undefined,
     // Only a client trusted to resume gets a priming event (legacy/release-policy.ts).
-    prime: () => relay.call.decision.early,
+    prime: () => relay.call.decision.prime,
   });
   const done = relay.run(out).then(async (outcome) => {
     if ('released' in outcome) {

@@ -51,25 +51,27 @@ export function releasePolicy(config: GatewayConfig): ReleasePolicy {
 
 /** What one call's stream does, decided once when the call starts. */
 export interface ReleaseDecision {
-  /**
-   * The client is trusted to resume: its stream opens with a priming event, and a wait is released
-   * after `afterMs` (and whenever its client left the stream).
-   */
+  /** The client is trusted to resume: its stream opens with a priming event (also under `never`). */
+  prime: boolean;
+  /** A wait is released after `afterMs` (and whenever its client left the stream): trusted, and not `never`. */
   early: boolean;
   /** A wait is released just before the invocation's deadline instead of being cut (-32001). */
   atDeadline: boolean;
 }
 
-const HELD: ReleaseDecision = { early: false, atDeadline: false };
+const HELD: ReleaseDecision = { prime: false, early: false, atDeadline: false };
 
 type SessionFacts = Pick<SessionRecord, 'protocolVersion' | 'clientInfo' | 'clientResumes'>;
 
 export function decideRelease(policy: ReleasePolicy, session: SessionFacts): ReleaseDecision {
-  if (!hasStreamPolling(session.protocolVersion) || policy.mode === 'never') return HELD;
+  if (!hasStreamPolling(session.protocolVersion)) return HELD;
   const name = session.clientInfo?.name;
   if (name !== undefined && policy.excludeClients.includes(name)) return HELD;
-  const early = policy.mode === 'always' || session.clientResumes === true || allowlisted(policy, session.clientInfo);
-  return { early, atDeadline: true };
+  const trusted = policy.mode === 'always' || session.clientResumes === true || allowlisted(policy, session.clientInfo);
+  // Under `never` nothing is released, but a client that resumes still gets the priming event: its
+  // reconnect after a dropped connection then has an id from the start.
+  if (policy.mode === 'never') return { ...HELD, prime: trusted };
+  return { prime: trusted, early: trusted, atDeadline: true };
 }
 
 /** Whether a session's client must be looked up among the clients seen resuming (at initialize). */

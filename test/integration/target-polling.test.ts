@@ -1,6 +1,9 @@
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { createParser } from 'eventsource-parser';
 import { connectClient, type EraClient } from '../eras/clients';
 import { startGatewayPair } from '../eras/gateway-pair';
+import type { GatewayKind } from '../support/gateways';
+import { initSession, type Json, post } from '../support/mcp-http';
 import { type PollingServer, startPollingServer } from '../support/servers/v1-polling-server';
 import { withGateway } from '../support/with-gateway';
 
@@ -10,6 +13,10 @@ import { withGateway } from '../support/with-gateway';
  * elicitation and after the answer, before its result. A client must wait the `retry` the priming
  * event gave and GET the stream again with `Last-Event-ID`. Through the gateway the call completes as
  * it does directly: the gateway resumes the target's stream and relays what it carries.
+ *
+ * A target may also answer while its stream is closed, before anyone reconnected (the conformance
+ * suite's everything-server does, `test_reconnection`): then the result is only in its event store, and
+ * the gateway, which waits the target's `retry` as a client must, gets it from the replay.
  */
 
 const config = { logLevel: 'SILENT' as const, pendingRequestTimeoutSeconds: 10 };
@@ -117,3 +124,115 @@ describe('a 2025 target that ends its stream before the response without an even
     }
   });
 });
+
+/** The target's `retry`: its answer, 100 ms after it ends the stream, comes well before a reconnect that waits it. */
+const SLOW_RETRY_MS = 1500;
+const ANSWERED_WHILE_CLOSED = 'answered while the stream was closed';
+
+/** A target built like the conformance suite's everything-server: its ids and store, a retry of seconds. */
+const everythingLike = () => startPollingServer({ retryMs: SLOW_RETRY_MS, eventStore: 'stream-keyed' });
+
+/** The events of an SSE response as sent (ids and empty data included), up to the one `stop` picks. */
+async function eventsUntil(res: Response, stop: (event: { id?: string; message?: Json }) => boolean) {
+  const events: Array<{ id?: string; message?: Json }> = [];
+  let stopped = false;
+  const parser = createParser({
+    onEvent: (event) => {
+      if (stopped) return;
+      events.push({ id: event.id, ...(event.data ? { message: JSON.parse(event.data) as Json } : {}) });
+      stopped = stop(events.at(-1)!);
+    },
+  });
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  try {
+    while (!stopped) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      parser.feed(value);
+    }
+  } finally {
+    // Leaving early drops the connection, as a client that goes away does.
+    await reader.cancel().catch(() => undefined);
+  }
+  return events;
+}
+
+describe('a 2025 target that ends its stream and answers before any reconnect, directly', () => {
+  let target: PollingServer;
+  beforeAll(async () => {
+    target = await everythingLike();
+  });
+  afterAll(() => target.close());
+
+  it("the official v1 client waits the target's retry, resumes, and gets the result the target kept", async () => {
+    const client = await connectClient('v1', target.url);
+    try {
+      await expect(client.callTool('answer_while_closed', {})).resolves.toMatchObject({ text: ANSWERED_WHILE_CLOSED });
+    } finally {
+      await client.close();
+    }
+    expect(target.stats.answeredWhileClosed).toBe(1);
+    expect(target.stats.resumes).toHaveLength(1);
+  });
+});
+
+describe.each([
+  ['local server', true],
+  ['local server', false],
+  ['lambda runtime', true],
+  ['lambda runtime', false],
+] as Array<[GatewayKind, boolean]>)(
+  'a 2025 target that ends its stream and answers before any reconnect, through the %s (streamRelease %s)',
+  (kind, streamRelease) => {
+    // The test's client is trusted to resume: its stream opens with a priming event it can come back with.
+    const gw = withGateway(
+      { ...config, streamRelease, streamReleaseClients: [{ name: 'test' }] },
+      { kind, instances: 2, targets: { polling: everythingLike } },
+    );
+
+    it("the official v1 client gets the result: the gateway waited the target's retry and read it from the replay", async () => {
+      const target = gw.targets.polling;
+      const before = { resumes: target.stats.resumes.length, whileClosed: target.stats.answeredWhileClosed };
+      const client = await connectClient('v1', gw.url);
+      const started = Date.now();
+      try {
+        const { text } = await client.callTool('polling___answer_while_closed', {});
+        expect(text).toBe(ANSWERED_WHILE_CLOSED);
+      } finally {
+        await client.close();
+      }
+      // The 2025-11-25 transports page: a client MUST wait the `retry` before it reconnects.
+      expect(Date.now() - started).toBeGreaterThanOrEqual(SLOW_RETRY_MS);
+      expect(target.stats.answeredWhileClosed).toBe(before.whileClosed + 1);
+      const resumes = target.stats.resumes.slice(before.resumes);
+      expect(resumes).toEqual([
+        expect.objectContaining({
+          lastEventId: expect.stringContaining('::'),
+          protocolVersion: '2025-11-25',
+          accept: 'text/event-stream',
+        }),
+      ]);
+    });
+
+    it('a client that leaves after the priming event and reconnects to the other instance gets the result there', async () => {
+      const [a, b] = [gw.instances[0]!.url, gw.instances[1]!.url];
+      const { headers } = await initSession(a);
+      const call = { name: 'polling___answer_while_closed', arguments: {} };
+      // The call runs past the target's retry, so the gateway answers with a stream (after 1 s), primed.
+      const res = await post(a, headers, { jsonrpc: '2.0', id: 'poll', method: 'tools/call', params: call });
+      const [priming] = await eventsUntil(res, (event) => event.id !== undefined);
+      expect(priming).toEqual({ id: expect.stringMatching(/\.0$/) });
+      const resumed = await fetch(b, {
+        method: 'GET',
+        headers: { ...headers, accept: 'text/event-stream', 'last-event-id': priming!.id! },
+      });
+      expect(resumed.status).toBe(200);
+      const events = await eventsUntil(resumed, (event) => event.message?.id === 'poll');
+      expect(events.at(-1)?.message).toEqual({
+        jsonrpc: '2.0',
+        id: 'poll',
+        result: { content: [{ type: 'text', text: ANSWERED_WHILE_CLOSED }] },
+      });
+    });
+  },
+);

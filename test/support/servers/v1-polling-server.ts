@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { ElicitResultSchema, isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { type EventStore, StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { ElicitResultSchema, isInitializeRequest, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { SessionEventStore } from './v1-push-server';
 
@@ -20,8 +20,17 @@ import { SessionEventStore } from './v1-push-server';
  * `deploy`: asks once on the call's own stream (`extra.sendRequest`) and answers after the answer:
  * with an event store its stream can be resumed after any event, without one it cannot.
  *
+ * `answer_while_closed`: built like the official conformance suite's everything-server
+ * (`test_reconnection`): ends its stream with the transport's `closeSSEStream(requestId)` and answers
+ * ANSWER_AFTER_CLOSE_MS later — before a client that waits the `retry` (as the 2025-11-25 transports
+ * page says it MUST) has reconnected, so the result reaches it only from the event store. The v1 SDK
+ * keeps what is sent while a request's stream is closed from 1.30.0 on; 1.29.0 and earlier drop it
+ * (and throw inside the transport), so with those such a tool loses its result for every client that
+ * waits the `retry`, the official ones directly as well as the gateway.
+ *
  * Without an event store (`eventStore: false`) the same tool ends its stream with no event id ever
  * sent (`transport.closeSSEStream`, which the SDK exposes either way): nothing to resume from.
+ * `eventStore: 'stream-keyed'` is the everything-server's kind of store (StreamKeyedEventStore below).
  */
 
 export interface PollingServerStats {
@@ -30,6 +39,8 @@ export interface PollingServerStats {
   toolCalls: number;
   /** Elicitation answers the tool received, in order. */
   answers: unknown[];
+  /** Results `answer_while_closed` sent while its stream was closed (no reconnect had come yet). */
+  answeredWhileClosed: number;
 }
 
 export interface PollingServer {
@@ -57,6 +68,9 @@ const confirmDeploy = (env: string) => ({
 /** The SDK's default (60 s) is shorter than a person may take; a tool that asks people sets its own. */
 const ASK_TIMEOUT = { timeout: 600_000 };
 
+/** How long `answer_while_closed` works after ending its stream (the everything-server's 100 ms). */
+const ANSWER_AFTER_CLOSE_MS = 100;
+
 async function readJson(req: IncomingMessage): Promise<unknown> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -69,11 +83,42 @@ function jsonError(res: ServerResponse, status: number, message: string): void {
   res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
 }
 
+/**
+ * An event store as the conformance suite's everything-server keeps one: an event's id is
+ * `<streamId>::<epoch ms>_<uuid>` (opaque and long, unlike SessionEventStore's counter), a replay
+ * sends the stream's events whose ids sort after the one named, and there is no
+ * `getStreamIdForEventId`, so the SDK does not refuse (409) a reconnect while the stream is connected.
+ */
+class StreamKeyedEventStore implements EventStore {
+  private readonly events = new Map<string, { streamId: string; message: JSONRPCMessage }>();
+
+  async storeEvent(streamId: string, message: JSONRPCMessage): Promise<string> {
+    const id = `${streamId}::${Date.now()}_${randomUUID()}`;
+    this.events.set(id, { streamId, message });
+    return id;
+  }
+
+  async replayEventsAfter(
+    lastEventId: string,
+    { send }: { send: (eventId: string, message: JSONRPCMessage) => Promise<void> },
+  ): Promise<string> {
+    const streamId = lastEventId.split('::')[0] ?? '';
+    const later = [...this.events]
+      .filter(([id, event]) => event.streamId === streamId && id > lastEventId)
+      .sort(([a], [b]) => (a < b ? -1 : 1));
+    // Priming events are stored as `{}`: nothing to send again.
+    for (const [id, { message }] of later) if (Object.keys(message).length > 0) await send(id, message);
+    return streamId;
+  }
+}
+
 export async function startPollingServer(
-  options: { retryMs?: number; eventStore?: boolean } = {},
+  options: { retryMs?: number; eventStore?: boolean | 'stream-keyed' } = {},
 ): Promise<PollingServer> {
   const withStore = options.eventStore ?? true;
-  const stats: PollingServerStats = { resumes: [], toolCalls: 0, answers: [] };
+  const newStore = (): EventStore =>
+    options.eventStore === 'stream-keyed' ? new StreamKeyedEventStore() : new SessionEventStore();
+  const stats: PollingServerStats = { resumes: [], toolCalls: 0, answers: [], answeredWhileClosed: 0 };
   const transports: Record<string, StreamableHTTPServerTransport> = {};
   const servers = new Set<McpServer>();
 
@@ -124,6 +169,22 @@ export async function startPollingServer(
       },
     );
     server.registerTool(
+      'answer_while_closed',
+      {
+        description: 'Ends its stream at once and answers shortly after, before the client can have reconnected.',
+        inputSchema: {},
+      },
+      async (_args, extra) => {
+        stats.toolCalls++;
+        const before = stats.resumes.length;
+        // The transport's own method, as the everything-server calls it (not `extra.closeSSEStream`).
+        transport().closeSSEStream(extra.requestId);
+        await new Promise((resolve) => setTimeout(resolve, ANSWER_AFTER_CLOSE_MS));
+        if (stats.resumes.length === before) stats.answeredWhileClosed++;
+        return text('answered while the stream was closed');
+      },
+    );
+    server.registerTool(
       'slow_deploy',
       {
         description:
@@ -149,7 +210,7 @@ export async function startPollingServer(
       if (!transport && !sessionId && isInitializeRequest(body)) {
         const created: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
           sessionIdGenerator: () => randomUUID(),
-          ...(withStore ? { eventStore: new SessionEventStore(), retryInterval: options.retryMs ?? 50 } : {}),
+          ...(withStore ? { eventStore: newStore(), retryInterval: options.retryMs ?? 50 } : {}),
           onsessioninitialized: (id) => {
             transports[id] = created;
           },
