@@ -87,7 +87,21 @@ describe('a released elicitation round', () => {
         ...counts,
         ...(counts.GetItem ? { GetItem: expect.any(Number) } : {}),
       });
-      expect({ call: polls(call), answer, reconnect: polls(reconnect) }).toEqual(
+      // The stream opens at the call's first message, or after a second for keep-alives when asking takes
+      // longer (a loaded machine): its priming event waits 50 ms for the first message to be kept with it
+      // (http/sse.ts), and is otherwise kept alone with a PutItem. For the 2026 target the question then
+      // follows alone too (a PutItem, where the two shared a BatchWriteItem); the 2025 target's question
+      // is kept with its pending record either way.
+      const modern = tool.startsWith('modern');
+      const primedAlone = modern ? call.PutItem === 5 && !call.BatchWriteItem : call.PutItem === 4;
+      const callCounts = primedAlone
+        ? {
+            ...call,
+            PutItem: call.PutItem! - (modern ? 2 : 1),
+            BatchWriteItem: (call.BatchWriteItem ?? 0) + (modern ? 1 : 0),
+          }
+        : call;
+      expect({ call: polls(callCounts), answer, reconnect: polls(reconnect) }).toEqual(
         tool.startsWith('modern')
           ? {
               // session Query (its pending records counted for the cap); BatchWriteItem: the priming event with the
