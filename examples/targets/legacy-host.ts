@@ -39,6 +39,8 @@ export interface DemoTargetStats {
   initializeCount: number;
   /** TCP connections accepted (shows whether callers keep connections alive). */
   connections: number;
+  /** GET requests of a session (its standalone stream; each holds a connection of its own until it ends). */
+  getRequests: number;
   /** Live sessions. */
   sessions: number;
   /** Client-to-server JSON-RPC messages (requests and notifications) delivered to a session, by method. */
@@ -216,6 +218,7 @@ export async function startDemoTarget(opts: DemoTargetOptions = {}): Promise<Dem
     }
     const sessionHeader = req.headers['mcp-session-id'];
     const sessionId = Array.isArray(sessionHeader) ? sessionHeader[0] : sessionHeader;
+    if (method === 'GET' && sessionId !== undefined) getRequests++;
 
     let body: unknown;
     if (method === 'POST') {
@@ -268,6 +271,7 @@ export async function startDemoTarget(opts: DemoTargetOptions = {}): Promise<Dem
   // Long-lived SSE responses must not be cut by Node's default request timeout.
   httpServer.requestTimeout = 0;
   let connections = 0;
+  let getRequests = 0;
   httpServer.on('connection', () => connections++);
 
   const port = await listen(httpServer, opts.port ?? 0, host);
@@ -298,6 +302,7 @@ export async function startDemoTarget(opts: DemoTargetOptions = {}): Promise<Dem
       return {
         initializeCount,
         connections,
+        getRequests,
         sessions: sessions.size,
         requestsByMethod: { ...requestsByMethod },
         cancelledRequestIds: [...cancelledRequestIds],

@@ -56,6 +56,7 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
     credentials,
     legacyVersion: legacyVersionsOf(config.supportedVersions)[0] ?? LATEST_LEGACY_VERSION,
     limits: config.targetLimits,
+    streams: { settleMs: config.targetStreamSettleMs },
   });
   const secrets = options.requestStateKeys ?? keySecretsFromConfig(config, logger);
   return {

@@ -59,6 +59,13 @@ export interface CatalogSettings {
   toolNamePrefix: PrefixMode;
 }
 
+/** The kinds of listing each list-change notification invalidates in the routing cache. */
+const LIST_CHANGES: Record<string, readonly ListingKind[]> = {
+  'notifications/tools/list_changed': ['tools'],
+  'notifications/prompts/list_changed': ['prompts'],
+  'notifications/resources/list_changed': ['resources', 'resourceTemplates'],
+};
+
 /** The last time a target could not be listed on this instance (for `GET /health?targets=1`). */
 export interface ListFailure {
   message: string;
@@ -85,6 +92,12 @@ export class Catalog {
    */
   listingChanged(target: string, kinds: readonly ListingKind[]): void {
     this.cache.forget(target, kinds);
+  }
+
+  /** A notification `target` sent, on whatever stream: a list change drops its cached listing of that kind. */
+  noticed(target: string, notification: { method: string }): void {
+    const kinds = LIST_CHANGES[notification.method];
+    if (kinds) this.listingChanged(target, kinds);
   }
 
   /** The last listing failure of `target` on this instance, if any. */

@@ -8,7 +8,6 @@ import { capabilitiesForLegacyTarget, clientAccepts } from '../protocol/capabili
 import { GatewayError, rpcError, rpcErrorOf } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import { atOrAbove } from '../protocol/log-levels';
-import type { ListingKind } from '../protocol/methods';
 import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import { newPendingRecord } from '../state/records';
 import type { LoadedSession, TargetSessionRecord } from '../state/store';
@@ -44,13 +43,6 @@ const RESCAN_MS = 2000;
 
 /** How long the response waits at most for the target streams to be open. */
 const LISTEN_WAIT_MS = 1000;
-
-/** The kinds of listing each list-change notification invalidates in the catalog's routing cache. */
-const LIST_CHANGES: Record<string, readonly ListingKind[]> = {
-  'notifications/tools/list_changed': ['tools'],
-  'notifications/prompts/list_changed': ['prompts'],
-  'notifications/resources/list_changed': ['resources', 'resourceTemplates'],
-};
 
 /**
  * Requests on the stream belong to no call: their pending records carry this in place of a client
@@ -224,8 +216,7 @@ class ClientStream {
 
   private onNotification(target: string, notification: JSONRPCNotification): void {
     const { session } = this.loaded;
-    const changed = LIST_CHANGES[notification.method];
-    if (changed) this.deps.catalog.listingChanged(target, changed);
+    this.deps.catalog.noticed(target, notification);
     // The target filters by the level it was given; this holds the session's level when it did not.
     if (
       notification.method === 'notifications/message' &&

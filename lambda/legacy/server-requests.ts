@@ -119,6 +119,7 @@ export class ServerRequests {
   }
 
   onNotification(notification: JSONRPCNotification): void {
+    this.call.input.deps.catalog.noticed(this.call.input.target, notification);
     const message = this.call.progress.map(notification);
     if (message) this.call.stream()?.send(message);
   }

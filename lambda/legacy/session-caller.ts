@@ -64,8 +64,8 @@ class PartitionSlots implements TargetSessionSlots {
       if (recent && Date.now() - recent.at < RECENT_MS) record = recent.record;
     }
     if (!record) return undefined;
-    const { targetSessionId, protocolVersion, declaredCapabilities } = record;
-    return { targetSessionId, protocolVersion, declaredCapabilities };
+    const { targetSessionId, protocolVersion, declaredCapabilities, serverCapabilities } = record;
+    return { targetSessionId, protocolVersion, declaredCapabilities, serverCapabilities };
   }
 
   async save(target: string, session: StoredTargetSession): Promise<StoredTargetSession> {
@@ -74,6 +74,7 @@ class PartitionSlots implements TargetSessionSlots {
       targetSessionId: session.targetSessionId,
       protocolVersion: session.protocolVersion,
       declaredCapabilities: session.declaredCapabilities,
+      serverCapabilities: session.serverCapabilities,
     };
     const kept = await this.store.putTargetSession(this.loaded.session, record, {
       replacing: this.forgotten.get(target),
@@ -81,8 +82,8 @@ class PartitionSlots implements TargetSessionSlots {
     this.loaded.targets.set(target, kept);
     remember(`${this.scope}\u0000${target}`, kept);
     if (kept.targetSessionId === session.targetSessionId) return session;
-    const { targetSessionId, protocolVersion, declaredCapabilities } = kept;
-    return { targetSessionId, protocolVersion, declaredCapabilities };
+    const { targetSessionId, protocolVersion, declaredCapabilities, serverCapabilities } = kept;
+    return { targetSessionId, protocolVersion, declaredCapabilities, serverCapabilities };
   }
 
   forget(target: string, session: StoredTargetSession): void {

@@ -342,6 +342,7 @@ async function callOnce(
         backpressure: ctx.backpressure,
         onServerRequest,
         onNotification: (notification) => {
+          deps.catalog.noticed(upstream.target, notification);
           const mapped = progress.map(notification);
           // Log messages only for a client that asked for them (per-request logLevel).
           // Log messages only for a client that asked for them, at its level or above: a pooled 2025 target

@@ -112,3 +112,20 @@ export function declaresInput(capabilities: AnyClientCapabilities): boolean {
     capabilities.elicitation !== undefined || capabilities.sampling !== undefined || capabilities.roots !== undefined
   );
 }
+
+/**
+ * Whether a server's declared capabilities let it send notifications outside a request's own stream
+ * (2025 servers: on the session's GET stream): log messages (`logging`), list changes (`listChanged`
+ * of tools, prompts or resources), resource updates (`resources.subscribe`). Unknown (a session
+ * stored without them): assumed so.
+ */
+export function sendsOutsideCalls(serverCapabilities: Record<string, unknown> | undefined): boolean {
+  if (!serverCapabilities) return true;
+  if (serverCapabilities.logging !== undefined) return true;
+  const declared = (key: string) =>
+    serverCapabilities[key] as { listChanged?: boolean; subscribe?: boolean } | undefined;
+  return (
+    ['tools', 'prompts', 'resources'].some((key) => declared(key)?.listChanged === true) ||
+    declared('resources')?.subscribe === true
+  );
+}

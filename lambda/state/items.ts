@@ -193,6 +193,7 @@ const TARGET_SESSION_FIELDS = [
   'targetSessionId',
   'protocolVersion',
   'declaredCapabilities',
+  'serverCapabilities',
   'lastEventId',
   'expiresAt',
 ] as const satisfies readonly (keyof TargetSessionRecord)[];
@@ -219,6 +220,7 @@ export function targetSessionOf(item: Item): TargetSessionRecord {
     targetSessionId: f.optionalString('targetSessionId'),
     protocolVersion: f.string('protocolVersion'),
     declaredCapabilities: f.object<ClientCapabilities>('declaredCapabilities'),
+    serverCapabilities: f.optionalObject<Record<string, unknown>>('serverCapabilities'),
     lastEventId: f.optionalString('lastEventId'),
     expiresAt: f.optionalNumber('expiresAt'),
   } satisfies AllFieldsOf<TargetSessionRecord>);

@@ -36,6 +36,11 @@ export interface TargetSessionRecord {
   /** The capabilities the gateway declared to the target for this session. */
   declaredCapabilities: ClientCapabilities;
   /**
+   * What the target declared at initialize (absent on records written before it was kept): whether a
+   * call listens on the session's GET stream for what the target sends there follows from it.
+   */
+  serverCapabilities?: Record<string, unknown>;
+  /**
    * The last event id the target gave on this session's GET stream when the client's GET stream
    * last let go of it: the next one (on any instance) resumes with it, so a target with an event
    * store replays what it sent in between.

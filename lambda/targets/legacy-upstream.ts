@@ -1,6 +1,6 @@
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
-import { capabilitiesForLegacyTarget, declaresInput } from '../protocol/capabilities';
+import { capabilitiesForLegacyTarget, declaresInput, sendsOutsideCalls } from '../protocol/capabilities';
 import { DependencyFailedError, rpcErrorOf } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
@@ -74,15 +74,16 @@ export class LegacyUpstream implements Upstream {
     const onAbort = () => void this.cancel(id, options.signal.reason);
     options.signal.addEventListener('abort', onAbort, { once: true });
     // A call that can relay the target's requests listens on the session's GET stream too (opened
-    // first). It costs a request (and a connection) per call, so only callers that can take requests pay it.
-    const listening = Boolean(options.onServerRequest && this.streams && declaresInput(this.caller.capabilities));
+    // first), on a target session no other such call of this instance listens on (`checkout`).
+    const takesRequests = Boolean(options.onServerRequest && this.streams && declaresInput(this.caller.capabilities));
     try {
       if (options.resumeFrom) return await this.resume(message, options.resumeFrom, options, listeners);
       for (let attempt = 0; ; attempt++) {
         // After a 404 the session is opened afresh, never taken from the slots (they may hold more dead ones).
         const fresh = attempt > 0;
-        const held = listening ? await this.checkout(options.signal, fresh) : undefined;
+        const held = takesRequests ? await this.checkout(options.signal, fresh) : undefined;
         const session = held ? held.session : await this.open(options.signal, fresh);
+        const listening = takesRequests || this.hearsNotifications(session, options);
         try {
           // What arrives on the GET stream belongs to this call too: a question to the user stops the call's
           // clock (a person is answering), anything else restarts it.
@@ -93,6 +94,9 @@ export class LegacyUpstream implements Upstream {
                   clock?.hold();
                   listeners.onServerRequest(serverRequest);
                 },
+                // A call that hears only notifications gets a request only when no call can relay it.
+                relaysRequests: takesRequests,
+                settles: session.serverCapabilities?.logging !== undefined,
                 onNotification: (notification) => {
                   clock?.touch();
                   listeners.onNotification?.(notification);
@@ -134,6 +138,21 @@ export class LegacyUpstream implements Upstream {
     } finally {
       options.signal.removeEventListener('abort', onAbort);
     }
+  }
+
+  /**
+   * Whether a call that takes no requests still listens on its target session's GET stream: what the
+   * official SDK servers send there (v1 `server.sendLoggingMessage(params, sessionId)`, list changes,
+   * resource updates) reaches a client connected directly on its own GET stream, which a 2025 client
+   * keeps open; through the gateway that stream is open only part of the time (legacy/client-stream.ts),
+   * so the call in flight hears it and relays it on its own stream, before its result. Only for a client
+   * session (one client: any of its calls may carry it) whose request takes a stream, and a target that
+   * declared something it sends there. A 2026-07-28 caller shares pooled sessions with other clients and
+   * listens only when it can take requests (then on a session of its own).
+   */
+  private hearsNotifications(session: StoredTargetSession, options: UpstreamCallOptions): boolean {
+    if (!this.streams || !options.onNotification || this.caller.sessions.checkout) return false;
+    return this.caller.era === 'legacy' && this.caller.inputCapable && sendsOutsideCalls(session.serverCapabilities);
   }
 
   /**

@@ -11,10 +11,13 @@ import type { Caller, Upstream, UpstreamCallOptions, UpstreamRequest } from './u
  * A 2026-07-28 target for one caller. For a 2026 caller it forwards with the caller's version and
  * what it declared. For a 2025 caller (bridged) it translates: the session's input capabilities as
  * its version allows them, and only when the request can take what the target asks; `_meta` reduced
- * to the progress token; the session's log level in `_meta`; `resultType` dropped from complete
+ * to the progress token; the session's log level in `_meta` (`debug` until it sets one); `resultType` dropped from complete
  * results (2025 clients do not know it). An `input_required` result is handed back as it is to a
  * caller that can run the rounds; -32021, or input a caller cannot take, is a clear error, never a hang.
  */
+/** The level a bridged 2025 session without `logging/setLevel` asks a 2026-07-28 target for: every level. */
+const BRIDGED_DEFAULT_LOG_LEVEL = 'debug';
+
 export class ModernUpstream implements Upstream {
   readonly era: Era = 'modern';
 
@@ -45,7 +48,9 @@ export class ModernUpstream implements Upstream {
       {
         protocolVersion: bridged ? MODERN_PROTOCOL_VERSION : this.caller.protocolVersion,
         clientCapabilities,
-        logLevel: this.caller.logLevel,
+        // 2025: until the client sets a level, a server sends every level it logs (the official SDKs
+        // filter only by a level set); 2026-07-28: a request without a level gets no log messages at all.
+        logLevel: this.caller.logLevel ?? (bridged ? BRIDGED_DEFAULT_LOG_LEVEL : undefined),
         progressToken: options.progressToken,
       },
       {

@@ -4,7 +4,7 @@ import { MCP_HEADERS } from '../protocol/headers';
 import { isNotification, isRequest } from '../protocol/jsonrpc';
 import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import { BackgroundTasks } from '../tasks/background-tasks';
-import { CallTimers, type Scheduler } from '../tasks/call-timers';
+import { CallTimers, nodeScheduler, type Scheduler } from '../tasks/call-timers';
 import type { TargetResponse } from './http-client';
 import type { LegacySession, LegacyTargetClient } from './legacy-client';
 import { readEvents, type StreamListeners, TooLargeError } from './sse-reader';
@@ -29,7 +29,8 @@ import { DEFAULT_RESUME_POLICY, resumeDelayMs } from './stream-resume';
  *   here; opened on the first attach, closed when the last call detaches (nothing outlives the
  *   invocations that use it, as Lambda requires).
  * - A request on the stream belongs to no call: it goes to the call that attached first (still
- *   attached). Progress goes to the call whose token it names; other notifications to the first call.
+ *   attached) among those that can relay requests. Progress goes to the call whose token it names;
+ *   other notifications to the first call.
  * - 409 (the target allows one GET stream per session and another instance holds it): retried every
  *   `retryMs` (250 ms) while calls are attached; meanwhile that instance relays the requests on its own call's
  *   stream of the same client session.
@@ -50,6 +51,13 @@ import { DEFAULT_RESUME_POLICY, resumeDelayMs } from './stream-resume';
 export interface StandaloneListener extends StreamListeners {
   /** The progress token this call's request carries upstream, to route progress to it. */
   progressToken?: string;
+  /** The call can relay the target's requests to the user (else it listens for notifications only). */
+  relaysRequests?: boolean;
+  /**
+   * The target declared `logging`: when the call ends, the stream must have been quiet for `settleMs`
+   * (what it logged just before answering may still be on its way; the two streams are not ordered).
+   */
+  settles?: boolean;
   /** No other instance reads this target session's GET stream: it may resume from this instance's last id. */
   resumable?: boolean;
 }
@@ -99,6 +107,8 @@ interface Connection {
 const DRAIN_MAX_MS = 50;
 /** Target sessions whose last GET-stream event id an instance keeps (an id is under 100 bytes). */
 const RESUME_IDS_MAX = 10_000;
+/** A settling call waits at most this many quiet windows (data that keeps flowing does not hold it longer). */
+const SETTLE_ROUNDS = 5;
 /** A 409 this soon after this instance closed the session's GET stream is that close not yet seen by the target. */
 const OWN_CLOSE_WINDOW_MS = 1000;
 const OWN_CLOSE_RETRY_MS = 15;
@@ -114,6 +124,8 @@ export interface StandaloneStreamsOptions {
   now?: () => number;
   /** What schedules the reopening of a stream (tests inject one). */
   scheduler?: Scheduler;
+  /** How long a settling call's stream must be quiet after its answer (config `targetStreamSettleMs`). */
+  settleMs?: number;
 }
 
 /** The timer that reopens a connection's stream (one per connection). */
@@ -129,6 +141,8 @@ export class StandaloneStreams {
   private readonly openTimeoutMs: number;
   private readonly retryMs: number;
   private readonly unsupportedTtlMs: number;
+  private readonly settleMs: number;
+  private readonly scheduler: Scheduler;
   private readonly now: () => number;
   /** Each connection's reopening, by its key. */
   private readonly timers: CallTimers;
@@ -146,6 +160,8 @@ export class StandaloneStreams {
     // between that instance letting go and this one taking over is dropped by a target without an event store.
     this.retryMs = options.retryMs ?? 250;
     this.unsupportedTtlMs = options.unsupportedTtlMs ?? 10 * 60_000;
+    this.settleMs = options.settleMs ?? 0;
+    this.scheduler = options.scheduler ?? nodeScheduler;
     this.now = options.now ?? Date.now;
     this.timers = new CallTimers(options.scheduler);
     this.tasks = new BackgroundTasks(logger);
@@ -180,7 +196,7 @@ export class StandaloneStreams {
     return async () => {
       // A resumed GET overlapped the call; what the target replays on it belongs to the call too.
       if (current.resuming) await current.ready;
-      await this.drain(current);
+      await this.drain(current, listener.settles ? this.settleMs : 0);
       this.detach(key, current, listener);
     };
   }
@@ -230,15 +246,23 @@ export class StandaloneStreams {
     return { key, connection };
   }
 
-  /** Waits while the stream is still delivering: a few event-loop turns, longer (bounded, real time) while data flows. */
-  private async drain(connection: Connection): Promise<void> {
+  /**
+   * Waits while the stream is still delivering: a few event-loop turns, longer (bounded, real time) while
+   * data flows; with `settleMs`, until nothing arrived for that long (at most SETTLE_ROUNDS windows).
+   */
+  private async drain(connection: Connection, settleMs: number): Promise<void> {
     if (!connection.abort) return;
     const until = Date.now() + DRAIN_MAX_MS;
     do {
       const seen = connection.received;
       for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve));
-      if (connection.received === seen) return;
+      if (connection.received === seen) break;
     } while (Date.now() < until);
+    for (let round = 0; settleMs > 0 && round < SETTLE_ROUNDS && connection.abort; round++) {
+      const seen = connection.received;
+      await new Promise<void>((resolve) => this.scheduler.setTimeout(resolve, settleMs));
+      if (connection.received === seen) return;
+    }
   }
 
   private detach(key: string, connection: Connection, listener: StandaloneListener): void {
@@ -423,7 +447,8 @@ export class StandaloneStreams {
       connection.owner.onServerRequest(request);
       return;
     }
-    const first = connection.listeners[0];
+    // The first call that can relay it to the user; else the first call (it answers ping, refuses the rest).
+    const first = connection.listeners.find((listener) => listener.relaysRequests) ?? connection.listeners[0];
     if (first?.onServerRequest) first.onServerRequest(request);
     else this.logger.info('request on a standalone stream with no call to relay it', { target: connection.target });
   }

@@ -180,11 +180,21 @@ describe.each(kinds)('2025-era sessions through the %s', (kind) => {
     it('keeps connections to targets alive across calls', async () => {
       const { headers } = await initSession(url);
       await call(headers, 0, 'tools/call', { name: 'demo___echo', arguments: { text: 'warm' } });
-      const before = demo.stats().connections;
+      const before = demo.stats();
       for (let i = 1; i <= 10; i++)
         await call(headers, i, 'tools/call', { name: 'demo___echo', arguments: { text: `${i}` } });
       // Ten calls, sequential: a pooled connection serves them (a second one at most, if the pool rotated).
-      expect(demo.stats().connections - before).toBeLessThanOrEqual(1);
+      // Each call also listens on the target session's GET stream (the target declared logging; the
+      // request accepts SSE), which holds a connection of its own until the call ends.
+      const after = demo.stats();
+      expect(after.getRequests - before.getRequests).toBe(10);
+      expect(after.connections - before.connections - (after.getRequests - before.getRequests)).toBeLessThanOrEqual(1);
+      // A request that takes JSON only cannot carry what the GET stream brings: no GET, nothing but the pool.
+      const jsonOnly = { ...headers, accept: 'application/json' };
+      for (let i = 11; i <= 20; i++)
+        await call(jsonOnly, i, 'tools/call', { name: 'demo___echo', arguments: { text: `${i}` } });
+      expect(demo.stats().getRequests).toBe(after.getRequests);
+      expect(demo.stats().connections - after.connections).toBeLessThanOrEqual(1);
     });
 
     it('re-initializes a target session transparently when the target answers 404', async () => {

@@ -56,9 +56,13 @@ export async function initSession(
 }
 
 /** The one JSON-RPC message of a JSON or single-event SSE response. */
+/**
+ * The first message with an id (a response, or a request the server asks first): notifications before it
+ * (a target's log messages, progress) are skipped, as a client hands them to its handlers.
+ */
 export async function readMessage(res: Response): Promise<Json> {
   if ((res.headers.get('content-type') ?? '').includes('text/event-stream')) {
-    for await (const event of sseEvents(res)) if (event.message) return event.message;
+    for await (const event of sseEvents(res)) if (event.message && 'id' in event.message) return event.message;
     throw new Error('SSE stream ended without a message');
   }
   return (await res.json()) as Json;
