@@ -14,6 +14,7 @@ import { startV1NotifyingServer } from '../support/servers/v1-notifying-server';
 import { startV1PushServer } from '../support/servers/v1-push-server';
 import { startV2DefaultServer } from '../support/servers/v2-default-server';
 import { withGateway } from '../support/with-gateway';
+import { connectClient } from './clients';
 
 /**
  * What a target sends besides a call's result reaches a 2025 client through the gateway as it does
@@ -28,8 +29,9 @@ import { withGateway } from '../support/with-gateway';
  *   request without a log level gets no log messages, where a 2025 session that set none gets every
  *   level: the gateway asks for `debug` until the session sets a level, then for that level.
  * Clients: the TypeScript SDK v1 (one that opens no GET stream, so everything must come on the call's
- * stream) and the Python SDK 2.x (its own GET stream, as its docs write a client), directly and through
- * the gateway, on the local server and the Lambda runtime.
+ * stream), the v2 in its 2025 mode and the Python SDK 2.x (its own GET stream, as its docs write a
+ * client), directly and through the gateway, on the local server and the Lambda runtime. Every case
+ * fails without the gateway's listening on the target's GET stream or its default log level.
  */
 
 jest.setTimeout(90_000);
@@ -173,6 +175,29 @@ describe.each(KINDS)('through the %s', (kind) => {
         expect(heard.logs).toEqual(EVERY_LEVEL);
         await client.setLoggingLevel('warning');
         expect((await call('bridged___long_task', { steps: 1 })).logs).toEqual([EVERY_LEVEL[2]]);
+      } finally {
+        await client.close();
+      }
+    });
+
+    it('reaches the TypeScript SDK v2 client in its 2025 mode, every level until it sets one', async () => {
+      const client = await connectClient('v2 legacy', gw.url, 30_000);
+      try {
+        expect(client.version).toBe('2025-11-25');
+        const progress: number[] = [];
+        const result = await client.callTool(
+          'bridged___long_task',
+          { steps: 1 },
+          { onprogress: (p) => progress.push(p.progress) },
+        );
+        expect({ text: result.text, progress, logs: client.logs }).toEqual({
+          text: 'finished 1 steps',
+          progress: [1],
+          logs: EVERY_LEVEL,
+        });
+        await client.setLoggingLevel('error');
+        await client.callTool('bridged___long_task', { steps: 1 });
+        expect(client.logs).toEqual(EVERY_LEVEL); // nothing at "error" or above was logged
       } finally {
         await client.close();
       }
