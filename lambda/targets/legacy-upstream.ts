@@ -96,7 +96,6 @@ export class LegacyUpstream implements Upstream {
                 },
                 // A call that hears only notifications gets a request only when no call can relay it.
                 relaysRequests: takesRequests,
-                settles: session.serverCapabilities?.logging !== undefined,
                 onNotification: (notification) => {
                   clock?.touch();
                   listeners.onNotification?.(notification);

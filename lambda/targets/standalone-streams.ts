@@ -53,11 +53,6 @@ export interface StandaloneListener extends StreamListeners {
   progressToken?: string;
   /** The call can relay the target's requests to the user (else it listens for notifications only). */
   relaysRequests?: boolean;
-  /**
-   * The target declared `logging`: when the call ends, the stream must have been quiet for `settleMs`
-   * (what it logged just before answering may still be on its way; the two streams are not ordered).
-   */
-  settles?: boolean;
   /** No other instance reads this target session's GET stream: it may resume from this instance's last id. */
   resumable?: boolean;
 }
@@ -107,6 +102,8 @@ interface Connection {
 const DRAIN_MAX_MS = 50;
 /** Target sessions whose last GET-stream event id an instance keeps (an id is under 100 bytes). */
 const RESUME_IDS_MAX = 10_000;
+/** How long a target's notifications on its GET stream make this instance wait for it to settle. */
+const TALKED_TTL_MS = 10 * 60_000;
 /** A settling call waits at most this many quiet windows (data that keeps flowing does not hold it longer). */
 const SETTLE_ROUNDS = 5;
 /** A 409 this soon after this instance closed the session's GET stream is that close not yet seen by the target. */
@@ -124,7 +121,11 @@ export interface StandaloneStreamsOptions {
   now?: () => number;
   /** What schedules the reopening of a stream (tests inject one). */
   scheduler?: Scheduler;
-  /** How long a settling call's stream must be quiet after its answer (config `targetStreamSettleMs`). */
+  /**
+   * How long a call's stream must be quiet after its answer, for a target seen sending notifications on
+   * its GET stream (config `targetStreamSettleMs`): what it sent just before answering may still be on its
+   * way, the two streams having no common order.
+   */
   settleMs?: number;
 }
 
@@ -142,6 +143,8 @@ export class StandaloneStreams {
   private readonly retryMs: number;
   private readonly unsupportedTtlMs: number;
   private readonly settleMs: number;
+  /** When each target last sent a notification (not progress) on a GET stream here: it talks there. */
+  private readonly talked = new Map<string, number>();
   private readonly scheduler: Scheduler;
   private readonly now: () => number;
   /** Each connection's reopening, by its key. */
@@ -196,7 +199,7 @@ export class StandaloneStreams {
     return async () => {
       // A resumed GET overlapped the call; what the target replays on it belongs to the call too.
       if (current.resuming) await current.ready;
-      await this.drain(current, listener.settles ? this.settleMs : 0);
+      await this.drain(current, this.talksOnStream(target) ? this.settleMs : 0);
       this.detach(key, current, listener);
     };
   }
@@ -453,8 +456,21 @@ export class StandaloneStreams {
     else this.logger.info('request on a standalone stream with no call to relay it', { target: connection.target });
   }
 
+  /**
+   * Whether a target sent notifications on its GET stream (here, in the last TALKED_TTL_MS): only then does
+   * a call wait for the stream to settle after the answer. Learnt rather than assumed: the wait would add
+   * `settleMs` to every call of every target that declared logging, and most never log there. The price:
+   * on an instance that has not yet seen the target do so, a message sent a moment before the answer may
+   * arrive after it.
+   */
+  private talksOnStream(target: string): boolean {
+    const at = this.talked.get(target);
+    return at !== undefined && this.now() - at < TALKED_TTL_MS;
+  }
+
   private routeNotification(connection: Connection, notification: JSONRPCNotification): void {
     const token = (notification.params as { progressToken?: unknown } | undefined)?.progressToken;
+    if (notification.method !== 'notifications/progress') this.talked.set(connection.target, this.now());
     if (notification.method === 'notifications/progress') {
       connection.listeners
         .find((l) => l.progressToken !== undefined && l.progressToken === token)

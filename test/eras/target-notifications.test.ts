@@ -22,7 +22,7 @@ import { connectClient } from './clients';
  * - a 2025 target (v1 SDK) that logs with `server.sendLoggingMessage(params, sessionId)`: on its
  *   session's GET stream, not tied to the call, just before the tool returns. Directly, a client's own
  *   GET stream takes it; through the gateway the call in flight listens on the target's GET stream and
- *   relays it on its own stream, before the result;
+ *   relays it on its own stream, before the result (once the instance has seen the target talk there);
  * - list changes a 2025 target announces on its GET stream during a call (a tool added);
  * - a v2 SDK server whose 2025 leg keeps no session, which the gateway reaches in 2026-07-28 for 2025
  *   clients: its log messages (`ctx.mcpReq.log`) and progress on the call's stream. A 2026-07-28
@@ -132,7 +132,12 @@ describe.each(KINDS)('through the %s', (kind) => {
     it('reaches a v1 client that has no GET stream, every level, on the call stream before the result', async () => {
       const { client, call } = await v1Client(gw.url);
       try {
-        for (let i = 0; i < 3; i++) {
+        // An instance waits for a target's GET stream to settle after the answer once it has seen the
+        // target talk there (lambda/README.md): until then a message may come a moment after the answer.
+        let heard = 0;
+        for (let i = 0; i < 10 && heard === 0; i++) heard = (await call('push___long_task', { steps: 1 })).logs.length;
+        expect(heard).toBeGreaterThan(0);
+        for (let i = 0; i < 5; i++) {
           const heard = await call('push___long_task', { steps: 1 });
           expect(heard).toMatchObject({ text: 'finished 1 steps', progress: [1] });
           expect(heard.logs).toEqual(EVERY_LEVEL);
@@ -146,9 +151,9 @@ describe.each(KINDS)('through the %s', (kind) => {
       const direct = await pythonCall(gw.targets.push.url, 'long_task', { steps: 1 });
       expect(direct.logs).toEqual(EVERY_LEVEL);
       const through = await pythonCall(gw.url, 'push___long_task', { steps: 1 });
+      // On the call's stream (before the result), or the client's own GET stream once it listens to the
+      // target session (as directly, where they come on that stream, in no order with the result).
       expect(through).toMatchObject({ text: direct.text, logs: direct.logs, progress: direct.progress });
-      // Through the gateway they come on the call's stream, so before the result.
-      expect(through.logsBeforeResult).toBe(EVERY_LEVEL.length);
     });
   });
 
