@@ -272,3 +272,86 @@ describe("reopening a target session's GET stream that the target ended", () => 
     await detach();
   });
 });
+
+describe('what the target sends just before it answers (the two streams have no common order)', () => {
+  /** A scheduler whose timers the test fires: the settle window passes only when the test says so. */
+  function manualScheduler() {
+    const timers: Array<{ fn: () => void; ms: number }> = [];
+    return {
+      timers,
+      scheduler: {
+        setTimeout: (fn: () => void, ms: number) => timers.push({ fn, ms }),
+        clearTimeout: () => undefined,
+      },
+      /** Fires the oldest timer once one is set. */
+      fire: async () => {
+        await eventually(() => expect(timers.length).toBeGreaterThan(0));
+        timers.shift()!.fn();
+      },
+    };
+  }
+
+  it('a call waits for the stream to be quiet for settleMs once the target was seen talking there, and not before', async () => {
+    let stream: ServerResponse | undefined;
+    const target = await start([
+      (_req, res) => {
+        stream = res;
+        openSse(res);
+      },
+    ]);
+    const manual = manualScheduler();
+    const { streams, client } = setUp(target.url, { settleMs: 10, scheduler: manual.scheduler });
+    // Never seen talking: the detach does not wait for a window.
+    const first = recorder();
+    await (await streams.attach(client, SESSION, first.listener))();
+    expect(manual.timers.filter((t) => t.ms === 10)).toEqual([]);
+    // It talks during a call: from now on a call's end waits for the stream to settle.
+    const second = recorder();
+    const detachSecond = await streams.attach(client, SESSION, second.listener);
+    await eventually(() => expect(stream).toBeDefined());
+    stream!.write(event(log));
+    await eventually(() => expect(second.got).toEqual(['notifications/message']));
+    const detachingSecond = detachSecond(); // seen talking by now: this call's end waits a quiet window too
+    await manual.fire();
+    await detachingSecond;
+    const third = recorder();
+    stream = undefined;
+    const detachThird = await streams.attach(client, SESSION, third.listener);
+    await eventually(() => expect(stream).toBeDefined());
+    let detached = false;
+    const detaching = detachThird().then(() => {
+      detached = true;
+    });
+    // The answer came first; the log message sent before it arrives during the window: still this call's.
+    await eventually(() => expect(manual.timers.map((t) => t.ms)).toEqual([10]));
+    stream!.write(event(log));
+    await eventually(() => expect(third.got).toEqual(['notifications/message']));
+    await manual.fire(); // something arrived in that window: one more
+    expect(detached).toBe(false);
+    await manual.fire(); // quiet for a whole window: done
+    await detaching;
+    expect(third.got).toEqual(['notifications/message']);
+  });
+
+  it('a request goes to a call that can relay it, not to one that listens for notifications only', async () => {
+    let stream: ServerResponse | undefined;
+    const target = await start([
+      (_req, res) => {
+        stream = res;
+        openSse(res);
+      },
+    ]);
+    const { streams, client } = setUp(target.url);
+    const hearing = recorder();
+    const relaying = recorder();
+    const detachHearing = await streams.attach(client, SESSION, hearing.listener);
+    const detachRelaying = await streams.attach(client, SESSION, { ...relaying.listener, relaysRequests: true });
+    await eventually(() => expect(stream).toBeDefined());
+    stream!.write(event(elicit('q1')));
+    stream!.write(event(log));
+    await eventually(() => expect(relaying.got).toEqual(['request q1']));
+    await eventually(() => expect(hearing.got).toEqual(['notifications/message']));
+    await detachHearing();
+    await detachRelaying();
+  });
+});
