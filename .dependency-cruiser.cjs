@@ -15,7 +15,7 @@ const LAYERS = [
   ['relay'], // mechanisms both era paths use
   ['legacy', 'modern'], // the era paths
   ['app'], // wiring: builds the gateway, routes a request to its era's path
-  ['adapters'], // function URL ⇄ exchange
+  ['adapters'], // function URL ⇄ exchange; node:http ⇄ exchange (the Web Function, the local server)
 ];
 
 const layerOf = new Map(LAYERS.flatMap((folders, index) => folders.map((folder) => [folder, index])));
@@ -27,7 +27,8 @@ const upward = [...layerOf].map(([folder, index]) => {
     comment: `lambda/${folder} may import only lower layers (${LAYERS.slice(0, index).flat().join(', ') || 'none'})`,
     severity: 'error',
     from: { path: `^lambda/${folder}/` },
-    to: { path: [`^lambda/(${sameOrHigher.join('|')})/`, '^lambda/handler\\.ts$'] },
+    // The two entry points (handler.ts: function URL; web-function.ts: Web Function) sit on top of all.
+    to: { path: [`^lambda/(${sameOrHigher.join('|')})/`, '^lambda/(handler|web-function)\\.ts$'] },
   };
 });
 
@@ -68,6 +69,13 @@ module.exports = {
       severity: 'error',
       from: { path: '^tools/lambda-emulator/' },
       to: { path: '^(lambda|dev|examples|test|bench|lib|bin|scripts)/' },
+    },
+    {
+      name: 'web-function-emulator-stands-alone',
+      comment: 'tools/web-function-emulator/ runs any Web Function application: it knows nothing of the gateway.',
+      severity: 'error',
+      from: { path: '^tools/web-function-emulator/' },
+      to: { path: ['^(lambda|dev|examples|test|bench|lib|bin|scripts)/', '^tools/(?!web-function-emulator/)'] },
     },
     {
       name: 'demo-targets-stand-alone',

@@ -1,3 +1,4 @@
+import { serveOnNode } from '../lambda/adapters/node-http';
 import { type BuildOptions, buildGatewayDeps } from '../lambda/app/bootstrap';
 import type { GatewayDeps } from '../lambda/app/deps';
 import { createGateway } from '../lambda/app/gateway';
@@ -9,7 +10,6 @@ import { createLogger, describeError } from '../lambda/observability/logger';
 import { createDocumentClient, ensureTable } from '../lambda/state/dynamo-client';
 import { type DemoTargets, type DemoTargetsOptions, startDemoTargets } from './demo-targets';
 import { startEmbeddedDynamo } from './embedded-dynamodb';
-import { serveOnNode } from './node-adapter';
 import { refuseOpenCorsWithoutAuth } from './open-cors';
 import { reportTargetsAtStartup } from './startup-report';
 

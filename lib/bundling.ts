@@ -26,6 +26,13 @@ export const PREBUILT_HANDLER_FILE = HANDLER_FILE;
 export const BUILD_DIR = 'dist/lambda';
 
 /**
+ * The Web Function form: its entry (a server listening where the runtime says) and its bundle's folder;
+ * the function's `entryPoint` is the bundle's index.mjs, its chunks beside it.
+ */
+export const WEB_FUNCTION_ENTRY = 'lambda/web-function.ts';
+export const WEB_FUNCTION_BUILD_DIR = 'dist/web-function';
+
+/**
  * ESM (import.meta works, and a cold-start import is faster than CommonJS), minified with names kept
  * (stack traces stay readable), a linked source map without sources (smaller asset). Every dependency
  * is bundled, the AWS SDK included: the pinned versions travel with the code. Split into chunks: what
@@ -75,12 +82,18 @@ export function esbuildOptions(entry: string, outdir: string) {
  * (`ILocalBundling.tryBundle`) is. Returns the files written, relative to `outputDir`. (The root is a
  * parameter: under tsx an ES module importing this file sees no usable `__dirname` here.)
  */
-export function writeBundle(entry: string, outputDir: string, projectRoot: string): string[] {
+export function writeBundle(
+  entry: string,
+  outputDir: string,
+  projectRoot: string,
+  /** The folder the bundle is built for (its `npm run build` folder). */
+  buildDir = BUILD_DIR,
+): string[] {
   const { buildSync } = loadEsbuild();
-  // The source maps are computed for dist/lambda/ whatever folder the files go to: the same relative
+  // The source maps are computed for the build folder whatever folder the files go to: the same relative
   // `sources` in dist/lambda/, a CDK asset and the package's prebuilt folder, so a bundle's bytes (and
   // the CDK asset hash) do not depend on where it was built.
-  const virtualOutdir = join(projectRoot, BUILD_DIR);
+  const virtualOutdir = join(projectRoot, buildDir);
   const result = buildSync({
     ...esbuildOptions(resolve(projectRoot, entry), virtualOutdir),
     absWorkingDir: projectRoot,

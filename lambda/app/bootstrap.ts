@@ -89,7 +89,11 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
  * GATEWAY_LOG_LEVEL, GATEWAY_CORS=function-url (the function URL answers CORS, so the function sets
  * no CORS headers) and GATEWAY_TRACING=active (X-Ray active tracing with Powertools Tracer).
  */
-export async function createGatewayFromEnvironment(env: NodeJS.ProcessEnv = process.env): Promise<ShutdownableHandler> {
+export async function createGatewayFromEnvironment(
+  env: NodeJS.ProcessEnv = process.env,
+  /** How long a shutdown may take (SIGTERM to SIGKILL, less a margin to finish the responses). */
+  shutdownMs = LAMBDA_SHUTDOWN_MS,
+): Promise<ShutdownableHandler> {
   const environment = readEnvironment(env);
   const config = await loadConfig(env); // GATEWAY_CONFIG or AppConfig (lambda/config/source.ts), once per cold start
   const documentClient = createDocumentClient({ endpoint: environment.dynamodbEndpoint });
@@ -111,8 +115,9 @@ export async function createGatewayFromEnvironment(env: NodeJS.ProcessEnv = proc
     cors: environment.cors === 'function-url' ? 'platform' : 'gateway',
     tracer,
   });
-  // On SIGTERM the calls this environment holds are cancelled at their targets and their records removed.
-  return Object.assign(gateway, { shutdown: () => deps.activeCalls.shutdown(LAMBDA_SHUTDOWN_MS) });
+  // On SIGTERM a call this environment holds that can go on elsewhere is released (its client's reconnect
+  // takes it over on another environment); any other is cancelled at its target and its records removed.
+  return Object.assign(gateway, { shutdown: () => deps.activeCalls.shutdown(shutdownMs) });
 }
 
 /** Lambda gives a runtime 300–500 ms between SIGTERM and SIGKILL (with extensions registered). */

@@ -30,6 +30,11 @@ export const ENV = {
   holderLeaseMs: 'GATEWAY_HOLDER_LEASE_MS',
   /** A DynamoDB API endpoint (local runs only). */
   dynamodbEndpoint: 'DYNAMODB_ENDPOINT',
+  /**
+   * The Web Function's timeout (seconds), which cuts every request still open: each request's deadline,
+   * so a call that waits is released (or ended) before it. The function-URL form reads the invocation's own.
+   */
+  requestTimeoutSeconds: 'GATEWAY_REQUEST_TIMEOUT_SECONDS',
   /** Powertools: the metrics namespace (metrics are written only when it is set) and the service name. */
   metricsNamespace: 'POWERTOOLS_METRICS_NAMESPACE',
   serviceName: 'POWERTOOLS_SERVICE_NAME',
@@ -67,6 +72,12 @@ const EnvironmentSchema = z.object({
   // Shorter than 300 ms and renewals (a third of it) race DynamoDB's latency; never longer than the default.
   [ENV.holderLeaseMs]: milliseconds(300, DEFAULT_HOLDER_LEASE_MS).optional(),
   [ENV.dynamodbEndpoint]: z.url({ protocol: /^https?$/, error: 'an http(s) URL' }).optional(),
+  [ENV.requestTimeoutSeconds]: z
+    .string()
+    .regex(/^\d+(\.\d+)?$/, 'seconds from 1 to 900')
+    .transform(Number)
+    .pipe(z.number().min(1, 'seconds from 1 to 900').max(900, 'seconds from 1 to 900'))
+    .optional(),
   [ENV.metricsNamespace]: z
     .string()
     .regex(/^[0-9A-Za-z.\-_/#:]{1,255}$/, 'a CloudWatch namespace (1–255 of 0-9 A-Z a-z . - _ / # :)')

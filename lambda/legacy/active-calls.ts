@@ -6,7 +6,10 @@
  */
 export interface CancellableCall {
   cancelByClient(reason: string | undefined): void;
-  /** Graceful shutdown: cancel at the target, tell the client, remove the records; resolves when done. */
+  /**
+   * Graceful shutdown: released when it can go on elsewhere, else cancelled at the target, the client told
+   * and the records removed; resolves when done.
+   */
   shutdown(): Promise<void>;
 }
 
@@ -30,8 +33,9 @@ export class ActiveCalls {
   }
 
   /**
-   * SIGTERM: every call held here is cancelled at its target, its client told (-32001, retryable)
-   * and its pending records removed, before the process exits; bounded by `timeoutMs`.
+   * SIGTERM: every call held here is released when it can be resumed elsewhere, or else cancelled at its
+   * target, its client told (-32001, retryable) and its pending records removed, before the process
+   * exits; bounded by `timeoutMs`.
    */
   async shutdown(timeoutMs: number): Promise<void> {
     const all = Promise.all([...this.calls.values()].map((call) => call.shutdown()));

@@ -179,8 +179,10 @@ class Relay {
     this.input.sessionRead?.catch(() => call.stop('client-cancelled', 'gateway: the session is gone'));
     const unregister = this.input.deps.activeCalls.register(loaded.session.id, call.upstreamId, {
       cancelByClient: (reason) => call.stop('client-cancelled', reason ?? 'gateway: client cancelled'),
-      shutdown: () => {
-        call.stop('shutdown', 'gateway: shutting down');
+      shutdown: async () => {
+        // Released, the call goes on on another environment when its client reconnects; else it ends here.
+        const released = await this.release.releaseForShutdown().catch(() => false);
+        if (!released) call.stop('shutdown', 'gateway: shutting down');
         return this.done;
       },
     });

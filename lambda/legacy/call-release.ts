@@ -123,6 +123,19 @@ export class CallRelease {
   }
 
   /**
+   * The environment is shutting down (SIGTERM): a call that can go on elsewhere is released as just before
+   * the deadline, whatever the client is trusted to do (its stream would be cut anyway). True when the
+   * release is under way; otherwise the caller ends the call.
+   */
+  async releaseForShutdown(): Promise<boolean> {
+    const { call } = this;
+    if (!call.decision.atDeadline) return false;
+    await this.holdTargetStream();
+    this.tryRelease('the environment is shutting down', true);
+    return call.releasing;
+  }
+
+  /**
    * The target ended the call's stream before its response, to poll (SEP-1699): a client trusted to
    * resume is released with it, as it would be connected to the target directly; its reconnect (any
    * instance) reconnects to the target. Any other client's call stays here while this invocation

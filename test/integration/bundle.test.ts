@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { build, transformSync } from 'esbuild';
 import { startDemoTarget } from '../../examples/targets/demo-target';
 import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
-import { esbuildOptions, HANDLER_ENTRY } from '../../lib/bundling';
+import { esbuildOptions, HANDLER_ENTRY, WEB_FUNCTION_ENTRY } from '../../lib/bundling';
 import { callAndAnswer, initSession } from '../support/mcp-http';
 import { withGateway } from '../support/with-gateway';
 
@@ -69,15 +69,21 @@ describe('the bundled Lambda handler', () => {
 describe('lambda/', () => {
   const root = join(__dirname, '../..');
 
-  it('holds only what the Lambda bundle contains, and the bundle nothing of the repository outside lambda/', async () => {
-    const { metafile } = await build({
-      ...esbuildOptions(HANDLER_ENTRY, join(tmpdir(), 'mcp-gateway-metafile')),
-      absWorkingDir: root,
-      metafile: true,
-      write: false,
-      logLevel: 'silent',
-    });
-    const bundled = Object.keys(metafile.inputs);
+  it('holds only what the bundles of the two forms contain, and they nothing of the repository outside lambda/', async () => {
+    // The function URL's handler and the Web Function's server: one core, two thin entries.
+    const inputs = async (entry: string) =>
+      (
+        await build({
+          ...esbuildOptions(entry, join(tmpdir(), 'mcp-gateway-metafile')),
+          absWorkingDir: root,
+          metafile: true,
+          write: false,
+          logLevel: 'silent',
+        })
+      ).metafile.inputs;
+    const bundled = [
+      ...new Set([...Object.keys(await inputs(HANDLER_ENTRY)), ...Object.keys(await inputs(WEB_FUNCTION_ENTRY))]),
+    ];
     expect(bundled.filter((input) => !input.startsWith('lambda/') && !input.includes('node_modules/'))).toEqual([]);
     // A module of types only (a deps interface) is erased by every import of it, so no bundle holds it.
     const withCode = readdirSync(join(root, 'lambda'), { recursive: true, encoding: 'utf8' })

@@ -1,8 +1,8 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CorsPolicy } from '../lambda/http/cors';
-import { refuse, unrepresentableMethod } from '../lambda/http/errors';
+import { CorsPolicy } from '../http/cors';
+import { refuse, unrepresentableMethod } from '../http/errors';
 import {
   type ExchangeContext,
   type ExchangeRequest,
@@ -10,13 +10,15 @@ import {
   type ResponseOutcome,
   requestAbortController,
   responseEndListeners,
-} from '../lambda/http/exchange';
-import { StalledClientError } from '../lambda/http/sse';
+} from '../http/exchange';
+import { StalledClientError } from '../http/sse';
 
 /**
- * The gateway core on node:http, for `npm start` and tests: Request in, Response out, streamed
- * chunk by chunk. Its own job is what Lambda's function URL does for us in AWS, plus DNS-rebinding
- * protection: a loopback server only answers Host and Origin values that name the loopback.
+ * The gateway core on node:http: Request in, Response out, streamed chunk by chunk, many requests at
+ * once in one process. It serves `npm start` and the tests, and the Lambda Web Function (`../web-function.ts`),
+ * where this server runs in the execution environment behind the function's endpoint. Its own job is what
+ * Lambda's function URL does for the other form (the body buffered, 6 MB at most), plus DNS-rebinding
+ * protection on a local run: a loopback server only answers Host and Origin values that name the loopback.
  */
 
 const LOOPBACK_NAMES = ['127.0.0.1', 'localhost', '[::1]'];
@@ -31,11 +33,18 @@ export interface NodeServerOptions {
   requestTimeoutMs?: number;
   /** Browser origins the configuration allows (`cors.allowedOrigins`) besides the server's own. */
   allowedOrigins?: readonly string[];
+  /**
+   * Behind a front end that names the public host (a Web Function's endpoint, which reaches the server on
+   * the loopback address its runtime gives): no loopback Host check, the request's Host is the endpoint's.
+   */
+  behindEndpoint?: boolean;
 }
 
 export interface RunningServer {
   server: Server;
   url: string;
+  /** Takes no new connection (requests under way go on): the first step of a graceful shutdown. */
+  stopAccepting(): void;
   close(): Promise<void>;
 }
 
@@ -94,11 +103,16 @@ export async function serveOnNode(handler: FetchHandler, options: NodeServerOpti
     server.listen(options.port, options.host, () => resolve());
   });
   const { port } = server.address() as AddressInfo;
-  allowedHosts = isLoopback(options.host) ? LOOPBACK_NAMES.map((name) => `${name}:${port}`) : [];
+  allowedHosts =
+    isLoopback(options.host) && !options.behindEndpoint ? LOOPBACK_NAMES.map((name) => `${name}:${port}`) : [];
   const hostForUrl = options.host.includes(':') ? `[${options.host}]` : options.host;
   return {
     server,
     url: `http://${hostForUrl}:${port}/mcp`,
+    stopAccepting: () => {
+      server.close();
+      server.closeIdleConnections();
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
