@@ -1,6 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import { basename, dirname, extname } from 'node:path';
-import { ENV, readEnvironment } from '../../lambda/config/environment';
+import { readEnvironment } from '../../lambda/config/environment';
 import { type GatewayConfig, type GatewayConfigInput, parseConfig } from '../../lambda/config/schema';
 import { CorsPolicy } from '../../lambda/http/cors';
 import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
@@ -10,6 +9,7 @@ import { ensureRuntimeImage } from '../../tools/lambda-emulator/runtime-image';
 import { type DemoTargets, type DemoTargetsOptions, startDemoTargets } from '../demo-targets';
 import { startEmbeddedDynamo } from '../embedded-dynamodb';
 import { refuseOpenCorsWithoutAuth } from '../open-cors';
+import { functionEnvironment, withDeploymentKeys } from '../deployment-environment';
 import { ensureBundle, snapshotBundle } from './bundle';
 
 export type { LambdaModeStats } from '../../tools/lambda-emulator/pool';
@@ -154,52 +154,4 @@ export async function startLambdaMode(options: LambdaModeOptions = {}): Promise<
     await closeAll();
     throw error;
   }
-}
-
-/**
- * The function's environment as the CDK stack writes it: the validated configuration in
- * GATEWAY_CONFIG, the metrics settings and source maps; plus, locally, the DynamoDB endpoint and the
- * variables that `{"fromEnv": …}` references name (the stack's `environment` prop), taken from here.
- */
-function functionEnvironment(
-  config: GatewayConfig,
-  dynamodbEndpoint: string,
-  extra: Record<string, string> = {},
-): Record<string, string> {
-  const environment: Record<string, string> = {
-    GATEWAY_CONFIG: JSON.stringify(config),
-    POWERTOOLS_METRICS_NAMESPACE: 'McpGateway',
-    POWERTOOLS_SERVICE_NAME: 'McpGateway',
-    NODE_OPTIONS: '--enable-source-maps',
-    DYNAMODB_ENDPOINT: dynamodbEndpoint,
-  };
-  for (const name of referencedVariables(config)) {
-    const value = process.env[name];
-    if (value !== undefined) environment[name] = value;
-  }
-  for (const name of [ENV.logLevel, ENV.keepAliveMs, ENV.holderLeaseMs]) {
-    const value = process.env[name];
-    if (value !== undefined) environment[name] = value;
-  }
-  return { ...environment, ...extra };
-}
-
-/**
- * A deployment shares one requestState key (the stack generates a secret); every environment here
- * must too, or a 2026-07-28 retry that reaches another environment is refused. So when none is
- * configured, one is made per front end, as a deployment would have one.
- */
-function withDeploymentKeys(config: GatewayConfig): GatewayConfig {
-  if (config.requestStateKeys || config.requestStateSecretArn) return config;
-  return { ...config, requestStateKeys: { current: randomBytes(32).toString('base64url') } };
-}
-
-function referencedVariables(value: unknown, found = new Set<string>()): Set<string> {
-  if (Array.isArray(value)) for (const item of value) referencedVariables(item, found);
-  else if (value && typeof value === 'object') {
-    const record = value as Record<string, unknown>;
-    if (typeof record.fromEnv === 'string') found.add(record.fromEnv);
-    for (const item of Object.values(record)) referencedVariables(item, found);
-  }
-  return found;
 }

@@ -103,7 +103,7 @@ const EVERY_LEVEL = [
   { level: 'warning', data: 'long_task finished 1' },
 ];
 
-const KINDS: GatewayKind[] = ['local server', 'lambda runtime'];
+const KINDS: GatewayKind[] = ['local server', 'lambda runtime', 'web function'];
 
 describe.each(KINDS)('through the %s', (kind) => {
   const gw = withGateway(

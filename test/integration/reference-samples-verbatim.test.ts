@@ -86,6 +86,7 @@ describeWithPython('the reference samples, verbatim, under sseclient-py rules', 
     ['local server', undefined],
     // A function timeout the think time fits in.
     ['lambda runtime', 15_000],
+    ['web function', 15_000],
   ];
   describe.each(kinds)('through the %s', (kind, timeoutMs) => {
     describe.each(Object.entries(TARGETS))('to the %s', (_name, target) => {
@@ -135,10 +136,10 @@ describeWithPython('the reference samples, verbatim, under sseclient-py rules', 
     }, 60_000);
   });
 
-  describe('past the function timeout (lambda runtime, 4 s)', () => {
+  describe.each(['lambda runtime', 'web function'] as const)('past the function timeout (%s, 4 s)', (kind) => {
     const gw = withGateway(
       { logLevel: 'SILENT', toolNamePrefix: 'conditional' },
-      { kind: 'lambda runtime', timeoutMs: 4000, targets: { only: () => startModernDemoTarget() } },
+      { kind, timeoutMs: 4000, targets: { only: () => startModernDemoTarget() } },
     );
 
     it('a client that never reconnects sees its stream end cleanly, without the result (no hang, nothing it chokes on)', async () => {

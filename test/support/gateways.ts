@@ -4,25 +4,29 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startLambdaMode } from '../../dev/lambda-mode';
 import { startLocalGateway } from '../../dev/local-gateway';
+import { startWebFunctionMode, type WebFunctionMode } from '../../dev/web-function-mode';
 import type { GatewayConfigInput } from '../../lambda/config/schema';
 import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
 import type { LambdaModeStats } from '../../tools/lambda-emulator/pool';
 import { installLambdaGlobals, startLambdaInvoker } from './lambda-invoker';
 
-export type GatewayKind = 'local server' | 'lambda handler' | 'lambda runtime';
+export type GatewayKind = 'local server' | 'lambda handler' | 'lambda runtime' | 'web function';
 
 export interface GatewayUnderTest {
   url: string;
   close(): Promise<void>;
   /** The `lambda runtime` kind: its environments and invocations (`npm start -- --lambda`'s summary). */
   stats?(): LambdaModeStats;
+  /** The `web function` kind: its environments, their open requests, timeouts and scale-ins. */
+  webFunction?: Pick<WebFunctionMode, 'stats' | 'scaleIn' | 'environments'>;
 }
 
 /**
  * Starts the gateway the way users run it: the local server (`startLocalGateway`), the Lambda
  * handler module itself behind the local function-URL invoker, configured through the environment
- * exactly as the CDK stack configures it, or the deployment bundle in frozen-between-invocations
- * execution environments (`npm start -- --lambda`).
+ * exactly as the CDK stack configures it, the deployment bundle in frozen-between-invocations
+ * execution environments (`npm start -- --lambda`), or the Web Function bundle in the Web Function
+ * emulator (`npm start -- --web-function`: many requests per environment).
  */
 export async function startGateway(
   kind: GatewayKind,
@@ -57,6 +61,22 @@ export async function startGateway(
       log: process.env.LAMBDA_RUNTIME_LOG ? (line) => console.error(line) : () => undefined,
     });
     return gateway;
+  }
+  if (kind === 'web function') {
+    const gateway = await startWebFunctionMode({
+      port: 0,
+      config,
+      dynamodbEndpoint,
+      demo: false,
+      timeoutSeconds: options.timeoutMs === undefined ? undefined : options.timeoutMs / 1000,
+      environment: {
+        ...(options.keepAliveMs ? { GATEWAY_KEEPALIVE_MS: String(options.keepAliveMs) } : {}),
+        ...options.environment,
+      },
+      // The environments' output: WEB_FUNCTION_LOG=1 shows it.
+      log: process.env.WEB_FUNCTION_LOG ? (line) => console.error(line) : () => undefined,
+    });
+    return { url: gateway.url, close: gateway.close, webFunction: gateway };
   }
   installLambdaGlobals();
   const tableName = config.tableName ?? 'mcp-gateway';

@@ -1,0 +1,207 @@
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { startEmbeddedDynamo } from '../../dev/embedded-dynamodb';
+import { startWebFunctionMode, type WebFunctionMode } from '../../dev/web-function-mode';
+import { startDemoTarget } from '../../examples/targets/demo-target';
+import { startModernDemoTarget } from '../../examples/targets/modern-demo-target';
+import { connectClient } from '../eras/clients';
+import { callAndAnswer, eventually, initSession, type Json, post, sessionItems, sseEvents } from '../support/mcp-http';
+
+/**
+ * The Web Function form: the bundle `npm run build` writes to dist/web-function/ (what the stack deploys
+ * with `deploymentForm: webFunction`) in the local Web Function emulator, on the runtime's Node.js 24.
+ * One environment serves many requests at once, so a held elicitation costs a share of an environment;
+ * pending records, leases and event logs still work across environments, as across Lambda instances;
+ * scale-in's SIGTERM leaves every waiting call recoverable where it can be.
+ */
+
+jest.setTimeout(120_000);
+
+const ALL = { elicitation: { form: {} } };
+const accept = () => ({ result: { action: 'accept', content: { confirm: true } } });
+
+let dynamo: Awaited<ReturnType<typeof startEmbeddedDynamo>>;
+let legacy: Awaited<ReturnType<typeof startDemoTarget>>;
+let modern: Awaited<ReturnType<typeof startModernDemoTarget>>;
+beforeAll(async () => {
+  dynamo = await startEmbeddedDynamo();
+  legacy = await startDemoTarget();
+  modern = await startModernDemoTarget();
+});
+afterAll(async () => {
+  await modern?.close();
+  await legacy?.close();
+  await dynamo?.close();
+});
+
+async function start(options: Parameters<typeof startWebFunctionMode>[0] = {}): Promise<WebFunctionMode> {
+  return startWebFunctionMode({
+    port: 0,
+    demo: false,
+    dynamodbEndpoint: dynamo.endpoint,
+    config: {
+      logLevel: 'SILENT',
+      targets: [
+        { name: 'legacy', url: legacy.url },
+        { name: 'modern', url: modern.url },
+      ],
+    },
+    log: process.env.WEB_FUNCTION_LOG ? (line) => console.error(line) : () => undefined,
+    ...options,
+  });
+}
+
+describe('one environment, many waiting calls', () => {
+  let gateway: WebFunctionMode;
+  beforeAll(async () => {
+    gateway = await start();
+  });
+  afterAll(async () => {
+    await gateway?.close();
+  });
+
+  it('64 held 2025 elicitations wait in one environment; each answer reaches its own call and each result its own client', async () => {
+    const sessions = await Promise.all(
+      Array.from({ length: 64 }, () => initSession(gateway.url, { capabilities: ALL })),
+    );
+    const questions: Array<Promise<Json>> = [];
+    const streams = sessions.map(({ headers }, i) => {
+      let asked!: (question: Json) => void;
+      questions.push(new Promise((resolve) => (asked = resolve)));
+      return (async () => {
+        const res = await post(gateway.url, headers, {
+          jsonrpc: '2.0',
+          id: `call-${i}`,
+          method: 'tools/call',
+          params: { name: 'legacy___use_aws', arguments: { command: `job ${i}` } },
+        });
+        for await (const event of sseEvents(res)) {
+          if (event.message?.method === 'elicitation/create') asked(event.message);
+          if (event.message?.id === `call-${i}`) return event.message;
+        }
+        throw new Error(`call-${i}: the stream ended without its result`);
+      })();
+    });
+    const asked = await Promise.all(questions);
+    // Every call waits for its person, all of them in one environment's process.
+    expect(asked.map((q) => q.params.message)).toEqual(sessions.map((_, i) => `Run \`job ${i}\`?`));
+    const holding = gateway.environments().filter((env) => env.open >= 64);
+    expect(holding).toHaveLength(1);
+    // The answers, in reverse order; with the first environment full, they start a second one.
+    const answers = await Promise.all(
+      [...asked.keys()].reverse().map(async (i) => {
+        const res = await post(gateway.url, sessions[i]!.headers, { jsonrpc: '2.0', id: asked[i]!.id, ...accept() });
+        await res.body?.cancel();
+        return res.status;
+      }),
+    );
+    expect(new Set(answers)).toEqual(new Set([202]));
+    const results = await Promise.all(streams);
+    expect(results.map((r) => r.result?.content?.[0]?.text)).toEqual(sessions.map((_, i) => `executed: job ${i}`));
+    expect(gateway.stats().maxOpenPerEnvironment).toBeGreaterThanOrEqual(64);
+  });
+});
+
+describe('across environments (one request per environment)', () => {
+  let gateway: WebFunctionMode;
+  beforeAll(async () => {
+    gateway = await start({ maxConcurrencyPerEnvironment: 1 });
+  });
+  afterAll(async () => {
+    await gateway?.close();
+  });
+
+  it('a held 2025 elicitation is answered through another environment', async () => {
+    const { headers } = await initSession(gateway.url, { capabilities: ALL });
+    const before = gateway.stats().environmentsStarted;
+    const call = await callAndAnswer(
+      gateway.url,
+      headers,
+      { id: 'across', params: { name: 'legacy___use_aws', arguments: { command: 'across' } } },
+      accept,
+    );
+    expect(call.answerStatuses).toEqual([202]);
+    expect(call.response.result.content[0].text).toBe('executed: across');
+    // The answer could not share the call's environment (one request each): it went to another one.
+    expect(gateway.stats().environmentsStarted).toBeGreaterThanOrEqual(Math.max(before, 2));
+  });
+
+  it.each([
+    ['a 2026-07-28 client, its input round (no storage)', 'v2 pin 2026-07-28', 'modern___use_aws'],
+    ['a 2026-07-28 client bridged to a 2025-only target', 'v2 pin 2026-07-28', 'legacy___use_aws'],
+    ['a 2025 client bridged to a 2026-07-28 target', 'v1', 'modern___use_aws'],
+  ] as const)('%s gets its result', async (_label, kind, tool) => {
+    const client = await connectClient(kind, gateway.url, 30_000);
+    try {
+      const result = await client.callTool(tool, { command: kind });
+      expect(result.text).toBe(`executed: ${kind}`);
+      expect(client.asked.map((a) => a.method)).toEqual(['elicitation/create']);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe("scale-in's SIGTERM while a call waits", () => {
+  let gateway: WebFunctionMode;
+  beforeAll(async () => {
+    gateway = await start();
+  });
+  afterAll(async () => {
+    await gateway?.close();
+  });
+
+  /** SIGTERM to the environment holding the call, as the platform sends it on scale-in. */
+  const terminateHolder = (): number => {
+    const pid = gateway.environments().find((env) => env.open > 0)?.pid;
+    if (pid === undefined) throw new Error('no environment holds the call');
+    process.kill(pid, 'SIGTERM');
+    return pid;
+  };
+
+  it('a call that can go on elsewhere is released: the official SDK client reconnects to another environment, answers, and gets its result', async () => {
+    const client = new V1Client({ name: 'scale-in-test', version: '1.0.0' }, { capabilities: ALL });
+    let terminated: number | undefined;
+    client.setRequestHandler(ElicitRequestSchema, async () => {
+      // The person is thinking when the platform scales the environment in.
+      terminated = terminateHolder();
+      await eventually(() => expect(gateway.environments().map((env) => env.pid)).not.toContain(terminated), 10_000);
+      return { action: 'accept', content: { confirm: true } };
+    });
+    await client.connect(new V1Transport(new URL(gateway.url)), { timeout: 30_000 });
+    try {
+      const result = await client.callTool(
+        { name: 'modern___use_aws', arguments: { command: 'survives scale-in' } },
+        CallToolResultSchema,
+        { timeout: 60_000 },
+      );
+      expect(result.content).toEqual([expect.objectContaining({ text: 'executed: survives scale-in' })]);
+      expect(terminated).toBeDefined();
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a call that cannot (a 2025 target without an event store) ends with the retryable -32001, and its records are removed', async () => {
+    const { headers, sessionId } = await initSession(gateway.url, { capabilities: ALL });
+    const res = await post(gateway.url, headers, {
+      jsonrpc: '2.0',
+      id: 'cut',
+      method: 'tools/call',
+      params: { name: 'legacy___use_aws', arguments: { command: 'cut' } },
+    });
+    let final: Json | undefined;
+    for await (const event of sseEvents(res)) {
+      if (event.message?.method === 'elicitation/create') terminateHolder();
+      if (event.message?.id === 'cut') final = event.message;
+    }
+    expect(final).toMatchObject({
+      id: 'cut',
+      error: { code: -32001, message: expect.stringMatching(/shutting down/), data: { retryable: true } },
+    });
+    await eventually(async () =>
+      expect((await sessionItems(dynamo.endpoint, sessionId)).filter((i) => String(i.sk).startsWith('P#'))).toEqual([]),
+    );
+  });
+});
