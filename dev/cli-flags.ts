@@ -130,6 +130,10 @@ export const FLAGS = {
     'off',
     "serve the deployment bundle with Lambda's execution model (the other flags apply as without it; the first use on a machine builds the runtime, a few minutes)",
   ),
+  'web-function': toggle(
+    'off',
+    'serve the Web Function bundle in the local Web Function emulator: a server per environment, many requests each (the other flags apply as without it)',
+  ),
   help: toggle('', 'print this help and exit', 'h'),
 } as const satisfies Record<string, FlagSpec>;
 
@@ -159,6 +163,8 @@ const EXCLUSIVE: Array<[FlagName, FlagName, string]> = [
   ['demo-url', 'no-demo', '--no-demo uses no demo target'],
   ['demo-modern-url', 'no-demo', '--no-demo uses no demo target'],
   ['check-config', 'lambda', '--check-config only checks a file and starts nothing'],
+  ['check-config', 'web-function', '--check-config only checks a file and starts nothing'],
+  ['lambda', 'web-function', 'a gateway runs in one deployment form at a time'],
 ];
 
 const entries = Object.entries(FLAGS) as Array<[FlagName, FlagSpec]>;

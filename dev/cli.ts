@@ -6,6 +6,7 @@ import { type DemoTargetsOptions, isAddressInUse } from './demo-targets';
 import { runLambdaMode } from './lambda-mode/cli';
 import { startLocalGateway } from './local-gateway';
 import { readyLines } from './ready-lines';
+import { runWebFunctionMode } from './web-function-mode/cli';
 
 // The local server runs on the developer's Node 20; the Lambda runs Node 22+, where the AWS SDK's
 // notice about future Node 22 requirements does not apply. Silenced here only (set it to 'false' to see it).
@@ -25,6 +26,18 @@ async function main(flags: ParsedFlags): Promise<void> {
     readConfig(values['check-config']);
     console.log(`${values['check-config']}: valid`);
     return;
+  }
+  if (values['web-function']) {
+    // The Web Function bundle in the local Web Function emulator (tools/web-function-emulator/).
+    return runWebFunctionMode({
+      host: values.host ?? '127.0.0.1',
+      port: values.port ?? 8080,
+      config: values.config === undefined ? undefined : readConfig(values.config),
+      dynamodbEndpoint: values['dynamodb-endpoint'],
+      dynamodbPort: values['dynamodb-port'],
+      demo: !values['no-demo'],
+      demoTargets: demoTargetsOf(values, given),
+    });
   }
   if (values.lambda) {
     // The deployment bundle in local Lambda execution environments (tools/lambda-emulator/).

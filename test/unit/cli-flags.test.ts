@@ -30,6 +30,7 @@ describe('parseFlags', () => {
       'demo-url': undefined,
       'demo-modern-url': undefined,
       lambda: false,
+      'web-function': false,
       help: false,
     });
     expect(given.size).toBe(0);
