@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -40,6 +40,9 @@ const ROOT = join(__dirname, '../..');
 const python = process.env.RECIPES_PYTHON ?? join(ROOT, '.venv-recipes/bin/python');
 // In CI the interpreter is installed (.ci/run): a missing one fails there rather than skipping.
 const withPython = existsSync(python) || process.env.CI ? it : it.skip;
+// fastmcp (a client built on the Python SDK) is installed in the same interpreter by .ci/run.
+const hasFastmcp = existsSync(python) && spawnSync(python, ['-c', 'import fastmcp']).status === 0;
+const withFastmcp = hasFastmcp || process.env.CI ? it : it.skip;
 
 interface Heard {
   text: string;
@@ -49,9 +52,12 @@ interface Heard {
   listChanges: string[];
 }
 
-/** The Python SDK client of test/support/clients/python_notifications.py: one call, what it heard. */
-async function pythonCall(url: string, tool: string, args: object, level?: string): Promise<Heard> {
-  const script = join(ROOT, 'test/support/clients/python_notifications.py');
+/**
+ * The Python SDK client of test/support/clients/python_notifications.py (or fastmcp's, `fastmcp`): one
+ * call, what it heard.
+ */
+async function pythonCall(url: string, tool: string, args: object, level?: string, client = 'python'): Promise<Heard> {
+  const script = join(ROOT, `test/support/clients/${client}_notifications.py`);
   const argv = [script, url, tool, JSON.stringify(args), ...(level ? [level] : [])];
   const { stdout } = await promisify(execFile)(python, argv, { timeout: 60_000 });
   return JSON.parse(stdout.trim().split('\n').at(-1)!) as Heard;
@@ -155,6 +161,18 @@ describe.each(KINDS)('through the %s', (kind) => {
       // target session (as directly, where they come on that stream, in no order with the result).
       expect(through).toMatchObject({ text: direct.text, logs: direct.logs, progress: direct.progress });
     });
+  });
+
+  withFastmcp('fastmcp (4, its 2025 mode) gets what the targets log, as it does directly', async () => {
+    for (const [target, tool] of [
+      [gw.targets.push.url, 'push___long_task'],
+      [gw.targets.bridged.url, 'bridged___long_task'],
+    ] as const) {
+      const direct = await pythonCall(target, 'long_task', { steps: 1 }, undefined, 'fastmcp');
+      expect(direct.logs).toEqual(EVERY_LEVEL);
+      const through = await pythonCall(gw.url, tool, { steps: 1 }, undefined, 'fastmcp');
+      expect(through).toMatchObject({ text: direct.text, logs: direct.logs, progress: direct.progress });
+    }
   });
 
   it('a tool a 2025 target adds during a call: its list change reaches the client, and the new tool is listed', async () => {
