@@ -7,9 +7,9 @@ import { startFrontEnd } from '../../tools/lambda-emulator/front-end';
 import { EnvironmentPool, type LambdaModeStats } from '../../tools/lambda-emulator/pool';
 import { ensureRuntimeImage } from '../../tools/lambda-emulator/runtime-image';
 import { type DemoTargets, type DemoTargetsOptions, startDemoTargets } from '../demo-targets';
+import { functionEnvironment, withDeploymentKeys } from '../deployment-environment';
 import { startEmbeddedDynamo } from '../embedded-dynamodb';
 import { refuseOpenCorsWithoutAuth } from '../open-cors';
-import { functionEnvironment, withDeploymentKeys } from '../deployment-environment';
 import { ensureBundle, snapshotBundle } from './bundle';
 
 export type { LambdaModeStats } from '../../tools/lambda-emulator/pool';
