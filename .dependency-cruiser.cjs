@@ -7,7 +7,7 @@
 const LAYERS = [
   ['protocol'], // MCP vocabulary: imports nothing from the project
   ['config', 'observability'],
-  ['http', 'tasks'], // the exchange contract, responses, SSE writer, error responses; an owner's timers and background tasks
+  ['http', 'scheduling'], // the exchange contract, responses, SSE writer, error responses; an owner's timers and background work (not MCP Tasks)
   ['state', 'crypto', 'auth'],
   ['targets'], // one upstream interface per target; eras decided here
   ['policy'], // confirmTools, tool filtering

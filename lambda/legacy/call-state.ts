@@ -10,11 +10,11 @@ import { upstreamRequestId } from '../relay/ids';
 import { ProgressMapper } from '../relay/progress';
 import type { StreamLog } from '../relay/stream-log';
 import type { WaitingCall, WaitingCallSnapshot } from '../relay/waiting-call';
+import { BackgroundTasks } from '../scheduling/background-tasks';
+import { CallTimers } from '../scheduling/call-timers';
 import type { CallEndReason, LoadedSession, PendingRecord } from '../state/store';
 import type { StreamCursor } from '../targets/sse-reader';
 import type { Caller, Upstream } from '../targets/upstream';
-import { BackgroundTasks } from '../tasks/background-tasks';
-import { CallTimers } from '../tasks/call-timers';
 import type { LegacyDeps } from './deps';
 import { decideRelease, type ReleaseDecision, type ReleasePolicy } from './release-policy';
 

@@ -9,12 +9,12 @@ import { GatewayError, rpcError, rpcErrorOf } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import { atOrAbove } from '../protocol/log-levels';
 import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
+import { BackgroundTasks } from '../scheduling/background-tasks';
+import { CallTimers } from '../scheduling/call-timers';
 import { newPendingRecord } from '../state/records';
 import type { LoadedSession, TargetSessionRecord } from '../state/store';
 import type { LegacySession } from '../targets/legacy-client';
 import type { SessionStreamHandle } from '../targets/standalone-streams';
-import { BackgroundTasks } from '../tasks/background-tasks';
-import { CallTimers } from '../tasks/call-timers';
 import type { LegacyDeps } from './deps';
 
 /**

@@ -11,12 +11,12 @@ import { ClaimAcknowledger, holderSilent } from '../relay/holder-ack';
 import { HolderLease } from '../relay/holder-lease';
 import { endsTheCall, pendingTimeUp } from '../relay/pending-verdict';
 import { waitForQuestionAnswer } from '../relay/questions';
+import { BackgroundTasks } from '../scheduling/background-tasks';
+import { CallTimers } from '../scheduling/call-timers';
 import { newPendingRecord } from '../state/records';
 import type { PendingStore } from '../state/store';
 import type { Targets } from '../targets/targets';
 import type { Upstream } from '../targets/upstream';
-import { BackgroundTasks } from '../tasks/background-tasks';
-import { CallTimers } from '../tasks/call-timers';
 import { type BridgePayload, readOutcome, type WriteVerdict, writeOutcome } from './bridge-outcome';
 
 /**

@@ -1,10 +1,10 @@
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import { GatewayError } from '../protocol/errors';
+import { BackgroundTasks } from '../scheduling/background-tasks';
+import { CallTimers } from '../scheduling/call-timers';
 import { HOLDER_ACK_POLL_MS, HOLDER_ACK_WAIT_MS } from '../state/records';
 import type { PendingRecord, PendingStore } from '../state/store';
-import { BackgroundTasks } from '../tasks/background-tasks';
-import { CallTimers } from '../tasks/call-timers';
 
 /**
  * No answer reaches a target whose call has no live receiver. The target's next step reaches only the

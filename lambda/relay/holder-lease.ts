@@ -1,9 +1,9 @@
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
+import { BackgroundTasks } from '../scheduling/background-tasks';
+import { CallTimers } from '../scheduling/call-timers';
 import { HOLDER_LEASE_MS, HOLDER_RENEW_MS } from '../state/records';
 import type { PendingStore } from '../state/store';
-import { BackgroundTasks } from '../tasks/background-tasks';
-import { CallTimers } from '../tasks/call-timers';
 
 /**
  * The holder's lease on its waiting records (PendingRecord.holderUntil), renewed while it holds the

@@ -1,7 +1,7 @@
-import { CallTimers, type Scheduler } from '../../../lambda/tasks/call-timers';
+import { CallTimers, type Scheduler } from '../../../lambda/scheduling/call-timers';
 
 /**
- * The timer registry (tasks/call-timers.ts) on a scheduler the test drives: named timers, a name set
+ * The timer registry (scheduling/call-timers.ts) on a scheduler the test drives: named timers, a name set
  * again replaces its timer, clear/clearAll/close, and nothing scheduled after close.
  */
 

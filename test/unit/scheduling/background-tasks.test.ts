@@ -1,8 +1,8 @@
 import type { GatewayLogger } from '../../../lambda/observability/logger';
-import { BackgroundTasks } from '../../../lambda/tasks/background-tasks';
+import { BackgroundTasks } from '../../../lambda/scheduling/background-tasks';
 
 /**
- * The task runner (tasks/background-tasks.ts): a failure is logged once with its label and the
+ * The task runner (scheduling/background-tasks.ts): a failure is logged once with its label and the
  * owner's keys, never thrown; it counts what still runs; drain() waits for all, also for tasks
  * started while draining.
  */
