@@ -84,8 +84,28 @@ export const VpcContextSchema = z.strictObject({
 });
 export type VpcContext = z.output<typeof VpcContextSchema>;
 
+/**
+ * How the gateway is deployed: `functionUrl` (a Lambda function behind a streaming function URL, one
+ * request per execution environment) or `webFunction` (a Lambda Web Function: the gateway's own HTTP
+ * server, many requests per environment, behind the Web Function's endpoint).
+ */
+export const DEPLOYMENT_FORMS = ['functionUrl', 'webFunction'] as const;
+export type DeploymentForm = (typeof DEPLOYMENT_FORMS)[number];
+/** `deploymentForm` when the context does not set it. */
+export const DEFAULT_DEPLOYMENT_FORM: DeploymentForm = 'functionUrl';
+/** The function-URL form's shortest timeout; a Web Function accepts 3 s and up. */
+export const FUNCTION_URL_MIN_TIMEOUT_SECONDS = 30;
+
+/** The defaults of the deployment keys a Web Function cannot change. */
+const FUNCTION_ONLY_DEFAULTS = {
+  memorySize: 1024,
+  architecture: 'arm64',
+  gradualDeployment: 'none',
+  tracing: 'off',
+} as const;
+
 /** Deployment knobs (not part of the gateway's runtime configuration). Defaults live here. */
-export const DeploymentContextSchema = z.strictObject({
+const DeploymentContextFields = z.strictObject({
   /** CloudFormation stack name. */
   stackName: z
     .string()
@@ -95,10 +115,13 @@ export const DeploymentContextSchema = z.strictObject({
     )
     .default('McpGateway'),
   /** Lambda memory (MB); CPU scales with it. */
-  memorySize: z.number().int().min(128).max(10240).default(1024),
-  architecture: z.enum(['arm64', 'x86_64']).default('arm64'),
-  /** Lambda timeout; elicitations wait on people, so the 15-minute maximum is the default. */
-  timeoutSeconds: z.number().int().min(30).max(900).default(900),
+  memorySize: z.number().int().min(128).max(10240).default(FUNCTION_ONLY_DEFAULTS.memorySize),
+  architecture: z.enum(['arm64', 'x86_64']).default(FUNCTION_ONLY_DEFAULTS.architecture),
+  /**
+   * Lambda timeout (functionUrl: 30–900; webFunction: 3–900, the longest any request may run); elicitations
+   * wait on people, so the 15-minute maximum is the default of both forms.
+   */
+  timeoutSeconds: z.number().int().min(3).max(900).default(900),
   logRetentionDays: retentionDays.default(30),
   /** Reserved concurrency (caps and guarantees concurrent executions); unset = shared account pool. */
   reservedConcurrency: z.number().int().min(1).max(10000).optional(),
@@ -120,12 +143,70 @@ export const DeploymentContextSchema = z.strictObject({
   /** Where the function reads its configuration: the GATEWAY_CONFIG variable (4 KB) or AWS AppConfig. */
   configSource: z.enum(['environment', 'appconfig']).default('environment'),
   /** How a new version reaches the `live` alias: at once, or shifted by CodeDeploy with alarm rollback. */
-  gradualDeployment: z.enum(GRADUAL_DEPLOYMENTS).default('none'),
+  gradualDeployment: z.enum(GRADUAL_DEPLOYMENTS).default(FUNCTION_ONLY_DEFAULTS.gradualDeployment),
   /** Attach the function to these subnets of an existing VPC. */
   vpc: VpcContextSchema.optional(),
   /** AWS X-Ray active tracing (needs X-Ray permissions on Resource "*"). */
-  tracing: z.enum(['off', 'active']).default('off'),
+  tracing: z.enum(['off', 'active']).default(FUNCTION_ONLY_DEFAULTS.tracing),
+  /** `functionUrl` (unset) or `webFunction`; unset rather than defaulted, so the settings of the default form stay as they were. */
+  deploymentForm: z.enum(DEPLOYMENT_FORMS).optional(),
+  /** webFunction only: requests one execution environment serves at once (unset: 64). */
+  maxConcurrencyPerEnvironment: z.number().int().min(1).max(128).optional(),
 });
+
+/**
+ * The keys that apply to one deployment form only, each refused with the reason when set for the other
+ * one (set to anything but its default: cdk.json lists the defaults).
+ */
+function checkDeploymentForm(settings: z.output<typeof DeploymentContextFields>, context: z.RefinementCtx): void {
+  const refuse = (key: string, message: string) => context.addIssue({ code: 'custom', path: [key], message });
+  if ((settings.deploymentForm ?? DEFAULT_DEPLOYMENT_FORM) === 'functionUrl') {
+    if (settings.timeoutSeconds < FUNCTION_URL_MIN_TIMEOUT_SECONDS) {
+      refuse(
+        'timeoutSeconds',
+        `must be at least ${FUNCTION_URL_MIN_TIMEOUT_SECONDS} with deploymentForm "functionUrl" (a Web Function, deploymentForm "webFunction", accepts 3 to 900)`,
+      );
+    }
+    if (settings.maxConcurrencyPerEnvironment !== undefined) {
+      refuse(
+        'maxConcurrencyPerEnvironment',
+        'applies only to deploymentForm "webFunction" (a function URL invocation serves one request per execution environment); set -c deploymentForm=webFunction or remove the key',
+      );
+    }
+    return;
+  }
+  const form = 'not supported with deploymentForm "webFunction"';
+  if (settings.memorySize !== FUNCTION_ONLY_DEFAULTS.memorySize) {
+    refuse('memorySize', `${form}: every Web Function execution environment has 2 GB; remove the key`);
+  }
+  if (settings.architecture !== FUNCTION_ONLY_DEFAULTS.architecture) {
+    refuse('architecture', `${form}: Web Functions run on arm64 only`);
+  }
+  if (settings.reservedConcurrency !== undefined) {
+    refuse(
+      'reservedConcurrency',
+      `${form}: a Web Function has no reserved concurrency; maxConcurrencyPerEnvironment sets how many requests one environment serves at once`,
+    );
+  }
+  if (settings.gradualDeployment !== FUNCTION_ONLY_DEFAULTS.gradualDeployment) {
+    refuse(
+      'gradualDeployment',
+      `${form}: a Web Function has no versions or aliases for CodeDeploy to shift; a deployment creates a new revision, which its endpoint serves at once (use "none")`,
+    );
+  }
+  if (settings.tracing !== FUNCTION_ONLY_DEFAULTS.tracing) {
+    refuse('tracing', `${form}: a Web Function revision has no X-Ray active tracing setting (use "off")`);
+  }
+  if (settings.vpc !== undefined) {
+    refuse(
+      'vpc',
+      `${form}: a Web Function reaches a VPC through a Lambda network connector (egressNetworkConnector), which this stack does not create; use deploymentForm "functionUrl" to attach the gateway to a VPC`,
+    );
+  }
+}
+
+/** The deployment keys, checked together for the chosen deployment form. */
+export const DeploymentContextSchema = DeploymentContextFields.superRefine(checkDeploymentForm);
 
 export type DeploymentSettings = z.output<typeof DeploymentContextSchema>;
 
@@ -300,5 +381,5 @@ export function readGatewayContext(source: ContextSource): GatewayContext {
 export function contextDefaults(): Record<string, unknown> {
   const config = GatewayConfigSchema.parse({});
   const deployment = DeploymentContextSchema.parse({});
-  return { ...config, tableName: undefined, ...deployment };
+  return { ...config, tableName: undefined, ...deployment, deploymentForm: DEFAULT_DEPLOYMENT_FORM };
 }

@@ -1,6 +1,15 @@
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
-import { Annotations, AssetHashType, Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
+import {
+  Annotations,
+  AssetHashType,
+  type DockerImage,
+  Duration,
+  RemovalPolicy,
+  Stack,
+  Token,
+  Validations,
+} from 'aws-cdk-lib';
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as codedeploy from 'aws-cdk-lib/aws-codedeploy';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
@@ -8,6 +17,7 @@ import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as s3assets from 'aws-cdk-lib/aws-s3-assets';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
@@ -192,70 +202,82 @@ export interface McpGatewayProps {
 }
 
 /**
- * An MCP gateway: one Lambda function, published as a version behind the alias `live`, which serves a
- * streaming function URL; its DynamoDB table, least-privilege IAM, a log group, metrics, a dashboard and
- * alarms (GatewayMonitoring), and optionally AppConfig configuration, a VPC and CodeDeploy traffic shifting.
- *
- * @example
- * ```ts
- * const gateway = new McpGateway(this, 'Gateway', {
- *   config: { targets: [{ name: 'docs', url: 'https://docs.example.com/mcp' }] },
- *   alarmEmail: 'ops@example.com',
- * });
- * gateway.grantInvokeUrl(someRole); // when the URL uses AWS_IAM
- * new CfnOutput(this, 'Endpoint', { value: gateway.endpoint });
- * ```
+ * The props both deployment forms take: the configuration and where it is read from, the table's and log
+ * group's lifecycle, secrets, extra environment, metrics names and the alarm e-mail (McpGateway for the
+ * function URL; McpWebFunctionGateway, lib/web-function-gateway.ts, for the Web Function).
  */
-export class McpGateway extends Construct {
+export type GatewaySharedProps = Pick<
+  McpGatewayProps,
+  | 'config'
+  | 'configSource'
+  | 'logRetention'
+  | 'alarmEmail'
+  | 'removalPolicy'
+  | 'secretArns'
+  | 'requestStateSecret'
+  | 'environment'
+  | 'metricsNamespace'
+  | 'metricsServiceName'
+>;
+
+/** Variables every form sets itself, so `environment` may not. */
+const CONSTRUCT_VARIABLES = [
+  CONFIG_ENV,
+  APPCONFIG_ENV,
+  TABLE_NAME_ENV,
+  ENV.metricsNamespace,
+  ENV.serviceName,
+  'NODE_OPTIONS',
+  REQUEST_STATE_SECRET_ENV,
+  CORS_BY_ENV,
+  TRACING_ENV,
+];
+
+/**
+ * What both deployment forms share, in one place: the validated configuration, the table, the log group,
+ * the role (its log group, its table, the named secrets, AppConfig), the requestState key secret, the
+ * AppConfig configuration and the environment the gateway reads. A form adds its compute (a function
+ * behind a function URL, or a Web Function), its monitoring and its own variables. The parts keep their
+ * construct ids, so their logical ids are the same in both forms.
+ */
+export abstract class GatewayBase extends Construct {
   /** The validated configuration (tableName filled in), as written to GATEWAY_CONFIG or AppConfig. */
   readonly config: GatewayConfig;
   readonly configSource: ConfigSource;
   readonly table: dynamodb.Table;
-  /** Bundled from source (`handlerFromSource`) in this repository or with `entry`; the prebuilt bundle otherwise. */
-  readonly function: lambda.Function;
-  /** The alias `live`: the function URL invokes it, and a deployment moves it. */
-  readonly alias: lambda.Alias;
-  readonly functionUrl: lambda.FunctionUrl;
-  /** The function URL, ending with `/`. */
-  readonly url: string;
-  /** The MCP endpoint: `<url>mcp`. */
-  readonly endpoint: string;
-  readonly urlAuthType: lambda.FunctionUrlAuthType;
   readonly role: iam.Role;
   readonly logGroup: logs.LogGroup;
-  readonly monitoring: GatewayMonitoring;
-  readonly dashboard: cloudwatch.Dashboard;
-  readonly errorsAlarm: cloudwatch.Alarm;
-  readonly throttlesAlarm: cloudwatch.Alarm;
-  readonly durationAlarm: cloudwatch.Alarm;
-  readonly alarmTopic?: sns.Topic;
   /** The requestState key secret the function reads through GATEWAY_REQUEST_STATE_SECRET_ARN, if any. */
   readonly requestStateSecret?: secretsmanager.ISecret;
   /** With `configSource: 'appconfig'`. */
   readonly appConfig?: GatewayAppConfig;
-  /** With `gradualDeployment`. */
-  readonly deploymentGroup?: codedeploy.LambdaDeploymentGroup;
   readonly metricsNamespace: string;
   readonly metricsServiceName: string;
+  abstract readonly monitoring: GatewayMonitoring;
+  /** The configuration as validated, before the table's name is filled in. */
+  protected readonly parsedConfig: GatewayConfig;
+  /** The table's, the log group's (and any other log group's) removal policy. */
+  protected readonly removalPolicy: RemovalPolicy;
+  /** The retention of the gateway's log group (and any other log group of the form). */
+  protected readonly logRetention: logs.RetentionDays;
 
-  constructor(scope: Construct, id: string, props: McpGatewayProps = {}) {
+  protected constructor(scope: Construct, id: string, props: GatewaySharedProps, timeout: Duration, kind: string) {
     super(scope, id);
     const input = props.config ?? {};
-    const parsed = parseConfig(input, 'McpGateway config');
+    const parsed = parseConfig(input, `${kind} config`);
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
-    const timeout = props.timeout ?? Duration.seconds(900);
+    this.parsedConfig = parsed;
+    this.removalPolicy = removalPolicy;
+    this.logRetention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
     this.configSource = props.configSource ?? 'environment';
-    checkProps(parsed, props, timeout);
+    checkTimeout(parsed, timeout);
     this.metricsNamespace = props.metricsNamespace ?? DEFAULT_METRICS_NAMESPACE;
     this.metricsServiceName = props.metricsServiceName ?? Stack.of(this).stackName;
 
     // Each step below builds one part; the constructor only assigns what they return, in dependency order.
     this.table = this.createTable(input.tableName, removalPolicy);
     this.config = { ...parsed, tableName: this.table.tableName };
-    this.logGroup = new logs.LogGroup(this, 'Logs', {
-      retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
-      removalPolicy,
-    });
+    this.logGroup = new logs.LogGroup(this, 'Logs', { retention: this.logRetention, removalPolicy });
     this.role = this.createRole();
     this.requestStateSecret = this.requestStateKey(parsed, props, removalPolicy);
     this.grantSecrets(parsed, props);
@@ -264,28 +286,55 @@ export class McpGateway extends Construct {
       this.appConfig = new GatewayAppConfig(this, 'AppConfig', { config: parsed, removalPolicy });
       this.appConfig.grantRead(this.role);
     }
-    this.function = this.createFunction(parsed, input, props, timeout);
-    if (props.vpc) this.grantVpcNetworking(props.vpc.selectSubnets(vpcSubnetsOf(props)).subnetIds);
-    ({ alias: this.alias, functionUrl: this.functionUrl, urlAuthType: this.urlAuthType } = this.publish(parsed));
-    this.url = this.functionUrl.url;
-    this.endpoint = `${this.url}mcp`;
-    this.monitoring = new GatewayMonitoring(this, 'Monitoring', {
-      function: this.function,
-      table: this.table,
-      timeout,
-      metricsNamespace: this.metricsNamespace,
-      metricsServiceName: this.metricsServiceName,
-      targetNames: parsed.targets.map((target) => target.name),
-      alarmEmail: props.alarmEmail,
-      durationAlarmRatio: props.durationAlarmRatio,
-    });
-    this.dashboard = this.monitoring.dashboard;
-    this.errorsAlarm = this.monitoring.errorsAlarm;
-    this.throttlesAlarm = this.monitoring.throttlesAlarm;
-    this.durationAlarm = this.monitoring.durationAlarm;
-    this.alarmTopic = this.monitoring.alarmTopic;
-    if (props.gradualDeployment) this.deploymentGroup = this.gradualDeployment(props.gradualDeployment);
-    this.acknowledgeNagFindings(props);
+  }
+
+  /** A metric the gateway publishes through Powertools Metrics (EMF). */
+  gatewayMetric(
+    name: string,
+    dimensions: Record<string, string> = {},
+    options: cloudwatch.MetricOptions = {},
+  ): cloudwatch.Metric {
+    return this.monitoring.gatewayMetric(name, dimensions, options);
+  }
+
+  /**
+   * The gateway's environment: `environment` (checked as a cold start checks it), the metrics names,
+   * source maps, the form's own `variables`, then where the configuration is and the requestState key.
+   * Checked against Lambda's 4 KB with what the platform adds (`added`, e.g. a Web Function's entry
+   * point); none of them may be set through `environment`.
+   */
+  protected gatewayEnvironment(
+    props: GatewaySharedProps,
+    variables: Record<string, string>,
+    added: Record<string, string> = {},
+  ): Record<string, string> {
+    const extraEnvironment = props.environment ?? {};
+    for (const key of Object.keys(extraEnvironment)) {
+      if (CONSTRUCT_VARIABLES.includes(key) || key in variables || key in added) {
+        throw new Error(`environment: ${key} is set by the construct`);
+      }
+    }
+    // The gateway's own variables among them (GATEWAY_LOG_LEVEL, GATEWAY_KEEPALIVE_MS, …) are checked
+    // here as the function checks them at a cold start, so a typo fails the synth, not every cold start.
+    // (A token, e.g. a CloudFormation parameter, is known only at deploy time: checked at the cold start.)
+    readEnvironment(Object.fromEntries(Object.entries(extraEnvironment).filter(([, v]) => !Token.isUnresolved(v))));
+    const environment: Record<string, string> = {
+      ...extraEnvironment,
+      POWERTOOLS_METRICS_NAMESPACE: this.metricsNamespace,
+      POWERTOOLS_SERVICE_NAME: this.metricsServiceName,
+      NODE_OPTIONS: '--enable-source-maps',
+      ...variables,
+    };
+    if (this.appConfig) {
+      environment[APPCONFIG_ENV] = this.appConfig.locator;
+      environment[TABLE_NAME_ENV] = this.table.tableName;
+    } else {
+      environment[CONFIG_ENV] = Stack.of(this).toJsonString(this.config);
+    }
+    if (this.requestStateSecret) environment[REQUEST_STATE_SECRET_ENV] = this.requestStateSecret.secretFullArn!;
+    checkEnvironmentSize({ ...environment, ...added }, this.parsedConfig, props.config?.tableName);
+    warnAboutInlineSecrets(this, this.parsedConfig, this.configSource);
+    return environment;
   }
 
   /** State: one table, one partition per session (ARCHITECTURE.md). */
@@ -322,7 +371,7 @@ export class McpGateway extends Construct {
    */
   private requestStateKey(
     parsed: GatewayConfig,
-    props: McpGatewayProps,
+    props: GatewaySharedProps,
     removalPolicy: RemovalPolicy,
   ): secretsmanager.ISecret | undefined {
     const stateKeyConfigured =
@@ -353,7 +402,7 @@ export class McpGateway extends Construct {
   }
 
   /** Only the named secrets: those the configuration references, `secretArns`, and the requestState key. */
-  private grantSecrets(parsed: GatewayConfig, props: McpGatewayProps): void {
+  private grantSecrets(parsed: GatewayConfig, props: GatewaySharedProps): void {
     const secretArns = secretsToGrant(props.secretArns ?? [], parsed, props.environment ?? {});
     if (this.requestStateSecret?.secretFullArn) secretArns.push(this.requestStateSecret.secretFullArn);
     if (secretArns.length === 0) return;
@@ -361,15 +410,77 @@ export class McpGateway extends Construct {
       new iam.PolicyStatement({ sid: 'GatewaySecrets', actions: [...SECRET_ACTIONS], resources: secretArns }),
     );
   }
+}
+
+/**
+ * An MCP gateway: one Lambda function, published as a version behind the alias `live`, which serves a
+ * streaming function URL; its DynamoDB table, least-privilege IAM, a log group, metrics, a dashboard and
+ * alarms (GatewayMonitoring), and optionally AppConfig configuration, a VPC and CodeDeploy traffic shifting.
+ *
+ * @example
+ * ```ts
+ * const gateway = new McpGateway(this, 'Gateway', {
+ *   config: { targets: [{ name: 'docs', url: 'https://docs.example.com/mcp' }] },
+ *   alarmEmail: 'ops@example.com',
+ * });
+ * gateway.grantInvokeUrl(someRole); // when the URL uses AWS_IAM
+ * new CfnOutput(this, 'Endpoint', { value: gateway.endpoint });
+ * ```
+ */
+export class McpGateway extends GatewayBase {
+  /** Bundled from source (`handlerFromSource`) in this repository or with `entry`; the prebuilt bundle otherwise. */
+  readonly function: lambda.Function;
+  /** The alias `live`: the function URL invokes it, and a deployment moves it. */
+  readonly alias: lambda.Alias;
+  readonly functionUrl: lambda.FunctionUrl;
+  /** The function URL, ending with `/`. */
+  readonly url: string;
+  /** The MCP endpoint: `<url>mcp`. */
+  readonly endpoint: string;
+  readonly urlAuthType: lambda.FunctionUrlAuthType;
+  readonly monitoring: GatewayMonitoring;
+  readonly dashboard: cloudwatch.Dashboard;
+  readonly errorsAlarm: cloudwatch.Alarm;
+  readonly throttlesAlarm: cloudwatch.Alarm;
+  readonly durationAlarm: cloudwatch.Alarm;
+  readonly alarmTopic?: sns.Topic;
+  /** With `gradualDeployment`. */
+  readonly deploymentGroup?: codedeploy.LambdaDeploymentGroup;
+
+  constructor(scope: Construct, id: string, props: McpGatewayProps = {}) {
+    const timeout = props.timeout ?? Duration.seconds(900);
+    super(scope, id, props, timeout, 'McpGateway');
+    if (!props.vpc && (props.vpcSubnets || props.securityGroups)) {
+      throw new Error('vpcSubnets and securityGroups need vpc');
+    }
+    const parsed = this.parsedConfig;
+    this.function = this.createFunction(props, timeout);
+    if (props.vpc) this.grantVpcNetworking(props.vpc.selectSubnets(vpcSubnetsOf(props)).subnetIds);
+    ({ alias: this.alias, functionUrl: this.functionUrl, urlAuthType: this.urlAuthType } = this.publish(parsed));
+    this.url = this.functionUrl.url;
+    this.endpoint = `${this.url}mcp`;
+    this.monitoring = new GatewayMonitoring(this, 'Monitoring', {
+      function: this.function,
+      table: this.table,
+      timeout,
+      metricsNamespace: this.metricsNamespace,
+      metricsServiceName: this.metricsServiceName,
+      targetNames: parsed.targets.map((target) => target.name),
+      alarmEmail: props.alarmEmail,
+      durationAlarmRatio: props.durationAlarmRatio,
+    });
+    this.dashboard = this.monitoring.dashboard;
+    this.errorsAlarm = this.monitoring.errorsAlarm;
+    this.throttlesAlarm = this.monitoring.throttlesAlarm;
+    this.durationAlarm = this.monitoring.durationAlarm;
+    this.alarmTopic = this.monitoring.alarmTopic;
+    if (props.gradualDeployment) this.deploymentGroup = this.gradualDeployment(props.gradualDeployment);
+    this.acknowledgeNagFindings(props);
+  }
 
   /** The function: bundled from source (or the prebuilt bundle), its environment checked as a cold start checks it. */
-  private createFunction(
-    parsed: GatewayConfig,
-    input: GatewayConfigInput,
-    props: McpGatewayProps,
-    timeout: Duration,
-  ): lambda.Function {
-    const environment = this.functionEnvironment(parsed, input, props);
+  private createFunction(props: McpGatewayProps, timeout: Duration): lambda.Function {
+    const environment = this.functionEnvironment(props);
     const vpcSubnets = vpcSubnetsOf(props);
     const runtime = props.runtime ?? lambda.Runtime.NODEJS_24_X;
     const functionProps: lambda.FunctionOptions = {
@@ -397,49 +508,13 @@ export class McpGateway extends Construct {
     });
   }
 
-  private functionEnvironment(
-    parsed: GatewayConfig,
-    input: GatewayConfigInput,
-    props: McpGatewayProps,
-  ): Record<string, string> {
-    const extraEnvironment = props.environment ?? {};
-    const reserved = [
-      CONFIG_ENV,
-      APPCONFIG_ENV,
-      TABLE_NAME_ENV,
-      'POWERTOOLS_METRICS_NAMESPACE',
-      'POWERTOOLS_SERVICE_NAME',
-      'NODE_OPTIONS',
-      REQUEST_STATE_SECRET_ENV,
-      CORS_BY_ENV,
-      TRACING_ENV,
-    ];
-    for (const key of Object.keys(extraEnvironment)) {
-      if (reserved.includes(key)) throw new Error(`environment: ${key} is set by the construct`);
-    }
-    // The gateway's own variables among them (GATEWAY_LOG_LEVEL, GATEWAY_KEEPALIVE_MS, …) are checked
-    // here as the function checks them at a cold start, so a typo fails the synth, not every cold start.
-    // (A token, e.g. a CloudFormation parameter, is known only at deploy time: checked at the cold start.)
-    readEnvironment(Object.fromEntries(Object.entries(extraEnvironment).filter(([, v]) => !Token.isUnresolved(v))));
-    const environment: Record<string, string> = {
-      ...extraEnvironment,
-      POWERTOOLS_METRICS_NAMESPACE: this.metricsNamespace,
-      POWERTOOLS_SERVICE_NAME: this.metricsServiceName,
-      NODE_OPTIONS: '--enable-source-maps',
+  /** The shared variables, plus: the function URL's CORS is the only CORS; X-Ray when opted in. */
+  private functionEnvironment(props: McpGatewayProps): Record<string, string> {
+    return this.gatewayEnvironment(props, {
       // The function URL's CORS setting (from the same `cors`) is the only CORS when deployed.
       [CORS_BY_ENV]: 'function-url',
-    };
-    if (props.activeTracing) environment[TRACING_ENV] = 'active';
-    if (this.appConfig) {
-      environment[APPCONFIG_ENV] = this.appConfig.locator;
-      environment[TABLE_NAME_ENV] = this.table.tableName;
-    } else {
-      environment[CONFIG_ENV] = Stack.of(this).toJsonString(this.config);
-    }
-    if (this.requestStateSecret) environment[REQUEST_STATE_SECRET_ENV] = this.requestStateSecret.secretFullArn!;
-    checkEnvironmentSize(environment, parsed, input.tableName);
-    warnAboutInlineSecrets(this, parsed, this.configSource);
-    return environment;
+      ...(props.activeTracing ? { [TRACING_ENV]: 'active' } : {}),
+    });
   }
 
   /** Version, alias `live`, and the streaming function URL on the alias: rollback is moving the alias. */
@@ -501,15 +576,6 @@ export class McpGateway extends Construct {
     return this.alias.grantInvokeUrl(grantee);
   }
 
-  /** A metric the gateway publishes through Powertools Metrics (EMF). */
-  gatewayMetric(
-    name: string,
-    dimensions: Record<string, string> = {},
-    options: cloudwatch.MetricOptions = {},
-  ): cloudwatch.Metric {
-    return this.monitoring.gatewayMetric(name, dimensions, options);
-  }
-
   /**
    * What Lambda needs to attach the function to the VPC (it creates and removes the network interfaces
    * with the function's role). The two Describe actions support no resource-level permission; the others
@@ -558,17 +624,14 @@ function vpcSubnetsOf(props: McpGatewayProps): ec2.SubnetSelection | undefined {
   return props.vpc ? (props.vpcSubnets ?? { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS }) : undefined;
 }
 
-/** What the props and the configuration must agree on before anything is built. */
-function checkProps(parsed: GatewayConfig, props: McpGatewayProps, timeout: Duration): void {
+/** The configuration and the timeout must agree before anything is built. */
+function checkTimeout(parsed: GatewayConfig, timeout: Duration): void {
   // Waiting calls that may be released (streamRelease, at the latest before the deadline) hold no
   // invocation past it: then the wait may outlast it.
   if (parsed.streamRelease === 'never' && parsed.pendingRequestTimeoutSeconds >= timeout.toSeconds()) {
     throw new ConfigError(
       `pendingRequestTimeoutSeconds (${parsed.pendingRequestTimeoutSeconds}) must be less than the function timeout (${timeout.toSeconds()} s) while streamRelease is "never"`,
     );
-  }
-  if (!props.vpc && (props.vpcSubnets || props.securityGroups)) {
-    throw new Error('vpcSubnets and securityGroups need vpc');
   }
 }
 
@@ -579,22 +642,41 @@ function checkProps(parsed: GatewayConfig, props: McpGatewayProps, timeout: Dura
  * splits a bundle into chunks only in an output folder.)
  */
 export function handlerFromSource(entry: string, runtime: lambda.Runtime): lambda.Code {
-  return lambda.Code.fromAsset(PROJECT_ROOT, {
-    // The hash of what is deployed, not of the repository's files.
-    assetHashType: AssetHashType.OUTPUT,
-    bundling: {
-      // CDK requires an image, used only when local bundling declines; this one never does (it bundles or throws).
-      image: runtime.bundlingImage,
-      // Never run either; it names the entry, so two entries do not share CDK's per-process bundling cache.
-      command: ['esbuild', path.relative(PROJECT_ROOT, entry)],
-      local: {
-        tryBundle(outputDir: string): boolean {
-          writeBundle(entry, outputDir, PROJECT_ROOT);
-          return true;
+  const asset = bundledFromSource(entry, runtime.bundlingImage, (outputDir) =>
+    writeBundle(entry, outputDir, PROJECT_ROOT),
+  );
+  return lambda.Code.fromAsset(asset.path, asset.options);
+}
+
+/**
+ * An asset that is `entry` bundled at synth by CDK's local bundling: the folder `write` fills (with
+ * `writeBundle`, the repository's esbuild), given the project root. The function URL's handler and the
+ * Web Function's server alike.
+ */
+export function bundledFromSource(
+  entry: string,
+  image: DockerImage,
+  write: (outputDir: string, projectRoot: string) => void,
+): { path: string; options: s3assets.AssetOptions } {
+  return {
+    path: PROJECT_ROOT,
+    options: {
+      // The hash of what is deployed, not of the repository's files.
+      assetHashType: AssetHashType.OUTPUT,
+      bundling: {
+        // CDK requires an image, used only when local bundling declines; this one never does (it bundles or throws).
+        image,
+        // Never run either; it names the entry, so two entries do not share CDK's per-process bundling cache.
+        command: ['esbuild', path.relative(PROJECT_ROOT, entry)],
+        local: {
+          tryBundle(outputDir: string): boolean {
+            write(outputDir, PROJECT_ROOT);
+            return true;
+          },
         },
       },
     },
-  });
+  };
 }
 
 /**

@@ -12,7 +12,13 @@ import { MetricDimension, MetricName } from '../lambda/observability/metric-name
 export const SERVER_ERROR_CODE = '-32603';
 
 export interface GatewayMonitoringProps {
-  readonly function: lambda.IFunction;
+  /**
+   * The function whose Lambda metrics (Errors, Throttles, Duration, ConcurrentExecutions) get alarms and
+   * the dashboard's first row. Omitted for a gateway that is no `lambda.Function` (the Web Function form):
+   * those three alarms and that row are then not made; the gateway's own metrics and the table's remain.
+   * @default - no function alarms
+   */
+  readonly function?: lambda.IFunction;
   readonly table: dynamodb.ITable;
   /** The function timeout (the duration alarm and the dashboard's timeout line). */
   readonly timeout: Duration;
@@ -34,17 +40,23 @@ export interface GatewayMonitoringProps {
   readonly targetListFailuresThreshold?: number;
 }
 
+/** The alarms on a Lambda function's own metrics (with `function` only). */
+export interface FunctionAlarms {
+  readonly errors: cloudwatch.Alarm;
+  readonly throttles: cloudwatch.Alarm;
+  readonly duration: cloudwatch.Alarm;
+}
+
 /**
- * The gateway's CloudWatch side: alarms (Lambda errors, throttles, an invocation near the timeout, the
- * gateway's own server errors and expired input requests, DynamoDB throttling), an optional SNS topic
- * with one e-mail subscription, and a dashboard. The metric names and dimensions are the contract in
- * lambda/observability/metrics.ts.
+ * The gateway's CloudWatch side: alarms (Lambda errors, throttles, an invocation near the timeout — with
+ * `function` only —, the gateway's own server errors and expired input requests, DynamoDB throttling), an
+ * optional SNS topic with one e-mail subscription, and a dashboard. The metric names and dimensions are the
+ * contract in lambda/observability/metrics.ts.
  */
 export class GatewayMonitoring extends Construct {
   readonly dashboard: cloudwatch.Dashboard;
-  readonly errorsAlarm: cloudwatch.Alarm;
-  readonly throttlesAlarm: cloudwatch.Alarm;
-  readonly durationAlarm: cloudwatch.Alarm;
+  /** Errors, Throttles and Duration of `function`; undefined without it (the Web Function form). */
+  readonly functionAlarms?: FunctionAlarms;
   /** GatewayErrors with code -32603, summed over the period. */
   readonly gatewayErrorsAlarm: cloudwatch.Alarm;
   /** ExpiredInputRequests over every method. */
@@ -59,7 +71,6 @@ export class GatewayMonitoring extends Construct {
   constructor(scope: Construct, id: string, props: GatewayMonitoringProps) {
     super(scope, id);
     this.props = props;
-    const fn = props.function;
     const five = Duration.minutes(5);
 
     if (props.alarmEmail) {
@@ -72,25 +83,7 @@ export class GatewayMonitoring extends Construct {
       });
     }
 
-    this.errorsAlarm = this.alarm(
-      'ErrorsAlarm',
-      fn.metricErrors({ period: five, statistic: 'Sum' }),
-      1,
-      'The gateway function failed (unhandled errors or crashes) at least once in 5 minutes.',
-    );
-    this.throttlesAlarm = this.alarm(
-      'ThrottlesAlarm',
-      fn.metricThrottles({ period: five, statistic: 'Sum' }),
-      1,
-      'Invocations of the gateway function were throttled (concurrency limit reached).',
-    );
-    const ratio = props.durationAlarmRatio ?? 0.9;
-    this.durationAlarm = this.alarm(
-      'DurationAlarm',
-      fn.metricDuration({ period: five, statistic: 'Maximum' }),
-      Math.round(props.timeout.toMilliseconds() * ratio),
-      `An invocation ran for ${Math.round(ratio * 100)}% or more of the ${props.timeout.toSeconds()} s timeout: a wait was not bounded and the stream risks being cut.`,
-    );
+    if (props.function) this.functionAlarms = this.functionAlarmsOf(props.function);
     const errorsThreshold = props.gatewayErrorsThreshold ?? 5;
     this.gatewayErrorsAlarm = this.alarm(
       'GatewayErrorsAlarm',
@@ -142,12 +135,26 @@ export class GatewayMonitoring extends Construct {
     this.dashboard = this.createDashboard();
   }
 
+  /** The function's Errors alarm (with `function` only; throws without it). */
+  get errorsAlarm(): cloudwatch.Alarm {
+    return this.requireFunctionAlarms('errorsAlarm').errors;
+  }
+
+  /** The function's Throttles alarm (with `function` only; throws without it). */
+  get throttlesAlarm(): cloudwatch.Alarm {
+    return this.requireFunctionAlarms('throttlesAlarm').throttles;
+  }
+
+  /** The function's Duration alarm (with `function` only; throws without it). */
+  get durationAlarm(): cloudwatch.Alarm {
+    return this.requireFunctionAlarms('durationAlarm').duration;
+  }
+
   /** Every alarm, e.g. for a CodeDeploy deployment group's rollback. */
   get alarms(): cloudwatch.Alarm[] {
+    const fn = this.functionAlarms;
     return [
-      this.errorsAlarm,
-      this.throttlesAlarm,
-      this.durationAlarm,
+      ...(fn ? [fn.errors, fn.throttles, fn.duration] : []),
       this.gatewayErrorsAlarm,
       this.expiredInputAlarm,
       this.tableThrottlesAlarm,
@@ -168,6 +175,41 @@ export class GatewayMonitoring extends Construct {
       period: Duration.minutes(5),
       ...options,
     });
+  }
+
+  private functionAlarmsOf(fn: lambda.IFunction): FunctionAlarms {
+    const five = Duration.minutes(5);
+    const ratio = this.props.durationAlarmRatio ?? 0.9;
+    const timeout = this.props.timeout;
+    return {
+      errors: this.alarm(
+        'ErrorsAlarm',
+        fn.metricErrors({ period: five, statistic: 'Sum' }),
+        1,
+        'The gateway function failed (unhandled errors or crashes) at least once in 5 minutes.',
+      ),
+      throttles: this.alarm(
+        'ThrottlesAlarm',
+        fn.metricThrottles({ period: five, statistic: 'Sum' }),
+        1,
+        'Invocations of the gateway function were throttled (concurrency limit reached).',
+      ),
+      duration: this.alarm(
+        'DurationAlarm',
+        fn.metricDuration({ period: five, statistic: 'Maximum' }),
+        Math.round(timeout.toMilliseconds() * ratio),
+        `An invocation ran for ${Math.round(ratio * 100)}% or more of the ${timeout.toSeconds()} s timeout: a wait was not bounded and the stream risks being cut.`,
+      ),
+    };
+  }
+
+  private requireFunctionAlarms(name: string): FunctionAlarms {
+    if (!this.functionAlarms) {
+      throw new Error(
+        `GatewayMonitoring.${name}: this monitoring has no function (the Web Function form), so no alarms on Lambda function metrics`,
+      );
+    }
+    return this.functionAlarms;
   }
 
   private alarm(id: string, metric: cloudwatch.IMetric, threshold: number, description: string): cloudwatch.Alarm {
@@ -197,11 +239,9 @@ export class GatewayMonitoring extends Construct {
     });
   }
 
-  private createDashboard(): cloudwatch.Dashboard {
-    const fn = this.props.function;
+  /** The dashboard's first row: the function's invocations, errors, throttles, duration and concurrency. */
+  private addFunctionWidgets(dashboard: cloudwatch.Dashboard, fn: lambda.IFunction): void {
     const five = Duration.minutes(5);
-    const targets = this.props.targetNames ?? [];
-    const dashboard = new cloudwatch.Dashboard(this, 'Dashboard', { defaultInterval: Duration.hours(3) });
     dashboard.addWidgets(
       new cloudwatch.GraphWidget({
         title: 'Invocations, errors, throttles',
@@ -230,6 +270,14 @@ export class GatewayMonitoring extends Construct {
         width: 8,
       }),
     );
+  }
+
+  private createDashboard(): cloudwatch.Dashboard {
+    const fn = this.props.function;
+    const five = Duration.minutes(5);
+    const targets = this.props.targetNames ?? [];
+    const dashboard = new cloudwatch.Dashboard(this, 'Dashboard', { defaultInterval: Duration.hours(3) });
+    if (fn) this.addFunctionWidgets(dashboard, fn);
     dashboard.addWidgets(
       new cloudwatch.GraphWidget({
         title: 'Input requests relayed / answered / expired (by method)',
