@@ -477,8 +477,13 @@ describe('CORS on the function URL', () => {
 describe('one set of esbuild options for scripts/build.mjs and the CDK bundling', () => {
   test('the build script and the construct bundle the handler with lib/bundling.ts writeBundle', () => {
     const script = readFileSync(join(ROOT, 'scripts', 'build.mjs'), 'utf8');
-    expect(script).toMatch(/import \{ BUILD_DIR, HANDLER_ENTRY, writeBundle \} from '\.\.\/lib\/bundling\.ts'/);
-    expect(script).toContain('writeBundle(HANDLER_ENTRY, staging, ROOT)');
+    expect(script).toMatch(
+      /import \{ BUILD_DIR, HANDLER_ENTRY, WEB_FUNCTION_BUILD_DIR, WEB_FUNCTION_ENTRY, writeBundle \} from '\.\.\/lib\/bundling\.ts'/,
+    );
+    // Both forms' bundles, each for its own folder, with the one writeBundle.
+    expect(script).toContain('writeBundle(entry, staging, ROOT, buildDir)');
+    expect(script).toContain('build(HANDLER_ENTRY, BUILD_DIR);');
+    expect(script).toContain('build(WEB_FUNCTION_ENTRY, WEB_FUNCTION_BUILD_DIR);');
     expect(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).scripts.build).toBe('tsx scripts/build.mjs');
     expect(relative(ROOT, DEFAULT_ENTRY)).toBe(HANDLER_ENTRY);
     // The construct's source bundling (test/cdk/synth.test.ts compares its asset with writeBundle's files).
