@@ -498,14 +498,15 @@ function requestHeaders(headers: IncomingHttpHeaders, bodyLength: number): Outgo
 
 /** The environment's headers as it wrote them (case, order, repeats), minus hop-by-hop ones. */
 function responseHeaders(raw: string[]): string[] {
-  const names: string[] = [];
-  for (let i = 0; i < raw.length; i += 2) if (raw[i].toLowerCase() === 'connection') names.push(raw[i + 1]);
-  const named = connectionTokens(names);
+  // rawHeaders alternates name and value: read them as pairs.
+  const pairs: Array<[string, string]> = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) pairs.push([raw[i] ?? '', raw[i + 1] ?? '']);
+  const named = connectionTokens(pairs.filter(([name]) => name.toLowerCase() === 'connection').map(([, v]) => v));
   const out: string[] = [];
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i].toLowerCase();
+  for (const [rawName, value] of pairs) {
+    const name = rawName.toLowerCase();
     // content-length passes through here: the body is relayed byte for byte.
-    if (name === 'content-length' || (!HOP_BY_HOP.has(name) && !named.has(name))) out.push(raw[i], raw[i + 1]);
+    if (name === 'content-length' || (!HOP_BY_HOP.has(name) && !named.has(name))) out.push(rawName, value);
   }
   return out;
 }
