@@ -178,6 +178,11 @@ describe.each(KINDS)('through the %s', (kind) => {
   it('a tool a 2025 target adds during a call: its list change reaches the client, and the new tool is listed', async () => {
     const { client, call } = await v1Client(gw.url);
     try {
+      // As for log messages (above): once the instance has seen the target talk on its GET stream.
+      let warmed = 0;
+      for (let i = 0; i < 10 && warmed === 0; i++)
+        warmed = (await call('notify___log', { level: 'info', data: 'warm-up' })).logs.length;
+      expect(warmed).toBeGreaterThan(0);
       const name = `added_${kind.replace(/\W/g, '_')}`;
       const heard = await call('notify___add_tool', { name });
       expect(heard.text).toBe(`added ${name}`);
