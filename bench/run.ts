@@ -17,7 +17,11 @@
  *
  * BENCH_CALLS (default 300) calls per row, BENCH_LOAD_SESSIONS (default 200), BENCH_ONLY=row,row to
  * run some rows only (with their floors; `onRuntimeNode` selects the two rows on Node 24),
- * BENCH_COLD=0 to skip the cold start.
+ * BENCH_COLD=0 to skip the cold start. The two deployment forms side by side (bench/web-function.ts):
+ * `lambdaLegacyEcho`, `lambdaModernEcho` (function URL, `--lambda`), `webFunctionLegacyEcho`,
+ * `webFunctionModernEcho` (Web Function), each with its floor in the same emulator; `webFunctionWaiting`
+ * (one environment holding 1, 64, 128 elicitations: memory, idle CPU) and, with it, the cost model
+ * (WEB_FUNCTION_RATE_* inputs; `heldTime` in the same run adds its check).
  */
 import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -34,6 +38,16 @@ import { heldTime } from './held-time';
 import { BUNDLE, buildBundle, bundleShape, importTimes, runtimeNode } from './import-time';
 import { type Child, cpuMs, dynamoCounts, startChild, startGatewayChild, startTarget } from './processes';
 import { type Distribution, distribution, ratio } from './stats';
+import {
+  costModel,
+  type Form,
+  lambdaForwardOnly,
+  lambdaGateway,
+  printWebFunction,
+  webFunctionForwardOnly,
+  webFunctionGateway,
+  webFunctionWaiting,
+} from './web-function';
 
 // Node 20 here, 22+ on Lambda: the AWS SDK's notice about its future Node requirement is noise in the
 // figures (as in `npm start`); the server processes inherit this.
@@ -92,6 +106,8 @@ export interface Row {
 interface Meter {
   gateways: Child[];
   dynamo: Child;
+  /** CPU (ms) so far of processes that are not the benchmark's children (an emulator's environments), instead of the gateways'. */
+  cpu?: () => Promise<number>;
 }
 
 /** CPU of the gateways and DynamoDB counts over `phase`, per call. */
@@ -100,12 +116,14 @@ async function metered<T>(
   calls: number,
   phase: () => Promise<T>,
 ): Promise<[T, Pick<Row, 'gatewayCpuMsPerCall' | 'dynamodbRequestsPerCall' | 'dynamodbResponseBytesPerCall'>]> {
-  const cpuBefore = await Promise.all(meter.gateways.map(cpuMs));
+  const cpuNow =
+    meter.cpu ?? (async () => (await Promise.all(meter.gateways.map(cpuMs))).reduce((sum, ms) => sum + ms, 0));
+  const cpuBefore = await cpuNow();
   const dbBefore = await dynamoCounts(meter.dynamo);
   const value = await phase();
-  const cpuAfter = await Promise.all(meter.gateways.map(cpuMs));
+  const cpuAfter = await cpuNow();
   const dbAfter = await dynamoCounts(meter.dynamo);
-  const cpu = cpuAfter.reduce((sum, after, i) => sum + after - cpuBefore[i]!, 0);
+  const cpu = cpuAfter - cpuBefore;
   const perCall: Record<string, number> = {};
   let bytes = 0;
   for (const [operation, after] of Object.entries(dbAfter)) {
@@ -414,6 +432,13 @@ async function main(): Promise<void> {
     rows: {},
   };
   const rows: Record<string, Row> = results.rows;
+  // The deployment forms' emulators (bench/web-function.ts), each started once, when a row needs it.
+  const forms = new Map<string, Promise<Form>>();
+  const closeForms = async () => {
+    const started = [...forms.values()];
+    forms.clear();
+    for (const form of started) await (await form.catch(() => undefined))?.close();
+  };
   try {
     const dynamo = await startChild(['bench/serve-dynamo.ts'], /ready (\S+)/);
     children.push(dynamo);
@@ -674,6 +699,91 @@ async function main(): Promise<void> {
         },
       },
     );
+    // The deployment forms side by side: the same echo calls through the gateway as a function URL
+    // (`--lambda`) and as a Web Function, each against a function that only forwards, in the same emulator.
+    const form = (name: string, start: () => Promise<Form>): Promise<Form> => {
+      if (!forms.has(name)) forms.set(name, start());
+      return forms.get(name)!;
+    };
+    const formMeter = (started: Form): Meter => ({ gateways: [], dynamo, cpu: () => started.cpuMs() });
+    const formRows = async (
+      prefix: 'lambda' | 'webFunction',
+      gateway: () => Promise<Form>,
+      floor: (targetUrl: string) => Promise<Form>,
+    ): Promise<void> => {
+      await measured(
+        `${prefix}LegacyEcho`,
+        async () => {
+          const started = await form(prefix, gateway);
+          return clientRow(
+            formMeter(started),
+            await legacyClient(legacyTarget.url, { elicitation: false }),
+            await legacyClient(started.url, { elicitation: false }),
+            ['echo', 'legacy___echo'],
+            echo,
+            'echo: bench',
+          );
+        },
+        {
+          key: `${prefix}LegacyEchoPassthrough`,
+          row: async () => {
+            const started = await form(`${prefix} floor legacy`, () => floor(legacyTarget.url));
+            return clientRow(
+              formMeter(started),
+              await legacyClient(legacyTarget.url, { elicitation: false }),
+              await legacyClient(started.url, { elicitation: false }),
+              ['echo', 'echo'],
+              echo,
+              'echo: bench',
+            );
+          },
+        },
+      );
+      await measured(
+        `${prefix}ModernEcho`,
+        async () => {
+          const started = await form(prefix, gateway);
+          return clientRow(
+            formMeter(started),
+            await modernClient(dualTarget.url),
+            await modernClient(started.url),
+            ['echo', 'dual___echo'],
+            echo,
+            'echo: bench',
+          );
+        },
+        {
+          key: `${prefix}ModernEchoPassthrough`,
+          row: async () => {
+            const started = await form(`${prefix} floor dual`, () => floor(dualTarget.url));
+            return clientRow(
+              formMeter(started),
+              await modernClient(dualTarget.url),
+              await modernClient(started.url),
+              ['echo', 'echo'],
+              echo,
+              'echo: bench',
+            );
+          },
+        },
+      );
+    };
+    await formRows(
+      'lambda',
+      () => lambdaGateway(config, dynamo.url),
+      (url) => lambdaForwardOnly(url, dynamo.url),
+    );
+    await formRows(
+      'webFunction',
+      () => webFunctionGateway(config, dynamo.url),
+      (url) => webFunctionForwardOnly(url),
+    );
+    if (forms.size) {
+      results.forms = Object.fromEntries(
+        await Promise.all([...forms].map(async ([name, started]) => [name, (await started).describe()])),
+      );
+      await closeForms();
+    }
     for (const row of Object.values(rows)) {
       const floor = row.floor === undefined ? undefined : rows[row.floor];
       // A floor within the noise of zero (or below it) gives no meaningful quotient.
@@ -693,17 +803,24 @@ async function main(): Promise<void> {
       progress('coldStart');
       results.coldStart = await coldStart(config, dynamo.url);
     }
+    // One Web Function environment holding 1, 64 and 128 waiting elicitations (bench/web-function.ts).
+    if (wanted('webFunctionWaiting')) {
+      progress('webFunctionWaiting');
+      results.webFunctionWaiting = await webFunctionWaiting(dynamo, legacyTarget.url);
+    }
     // The release policy's held invocation time per elicitation (10 s of think time, `--lambda`).
     if (wanted('heldTime')) {
       progress('heldTime');
       buildBundle();
       results.heldTime = await heldTime(dynamo.url);
     }
+    if (results.webFunctionWaiting) results.costModel = costModel(results.webFunctionWaiting, results.heldTime);
   } catch (error) {
     // What was measured before the failure is still written and printed, with the failure named.
     results.failed = String(error);
     process.exitCode = 1;
   } finally {
+    await closeForms();
     await Promise.all(children.map((child) => child.stop()));
   }
 
@@ -733,6 +850,14 @@ const LABELS: Record<string, string> = {
   modernInputRequiredPassthrough: '  its floor: passthrough proxy',
   legacyElicitationOtherInstance: '2025 elicitation round held, answer→B',
   legacyElicitationPassthrough: '  its floor: call/answer via 2 proxies',
+  lambdaLegacyEcho: 'function URL: 2025 echo, no input caps',
+  lambdaLegacyEchoPassthrough: '  its floor: forward-only function',
+  lambdaModernEcho: 'function URL: 2026-07-28 echo',
+  lambdaModernEchoPassthrough: '  its floor: forward-only function',
+  webFunctionLegacyEcho: 'Web Function: 2025 echo, no input caps',
+  webFunctionLegacyEchoPassthrough: '  its floor: forward-only server',
+  webFunctionModernEcho: 'Web Function: 2026-07-28 echo',
+  webFunctionModernEchoPassthrough: '  its floor: forward-only server',
 };
 
 /** The `--lambda` image's Node.js (24), or undefined (with a note) where it is not installed. */
@@ -781,6 +906,7 @@ function print(results: Json): void {
     console.log(
       `cold start: bundle ${(c.bundleBytes / 1024).toFixed(0)} KiB (${(c.bundleCodeBytes / 1024).toFixed(0)} KiB with its chunks), import ${c.importMs} ms (median of 7, Node ${results.machine.node}), ${c.importMsRuntimeNode ?? '-'} ms (median of 7, Node ${c.lambdaNode}); --lambda (Node ${c.lambdaNode}): 2026 echo as first request ${c.modern.firstCallMs} ms (init ${c.modern.initMs} ms), warm p50 ${f(c.modern.warm.p50)} ms; 2025 initialize as first request ${c.legacy.initializeMs} ms (init ${c.legacy.initMs} ms), first tools/call ${c.legacy.firstCallMs} ms, warm p50 ${f(c.legacy.warm.p50)} ms`,
     );
+  printWebFunction(results);
 }
 
 main().catch((error) => {
