@@ -2,7 +2,7 @@ import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import { GatewayError } from '../protocol/errors';
 import { BackgroundTasks } from '../scheduling/background-tasks';
-import { CallTimers } from '../scheduling/call-timers';
+import { CallTimers, type Scheduler } from '../scheduling/call-timers';
 import { HOLDER_ACK_POLL_MS, HOLDER_ACK_WAIT_MS } from '../state/records';
 import type { PendingRecord, PendingStore } from '../state/store';
 
@@ -23,13 +23,25 @@ import type { PendingRecord, PendingStore } from '../state/store';
 const FIRST_LOOK_MS = 20;
 
 /**
+ * A question still unanswered after LONG_WAIT_MS is being thought about: the holder then looks every
+ * LONG_WAIT_FACTOR × HOLDER_ACK_POLL_MS (1 s), a quarter of the reads and of the CPU while a person
+ * thinks (on a Web Function, where many calls wait in one environment, that CPU is what waiting costs),
+ * for an answer found up to 0.75 s later after a long think. Still well within HOLDER_ACK_WAIT_MS, so a
+ * claim is acknowledged before its claimant gives up.
+ */
+export const LONG_WAIT_MS = 10_000;
+const LONG_WAIT_FACTOR = 4;
+
+/**
  * The holder's side: acknowledges delivery claims on its waiting relayed records until stopped, and
  * hands each answer recorded for it (relay/recorded-answer.ts: the holder delivers) to `onRecorded`.
  */
 export class ClaimAcknowledger {
-  private readonly timers = new CallTimers();
+  private readonly timers: CallTimers;
+  private readonly now: () => number;
+  /** When the last question was asked (start()): the looks slow down once it has waited LONG_WAIT_MS. */
+  private askedAt = 0;
   private readonly tasks: BackgroundTasks;
-  private started = false;
   /** The next look's delay: short right after a question was sent, doubling up to `pollMs`. */
   private interval: number;
   private stopped = false;
@@ -45,18 +57,24 @@ export class ClaimAcknowledger {
     private readonly pollMs = HOLDER_ACK_POLL_MS,
     /** An answer recorded in one of the records (once per record). */
     private readonly onRecorded?: (record: PendingRecord) => void,
+    /** The looks' timers and clock (tests inject both). */
+    clock: { scheduler?: Scheduler; now?: () => number } = {},
   ) {
     this.tasks = new BackgroundTasks(logger, { partition });
+    this.timers = new CallTimers(clock.scheduler);
+    this.now = clock.now ?? Date.now;
     this.interval = Math.min(FIRST_LOOK_MS, pollMs);
   }
 
-  /** Starts looking, soon (a question was just sent: a quick answer is found quickly); idempotent. */
+  /**
+   * Starts looking, soon (a question was just sent: a quick answer is found quickly); again for each
+   * question: a look a second away (a long wait) is brought forward.
+   */
   start(): void {
     if (this.stopped) return;
     this.interval = Math.min(FIRST_LOOK_MS, this.pollMs);
-    if (this.started) return;
-    this.started = true;
-    this.schedule();
+    this.askedAt = this.now();
+    this.schedule(); // replaces the look already scheduled (CallTimers: one timer per name)
   }
 
   stop(): void {
@@ -66,7 +84,8 @@ export class ClaimAcknowledger {
 
   private schedule(): void {
     const delay = this.interval;
-    this.interval = Math.min(this.pollMs, this.interval * 2);
+    const longWait = this.now() - this.askedAt >= LONG_WAIT_MS;
+    this.interval = Math.min(this.pollMs * (longWait ? LONG_WAIT_FACTOR : 1), this.interval * 2);
     this.timers.set('look', delay, () =>
       this.tasks.run('acknowledging delivery claims', async () => {
         try {
