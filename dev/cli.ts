@@ -27,39 +27,20 @@ async function main(flags: ParsedFlags): Promise<void> {
     console.log(`${values['check-config']}: valid`);
     return;
   }
-  if (values['web-function']) {
-    // The Web Function bundle in the local Web Function emulator (tools/web-function-emulator/).
-    return runWebFunctionMode({
-      host: values.host ?? '127.0.0.1',
-      port: values.port ?? 8080,
-      config: values.config === undefined ? undefined : readConfig(values.config),
-      dynamodbEndpoint: values['dynamodb-endpoint'],
-      dynamodbPort: values['dynamodb-port'],
-      demo: !values['no-demo'],
-      demoTargets: demoTargetsOf(values, given),
-    });
-  }
-  if (values.lambda) {
-    // The deployment bundle in local Lambda execution environments (tools/lambda-emulator/).
-    return runLambdaMode({
-      host: values.host ?? '127.0.0.1',
-      port: values.port ?? 8080,
-      config: values.config === undefined ? undefined : readConfig(values.config),
-      dynamodbEndpoint: values['dynamodb-endpoint'],
-      dynamodbPort: values['dynamodb-port'],
-      demo: !values['no-demo'],
-      demoTargets: demoTargetsOf(values, given),
-    });
-  }
-  const gateway = await startLocalGateway({
-    host: values.host,
-    port: values.port,
+  // What every form takes from the flags alike.
+  const common = {
     config: values.config === undefined ? undefined : readConfig(values.config),
     dynamodbEndpoint: values['dynamodb-endpoint'],
     dynamodbPort: values['dynamodb-port'],
     demo: !values['no-demo'],
     demoTargets: demoTargetsOf(values, given),
-  });
+  };
+  const emulated = { host: values.host ?? '127.0.0.1', port: values.port ?? 8080, ...common };
+  // The Web Function bundle in the local Web Function emulator (tools/web-function-emulator/).
+  if (values['web-function']) return runWebFunctionMode(emulated);
+  // The deployment bundle in local Lambda execution environments (tools/lambda-emulator/).
+  if (values.lambda) return runLambdaMode(emulated);
+  const gateway = await startLocalGateway({ host: values.host, port: values.port, ...common });
   for (const line of readyLines(gateway)) console.log(line);
   let stopping = false;
   const stop = (signal: string) => {

@@ -1,11 +1,77 @@
 import { randomBytes } from 'node:crypto';
-import { ENV } from '../lambda/config/environment';
-import type { GatewayConfig } from '../lambda/config/schema';
+import { ENV, readEnvironment } from '../lambda/config/environment';
+import { type GatewayConfig, type GatewayConfigInput, parseConfig } from '../lambda/config/schema';
+import { createDocumentClient, ensureTable } from '../lambda/state/dynamo-client';
+import { type DemoTargets, type DemoTargetsOptions, startDemoTargets } from './demo-targets';
+import { startEmbeddedDynamo } from './embedded-dynamodb';
+import { refuseOpenCorsWithoutAuth } from './open-cors';
 
 /**
- * What both local deployment forms (`--lambda`, `--web-function`) give the gateway's environments, as the
- * CDK stack gives them in AWS.
+ * What both local deployment forms (`--lambda`, `--web-function`) prepare before their emulator starts,
+ * and what they give the gateway's environments, as the CDK stack gives them in AWS.
  */
+
+export interface LocalDeploymentOptions {
+  config?: GatewayConfigInput;
+  /** Default: an embedded dynalite in this process, as for `npm start`. */
+  dynamodbEndpoint?: string;
+  dynamodbPort?: number;
+  /** Use the demo targets `demo` and `demo-modern`, as `npm start` does (default true). */
+  demo?: boolean;
+  demoTargets?: DemoTargetsOptions;
+  /** Where the environments' output lines go (default: stderr). */
+  log?: (line: string) => void;
+}
+
+export interface LocalDeployment {
+  /** The validated configuration, with the demo targets and one requestState key for all environments. */
+  config: GatewayConfig;
+  dynamodbEndpoint: string;
+  demo?: DemoTargets;
+  log: (line: string) => void;
+}
+
+/**
+ * Checks the environment and the configuration (once, here, not in each environment), starts DynamoDB
+ * and the demo targets when asked (their closers go to `closers`), and makes the table, as the stack
+ * does in AWS (locally it may start without: 2026-07-28 requests never touch DynamoDB).
+ */
+export async function prepareLocalDeployment(
+  options: LocalDeploymentOptions,
+  closers: Array<() => Promise<void> | void>,
+): Promise<LocalDeployment> {
+  // Before anything starts: the front end serves on this machine as `npm start` does.
+  readEnvironment();
+  refuseOpenCorsWithoutAuth(parseConfig(options.config ?? {}));
+  let endpoint = options.dynamodbEndpoint;
+  if (!endpoint) {
+    const embedded = await startEmbeddedDynamo(options.dynamodbPort);
+    closers.push(embedded.close);
+    endpoint = embedded.endpoint;
+  }
+  const raw: GatewayConfigInput = { ...options.config, targets: [...(options.config?.targets ?? [])] };
+  let demo: DemoTargets | undefined;
+  if (options.demo ?? true) {
+    demo = await startDemoTargets(options.demoTargets);
+    closers.push(demo.close);
+    for (const target of demo.targets) {
+      if (!raw.targets!.some((configured) => configured.name === target.name)) raw.targets!.push(target);
+    }
+  }
+  const config = withDeploymentKeys(parseConfig(raw));
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const dynamodbEndpoint = endpoint;
+  await ensureTable(createDocumentClient({ endpoint }), config.tableName).catch((error: Error) =>
+    log(`DynamoDB not reachable at start-up (${dynamodbEndpoint}): ${error.message}`),
+  );
+  return { config, dynamodbEndpoint, demo, log };
+}
+
+/** Runs the closers in reverse order (what started last stops first), each failure ignored. */
+export async function closeInReverse(closers: Array<() => Promise<void> | void>): Promise<void> {
+  for (const close of closers.reverse()) await Promise.resolve(close()).catch(() => undefined);
+  closers.length = 0;
+}
 
 /**
  * The function's environment as the CDK stack writes it: the validated configuration in

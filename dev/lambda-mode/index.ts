@@ -1,15 +1,11 @@
 import { basename, dirname, extname } from 'node:path';
-import { readEnvironment } from '../../lambda/config/environment';
-import { type GatewayConfig, type GatewayConfigInput, parseConfig } from '../../lambda/config/schema';
+import type { GatewayConfig, GatewayConfigInput } from '../../lambda/config/schema';
 import { CorsPolicy } from '../../lambda/http/cors';
-import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
 import { startFrontEnd } from '../../tools/lambda-emulator/front-end';
 import { EnvironmentPool, type LambdaModeStats } from '../../tools/lambda-emulator/pool';
 import { ensureRuntimeImage } from '../../tools/lambda-emulator/runtime-image';
-import { type DemoTargets, type DemoTargetsOptions, startDemoTargets } from '../demo-targets';
-import { functionEnvironment, withDeploymentKeys } from '../deployment-environment';
-import { startEmbeddedDynamo } from '../embedded-dynamodb';
-import { refuseOpenCorsWithoutAuth } from '../open-cors';
+import type { DemoTargets, DemoTargetsOptions } from '../demo-targets';
+import { closeInReverse, functionEnvironment, prepareLocalDeployment } from '../deployment-environment';
 import { ensureBundle, snapshotBundle } from './bundle';
 
 export type { LambdaModeStats } from '../../tools/lambda-emulator/pool';
@@ -70,39 +66,11 @@ export interface LambdaMode {
  */
 export async function startLambdaMode(options: LambdaModeOptions = {}): Promise<LambdaMode> {
   const closers: Array<() => Promise<void> | void> = [];
-  const closeAll = async () => {
-    for (const close of closers.reverse()) await Promise.resolve(close()).catch(() => undefined);
-    closers.length = 0;
-  };
+  const closeAll = () => closeInReverse(closers);
   try {
-    // Before anything starts: the front end serves on this machine as `npm start` does.
-    // The variables passed on to the environments (functionEnvironment) fail here, once, not in each.
-    readEnvironment();
-    refuseOpenCorsWithoutAuth(parseConfig(options.config ?? {}));
     const progress = options.progress ?? (() => undefined);
+    const { config, dynamodbEndpoint: endpoint, demo, log } = await prepareLocalDeployment(options, closers);
     const image = await ensureRuntimeImage(progress);
-    let endpoint = options.dynamodbEndpoint;
-    if (!endpoint) {
-      const embedded = await startEmbeddedDynamo(options.dynamodbPort);
-      closers.push(embedded.close);
-      endpoint = embedded.endpoint;
-    }
-    const raw: GatewayConfigInput = { ...options.config, targets: [...(options.config?.targets ?? [])] };
-    let demo: DemoTargets | undefined;
-    if (options.demo ?? true) {
-      demo = await startDemoTargets(options.demoTargets);
-      closers.push(demo.close);
-      for (const target of demo.targets) {
-        if (!raw.targets!.some((configured) => configured.name === target.name)) raw.targets!.push(target);
-      }
-    }
-    const config = withDeploymentKeys(parseConfig(raw));
-    const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-    // The stack creates the table; locally the front end does, as `npm start` does (and, like it,
-    // starts without: 2026-07-28 requests never touch DynamoDB).
-    await ensureTable(createDocumentClient({ endpoint }), config.tableName).catch((error: Error) =>
-      log(`DynamoDB not reachable at start-up (${endpoint}): ${error.message}`),
-    );
 
     const code = options.function
       ? { taskRoot: dirname(options.function.file), remove: () => undefined }

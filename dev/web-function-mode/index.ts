@@ -1,14 +1,10 @@
 import { join } from 'node:path';
-import { readEnvironment } from '../../lambda/config/environment';
-import { type GatewayConfig, type GatewayConfigInput, parseConfig } from '../../lambda/config/schema';
-import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
+import type { GatewayConfig, GatewayConfigInput } from '../../lambda/config/schema';
 import { ensureRuntimeImage } from '../../tools/lambda-emulator/runtime-image';
 import { startWebFunctionEmulator, type WebFunctionStats } from '../../tools/web-function-emulator/emulator';
-import { type DemoTargets, type DemoTargetsOptions, startDemoTargets } from '../demo-targets';
-import { functionEnvironment, withDeploymentKeys } from '../deployment-environment';
-import { startEmbeddedDynamo } from '../embedded-dynamodb';
+import type { DemoTargets, DemoTargetsOptions } from '../demo-targets';
+import { closeInReverse, functionEnvironment, prepareLocalDeployment } from '../deployment-environment';
 import { ensureBundle, PROJECT_ROOT, snapshotBundle } from '../lambda-mode/bundle';
-import { refuseOpenCorsWithoutAuth } from '../open-cors';
 
 export type { WebFunctionStats } from '../../tools/web-function-emulator/emulator';
 
@@ -68,36 +64,12 @@ export interface WebFunctionMode {
  */
 export async function startWebFunctionMode(options: WebFunctionModeOptions = {}): Promise<WebFunctionMode> {
   const closers: Array<() => Promise<void> | void> = [];
-  const closeAll = async () => {
-    for (const close of closers.reverse()) await Promise.resolve(close()).catch(() => undefined);
-    closers.length = 0;
-  };
+  const closeAll = () => closeInReverse(closers);
   try {
-    readEnvironment();
-    refuseOpenCorsWithoutAuth(parseConfig(options.config ?? {}));
     const progress = options.progress ?? (() => undefined);
+    const { config, dynamodbEndpoint: endpoint, demo, log } = await prepareLocalDeployment(options, closers);
     // The runtime's Node.js 24 (the same binary `--lambda` runs), not this process's.
     const image = await ensureRuntimeImage(progress);
-    let endpoint = options.dynamodbEndpoint;
-    if (!endpoint) {
-      const embedded = await startEmbeddedDynamo(options.dynamodbPort);
-      closers.push(embedded.close);
-      endpoint = embedded.endpoint;
-    }
-    const raw: GatewayConfigInput = { ...options.config, targets: [...(options.config?.targets ?? [])] };
-    let demo: DemoTargets | undefined;
-    if (options.demo ?? true) {
-      demo = await startDemoTargets(options.demoTargets);
-      closers.push(demo.close);
-      for (const target of demo.targets) {
-        if (!raw.targets!.some((configured) => configured.name === target.name)) raw.targets!.push(target);
-      }
-    }
-    const config = withDeploymentKeys(parseConfig(raw));
-    const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-    await ensureTable(createDocumentClient({ endpoint }), config.tableName).catch((error: Error) =>
-      log(`DynamoDB not reachable at start-up (${endpoint}): ${error.message}`),
-    );
     await ensureBundle(options.build ?? 'if-stale', progress); // writes both forms' bundles
     const code = snapshotBundle(WEB_FUNCTION_BUNDLE);
     closers.push(code.remove);
