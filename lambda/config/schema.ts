@@ -262,8 +262,8 @@ export const GatewayConfigSchema = z
      * answered, for that stream to be quiet this long (at most 5 times over) before the answer is
      * relayed: a target logs there just before it answers (v1 SDK `sendLoggingMessage(params,
      * sessionId)`), and the two streams are not ordered, so a message can arrive a few milliseconds
-     * after the answer; relayed on the call's stream, it would otherwise be lost. Only for targets the
-     * instance has seen send notifications on their GET stream; 0: no wait.
+     * after the answer; relayed on the call's stream, it would otherwise be lost. While the instance
+     * learns (20 calls per target) and for targets seen sending notifications there; 0: no wait.
      */
     targetStreamSettleMs: z.number().int().min(0).max(1000).default(10),
     /** The SSE `retry` (ms) a client GET stream ends with: how soon the client reconnects (polling interval). */

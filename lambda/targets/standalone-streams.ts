@@ -104,6 +104,8 @@ const DRAIN_MAX_MS = 50;
 const RESUME_IDS_MAX = 10_000;
 /** How long a target's notifications on its GET stream make this instance wait for it to settle. */
 const TALKED_TTL_MS = 10 * 60_000;
+/** Listening calls that settle while an instance learns whether a target talks on its GET stream. */
+const PROBE_CALLS = 20;
 /** A settling call waits at most this many quiet windows (data that keeps flowing does not hold it longer). */
 const SETTLE_ROUNDS = 5;
 /** A 409 this soon after this instance closed the session's GET stream is that close not yet seen by the target. */
@@ -145,6 +147,8 @@ export class StandaloneStreams {
   private readonly settleMs: number;
   /** When each target last sent a notification (not progress) on a GET stream here: it talks there. */
   private readonly talked = new Map<string, number>();
+  /** Settled calls in a row that heard nothing from each target (see mayTalk). */
+  private readonly quietCalls = new Map<string, number>();
   private readonly scheduler: Scheduler;
   private readonly now: () => number;
   /** Each connection's reopening, by its key. */
@@ -199,7 +203,12 @@ export class StandaloneStreams {
     return async () => {
       // A resumed GET overlapped the call; what the target replays on it belongs to the call too.
       if (current.resuming) await current.ready;
-      await this.drain(current, this.talksOnStream(target) ? this.settleMs : 0);
+      const settling = this.settleMs > 0 && this.mayTalk(target);
+      const talkedBefore = this.talked.get(target);
+      await this.drain(current, settling ? this.settleMs : 0);
+      // A settled call in which the target sent no notification on the stream (a comment is not one).
+      if (settling && this.talked.get(target) === talkedBefore)
+        this.quietCalls.set(target, (this.quietCalls.get(target) ?? 0) + 1);
       this.detach(key, current, listener);
     };
   }
@@ -457,20 +466,25 @@ export class StandaloneStreams {
   }
 
   /**
-   * Whether a target sent notifications on its GET stream (here, in the last TALKED_TTL_MS): only then does
-   * a call wait for the stream to settle after the answer. Learnt rather than assumed: the wait would add
-   * `settleMs` to every call of every target that declared logging, and most never log there. The price:
-   * on an instance that has not yet seen the target do so, a message sent a moment before the answer may
-   * arrive after it.
+   * Whether a call to `target` waits for its GET stream to settle after the answer: when the target sent
+   * notifications there (here, in the last TALKED_TTL_MS), and while it is being learnt: the first
+   * PROBE_CALLS listening calls of an instance settle, and whatever arrives while they wait (also what
+   * arrives late: the window is there for it) shows the target talks. A target heard nothing from in that
+   * many settled calls is taken to send nothing there, and its calls no longer wait: the wait would add
+   * `settleMs` to every call of every target that declared logging, and most never log there.
    */
-  private talksOnStream(target: string): boolean {
+  private mayTalk(target: string): boolean {
     const at = this.talked.get(target);
-    return at !== undefined && this.now() - at < TALKED_TTL_MS;
+    if (at !== undefined && this.now() - at < TALKED_TTL_MS) return true;
+    return (this.quietCalls.get(target) ?? 0) < PROBE_CALLS;
   }
 
   private routeNotification(connection: Connection, notification: JSONRPCNotification): void {
     const token = (notification.params as { progressToken?: unknown } | undefined)?.progressToken;
-    if (notification.method !== 'notifications/progress') this.talked.set(connection.target, this.now());
+    if (notification.method !== 'notifications/progress') {
+      this.talked.set(connection.target, this.now());
+      this.quietCalls.delete(connection.target);
+    }
     if (notification.method === 'notifications/progress') {
       connection.listeners
         .find((l) => l.progressToken !== undefined && l.progressToken === token)

@@ -277,21 +277,25 @@ describe('what the target sends just before it answers (the two streams have no 
   /** A scheduler whose timers the test fires: the settle window passes only when the test says so. */
   function manualScheduler() {
     const timers: Array<{ fn: () => void; ms: number }> = [];
-    return {
+    const manual = {
       timers,
+      fired: 0,
       scheduler: {
         setTimeout: (fn: () => void, ms: number) => timers.push({ fn, ms }),
         clearTimeout: () => undefined,
       },
-      /** Fires the oldest timer once one is set. */
+      /** Fires the oldest settle window (10 ms) once one is set. */
       fire: async () => {
-        await eventually(() => expect(timers.length).toBeGreaterThan(0));
-        timers.shift()!.fn();
+        await eventually(() => expect(timers.some((t) => t.ms === 10)).toBe(true));
+        manual.fired++;
+        const at = timers.findIndex((t) => t.ms === 10);
+        timers.splice(at, 1)[0]!.fn();
       },
     };
+    return manual;
   }
 
-  it('a call waits for the stream to be quiet for settleMs once the target was seen talking there, and not before', async () => {
+  it('a call waits for the stream to be quiet for settleMs while the instance learns, and for a target seen talking; not for one heard from in none of 20 calls', async () => {
     let stream: ServerResponse | undefined;
     const target = await start([
       (_req, res) => {
@@ -301,36 +305,56 @@ describe('what the target sends just before it answers (the two streams have no 
     ]);
     const manual = manualScheduler();
     const { streams, client } = setUp(target.url, { settleMs: 10, scheduler: manual.scheduler });
-    // Never seen talking: the detach does not wait for a window.
-    const first = recorder();
-    await (await streams.attach(client, SESSION, first.listener))();
-    expect(manual.timers.filter((t) => t.ms === 10)).toEqual([]);
-    // It talks during a call: from now on a call's end waits for the stream to settle.
-    const second = recorder();
-    const detachSecond = await streams.attach(client, SESSION, second.listener);
-    await eventually(() => expect(stream).toBeDefined());
-    stream!.write(event(log));
-    await eventually(() => expect(second.got).toEqual(['notifications/message']));
-    const detachingSecond = detachSecond(); // seen talking by now: this call's end waits a quiet window too
-    await manual.fire();
-    await detachingSecond;
-    const third = recorder();
+    const settleWindows = () => manual.timers.filter((t) => t.ms === 10).length;
+    /** One call that hears nothing: its end waits one quiet window (fired here) when it settles. */
+    const quietCall = async () => {
+      const detaching = (await streams.attach(client, SESSION, recorder().listener))();
+      if (
+        await Promise.race([
+          detaching.then(() => false),
+          eventually(() => expect(settleWindows()).toBe(1)).then(() => true),
+        ])
+      )
+        await manual.fire();
+      await detaching;
+    };
+    // Learning: the answer came first; a log message the target sent before it arrives during the window.
     stream = undefined;
-    const detachThird = await streams.attach(client, SESSION, third.listener);
+    const first = recorder();
+    const detachFirst = await streams.attach(client, SESSION, first.listener);
     await eventually(() => expect(stream).toBeDefined());
-    let detached = false;
-    const detaching = detachThird().then(() => {
-      detached = true;
-    });
-    // The answer came first; the log message sent before it arrives during the window: still this call's.
-    await eventually(() => expect(manual.timers.map((t) => t.ms)).toEqual([10]));
+    const detaching = detachFirst();
+    await eventually(() => expect(settleWindows()).toBe(1));
     stream!.write(event(log));
-    await eventually(() => expect(third.got).toEqual(['notifications/message']));
+    await eventually(() => expect(first.got).toEqual(['notifications/message']));
     await manual.fire(); // something arrived in that window: one more
-    expect(detached).toBe(false);
     await manual.fire(); // quiet for a whole window: done
     await detaching;
-    expect(third.got).toEqual(['notifications/message']);
+    expect(first.got).toEqual(['notifications/message']);
+    // Seen talking: every call settles (for 10 minutes), quiet or not.
+    for (let i = 0; i < 25; i++) await quietCall();
+    expect(manual.timers.filter((t) => t.ms === 10)).toEqual([]);
+    const settledBefore = manual.fired;
+    await quietCall();
+    expect(manual.fired).toBe(settledBefore + 1);
+  });
+
+  it('a target heard nothing from in 20 settled calls is no longer waited for', async () => {
+    const target = await start([(_req, res) => openSse(res)]);
+    const manual = manualScheduler();
+    const { streams, client } = setUp(target.url, { settleMs: 10, scheduler: manual.scheduler });
+    const settleWindows = () => manual.timers.filter((t) => t.ms === 10).length;
+    for (let i = 0; i < 20; i++) {
+      const detaching = (await streams.attach(client, SESSION, recorder().listener))();
+      await eventually(() => expect(settleWindows()).toBe(1));
+      await manual.fire();
+      await detaching;
+    }
+    expect(manual.fired).toBe(20);
+    // The 21st call's end waits for nothing.
+    await (await streams.attach(client, SESSION, recorder().listener))();
+    expect(settleWindows()).toBe(0);
+    expect(manual.fired).toBe(20);
   });
 
   it('a request goes to a call that can relay it, not to one that listens for notifications only', async () => {
