@@ -1,5 +1,17 @@
-import { ConfigError } from '../lambda/config/schema';
+import { ConfigError, type GatewayConfigInput } from '../lambda/config/schema';
+import type { DemoTargetsOptions } from './demo-targets';
 import type { LocalDeployment } from './deployment-environment';
+
+/** What `npm start -- --lambda` and `--web-function` take from the flags (the same as `npm start`). */
+export interface EmulatedFormCliOptions {
+  host: string;
+  port: number;
+  config?: GatewayConfigInput;
+  dynamodbEndpoint?: string;
+  dynamodbPort?: number;
+  demo: boolean;
+  demoTargets?: DemoTargetsOptions;
+}
 
 /**
  * What `npm start -- --lambda` and `npm start -- --web-function` print and do alike: the ready lines

@@ -1,17 +1,7 @@
-import type { GatewayConfigInput } from '../../lambda/config/schema';
-import type { DemoTargetsOptions } from '../demo-targets';
-import { announceAndRun, integerSetting } from '../deployment-cli';
+import { announceAndRun, type EmulatedFormCliOptions, integerSetting } from '../deployment-cli';
 import { startLambdaMode } from './index';
 
-export interface LambdaCliOptions {
-  host: string;
-  port: number;
-  config?: GatewayConfigInput;
-  dynamodbEndpoint?: string;
-  dynamodbPort?: number;
-  demo: boolean;
-  demoTargets?: DemoTargetsOptions;
-}
+export type LambdaCliOptions = EmulatedFormCliOptions;
 
 /**
  * `npm start -- --lambda …`: the same flags as `npm start`; the function's own settings come from the

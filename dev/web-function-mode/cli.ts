@@ -1,17 +1,7 @@
-import type { GatewayConfigInput } from '../../lambda/config/schema';
-import type { DemoTargetsOptions } from '../demo-targets';
-import { announceAndRun, integerSetting } from '../deployment-cli';
+import { announceAndRun, type EmulatedFormCliOptions, integerSetting } from '../deployment-cli';
 import { startWebFunctionMode } from './index';
 
-export interface WebFunctionCliOptions {
-  host: string;
-  port: number;
-  config?: GatewayConfigInput;
-  dynamodbEndpoint?: string;
-  dynamodbPort?: number;
-  demo: boolean;
-  demoTargets?: DemoTargetsOptions;
-}
+export type WebFunctionCliOptions = EmulatedFormCliOptions;
 
 /**
  * `npm start -- --web-function …`: the same flags as `npm start`; the Web Function's own settings come

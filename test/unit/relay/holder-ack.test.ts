@@ -1,4 +1,4 @@
-import type { GatewayLogger } from '../../../lambda/observability/logger';
+import { createLogger } from '../../../lambda/observability/logger';
 import { ClaimAcknowledger, LONG_WAIT_MS } from '../../../lambda/relay/holder-ack';
 import { newPendingRecord } from '../../../lambda/state/records';
 import type { PendingRecord } from '../../../lambda/state/store';
@@ -12,12 +12,7 @@ import { MemorySessionStore } from '../../support/memory-store';
  */
 
 const PARTITION = 'session-1';
-const quiet: GatewayLogger = {
-  debug: () => undefined,
-  info: () => undefined,
-  warn: () => undefined,
-  error: () => undefined,
-};
+const quiet = createLogger('SILENT');
 
 function relayedRecord(): PendingRecord {
   return newPendingRecord(300, {
