@@ -13,6 +13,7 @@ const LAYERS = [
   ['policy'], // confirmTools, tool filtering
   ['catalog'], // list, expose, resolve across targets
   ['relay'], // mechanisms both era paths use
+  ['waiting'], // a call waiting for the client's answer: its holder, the answer's delivery (both eras)
   ['legacy', 'modern'], // the era paths
   ['app'], // wiring: builds the gateway, routes a request to its era's path
   ['adapters'], // function URL ⇄ exchange; node:http ⇄ exchange (the Web Function, the local server)

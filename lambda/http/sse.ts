@@ -27,7 +27,7 @@ export class StalledClientError extends Error {
  * instance: `GET /mcp` with `Last-Event-ID` replays that stream after the id and then follows it
  * live (legacy/resume.ts). Whoever builds the stream decides whether it may be resumable (only for
  * sessions of 2025-11-25 or later: older clients may choke on the empty priming data); the log
- * implementation over the session store is `relay/stream-log.ts` (`openStreamLog`, with the settings
+ * implementation over the session store is `legacy/stream-log.ts` (`openStreamLog`, with the settings
  * of the `streamLog*` configuration keys).
  *
  *   const sse = new SseStream({ log: openStreamLog(store, session, settings, logger) });

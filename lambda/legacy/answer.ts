@@ -3,19 +3,19 @@ import { accepted } from '../http/responses';
 import { describeError } from '../observability/logger';
 import { GatewayError, ItemTooLargeError } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
+import type { LoadedAnswer, PendingRecord } from '../state/store';
 import {
   type DeliveryOutcome,
   deliverAnswer as deliverRelayedAnswer,
   holderGone,
   settleClaim,
-} from '../relay/answer-delivery';
-import { holderSilent } from '../relay/holder-ack';
-import { upstreamRequestId } from '../relay/ids';
-import { storeQuestionAnswer } from '../relay/questions';
-import { fitsARecord, recordAnswer } from '../relay/recorded-answer';
-import type { LoadedAnswer, PendingRecord } from '../state/store';
+} from '../waiting/answer-delivery';
+import { holderSilent } from '../waiting/holder-ack';
+import { storeQuestionAnswer } from '../waiting/questions';
+import { fitsARecord, recordAnswer } from '../waiting/recorded-answer';
 import { NO_CLIENT_REQUEST } from './client-stream';
 import type { LegacyDeps } from './deps';
+import { upstreamRequestId } from './ids';
 
 /**
  * The client's answer to a request the gateway sent it: a separate POST that may reach any
@@ -23,14 +23,14 @@ import type { LegacyDeps } from './deps';
  * A held request's answer is stored in its record for the waiting invocation (once).
  *
  * A relayed request whose call a live instance holds (its record carries the holder's lease): the
- * answer is kept in the record for the holder, which delivers it itself (relay/recorded-answer.ts),
+ * answer is kept in the record for the holder, which delivers it itself (waiting/recorded-answer.ts),
  * and 202 says it was accepted; what the target does with it reaches the client on the call's stream
  * (refused by the target: the call ends with -32001; not taken: the holder sends it again until the
  * pending timeout). A repeated answer gets 400, as for an answered request.
  *
  * Any other relayed request's answer (no holder: a call that can be taken over, or a request on the
  * session's GET stream) goes to the target from here with the target's session id and its original
- * request id: claim, deliver, settle — or release (relay/answer-delivery.ts, shared with the bridge;
+ * request id: claim, deliver, settle — or release (waiting/answer-delivery.ts, shared with the bridge;
  * this maps its outcome to the answer POST's response):
  * - delivered: settled (→ answered), 202; the target continues on the holder's stream;
  * - still failing (unreachable, reset, 502/503/504, no answer in time): released (→ pending), 502

@@ -9,10 +9,10 @@ import { capabilitiesForLegacyTarget, clientAccepts, elicitationModes } from '..
 import { rpcErrorOf } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { JSONRPCMessage } from '../protocol/types';
-import { waitForQuestionAnswer } from '../relay/questions';
-import type { WaitingRequest, WaitingStep } from '../relay/waiting-call';
 import { newPendingRecord } from '../state/records';
 import { type InputRequestEntry, toLegacyServerRequest } from '../targets/input-rounds';
+import { waitForQuestionAnswer } from '../waiting/questions';
+import type { WaitingRequest, WaitingStep } from '../waiting/waiting-call';
 import type { CallRelease } from './call-release';
 import { type CallState, RELEASED } from './call-state';
 import type { ServerRequests } from './server-requests';
@@ -27,7 +27,7 @@ type QuestionAnswers =
 export type CollectedInput = { responses: Record<string, unknown> } | JSONRPCResponse | typeof RELEASED;
 
 /**
- * The questions the gateway asks the client itself, as held requests (relay/questions.ts): a confirmTools
+ * The questions the gateway asks the client itself, as held requests (waiting/questions.ts): a confirmTools
  * confirmation before the target is called, and a 2026-07-28 target's input_required rounds. Each is
  * recorded, sent on the call's stream, and its answer polled for (any instance stores it); the call
  * may be released while it waits (legacy/call-release.ts).

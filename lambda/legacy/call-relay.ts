@@ -4,10 +4,9 @@ import { DependencyFailedError, errorHeaders, httpStatusOf, rpcErrorOf } from '.
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest, RequestId } from '../protocol/types';
 import { DeferredResponse } from '../relay/deferred-response';
-import { allowsResumableStreams, openStreamLog, streamLogSettings } from '../relay/stream-log';
-import type { WaitingStep } from '../relay/waiting-call';
 import { StreamDetachedError } from '../targets/endpoint';
 import { inputRequiredOf, MAX_INPUT_ROUNDS, retryParams } from '../targets/input-rounds';
+import type { WaitingStep } from '../waiting/waiting-call';
 import { callFailure } from './call-failure';
 import { CallQuestions } from './call-questions';
 import { CallRelease, RELEASE_BEFORE_DEADLINE_MS } from './call-release';
@@ -15,6 +14,7 @@ import { CallState, RELEASED, type RelayInput } from './call-state';
 import { CancellationWatch } from './cancellation-watch';
 import { type ReleasePolicy, releasePolicy } from './release-policy';
 import { ServerRequests } from './server-requests';
+import { allowsResumableStreams, openStreamLog, streamLogSettings } from './stream-log';
 
 export type { RelayInput } from './call-state';
 
@@ -168,7 +168,7 @@ class Relay {
         // Records asked before the call could be taken over lost their holder lease at its release: held again.
         await call.lease.renewNow();
       }
-      // An answer recorded for the previous holder just before it let go (relay/recorded-answer.ts) is
+      // An answer recorded for the previous holder just before it let go (waiting/recorded-answer.ts) is
       // found by no other look: this invocation delivers it.
       call.tasks.run('delivering answers recorded before the release', () =>
         this.serverRequests.deliverRecordedBeforeTakeover(),
@@ -353,7 +353,7 @@ class Relay {
     if (ids.length === 0) return;
     if (this.call.logRemovesPending && this.call.out?.resumable) {
       // The stream's end, kept right after this before the response is sent, removes them with the
-      // same write (relay/stream-log.ts; on its own when that write fails).
+      // same write (legacy/stream-log.ts; on its own when that write fails).
       this.call.goWithTheEnd = ids;
       return;
     }

@@ -4,19 +4,19 @@ import type { SseStream } from '../http/sse';
 import { describeError } from '../observability/logger';
 import type { JSONRPCRequest, ProgressToken, RequestId } from '../protocol/types';
 import type { DeferredResponse } from '../relay/deferred-response';
-import { ClaimAcknowledger } from '../relay/holder-ack';
-import { HolderLease } from '../relay/holder-lease';
-import { upstreamRequestId } from '../relay/ids';
 import { ProgressMapper } from '../relay/progress';
-import type { StreamLog } from '../relay/stream-log';
-import type { WaitingCall, WaitingCallSnapshot } from '../relay/waiting-call';
 import { BackgroundTasks } from '../scheduling/background-tasks';
 import { CallTimers } from '../scheduling/call-timers';
 import type { CallEndReason, LoadedSession, PendingRecord } from '../state/store';
 import type { StreamCursor } from '../targets/sse-reader';
 import type { Caller, Upstream } from '../targets/upstream';
+import { ClaimAcknowledger } from '../waiting/holder-ack';
+import { HolderLease } from '../waiting/holder-lease';
+import type { WaitingCall, WaitingCallSnapshot } from '../waiting/waiting-call';
 import type { LegacyDeps } from './deps';
+import { upstreamRequestId } from './ids';
 import { decideRelease, type ReleaseDecision, type ReleasePolicy } from './release-policy';
+import type { StreamLog } from './stream-log';
 
 export interface RelayInput {
   deps: LegacyDeps;
@@ -84,7 +84,7 @@ export class CallState {
    * instance that answers knows the call is still held; a holder that died stops being answered.
    */
   readonly lease: HolderLease;
-  /** Acknowledges delivery claims on this call's relayed requests while it holds them (relay/holder-ack.ts). */
+  /** Acknowledges delivery claims on this call's relayed requests while it holds them (waiting/holder-ack.ts). */
   readonly acknowledger: ClaimAcknowledger;
   /** What the call is doing: waiting for held answers, or reading the target (`upstreamCallId`). */
   phase: 'held-wait' | 'upstream' | 'other' = 'other';
@@ -99,7 +99,7 @@ export class CallState {
   readonly leased = new Set<string>();
   /**
    * Relayed records known to be stored. The holder looks only at these: a record still being written
-   * (with its event, relay/stream-log.ts) would look gone, and a gone record is not looked at again.
+   * (with its event, legacy/stream-log.ts) would look gone, and a gone record is not looked at again.
    */
   readonly stored = new Set<string>();
   /** Every timer of the call, by name: closed when the call ends. */
@@ -112,7 +112,7 @@ export class CallState {
     policy: ReleasePolicy,
     /** At each renewal of the holder lease (the waiting call's record is renewed with it). */
     beforeRenew: () => void,
-    /** An answer recorded for this holder (relay/recorded-answer.ts: the holder delivers it). */
+    /** An answer recorded for this holder (waiting/recorded-answer.ts: the holder delivers it). */
     onRecorded: (record: PendingRecord) => void,
   ) {
     this.upstreamId = upstreamRequestId(input.request.id);

@@ -6,7 +6,7 @@ import { hasStreamPolling } from '../protocol/versions';
 import type { SessionRecord } from '../state/store';
 
 /**
- * Which waiting calls of a 2025-11-25 session are released (relay/waiting-call.ts), and when.
+ * Which waiting calls of a 2025-11-25 session are released (waiting/waiting-call.ts), and when.
  *
  * Ending a call's POST stream with `retry` saves the invocation that would hold it while a person
  * thinks, but only a client that reconnects with `GET` + `Last-Event-ID` gets its result then. Many

@@ -7,11 +7,11 @@ import { GatewayError } from '../protocol/errors';
 import { isLogLevel, LOG_LEVELS } from '../protocol/log-levels';
 import { LIST_METHODS, listingKindOf, type Route, type RoutingTable, routingTable } from '../protocol/methods';
 import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
-import { upstreamRequestId } from '../relay/ids';
 import type { LoadedSession } from '../state/store';
 import type { Caller } from '../targets/upstream';
 import { relayCall } from './call-relay';
 import type { LegacyDeps } from './deps';
+import { upstreamRequestId } from './ids';
 import { sessionCaller } from './session-caller';
 
 /**

@@ -3,10 +3,10 @@ import { recordAnsweredInput, recordExpiredInput, recordRelayedInput } from '../
 import { capabilitiesForLegacyTarget, clientAccepts } from '../protocol/capabilities';
 import { GatewayError, rpcError, rpcErrorOf } from '../protocol/errors';
 import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
-import { pendingTimeUp } from '../relay/pending-verdict';
-import { deliverRecordedUntilTaken } from '../relay/recorded-answer';
 import { newPendingRecord } from '../state/records';
 import type { PendingRecord } from '../state/store';
+import { pendingTimeUp } from '../waiting/pending-verdict';
+import { deliverRecordedUntilTaken } from '../waiting/recorded-answer';
 import type { CallRelease } from './call-release';
 import type { CallState } from './call-state';
 
@@ -49,7 +49,7 @@ export class ServerRequests {
       upstream.era === 'legacy' && this.call.cursor.lastEventId !== undefined,
     );
     // On this call's own resumable stream the record is written with the event that asks it (one
-    // BatchWriteItem, before the event is sent: relay/stream-log.ts); otherwise on its own.
+    // BatchWriteItem, before the event is sent: legacy/stream-log.ts); otherwise on its own.
     const log = stream.resumable ? this.call.streamLog : undefined;
     let recorded: Promise<boolean> = Promise.resolve(true);
     try {
@@ -125,7 +125,7 @@ export class ServerRequests {
   }
 
   /**
-   * An answer recorded for this holder (relay/recorded-answer.ts): delivered to the target from here,
+   * An answer recorded for this holder (waiting/recorded-answer.ts): delivered to the target from here,
    * sent again while the target does not take it (until the call ends); refused, it ends the call.
    */
   async deliverRecorded(record: PendingRecord): Promise<void> {
@@ -181,7 +181,7 @@ export class ServerRequests {
 
   /**
    * A pending request nobody answered in time ends the call with -32001 unless the target took an
-   * answer (relay/pending-verdict.ts decides; shared with the bridge). The deadline bounds the looks.
+   * answer (waiting/pending-verdict.ts decides; shared with the bridge). The deadline bounds the looks.
    * An answer recorded for this holder that the target has not taken by then ends it too.
    */
   private async onPendingTimeout(gatewayId: string): Promise<void> {

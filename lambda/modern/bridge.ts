@@ -6,17 +6,17 @@ import { GatewayError, ItemTooLargeError, rpcError } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { InputRequest, JSONRPCRequest, RequestId } from '../protocol/types';
 import { LATEST_LEGACY_VERSION } from '../protocol/versions';
-import { deliverAnswer } from '../relay/answer-delivery';
-import { ClaimAcknowledger, holderSilent } from '../relay/holder-ack';
-import { HolderLease } from '../relay/holder-lease';
-import { endsTheCall, pendingTimeUp } from '../relay/pending-verdict';
-import { waitForQuestionAnswer } from '../relay/questions';
 import { BackgroundTasks } from '../scheduling/background-tasks';
 import { CallTimers } from '../scheduling/call-timers';
 import { newPendingRecord } from '../state/records';
 import type { PendingStore } from '../state/store';
 import type { Targets } from '../targets/targets';
 import type { Upstream } from '../targets/upstream';
+import { deliverAnswer } from '../waiting/answer-delivery';
+import { ClaimAcknowledger, holderSilent } from '../waiting/holder-ack';
+import { HolderLease } from '../waiting/holder-lease';
+import { endsTheCall, pendingTimeUp } from '../waiting/pending-verdict';
+import { waitForQuestionAnswer } from '../waiting/questions';
 import { type BridgePayload, readOutcome, type WriteVerdict, writeOutcome } from './bridge-outcome';
 
 /**
@@ -36,7 +36,7 @@ import { type BridgePayload, readOutcome, type WriteVerdict, writeOutcome } from
  * State (one partition per bridged call, `S#<bridge id>` with no session item):
  * - `P#<gateway id>`: one per request of the target (kind `relayed`), with the target's session id,
  *   request id and protocol version. B claims it (conditional write, once), waits for A to acknowledge
- *   the claim (A is alive: ../relay/holder-ack.ts) and POSTs the answer to the target, which continues
+ *   the claim (A is alive: ../waiting/holder-ack.ts) and POSTs the answer to the target, which continues
  *   on A's stream.
  * - `P#<bridge id>.n<k>`: what follows round k-1 (kind `question`). A creates it when it sends round k-1
  *   and fills it once (the next round's requests, the result, or an error; in parts when large:
@@ -86,7 +86,7 @@ export class BridgedCall {
   private closed = false;
   /** When each round's record expires (epoch seconds): its parts expire with it, and writing it stops then. */
   private readonly expiries = new Map<number, number>();
-  /** Acknowledges the retry's delivery claims while this holder lives (relay/holder-ack.ts). */
+  /** Acknowledges the retry's delivery claims while this holder lives (waiting/holder-ack.ts). */
   private readonly acknowledger: ClaimAcknowledger;
 
   constructor(
@@ -387,7 +387,7 @@ async function outcomeOf(store: PendingStore, bridgeId: string, key: string, ans
 const DELIVERY_WAIT_MS = 100;
 
 /**
- * One answer of the round: claim, deliver, settle — or release (relay/answer-delivery.ts, as for a
+ * One answer of the round: claim, deliver, settle — or release (waiting/answer-delivery.ts, as for a
  * 2025 client's answer POST): an answer that provably did not reach the target is released, so the
  * client's retry of the same round delivers it; one the target refused expires its record, so the
  * holder's look at the round (checkAbandoned) ends the call.

@@ -165,7 +165,7 @@ export interface StreamEventRecord {
 }
 
 /**
- * A call of a 2025 session whose stream may be released while it waits (relay/waiting-call.ts): where
+ * A call of a 2025 session whose stream may be released while it waits (waiting/waiting-call.ts): where
  * it stands, kept in the session's partition (`R#<streamId>`, sorting before the session item, so
  * the per-request Query never reads it) so that the client's reconnect, on any instance, can go on
  * with it. `held`: an invocation holds it (lease `holderUntil`, epoch ms, renewed while it waits);
@@ -183,7 +183,7 @@ export interface WaitingCallRecord {
   holderUntil?: number;
   /** The last seq written to the client's stream when the record was last written. */
   seq: number;
-  /** Where the call stands, as JSON (its shape is the relay's business: relay/waiting-call.ts). */
+  /** Where the call stands, as JSON (its shape is the relay's business: waiting/waiting-call.ts). */
   snapshot: string;
   /** Epoch seconds; also the TTL attribute. */
   expiresAt: number;
@@ -285,7 +285,7 @@ export interface SessionRecordStore {
    */
   countPending(sessionId: string, limit: number, now?: number): Promise<number>;
   /**
-   * The holder released its call (relay/waiting-call.ts): its records no longer need a live holder
+   * The holder released its call (waiting/waiting-call.ts): its records no longer need a live holder
    * (the lease is removed), so an answer is taken and delivered without one.
    */
   detachHolder(sessionId: string, gatewayIds: string[]): Promise<void>;
@@ -355,7 +355,7 @@ export interface PendingStore extends Pick<PrincipalCounters, 'admitBridgedCall'
   recordAnswer(sessionId: string, gatewayId: string, answer: string, now?: number): Promise<boolean>;
 }
 
-/** The stream-log part: the events of resumable client streams (relay/stream-log.ts). */
+/** The stream-log part: the events of resumable client streams (legacy/stream-log.ts). */
 export interface StreamLogStore {
   /** Keeps one event of a resumable stream (written before the event is sent). */
   putStreamEvent(sessionId: string, event: StreamEventRecord): Promise<void>;
@@ -382,7 +382,7 @@ export interface StreamLogStore {
   readStream(sessionId: string, streamId: string, fromSeq: number, now?: number): Promise<StreamEventRecord[]>;
 }
 
-/** The waiting-call part: the records of calls whose stream may be released (relay/waiting-call.ts). */
+/** The waiting-call part: the records of calls whose stream may be released (waiting/waiting-call.ts). */
 export interface WaitingCallStore {
   /** A waiting call's record (consistent read); undefined when absent or expired. */
   getWaitingCall(sessionId: string, streamId: string, now?: number): Promise<WaitingCallRecord | undefined>;

@@ -1,4 +1,4 @@
-import { upstreamRequestId } from '../../lambda/relay/ids';
+import { upstreamRequestId } from '../../lambda/legacy/ids';
 import type { LoadedSession } from '../../lambda/state/store';
 import { type InProcessGateway, inProcessGateway } from '../support/in-process';
 import { eventually, readMessage } from '../support/mcp-http';

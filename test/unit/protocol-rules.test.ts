@@ -2,13 +2,13 @@ import { exposedName, overlongNames, resolveName, shouldPrefix } from '../../lam
 import { matchesTemplate } from '../../lambda/catalog/uri-template';
 import { parseConfig } from '../../lambda/config/schema';
 import { parseAccept } from '../../lambda/http/responses';
+import { upstreamRequestId } from '../../lambda/legacy/ids';
 import {
   capabilitiesForLegacyTarget as capabilitiesForTarget,
   clientAccepts,
   elicitationModes,
 } from '../../lambda/protocol/capabilities';
 import { parseClientMessage } from '../../lambda/protocol/jsonrpc';
-import { upstreamRequestId } from '../../lambda/relay/ids';
 
 describe('configuration', () => {
   it('fills every default', () => {

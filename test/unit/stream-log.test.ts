@@ -1,5 +1,5 @@
 import { type SseEventLog, SseStream, STREAM_HIGH_WATER_BYTES } from '../../lambda/http/sse';
-import { followStream, openStreamLog, parseEventId } from '../../lambda/relay/stream-log';
+import { followStream, openStreamLog, parseEventId } from '../../lambda/legacy/stream-log';
 import { newPendingRecord } from '../../lambda/state/records';
 import type { PendingRecord, StreamEventRecord } from '../../lambda/state/store';
 import { QUIET } from '../support/in-process';

@@ -1,6 +1,6 @@
+import { upstreamRequestId } from '../../../lambda/legacy/ids';
 import { parseClientMessage } from '../../../lambda/protocol/jsonrpc';
 import { rawValueAt, stringifyMessage } from '../../../lambda/protocol/request-id';
-import { upstreamRequestId } from '../../../lambda/relay/ids';
 import type { Json } from '../../support/mcp-http';
 
 /** The id's JSON text, found without parsing the params and written back exactly. */

@@ -1,14 +1,14 @@
 import type { GatewayLogger } from '../../../lambda/observability/logger';
 import type { JSONRPCResponse } from '../../../lambda/protocol/jsonrpc';
-import { type DeliveryDeps, deliverAnswer, holderGone } from '../../../lambda/relay/answer-delivery';
-import { ClaimAcknowledger } from '../../../lambda/relay/holder-ack';
 import { CLAIM_LEASE_MS, newPendingRecord } from '../../../lambda/state/records';
 import type { PendingRecord } from '../../../lambda/state/store';
 import { MessageRejectedError, TargetSessionExpiredError } from '../../../lambda/targets/endpoint';
+import { type DeliveryDeps, deliverAnswer, holderGone } from '../../../lambda/waiting/answer-delivery';
+import { ClaimAcknowledger } from '../../../lambda/waiting/holder-ack';
 import { MemorySessionStore } from '../../support/memory-store';
 
 /**
- * One answer delivery for both era paths (relay/answer-delivery.ts), against the memory store with a
+ * One answer delivery for both era paths (waiting/answer-delivery.ts), against the memory store with a
  * fake target: claim → the holder's acknowledgement (when the record carries a lease) → deliver →
  * settle; released when the target did not take it; the call ended when the target refused it;
  * nothing sent for a record answered, expired, claimed by a live delivery or whose holder is gone.

@@ -1,16 +1,16 @@
 import type { GatewayLogger } from '../../../lambda/observability/logger';
 import type { JSONRPCResponse } from '../../../lambda/protocol/jsonrpc';
-import type { DeliveryDeps } from '../../../lambda/relay/answer-delivery';
-import { ClaimAcknowledger } from '../../../lambda/relay/holder-ack';
-import { deliverRecordedUntilTaken, fitsARecord, recordAnswer } from '../../../lambda/relay/recorded-answer';
 import { newPendingRecord } from '../../../lambda/state/records';
 import type { PendingRecord } from '../../../lambda/state/store';
 import { MessageRejectedError } from '../../../lambda/targets/endpoint';
+import type { DeliveryDeps } from '../../../lambda/waiting/answer-delivery';
+import { ClaimAcknowledger } from '../../../lambda/waiting/holder-ack';
+import { deliverRecordedUntilTaken, fitsARecord, recordAnswer } from '../../../lambda/waiting/recorded-answer';
 import { MemorySessionStore } from '../../support/memory-store';
 
 /**
- * The holder delivers (relay/recorded-answer.ts): the answering instance records the answer in a
- * leased record (once), the holder's look finds it (relay/holder-ack.ts) and POSTs it to the target
+ * The holder delivers (waiting/recorded-answer.ts): the answering instance records the answer in a
+ * leased record (once), the holder's look finds it (waiting/holder-ack.ts) and POSTs it to the target
  * with the target's request id, sending it again while the target does not take it, until it is
  * taken, refused, or the call stops it.
  */

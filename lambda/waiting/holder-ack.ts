@@ -10,7 +10,7 @@ import type { PendingRecord, PendingStore } from '../state/store';
  * No answer reaches a target whose call has no live receiver. The target's next step reaches only the
  * instance that holds the call, and a lease renewed every few seconds still looks alive for its whole
  * length after the holder died. So the holder, which waits anyway, looks at its waiting records: a
- * 2025 answer recorded there it delivers itself (relay/recorded-answer.ts: legacy/answer.ts records,
+ * 2025 answer recorded there it delivers itself (waiting/recorded-answer.ts: legacy/answer.ts records,
  * legacy/call-relay.ts delivers); a bridged retry's claim (modern/bridge.ts, both sides) it
  * acknowledges, and only then does the claimant send the answer to the target.
  */
@@ -34,7 +34,7 @@ const LONG_WAIT_FACTOR = 4;
 
 /**
  * The holder's side: acknowledges delivery claims on its waiting relayed records until stopped, and
- * hands each answer recorded for it (relay/recorded-answer.ts: the holder delivers) to `onRecorded`.
+ * hands each answer recorded for it (waiting/recorded-answer.ts: the holder delivers) to `onRecorded`.
  */
 export class ClaimAcknowledger {
   private readonly timers: CallTimers;
@@ -137,7 +137,7 @@ export async function holderAcknowledged(
   for (;;) {
     const record = await store.getPending(partition, gatewayId).catch(() => undefined);
     if (record?.ack === token) return true;
-    // Its holder released the call meanwhile (relay/waiting-call.ts): the target answers on a stream
+    // Its holder released the call meanwhile (waiting/waiting-call.ts): the target answers on a stream
     // that is read again on the client's reconnect, so the answer needs no live holder.
     if (record?.claim === token && record.holderUntil === undefined) return true;
     if (record?.claim !== token || Date.now() >= until) return false;

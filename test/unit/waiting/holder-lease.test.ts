@@ -1,10 +1,10 @@
 import type { GatewayLogger } from '../../../lambda/observability/logger';
-import { HolderLease } from '../../../lambda/relay/holder-lease';
 import type { PendingStore } from '../../../lambda/state/store';
+import { HolderLease } from '../../../lambda/waiting/holder-lease';
 import { MemorySessionStore } from '../../support/memory-store';
 
 /**
- * The holder's lease renewer (relay/holder-lease.ts, for both era paths), on jest's fake timers with a
+ * The holder's lease renewer (waiting/holder-lease.ts, for both era paths), on jest's fake timers with a
  * recording store: every renewMs it renews the ids of that moment, after its hook; one timer however
  * often it is started; a failure is logged and the next renewal comes; stopped once, it never renews again.
  */

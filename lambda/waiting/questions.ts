@@ -1,8 +1,8 @@
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import type { JSONRPCErrorResponse, JSONRPCResultResponse } from '../protocol/types';
+import { abortableSleep } from '../scheduling/abortable-sleep';
 import type { PendingRecord, PendingStore } from '../state/store';
-import { abortableSleep } from './abortable-sleep';
 
 /**
  * Gateway questions (pending records of kind `question`): requests the gateway itself asks a 2025

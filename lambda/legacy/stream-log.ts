@@ -6,8 +6,8 @@ import { describeError } from '../observability/logger';
 import { DYNAMODB_ITEM_LIMIT_BYTES } from '../protocol/errors';
 import type { JSONRPCMessage, RequestId } from '../protocol/types';
 import { hasStreamPolling } from '../protocol/versions';
+import { abortableSleep } from '../scheduling/abortable-sleep';
 import type { PendingRecord, SessionRecord, SessionStore, StreamEventRecord } from '../state/store';
-import { abortableSleep } from './abortable-sleep';
 
 /**
  * The event log of resumable streams, kept in the session's partition (`E#<streamId>#<seq>`, sorting
