@@ -10,7 +10,7 @@ import {
   holderGone,
   settleClaim,
 } from '../waiting/answer-delivery';
-import { holderSilent } from '../waiting/holder-ack';
+import { alreadyAnswered as alreadyAnsweredError, holderGonePost, refusalOf } from '../waiting/delivery-refusals';
 import { storeQuestionAnswer } from '../waiting/questions';
 import { fitsARecord, recordAnswer } from '../waiting/recorded-answer';
 import { NO_CLIENT_REQUEST } from './client-stream';
@@ -58,18 +58,13 @@ export async function deliverAnswer(
       { id, headers },
     );
   }
-  const refused = (reason: string, message: string) => {
+  const refused = (reason: string, error: GatewayError) => {
     deps.logger.info(`answer refused: ${reason}`, { sessionId, gatewayRequestId: gatewayId });
-    return refuse('AnswerRefused', message, { id, headers });
+    return errorResponse(id, error, headers);
   };
-  const alreadyAnswered = () =>
-    refused('already answered or expired', 'The pending request was already answered or has expired');
+  const alreadyAnswered = () => refused('already answered or expired', alreadyAnsweredError());
   // Its holder died (a crash, a killed instance): the target's next step would reach nobody.
-  const holderGoneRefusal = () =>
-    refused(
-      'holder gone',
-      'The call that sent this request is no longer held by any gateway instance (it stopped); the answer was not delivered — call the tool again',
-    );
+  const holderGoneRefusal = () => refused('holder gone', holderGonePost());
   if (holderGone(pending)) return holderGoneRefusal();
   if (pending.kind === 'question') {
     let stored: boolean;
@@ -116,38 +111,10 @@ export async function deliverAnswer(
     // The claim failed: nothing was claimed (or the claim will lapse), so the client may simply send the answer again.
     return errorResponse(id, error, headers);
   }
-  const { target } = pending;
-  switch (outcome.kind) {
-    case 'answered':
-    case 'expired':
-    case 'busy':
-      return alreadyAnswered();
-    case 'holder-gone':
-      return holderGoneRefusal();
-    case 'holder-silent':
-      return errorResponse(id, holderSilent(target), headers);
-    case 'refused':
-      return errorResponse(
-        id,
-        new GatewayError(
-          'AnswerRejected',
-          `DependencyFailedException: target ${target} refused the answer; the call was ended — call the tool again`,
-          { target },
-        ),
-        headers,
-      );
-    case 'not-delivered':
-      return errorResponse(
-        id,
-        new GatewayError(
-          'AnswerNotDelivered',
-          `DependencyFailedException: target ${target} did not take the answer; send the same answer again`,
-          { target },
-        ),
-        headers,
-      );
-    case 'delivered':
-      break;
+  const refusal = refusalOf(outcome, 'post', pending.target);
+  if (refusal instanceof GatewayError) {
+    if (refusal.kind !== 'AnswerRefused') return errorResponse(id, refusal, headers);
+    return refused(outcome.kind === 'holder-gone' ? 'holder gone' : 'already answered or expired', refusal);
   }
   if (pending.clientRequestId === NO_CLIENT_REQUEST) {
     // Tied to no call (the session's GET stream): no call's end removes it, so it goes now and stops
@@ -158,7 +125,12 @@ export async function deliverAnswer(
         deps.logger.warn('removing an answered record failed', { sessionId, error: describeError(error) }),
       );
   }
-  deps.logger.info('answer delivered', { sessionId, target, method: pending.method, gatewayRequestId: gatewayId });
+  deps.logger.info('answer delivered', {
+    sessionId,
+    target: pending.target,
+    method: pending.method,
+    gatewayRequestId: gatewayId,
+  });
   return accepted(headers);
 }
 

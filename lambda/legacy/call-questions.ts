@@ -194,7 +194,7 @@ export class CallQuestions {
       );
       await deps.store.putPending(loaded.session, record);
       this.call.held.push(record.gatewayId);
-      this.call.lease.start();
+      this.call.holder.lease.start();
       sent.push({ gatewayId: record.gatewayId, method: entry.method, askedAt: Date.now() });
     }
     const stream = this.call.stream();

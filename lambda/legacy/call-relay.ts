@@ -131,7 +131,7 @@ class Relay {
       policy,
       () => this.release.renewWaitingCall(),
       (record) =>
-        this.call.tasks.run('delivering a recorded answer', () => this.serverRequests.deliverRecorded(record)),
+        this.call.holder.tasks.run('delivering a recorded answer', () => this.serverRequests.deliverRecorded(record)),
     );
     this.release = new CallRelease(this.call);
     this.serverRequests = new ServerRequests(this.call, this.release);
@@ -158,19 +158,16 @@ class Relay {
     const { exchange, loaded } = this.input;
     const onClientGone = () => this.clientGone();
     exchange.signal.addEventListener('abort', onClientGone, { once: true });
-    call.timers.set('deadline', exchange.deadline - Date.now(), () => call.stop('deadline'));
+    call.holder.timers.set('deadline', exchange.deadline - Date.now(), () => call.stop('deadline'));
     // A call that can be resumed is released just before the deadline instead (the function timeout is no limit).
     this.release.scheduleBeforeDeadline(exchange.deadline - RELEASE_BEFORE_DEADLINE_MS - Date.now());
     if (this.input.resumed) {
-      call.lease.start();
-      if (call.leased.size > 0) {
-        call.acknowledger.start();
-        // Records asked before the call could be taken over lost their holder lease at its release: held again.
-        await call.lease.renewNow();
-      }
+      call.holder.asked(call.leased.size > 0);
+      // Records asked before the call could be taken over lost their holder lease at its release: held again.
+      if (call.leased.size > 0) await call.holder.lease.renewNow();
       // An answer recorded for the previous holder just before it let go (waiting/recorded-answer.ts) is
       // found by no other look: this invocation delivers it.
-      call.tasks.run('delivering answers recorded before the release', () =>
+      call.holder.tasks.run('delivering answers recorded before the release', () =>
         this.serverRequests.deliverRecordedBeforeTakeover(),
       );
     }
@@ -206,15 +203,14 @@ class Relay {
     await call.queue;
     call.finished = true;
     unregister();
-    call.acknowledger.stop();
     call.callOver.abort();
-    call.lease.stop();
-    // The deadline, the release, the cancellation watch and every pending timeout: none fires any more.
-    call.timers.close();
+    // The lease, the looks, the deadline, the release, the cancellation watch and every pending
+    // timeout: none fires any more.
+    call.holder.halt();
     exchange.signal.removeEventListener('abort', onClientGone);
     await call.queue; // a server request that slipped in meanwhile is refused (finished) before cleanup
     // A look or a renewal still under way ends before the records go: nothing of the call outlives it.
-    await call.tasks.drain();
+    await call.holder.drain();
     if ('released' in outcome) return outcome;
     await this.cleanup();
     return outcome;

@@ -97,13 +97,13 @@ export class CallRelease {
     // and each look should cost a short invocation, not another grace period.
     const { afterMs } = this.call.policy;
     const holdMs = this.call.input.resumed ? Math.min(afterMs, RECONNECT_HOLD_MS) : afterMs;
-    this.call.timers.set('release', holdMs, () => this.tryRelease('waited past streamReleaseAfterSeconds'));
+    this.call.holder.timers.set('release', holdMs, () => this.tryRelease('waited past streamReleaseAfterSeconds'));
   }
 
   /** At `ms` from now, releaseBeforeDeadline() runs (as a task of the call). */
   scheduleBeforeDeadline(ms: number): void {
-    this.call.timers.set('before-deadline', ms, () =>
-      this.call.tasks.run('releasing the call before the deadline', () => this.releaseBeforeDeadline()),
+    this.call.holder.timers.set('before-deadline', ms, () =>
+      this.call.holder.tasks.run('releasing the call before the deadline', () => this.releaseBeforeDeadline()),
     );
   }
 
@@ -143,7 +143,7 @@ export class CallRelease {
    */
   targetPolls(): void {
     if (!this.call.decision.early) return;
-    this.call.tasks.run('releasing the call as its target polls', async () => {
+    this.call.holder.tasks.run('releasing the call as its target polls', async () => {
       await this.call.queue; // what the target sent before it ended its stream reaches the client first
       await this.holdTargetStream();
       this.tryRelease('the target ended its stream (it polls)');
@@ -223,7 +223,7 @@ export class CallRelease {
     const step = this.currentStep();
     const waiting = this.waiting;
     if (!waiting?.holding || !step || this.call.releasing) return;
-    this.call.tasks.run('renewing the waiting call', () =>
+    this.call.holder.tasks.run('renewing the waiting call', () =>
       waiting.renew(this.snapshot(step), this.call.out?.stream()?.nextSeq ?? 0),
     );
   }

@@ -5,13 +5,10 @@ import { describeError } from '../observability/logger';
 import type { JSONRPCRequest, ProgressToken, RequestId } from '../protocol/types';
 import type { DeferredResponse } from '../relay/deferred-response';
 import { ProgressMapper } from '../relay/progress';
-import { BackgroundTasks } from '../scheduling/background-tasks';
-import { CallTimers } from '../scheduling/call-timers';
 import type { CallEndReason, LoadedSession, PendingRecord } from '../state/store';
 import type { StreamCursor } from '../targets/sse-reader';
 import type { Caller, Upstream } from '../targets/upstream';
-import { ClaimAcknowledger } from '../waiting/holder-ack';
-import { HolderLease } from '../waiting/holder-lease';
+import { Holder } from '../waiting/holder';
 import type { WaitingCall, WaitingCallSnapshot } from '../waiting/waiting-call';
 import type { LegacyDeps } from './deps';
 import { upstreamRequestId } from './ids';
@@ -46,8 +43,8 @@ export const RELEASED = Symbol('released');
 
 /**
  * What the parts of one relayed call share (legacy/call-relay.ts runs them): the call's input, where
- * it stands, its records, and the owners of what it runs besides its own flow — its timers (one
- * registry, closed when the call ends) and its background tasks (drained before its cleanup is done).
+ * it stands, its records, and its holder (waiting/holder.ts: the lease, the looks, the pending
+ * timeouts, every timer and background task of the call, stopped once when the call ends).
  */
 export class CallState {
   readonly upstreamId: string;
@@ -80,12 +77,10 @@ export class CallState {
   finished = false;
   endReason?: CallEndReason;
   /**
-   * While this call has records waiting for the client, their holder lease is renewed, so an
-   * instance that answers knows the call is still held; a holder that died stops being answered.
+   * This invocation's hold on the call (waiting/holder.ts): while the call has records waiting for
+   * the client, their lease is renewed and they are looked at; its timers and background work.
    */
-  readonly lease: HolderLease;
-  /** Acknowledges delivery claims on this call's relayed requests while it holds them (waiting/holder-ack.ts). */
-  readonly acknowledger: ClaimAcknowledger;
+  readonly holder: Holder;
   /** What the call is doing: waiting for held answers, or reading the target (`upstreamCallId`). */
   phase: 'held-wait' | 'upstream' | 'other' = 'other';
   upstreamCallId?: RequestId;
@@ -102,10 +97,6 @@ export class CallState {
    * (with its event, legacy/stream-log.ts) would look gone, and a gone record is not looked at again.
    */
   readonly stored = new Set<string>();
-  /** Every timer of the call, by name: closed when the call ends. */
-  readonly timers = new CallTimers();
-  /** Work the call starts without awaiting it: failures logged once, drained before the call's cleanup. */
-  readonly tasks: BackgroundTasks;
 
   constructor(
     readonly input: RelayInput,
@@ -116,17 +107,15 @@ export class CallState {
     onRecorded: (record: PendingRecord) => void,
   ) {
     this.upstreamId = upstreamRequestId(input.request.id);
-    this.acknowledger = new ClaimAcknowledger(
-      input.deps.store,
-      input.deps.logger,
-      input.loaded.session.id,
-      () => [...this.relayed.keys()].filter((id) => this.leased.has(id) && this.stored.has(id)),
-      undefined,
+    this.holder = new Holder({
+      store: input.deps.store,
+      logger: input.deps.logger,
+      partition: input.loaded.session.id,
+      context: this.logKeys,
+      leased: () => [...this.leased],
+      looked: () => [...this.relayed.keys()].filter((id) => this.leased.has(id) && this.stored.has(id)),
       onRecorded,
-    );
-    this.lease = new HolderLease(input.deps.store, input.deps.logger, input.loaded.session.id, () => [...this.leased], {
       beforeRenew,
-      context: { sessionId: input.loaded.session.id, target: input.target, method: input.request.method },
     });
     this.progress = new ProgressMapper(
       (input.params._meta as { progressToken?: ProgressToken } | undefined)?.progressToken,
@@ -134,7 +123,6 @@ export class CallState {
     );
     this.policy = policy;
     this.queue = input.sessionRead?.catch(() => undefined) ?? Promise.resolve();
-    this.tasks = new BackgroundTasks(input.deps.logger, this.logKeys);
   }
 
   /**

@@ -20,8 +20,8 @@ export class CancellationWatch {
   }
 
   private watch(delayMs: number): void {
-    this.call.timers.set('cancel-watch', delayMs, () =>
-      this.call.tasks.run('looking for a cancellation marker', async () => {
+    this.call.holder.timers.set('cancel-watch', delayMs, () =>
+      this.call.holder.tasks.run('looking for a cancellation marker', async () => {
         const marker = await this.cancelledElsewhere();
         if (marker) this.stopFor(marker);
         else if (!this.call.finished && !this.call.endReason) this.watch(Math.min(5000, delayMs + 1000));

@@ -5,7 +5,7 @@ import { GatewayError, rpcError, rpcErrorOf } from '../protocol/errors';
 import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import { newPendingRecord } from '../state/records';
 import type { PendingRecord } from '../state/store';
-import { pendingTimeUp } from '../waiting/pending-verdict';
+import type { PendingWatch } from '../waiting/holder';
 import { deliverRecordedUntilTaken } from '../waiting/recorded-answer';
 import type { CallRelease } from './call-release';
 import type { CallState } from './call-state';
@@ -69,20 +69,19 @@ export class ServerRequests {
       );
       return;
     }
-    this.trackRelayed(record.gatewayId, serverRequest.method, Date.now());
+    this.trackRelayed(record.gatewayId, serverRequest.method, this.call.holder.clock.now());
     // Not sent at all when its record could not be written (the client's answer could not be matched).
     stream.send({ ...serverRequest, id: record.gatewayId }, { unless: recorded.then((ok) => !ok) });
     // The lease and the holder's looks once the record exists (a look that finds none stops looking).
-    this.call.tasks.run('relaying a server request', async () => {
+    this.call.holder.tasks.run('relaying a server request', async () => {
       if (await recorded) {
         this.call.stored.add(record.gatewayId);
-        this.call.lease.start();
-        if (this.call.leased.has(record.gatewayId)) this.call.acknowledger.start();
+        this.call.holder.asked(this.call.leased.has(record.gatewayId));
         return;
       }
       // Unrecorded (its event was not sent), the client's answer could not be matched: refused at the target.
       this.call.log.warn('pending request not recorded; refused at the target');
-      this.call.timers.clear(`pending:${record.gatewayId}`);
+      this.call.holder.timers.clear(`pending:${record.gatewayId}`);
       this.call.relayed.delete(record.gatewayId);
       this.call.leased.delete(record.gatewayId);
       await upstream.reply(
@@ -108,15 +107,36 @@ export class ServerRequests {
   /** A relayed request waiting for the client, with its pending timeout (from when it was sent). */
   trackRelayed(gatewayId: string, method: string, askedAt: number): void {
     const timeoutMs = this.call.input.deps.config.pendingRequestTimeoutSeconds * 1000;
-    this.schedulePendingTimeout(gatewayId, askedAt + timeoutMs - Date.now());
     this.call.relayed.set(gatewayId, { method, askedAt });
-  }
-
-  private schedulePendingTimeout(gatewayId: string, ms: number): void {
-    this.call.timers.set(`pending:${gatewayId}`, ms, () =>
-      this.call.tasks.run('looking at a timed-out pending request', () => this.onPendingTimeout(gatewayId)),
+    this.call.holder.watchPending(
+      `pending:${gatewayId}`,
+      [gatewayId],
+      askedAt + timeoutMs - this.call.holder.clock.now(),
+      this.pendingWatch,
     );
   }
+
+  /**
+   * A pending request nobody answered in time ends the call with -32001 unless the target took an
+   * answer (the holder's verdict, waiting/holder.ts; shared with the bridge). The deadline bounds the
+   * looks. An answer recorded for this holder that the target has not taken by then ends it too.
+   */
+  private readonly pendingWatch: PendingWatch = {
+    waiting: (gatewayId) => this.call.relayed.has(gatewayId) && !this.call.finished && !this.call.endReason,
+    delivering: (gatewayId) => this.call.delivering.has(gatewayId),
+    timeUp: (gatewayId, verdict) => {
+      const entry = this.call.relayed.get(gatewayId);
+      if (!entry) return;
+      const keys = { gatewayRequestId: gatewayId };
+      if (verdict.kind === 'delivering') {
+        this.call.log.info('pending request timed out: the target did not take its answer', keys);
+      } else if (verdict.kind === 'gone') {
+        this.call.log.info('pending request timed out (its record is gone)', keys);
+      } else this.call.log.info('pending request timed out', keys);
+      recordExpiredInput(entry.method);
+      this.call.stop('pending-timeout');
+    },
+  };
 
   onNotification(notification: JSONRPCNotification): void {
     this.call.input.deps.catalog.noticed(this.call.input.target, notification);
@@ -150,7 +170,7 @@ export class ServerRequests {
       },
     ).finally(() => call.delivering.delete(gatewayId));
     if (outcome.kind === 'delivered') {
-      call.timers.clear(`pending:${gatewayId}`);
+      call.holder.timers.clear(`pending:${gatewayId}`);
       call.relayed.delete(gatewayId);
       call.delivered.push(gatewayId);
       recordAnsweredInput(entry.method);
@@ -177,50 +197,6 @@ export class ServerRequests {
         if (record?.status === 'recorded') await this.deliverRecorded(record);
       }),
     );
-  }
-
-  /**
-   * A pending request nobody answered in time ends the call with -32001 unless the target took an
-   * answer (waiting/pending-verdict.ts decides; shared with the bridge). The deadline bounds the looks.
-   * An answer recorded for this holder that the target has not taken by then ends it too.
-   */
-  private async onPendingTimeout(gatewayId: string): Promise<void> {
-    const entry = this.call.relayed.get(gatewayId);
-    if (!entry || this.call.finished || this.call.endReason) return;
-    if (this.call.delivering.has(gatewayId)) {
-      this.call.log.info('pending request timed out: the target did not take its answer', {
-        gatewayRequestId: gatewayId,
-      });
-      recordExpiredInput(entry.method);
-      this.call.stop('pending-timeout');
-      return;
-    }
-    const verdict = await pendingTimeUp(this.call.input.deps.store, this.call.input.loaded.session.id, gatewayId);
-    switch (verdict.kind) {
-      case 'answered':
-        return; // the target took the answer and carries on
-      case 'undecided':
-        if (verdict.recorded) {
-          // An answer recorded for this holder that no look handed over: delivered now, not waited for.
-          const { recorded } = verdict;
-          this.call.tasks.run('delivering a recorded answer', () => this.deliverRecorded(recorded));
-        }
-        if (verdict.error !== undefined) {
-          this.call.log.warn('pending timeout undecided: DynamoDB failed; looking again', {
-            error: describeError(verdict.error),
-          });
-        }
-        this.schedulePendingTimeout(gatewayId, verdict.afterMs);
-        return;
-      case 'expired':
-        this.call.log.info('pending request timed out', { gatewayRequestId: gatewayId });
-        break;
-      case 'gone':
-        this.call.log.info('pending request timed out (its record is gone)', { gatewayRequestId: gatewayId });
-        break;
-    }
-    recordExpiredInput(entry.method);
-    this.call.stop('pending-timeout');
   }
 
   /**

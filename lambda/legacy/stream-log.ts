@@ -6,7 +6,8 @@ import { describeError } from '../observability/logger';
 import { DYNAMODB_ITEM_LIMIT_BYTES } from '../protocol/errors';
 import type { JSONRPCMessage, RequestId } from '../protocol/types';
 import { hasStreamPolling } from '../protocol/versions';
-import { abortableSleep } from '../scheduling/abortable-sleep';
+import { Backoff } from '../scheduling/backoff';
+import { sleep, systemClock } from '../scheduling/clock';
 import type { PendingRecord, SessionRecord, SessionStore, StreamEventRecord } from '../state/store';
 
 /**
@@ -331,7 +332,8 @@ async function* follow(
 ): AsyncGenerator<StreamEventRecord> {
   let last = from.seq;
   let batch = first;
-  let interval = options.pollMs.minMs;
+  const backoff = new Backoff({ firstMs: options.pollMs.minMs, maxMs: options.pollMs.maxMs, factor: 2 });
+  backoff.next(); // a batch without progress waits twice the least; right after progress, the least
   for (;;) {
     let progressed = false;
     for (const event of batch) {
@@ -342,10 +344,10 @@ async function* follow(
       if (event.end) return;
     }
     if (options.caughtUp && (await options.caughtUp(last))) return;
-    interval = progressed ? options.pollMs.minMs : Math.min(options.pollMs.maxMs, interval * 2);
-    const wait = Math.min(interval, options.until - Date.now());
+    if (progressed) backoff.reset();
+    const wait = Math.min(backoff.next(), options.until - Date.now());
     if (wait <= 0 || options.signal.aborted) return;
-    await abortableSleep(wait, options.signal);
+    await sleep(systemClock, wait, options.signal);
     if (options.signal.aborted) return;
     batch = await store.readStream(sessionId, from.streamId, last + 1);
   }

@@ -6,16 +6,15 @@ import { GatewayError, ItemTooLargeError, rpcError } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { InputRequest, JSONRPCRequest, RequestId } from '../protocol/types';
 import { LATEST_LEGACY_VERSION } from '../protocol/versions';
-import { BackgroundTasks } from '../scheduling/background-tasks';
-import { CallTimers } from '../scheduling/call-timers';
+import { Backoff, poll } from '../scheduling/backoff';
+import { sleep } from '../scheduling/clock';
 import { newPendingRecord } from '../state/records';
 import type { PendingStore } from '../state/store';
 import type { Targets } from '../targets/targets';
 import type { Upstream } from '../targets/upstream';
 import { deliverAnswer } from '../waiting/answer-delivery';
-import { ClaimAcknowledger, holderSilent } from '../waiting/holder-ack';
-import { HolderLease } from '../waiting/holder-lease';
-import { endsTheCall, pendingTimeUp } from '../waiting/pending-verdict';
+import { refusalOf, staleRound } from '../waiting/delivery-refusals';
+import { Holder, type PendingWatch } from '../waiting/holder';
 import { waitForQuestionAnswer } from '../waiting/questions';
 import { type BridgePayload, readOutcome, type WriteVerdict, writeOutcome } from './bridge-outcome';
 
@@ -74,20 +73,20 @@ export class BridgedCall {
   private readonly ids: string[] = [];
   private readonly methods = new Map<string, string>();
   private readonly nextRecords: string[] = [];
+  /** The requests of the last round sent (the one whose time is watched). */
+  private lastRound: string[] = [];
   private queue: Promise<void> = Promise.resolve();
-  /** The look at an unanswered round (`abandon-check`): closed when the call ends. */
-  private readonly timers = new CallTimers();
-  /** What runs besides the queue (a flush, a look): drained before finish() resolves. */
-  private readonly tasks: BackgroundTasks;
-  /** While this holder lives, the retry (any instance) may deliver answers to its target's requests. */
-  private readonly lease: HolderLease;
+  /**
+   * This invocation's hold on the call (waiting/holder.ts): while it lives, the retry (any instance)
+   * may deliver answers to its target's requests; the look at an unanswered round; what runs besides
+   * the queue (a flush, a look), drained before finish() resolves.
+   */
+  private readonly holder: Holder;
   private over = false;
   /** An outcome that ends the call was recorded (too large a round): nothing follows it. */
   private closed = false;
   /** When each round's record expires (epoch seconds): its parts expire with it, and writing it stops then. */
   private readonly expiries = new Map<number, number>();
-  /** Acknowledges the retry's delivery claims while this holder lives (waiting/holder-ack.ts). */
-  private readonly acknowledger: ClaimAcknowledger;
 
   constructor(
     private readonly settings: BridgeSettings,
@@ -102,11 +101,14 @@ export class BridgedCall {
       fail(error: unknown): void;
     },
   ) {
-    this.acknowledger = new ClaimAcknowledger(settings.store, settings.logger, this.id, () => this.ids);
-    this.lease = new HolderLease(settings.store, settings.logger, this.id, () => [...this.ids], {
+    this.holder = new Holder({
+      store: settings.store,
+      logger: settings.logger,
+      partition: this.id,
       context: { bridge: this.id },
+      leased: () => [...this.ids],
+      looked: () => this.ids,
     });
-    this.tasks = new BackgroundTasks(settings.logger, { bridge: this.id });
   }
 
   get bridged(): boolean {
@@ -118,7 +120,7 @@ export class BridgedCall {
     if (this.over) return;
     this.batch.push(request);
     if (this.batch.length === 1) {
-      setImmediate(() => this.tasks.run('recording a bridged round', () => this.enqueue(() => this.flush())));
+      setImmediate(() => this.holder.tasks.run('recording a bridged round', () => this.enqueue(() => this.flush())));
     }
   }
 
@@ -126,9 +128,7 @@ export class BridgedCall {
   async finish(outcome: { response: JSONRPCResponse } | { error: unknown }): Promise<void> {
     await this.enqueue(async () => {
       this.over = true;
-      this.acknowledger.stop();
-      this.timers.close();
-      this.lease.stop();
+      this.holder.halt();
       if (this.round === 0 || this.closed) return;
       const payload: BridgePayload =
         'response' in outcome
@@ -148,14 +148,7 @@ export class BridgedCall {
       await this.settings.store.deletePending(this.id, this.ids).catch(() => undefined);
     });
     // A look or flush started before the end has run (each finds the call over): nothing outlives the call.
-    await this.tasks.drain();
-  }
-
-  /** Looks at round `roundIds` after `ms` (in the queue), unless another look is set first. */
-  private checkAbandonedAfter(roundIds: string[], ms: number): void {
-    this.timers.set('abandon-check', ms, () =>
-      this.tasks.run('looking at an unanswered round', () => this.enqueue(() => this.checkAbandoned(roundIds))),
-    );
+    await this.holder.drain();
   }
 
   private enqueue(task: () => Promise<void>): Promise<void> {
@@ -163,8 +156,7 @@ export class BridgedCall {
       this.settings.logger.warn('bridged round failed', { bridge: this.id, error: describeError(error) });
       if (!this.over) {
         this.over = true;
-        this.acknowledger.stop();
-        this.lease.stop();
+        this.holder.halt();
         this.call.fail(error);
       }
     });
@@ -191,8 +183,7 @@ export class BridgedCall {
       });
       record.targetProtocolVersion = session?.protocolVersion;
       await store.putPending({ id: this.id }, record);
-      this.lease.start();
-      this.acknowledger.start();
+      this.holder.asked(true);
       this.ids.push(record.gatewayId);
       this.methods.set(record.gatewayId, request.method);
       roundIds.push(record.gatewayId);
@@ -219,8 +210,7 @@ export class BridgedCall {
       // The retry is told (OutcomeTooLarge); the call cannot go on without its answers: cancelled at the target.
       this.closed = true;
       this.over = true;
-      this.acknowledger.stop();
-      this.lease.stop();
+      this.holder.halt();
       this.call.fail(new GatewayError('OutcomeTooLarge', 'the next input round is too large to hand over'));
       return;
     }
@@ -230,7 +220,9 @@ export class BridgedCall {
       round: this.round,
       gatewayRequestIds: roundIds,
     });
-    this.checkAbandonedAfter(roundIds, pendingTimeoutSeconds * 1000);
+    // Looked at in the queue (after what it records), unless a later round's look replaces it.
+    this.lastRound = roundIds;
+    this.holder.watchPending('abandon-check', roundIds, pendingTimeoutSeconds * 1000, this.abandonWatch);
   }
 
   /** Too many requests for one bridged call: each is refused at the target (which can report it), nothing stored. */
@@ -261,7 +253,7 @@ export class BridgedCall {
     const key = nextKey(this.id, round);
     const expiresAt = this.expiries.get(round) ?? 0;
     const template = { target: this.call.upstream.target, clientRequestId: this.call.clientRequestId, expiresAt };
-    let delay = FILL_RETRY_FIRST_MS;
+    const backoff = new Backoff({ firstMs: FILL_RETRY_FIRST_MS, maxMs: FILL_RETRY_MAX_MS, factor: 2 });
     for (let attempt = 0; ; attempt++) {
       try {
         const verdict = await writeOutcome(store, this.id, key, payload, {
@@ -273,57 +265,41 @@ export class BridgedCall {
         return verdict;
       } catch (error) {
         // Only a failure of DynamoDB is worth writing again; one that no retry fixes ends here.
-        if (error instanceof ItemTooLargeError || Date.now() + delay >= expiresAt * 1000) throw error;
+        const delay = backoff.next();
+        if (error instanceof ItemTooLargeError || this.holder.clock.now() + delay >= expiresAt * 1000) throw error;
         logger.warn('recording a bridged outcome failed; writing it again', {
           bridge: this.id,
           round,
           error: describeError(error),
         });
-        await new Promise((resolve) => setTimeout(resolve, delay));
-        delay = Math.min(FILL_RETRY_MAX_MS, delay * 2);
+        await sleep(this.holder.clock, delay);
       }
     }
   }
 
   /**
-   * No retry answered the round in time: expire what is left (a request still pending, or a
-   * delivery claim that lapsed), cancel at the target, remove everything. A record answered meanwhile
-   * lets the target carry on; a delivery in flight is looked at again when its claim lapses; one
-   * expired or removed by a retry whose delivery the target refused ends the call too.
+   * No retry answered the round in time (the holder's verdict, waiting/holder.ts): what is left is
+   * expired (a request still pending, or a delivery claim that lapsed), the call is cancelled at the
+   * target and everything removed. A record answered meanwhile lets the target carry on; a delivery in
+   * flight is looked at again when its claim lapses; one expired or removed by a retry whose delivery
+   * the target refused ends the call too.
    */
-  private async checkAbandoned(roundIds: string[]): Promise<void> {
-    if (this.over) return;
-    let abandon = false;
-    let recheckMs: number | undefined;
-    for (const id of roundIds) {
-      const verdict = await pendingTimeUp(this.settings.store, this.id, id);
-      if (endsTheCall(verdict)) abandon = true;
-      else if (verdict.kind === 'undecided') {
-        if (verdict.error !== undefined) {
-          this.settings.logger.warn('bridged round undecided: DynamoDB failed; looking again', {
-            bridge: this.id,
-            error: describeError(verdict.error),
-          });
-        }
-        recheckMs = Math.min(recheckMs ?? verdict.afterMs, verdict.afterMs);
-      }
-    }
-    if (!abandon) {
-      if (recheckMs !== undefined) this.checkAbandonedAfter(roundIds, recheckMs);
-      return; // answered: the target carries on
-    }
-    this.over = true;
-    this.acknowledger.stop();
-    this.lease.stop();
-    for (const id of roundIds) recordExpiredInput(this.methods.get(id) ?? 'unknown');
-    this.settings.logger.info('bridged round abandoned: no retry in time; cancelling at the target', {
-      target: this.call.upstream.target,
-      bridge: this.id,
-      round: this.round,
-    });
-    this.call.abandon();
-    await this.settings.store.deletePending(this.id, [...this.ids, ...this.nextRecords]).catch(() => undefined);
-  }
+  private readonly abandonWatch: PendingWatch = {
+    waiting: () => !this.over,
+    inTurn: (look) => this.enqueue(look),
+    timeUp: async () => {
+      this.over = true;
+      this.holder.halt();
+      for (const id of this.lastRound) recordExpiredInput(this.methods.get(id) ?? 'unknown');
+      this.settings.logger.info('bridged round abandoned: no retry in time; cancelling at the target', {
+        target: this.call.upstream.target,
+        bridge: this.id,
+        round: this.round,
+      });
+      this.call.abandon();
+      await this.settings.store.deletePending(this.id, [...this.ids, ...this.nextRecords]).catch(() => undefined);
+    },
+  };
 }
 
 /**
@@ -369,12 +345,7 @@ export async function continueBridge(
   return outcomeOf(store, bridge.id, key, JSON.stringify(answer));
 }
 
-const stale = () =>
-  new GatewayError(
-    'RequestStateRefused',
-    'Invalid params: this input round was already answered or has expired; send the request again without requestState and inputResponses',
-    { reason: 'expired' },
-  );
+const stale = staleRound;
 
 async function outcomeOf(store: PendingStore, bridgeId: string, key: string, answer: string): Promise<BridgePayload> {
   const stored = (JSON.parse(answer) as { result: Record<string, unknown> }).result;
@@ -403,51 +374,32 @@ async function deliverOnce(
   signal: AbortSignal,
 ): Promise<'delivered' | 'unknown'> {
   const { store } = settings;
-  for (;;) {
-    const record = await store.getPending(bridgeId, gatewayId);
-    if (record?.kind !== 'relayed') return 'unknown';
-    const outcome = await deliverAnswer(settings, {
-      partition: bridgeId,
-      record,
-      answer: { jsonrpc: '2.0', id: gatewayId, result: answer },
-      protocolVersion: LATEST_LEGACY_VERSION,
-      endCall: async (token) => {
-        await store.releaseClaim(bridgeId, gatewayId, token).catch(() => undefined);
-        await store.expirePending(bridgeId, gatewayId);
-      },
-      context: { bridge: bridgeId },
-    });
-    switch (outcome.kind) {
-      case 'delivered':
-      case 'answered':
-        return 'delivered';
-      case 'expired':
-        throw stale();
-      case 'holder-gone':
-        throw new GatewayError(
-          'RequestStateRefused',
-          'Invalid params: the call behind this input round is no longer held by any gateway instance; send the request again without requestState and inputResponses',
-          { reason: 'expired' },
-        );
-      case 'busy':
-        // Another retry of this round is delivering it (or just claimed it): see how that ends.
-        if (Date.now() >= until || signal.aborted) throw stale();
-        await new Promise((resolve) => setTimeout(resolve, DELIVERY_WAIT_MS));
-        continue;
-      case 'holder-silent':
-        throw holderSilent(record.target);
-      case 'refused':
-        throw new GatewayError('DependencyFailed', `target ${record.target}: refused the answer; the call was ended`, {
-          target: record.target,
-        });
-      case 'not-delivered':
-        throw new GatewayError(
-          'AnswerNotDelivered',
-          `DependencyFailedException: target ${record.target} did not take the answer; send the same retry again`,
-          { target: record.target },
-        );
-    }
-  }
+  // A retry finding another one delivering the same answer looks again until that one is done.
+  const ended = await poll(
+    async (): Promise<'delivered' | 'unknown' | undefined> => {
+      const record = await store.getPending(bridgeId, gatewayId);
+      if (record?.kind !== 'relayed') return 'unknown';
+      const outcome = await deliverAnswer(settings, {
+        partition: bridgeId,
+        record,
+        answer: { jsonrpc: '2.0', id: gatewayId, result: answer },
+        protocolVersion: LATEST_LEGACY_VERSION,
+        endCall: async (token) => {
+          await store.releaseClaim(bridgeId, gatewayId, token).catch(() => undefined);
+          await store.expirePending(bridgeId, gatewayId);
+        },
+        context: { bridge: bridgeId },
+      });
+      const refusal = refusalOf(outcome, 'retry', record.target);
+      if (refusal === undefined || refusal === 'delivered') return 'delivered';
+      if (refusal === 'wait') return undefined;
+      throw refusal;
+    },
+    { firstMs: DELIVERY_WAIT_MS },
+    { until, signal },
+  );
+  if ('value' in ended) return ended.value;
+  throw staleRound();
 }
 
 /** The final error of a bridged call for the client, from the holder's payload. */

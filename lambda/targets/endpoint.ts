@@ -1,4 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setTimeout as abortableDelay } from 'node:timers/promises';
 import { DEFAULT_TARGET_LIMITS, type TargetConfig, type TargetLimits } from '../config/schema';
 import { recordTargetLatency, recordTargetStreamResume } from '../observability/metrics';
 import { currentRequest } from '../observability/request-context';
@@ -8,6 +8,7 @@ import { isResponse, type JSONRPCResponse, nestedDeeperThan } from '../protocol/
 // Requests without side effects at the target: the routing tables' safe-to-resend column (protocol/methods.ts).
 import { RELAYED_CALL_METHODS, SAFE_TO_RESEND_METHODS as SAFE_TO_RESEND } from '../protocol/methods';
 import type { JSONRPCMessage, JSONRPCRequest } from '../protocol/types';
+import { sleep, systemClock } from '../scheduling/clock';
 import { NO_CREDENTIALS, type TargetCredentials } from './credentials';
 import { BodyTooLargeError, send, type TargetResponse } from './http-client';
 import { readResponseStream, type StreamCursor, type StreamListeners, TooDeepError, TooLargeError } from './sse-reader';
@@ -303,7 +304,7 @@ export class TargetEndpoint {
       try {
         // A released call taken over reconnects at once: the target's `retry` was waited out meanwhile.
         const delay = first.now && attempt === 1 ? 0 : resumeDelayMs(this.resume, cursor.retryMs);
-        await sleep(delay, undefined, { signal: options.signal });
+        await abortableDelay(delay, undefined, { signal: options.signal });
       } catch (error) {
         throw this.failure(error, ending, options.signal);
       }
@@ -358,7 +359,7 @@ export class TargetEndpoint {
       }
       const delay = DELIVERY_BACKOFF_MS[attempt - 1];
       if (attempt >= DELIVERY_ATTEMPTS || delay === undefined || overall.aborted) throw failure;
-      await new Promise((resolve) => setTimeout(resolve, delay));
+      await sleep(systemClock, delay);
     }
   }
 

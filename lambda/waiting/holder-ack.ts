@@ -2,7 +2,9 @@ import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import { GatewayError } from '../protocol/errors';
 import { BackgroundTasks } from '../scheduling/background-tasks';
+import { poll } from '../scheduling/backoff';
 import { CallTimers, type Scheduler } from '../scheduling/call-timers';
+import { type Clock, systemClock } from '../scheduling/clock';
 import { HOLDER_ACK_POLL_MS, HOLDER_ACK_WAIT_MS } from '../state/records';
 import type { PendingRecord, PendingStore } from '../state/store';
 
@@ -132,17 +134,21 @@ export async function holderAcknowledged(
   gatewayId: string,
   token: string,
   waitMs = HOLDER_ACK_WAIT_MS,
+  clock: Clock = systemClock,
 ): Promise<boolean> {
-  const until = Date.now() + waitMs;
-  for (;;) {
-    const record = await store.getPending(partition, gatewayId).catch(() => undefined);
-    if (record?.ack === token) return true;
-    // Its holder released the call meanwhile (waiting/waiting-call.ts): the target answers on a stream
-    // that is read again on the client's reconnect, so the answer needs no live holder.
-    if (record?.claim === token && record.holderUntil === undefined) return true;
-    if (record?.claim !== token || Date.now() >= until) return false;
-    await new Promise((resolve) => setTimeout(resolve, ACK_CHECK_MS));
-  }
+  const polled = await poll(
+    async () => {
+      const record = await store.getPending(partition, gatewayId).catch(() => undefined);
+      if (record?.ack === token) return true;
+      // Its holder released the call meanwhile (waiting/waiting-call.ts): the target answers on a stream
+      // that is read again on the client's reconnect, so the answer needs no live holder.
+      if (record?.claim === token && record.holderUntil === undefined) return true;
+      return record?.claim !== token ? false : undefined;
+    },
+    { firstMs: ACK_CHECK_MS },
+    { until: clock.now() + waitMs, clock },
+  );
+  return 'value' in polled && polled.value;
 }
 
 /** The holder did not acknowledge the claim in time: nothing was delivered (the same answer may be sent again). */

@@ -1,7 +1,8 @@
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import type { JSONRPCErrorResponse, JSONRPCResultResponse } from '../protocol/types';
-import { abortableSleep } from '../scheduling/abortable-sleep';
+import { poll } from '../scheduling/backoff';
+import type { Clock } from '../scheduling/clock';
 import type { PendingRecord, PendingStore } from '../state/store';
 
 /**
@@ -25,27 +26,29 @@ export async function waitForQuestionAnswer(
   gatewayId: string,
   until: number,
   stop: AbortSignal,
-  /** The record exists already: its disappearing (removed, expired) ends the wait with 'gone'. */
-  options: { goneIsFinal?: boolean } = {},
+  /** goneIsFinal: the record exists already, so its disappearing (removed, expired) ends the wait with 'gone'. */
+  options: { goneIsFinal?: boolean; clock?: Clock } = {},
 ): Promise<QuestionAnswer> {
-  let interval = POLL_MIN_MS;
-  while (Date.now() < until) {
-    if (stop.aborted) return 'client-gone';
-    let record: PendingRecord | undefined;
-    try {
-      record = await store.getPending(sessionId, gatewayId);
-      if (!record && options.goneIsFinal) return 'gone';
-    } catch (error) {
-      // A transient store failure: keep waiting (bounded by the deadline).
-      logger.warn('polling a gateway question failed', { sessionId, error: describeError(error) });
-    }
-    if (record?.status === 'answered' && record.answer) {
-      return JSON.parse(record.answer) as JSONRPCResultResponse | JSONRPCErrorResponse;
-    }
-    await abortableSleep(Math.min(interval, Math.max(0, until - Date.now())), stop);
-    interval = Math.min(POLL_MAX_MS, interval * 2);
-  }
-  return stop.aborted ? 'client-gone' : 'timeout';
+  const polled = await poll(
+    async (): Promise<QuestionAnswer | undefined> => {
+      let record: PendingRecord | undefined;
+      try {
+        record = await store.getPending(sessionId, gatewayId);
+        if (!record && options.goneIsFinal) return 'gone';
+      } catch (error) {
+        // A transient store failure: keep waiting (bounded by the deadline).
+        logger.warn('polling a gateway question failed', { sessionId, error: describeError(error) });
+      }
+      if (record?.status === 'answered' && record.answer) {
+        return JSON.parse(record.answer) as JSONRPCResultResponse | JSONRPCErrorResponse;
+      }
+      return undefined;
+    },
+    { firstMs: POLL_MIN_MS, maxMs: POLL_MAX_MS, factor: 2 },
+    { until, signal: stop, clock: options.clock },
+  );
+  if ('value' in polled) return polled.value;
+  return polled.ended === 'aborted' || stop.aborted ? 'client-gone' : 'timeout';
 }
 
 /** Stores the client's answer to a held request (exactly once); false when it was answered or expired. */

@@ -1,6 +1,7 @@
 import { DYNAMODB_ITEM_LIMIT_BYTES } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
-import { abortableSleep } from '../scheduling/abortable-sleep';
+import { poll } from '../scheduling/backoff';
+import { type Clock, systemClock } from '../scheduling/clock';
 import type { PendingRecord, PendingStore } from '../state/store';
 import { MessageRejectedError, TargetSessionExpiredError } from '../targets/endpoint';
 import type { Targets } from '../targets/targets';
@@ -84,13 +85,19 @@ export async function deliverRecordedUntilTaken(
   targets: Pick<Targets, 'deliver'>,
   record: PendingRecord,
   protocolVersion: string,
-  options: { signal: AbortSignal; retryMs?: number; onFailedAttempt?: (error: unknown) => void },
+  options: { signal: AbortSignal; retryMs?: number; onFailedAttempt?: (error: unknown) => void; clock?: Clock },
 ): Promise<RecordedDelivery> {
-  for (;;) {
-    const outcome = await deliverRecorded(targets, record, protocolVersion, options.signal);
-    if (outcome.kind !== 'not-delivered' || options.signal.aborted) return outcome;
-    options.onFailedAttempt?.(outcome.error);
-    await abortableSleep(options.retryMs ?? RECORDED_RETRY_MS, options.signal);
-    if (options.signal.aborted) return outcome;
-  }
+  let last: RecordedDelivery | undefined;
+  const polled = await poll(
+    async () => {
+      last = await deliverRecorded(targets, record, protocolVersion, options.signal);
+      if (last.kind !== 'not-delivered' || options.signal.aborted) return last;
+      options.onFailedAttempt?.(last.error);
+      return undefined;
+    },
+    { firstMs: options.retryMs ?? RECORDED_RETRY_MS },
+    { signal: options.signal, clock: options.clock ?? systemClock },
+  );
+  // Stopped while the target had not taken it: the last attempt's outcome.
+  return 'value' in polled ? polled.value : (last as RecordedDelivery);
 }
