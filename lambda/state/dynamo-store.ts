@@ -42,6 +42,7 @@ import {
   waitingCallOf,
   waitingCallSk,
 } from './items';
+import { dynamoUpdateOf, PENDING_TRANSITIONS, type TransitionInputs, type TransitionName } from './pending-transitions';
 import {
   BRIDGED_CALLS,
   bucketOfSk,
@@ -52,7 +53,7 @@ import {
   principalPk,
   rateSk,
 } from './principal-counters';
-import { CLAIM_LEASE_MS, newClaimToken } from './records';
+import { newClaimToken } from './records';
 import {
   type Admission,
   type CallEndMarker,
@@ -108,15 +109,6 @@ async function guarded<T>(timeoutMs: number, operation: (signal: AbortSignal) =>
  */
 function refusedItem(error: ConditionalCheckFailedException): Item | undefined {
   return error.Item ? itemOf(error.Item) : undefined;
-}
-
-/** A conditional update of one pending record (its key added by the store). */
-interface PendingUpdate {
-  UpdateExpression: string;
-  ConditionExpression: string;
-  ExpressionAttributeNames?: Record<string, string>;
-  ExpressionAttributeValues?: Record<string, unknown>;
-  ReturnValuesOnConditionCheckFailure?: 'ALL_OLD';
 }
 
 export class DynamoSessionStore implements SessionStore {
@@ -473,68 +465,24 @@ export class DynamoSessionStore implements SessionStore {
 
   async claimPending(sessionId: string, gatewayId: string, now = nowSeconds()): Promise<string | undefined> {
     const token = newClaimToken();
-    const nowMs = Date.now();
-    const claimed = await this.conditionalUpdate(sessionId, gatewayId, {
-      UpdateExpression: 'SET #status = :delivering, #claim = :token, claimedAt = :nowMs',
-      // Pending, or a delivery whose instance died mid-way (its claim is older than the lease);
-      // never after expiry, never when the holder's lease ran out (nobody would get the target's result).
-      ConditionExpression:
-        '(#status = :pending OR (#status = :delivering AND claimedAt < :staleBefore)) AND expiresAt > :now AND ' +
-        '(attribute_not_exists(holderUntil) OR holderUntil > :nowMs)',
-      ExpressionAttributeNames: { '#status': 'status', '#claim': 'claim' },
-      ExpressionAttributeValues: {
-        ':delivering': 'delivering',
-        ':pending': 'pending',
-        ':token': token,
-        ':nowMs': nowMs,
-        ':staleBefore': nowMs - CLAIM_LEASE_MS,
-        ':now': now,
-      },
-    });
-    return claimed ? token : undefined;
+    return (await this.applied(sessionId, gatewayId, 'claim', { now, nowMs: Date.now(), token })) ? token : undefined;
   }
 
-  settleClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean> {
-    return this.conditionalUpdate(sessionId, gatewayId, {
-      UpdateExpression: 'SET #status = :answered REMOVE #claim, claimedAt, ack',
-      ConditionExpression: '#status = :delivering AND #claim = :token',
-      ExpressionAttributeNames: { '#status': 'status', '#claim': 'claim' },
-      ExpressionAttributeValues: { ':answered': 'answered', ':delivering': 'delivering', ':token': token },
-    });
+  async settleClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean> {
+    return this.applied(sessionId, gatewayId, 'settle', { now: nowSeconds(), nowMs: Date.now(), token });
   }
 
-  releaseClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean> {
-    return this.conditionalUpdate(sessionId, gatewayId, {
-      UpdateExpression: 'SET #status = :pending REMOVE #claim, claimedAt, ack',
-      ConditionExpression: '#status = :delivering AND #claim = :token',
-      ExpressionAttributeNames: { '#status': 'status', '#claim': 'claim' },
-      ExpressionAttributeValues: { ':pending': 'pending', ':delivering': 'delivering', ':token': token },
-    });
+  async releaseClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean> {
+    return this.applied(sessionId, gatewayId, 'release', { now: nowSeconds(), nowMs: Date.now(), token });
   }
 
-  ackClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean> {
-    return this.conditionalUpdate(sessionId, gatewayId, {
-      UpdateExpression: 'SET #ack = :token',
-      ConditionExpression: '#status = :delivering AND #claim = :token',
-      ExpressionAttributeNames: { '#status': 'status', '#claim': 'claim', '#ack': 'ack' },
-      ExpressionAttributeValues: { ':delivering': 'delivering', ':token': token },
-    });
+  async ackClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean> {
+    return this.applied(sessionId, gatewayId, 'ack', { now: nowSeconds(), nowMs: Date.now(), token });
   }
 
   async expirePending(sessionId: string, gatewayId: string): Promise<PendingWriteOutcome> {
-    const refusal = await this.tryUpdate(sessionId, gatewayId, {
-      UpdateExpression: 'SET #status = :expired',
-      ConditionExpression: '#status = :pending OR (#status = :delivering AND claimedAt < :staleBefore)',
-      ExpressionAttributeNames: { '#status': 'status' },
-      ExpressionAttributeValues: {
-        ':expired': 'expired',
-        ':pending': 'pending',
-        ':delivering': 'delivering',
-        ':staleBefore': Date.now() - CLAIM_LEASE_MS,
-      },
-      // Why it was refused (answered, a delivery in flight, expired) comes back with the refusal.
-      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-    });
+    // Why it was refused (answered, a delivery in flight, expired) comes back with the refusal.
+    const refusal = await this.transition(sessionId, gatewayId, 'expire', { now: nowSeconds(), nowMs: Date.now() });
     return this.outcome(sessionId, gatewayId, refusal);
   }
 
@@ -553,15 +501,8 @@ export class DynamoSessionStore implements SessionStore {
   }
 
   async renewHolder(sessionId: string, gatewayIds: string[], until: number): Promise<void> {
-    await Promise.all(
-      gatewayIds.map((gatewayId) =>
-        this.conditionalUpdate(sessionId, gatewayId, {
-          UpdateExpression: 'SET holderUntil = :until',
-          ConditionExpression: 'attribute_exists(pk)',
-          ExpressionAttributeValues: { ':until': until },
-        }),
-      ),
-    );
+    const inputs = { now: nowSeconds(), nowMs: Date.now(), until };
+    await Promise.all(gatewayIds.map((gatewayId) => this.transition(sessionId, gatewayId, 'renewHolder', inputs)));
   }
 
   async deletePending(sessionId: string, gatewayIds: string[]): Promise<void> {
@@ -594,14 +535,8 @@ export class DynamoSessionStore implements SessionStore {
   }
 
   async detachHolder(sessionId: string, gatewayIds: string[]): Promise<void> {
-    await Promise.all(
-      gatewayIds.map((gatewayId) =>
-        this.conditionalUpdate(sessionId, gatewayId, {
-          UpdateExpression: 'REMOVE holderUntil',
-          ConditionExpression: 'attribute_exists(pk)',
-        }),
-      ),
-    );
+    const inputs = { now: nowSeconds(), nowMs: Date.now() };
+    await Promise.all(gatewayIds.map((gatewayId) => this.transition(sessionId, gatewayId, 'detachHolder', inputs)));
   }
 
   async getWaitingCall(
@@ -685,38 +620,14 @@ export class DynamoSessionStore implements SessionStore {
   ): Promise<PendingWriteOutcome> {
     // The answer is kept in the record: it must fit one item with the record's other attributes.
     checkSize('the answer', { answer, gatewayId, pad: 'x'.repeat(1024) });
-    const refusal = await this.tryUpdate(sessionId, gatewayId, {
-      UpdateExpression: 'SET #status = :answered, #answer = :answer',
-      ConditionExpression:
-        '#status = :pending AND expiresAt > :now AND (attribute_not_exists(holderUntil) OR holderUntil > :nowMs)',
-      ExpressionAttributeNames: { '#status': 'status', '#answer': 'answer' },
-      ExpressionAttributeValues: {
-        ':answered': 'answered',
-        ':pending': 'pending',
-        ':now': now,
-        ':nowMs': Date.now(),
-        ':answer': answer,
-      },
-      // Who answered first (or that this very write was applied, its reply lost) comes back with the refusal.
-      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-    });
+    // Who answered first (or that this very write was applied, its reply lost) comes back with the refusal.
+    const refusal = await this.transition(sessionId, gatewayId, 'answer', { now, nowMs: Date.now(), answer });
     return this.outcome(sessionId, gatewayId, refusal);
   }
 
   async recordAnswer(sessionId: string, gatewayId: string, answer: string, now = nowSeconds()): Promise<boolean> {
     checkSize('the answer', { answer, gatewayId, pad: 'x'.repeat(1024) });
-    return this.conditionalUpdate(sessionId, gatewayId, {
-      UpdateExpression: 'SET #status = :recorded, #answer = :answer',
-      ConditionExpression: '#status = :pending AND expiresAt > :now AND holderUntil > :nowMs',
-      ExpressionAttributeNames: { '#status': 'status', '#answer': 'answer' },
-      ExpressionAttributeValues: {
-        ':recorded': 'recorded',
-        ':pending': 'pending',
-        ':now': now,
-        ':nowMs': Date.now(),
-        ':answer': answer,
-      },
-    });
+    return this.applied(sessionId, gatewayId, 'record', { now, nowMs: Date.now(), answer });
   }
 
   async putStreamEvent(sessionId: string, event: StreamEventRecord): Promise<void> {
@@ -786,17 +697,27 @@ export class DynamoSessionStore implements SessionStore {
     return events;
   }
 
-  /** One conditional UpdateItem on a pending record: false when the condition refused it. */
-  private async conditionalUpdate(sessionId: string, gatewayId: string, update: PendingUpdate): Promise<boolean> {
-    return (await this.tryUpdate(sessionId, gatewayId, update)) === undefined;
-  }
-
-  /** One conditional UpdateItem on a pending record: undefined when applied, else the refusal. */
-  private async tryUpdate(
+  /** One transition of a pending record: false when the condition refused it. */
+  private async applied(
     sessionId: string,
     gatewayId: string,
-    update: PendingUpdate,
+    name: TransitionName,
+    inputs: TransitionInputs,
+  ): Promise<boolean> {
+    return (await this.transition(sessionId, gatewayId, name, inputs)) === undefined;
+  }
+
+  /**
+   * One transition of a pending record (./pending-transitions.ts) as one conditional UpdateItem:
+   * undefined when applied, else the refusal (with the record it found, when the transition asks for it).
+   */
+  private async transition(
+    sessionId: string,
+    gatewayId: string,
+    name: TransitionName,
+    inputs: TransitionInputs,
   ): Promise<ConditionalCheckFailedException | undefined> {
+    const update = dynamoUpdateOf(PENDING_TRANSITIONS[name], inputs);
     try {
       await this.guarded((abortSignal) =>
         this.client.send(

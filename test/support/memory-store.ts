@@ -23,6 +23,13 @@ import {
   waitingCallSk,
 } from '../../lambda/state/items';
 import {
+  applyTransition,
+  PENDING_TRANSITIONS,
+  type TransitionInputs,
+  type TransitionName,
+  transitionHolds,
+} from '../../lambda/state/pending-transitions';
+import {
   BRIDGED_CALLS,
   bucketOfSk,
   bucketStartOf,
@@ -31,7 +38,7 @@ import {
   principalPk,
   rateSk,
 } from '../../lambda/state/principal-counters';
-import { CLAIM_LEASE_MS, newClaimToken } from '../../lambda/state/records';
+import { newClaimToken } from '../../lambda/state/records';
 import {
   type Admission,
   type CallEndMarker,
@@ -51,7 +58,9 @@ import {
  * A `SessionStore` in this process's memory, for in-process tests and local experiments: the same
  * semantics as `DynamoSessionStore` (test/state/session-store-contract.test.ts runs the same cases
  * against both). Partitions and items keyed like the table (lambda/state/items.ts), and parsed into
- * records as the DynamoDB store parses its items; conditional writes refuse exactly where DynamoDB's conditions would; expiry is
+ * records as the DynamoDB store parses its items; conditional writes refuse exactly where DynamoDB's conditions would
+ * (a pending record's transitions are evaluated from the very table the DynamoDB store builds its
+ * conditions from: lambda/state/pending-transitions.ts); expiry is
  * checked on every read, nothing expires by itself; records are copied in and out, so a caller
  * mutating what it got changes nothing stored. Never part of the Lambda: it forgets everything
  * when the process ends and is not shared between instances (two gateway cores in one process can
@@ -224,53 +233,30 @@ export class MemorySessionStore implements SessionStore {
   }
 
   async claimPending(sessionId: string, gatewayId: string, now = nowSeconds()): Promise<string | undefined> {
-    this.available();
-    const item = this.stored(sessionId)?.get(pendingSk(gatewayId));
-    const nowMs = Date.now();
-    if (!item || !((item.expiresAt as number) > now)) return undefined;
-    const claimable =
-      item.status === 'pending' ||
-      (item.status === 'delivering' && (item.claimedAt as number) < nowMs - CLAIM_LEASE_MS);
-    if (!claimable || (item.holderUntil !== undefined && (item.holderUntil as number) <= nowMs)) return undefined;
     const token = newClaimToken();
-    Object.assign(item, { status: 'delivering', claim: token, claimedAt: nowMs });
-    return token;
+    return this.transition(sessionId, gatewayId, 'claim', { now, nowMs: Date.now(), token }) ? token : undefined;
   }
 
   async settleClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean> {
-    return this.fromClaim(sessionId, gatewayId, token, 'answered');
+    return this.transition(sessionId, gatewayId, 'settle', { now: nowSeconds(), nowMs: Date.now(), token });
   }
 
   async releaseClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean> {
-    return this.fromClaim(sessionId, gatewayId, token, 'pending');
+    return this.transition(sessionId, gatewayId, 'release', { now: nowSeconds(), nowMs: Date.now(), token });
   }
 
   async ackClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean> {
-    this.available();
-    const item = this.stored(sessionId)?.get(pendingSk(gatewayId));
-    if (item?.status !== 'delivering' || item.claim !== token) return false;
-    item.ack = token;
-    return true;
+    return this.transition(sessionId, gatewayId, 'ack', { now: nowSeconds(), nowMs: Date.now(), token });
   }
 
   async expirePending(sessionId: string, gatewayId: string): Promise<PendingWriteOutcome> {
-    this.available();
-    const item = this.stored(sessionId)?.get(pendingSk(gatewayId));
-    const expirable =
-      item?.status === 'pending' ||
-      (item?.status === 'delivering' && (item.claimedAt as number) < Date.now() - CLAIM_LEASE_MS);
-    // Refused: the record as it stands, even past its TTL, as DynamoDB returns it with the refusal (ALL_OLD).
-    if (!item || !expirable) return { written: false, current: item && pendingOf(copy(item)) };
-    item.status = 'expired';
-    return { written: true };
+    return this.outcome(sessionId, gatewayId, 'expire', { now: nowSeconds(), nowMs: Date.now() });
   }
 
   async renewHolder(sessionId: string, gatewayIds: string[], until: number): Promise<void> {
     this.available();
-    for (const id of gatewayIds) {
-      const item = this.stored(sessionId)?.get(pendingSk(id));
-      if (item) item.holderUntil = until;
-    }
+    const inputs = { now: nowSeconds(), nowMs: Date.now(), until };
+    for (const id of gatewayIds) this.transition(sessionId, id, 'renewHolder', inputs);
   }
 
   async deletePending(sessionId: string, gatewayIds: string[]): Promise<void> {
@@ -290,7 +276,8 @@ export class MemorySessionStore implements SessionStore {
 
   async detachHolder(sessionId: string, gatewayIds: string[]): Promise<void> {
     this.available();
-    for (const id of gatewayIds) delete this.stored(sessionId)?.get(pendingSk(id))?.holderUntil;
+    const inputs = { now: nowSeconds(), nowMs: Date.now() };
+    for (const id of gatewayIds) this.transition(sessionId, id, 'detachHolder', inputs);
   }
 
   async getWaitingCall(
@@ -334,27 +321,13 @@ export class MemorySessionStore implements SessionStore {
   ): Promise<PendingWriteOutcome> {
     this.available();
     checkSize('the answer', { answer, gatewayId, pad: 'x'.repeat(1024) });
-    const item = this.stored(sessionId)?.get(pendingSk(gatewayId));
-    const refused =
-      item?.status !== 'pending' ||
-      !((item.expiresAt as number) > now) ||
-      (item.holderUntil !== undefined && (item.holderUntil as number) <= Date.now());
-    // Refused: the record as it stands, as DynamoDB returns it with the refusal (ALL_OLD).
-    if (!item || refused) return { written: false, current: item && pendingOf(copy(item)) };
-    item.status = 'answered';
-    item.answer = answer;
-    return { written: true };
+    return this.outcome(sessionId, gatewayId, 'answer', { now, nowMs: Date.now(), answer });
   }
 
   async recordAnswer(sessionId: string, gatewayId: string, answer: string, now = nowSeconds()): Promise<boolean> {
     this.available();
     checkSize('the answer', { answer, gatewayId, pad: 'x'.repeat(1024) });
-    const item = this.stored(sessionId)?.get(pendingSk(gatewayId));
-    if (item?.status !== 'pending' || !((item.expiresAt as number) > now)) return false;
-    if (item.holderUntil === undefined || (item.holderUntil as number) <= Date.now()) return false;
-    item.status = 'recorded';
-    item.answer = answer;
-    return true;
+    return this.transition(sessionId, gatewayId, 'record', { now, nowMs: Date.now(), answer });
   }
 
   async putStreamEvent(sessionId: string, event: StreamEventRecord): Promise<void> {
@@ -419,16 +392,29 @@ export class MemorySessionStore implements SessionStore {
       .map(([, item]) => pendingOf(copy(item)));
   }
 
-  /** delivering → `to`, only by the claim's owner. */
-  private fromClaim(sessionId: string, gatewayId: string, token: string, to: 'answered' | 'pending'): boolean {
+  /**
+   * One transition of a pending record (lambda/state/pending-transitions.ts), evaluated against the
+   * stored item as DynamoDB evaluates the DynamoDB store's condition: true when applied.
+   */
+  private transition(sessionId: string, gatewayId: string, name: TransitionName, inputs: TransitionInputs): boolean {
     this.available();
     const item = this.stored(sessionId)?.get(pendingSk(gatewayId));
-    if (item?.status !== 'delivering' || item.claim !== token) return false;
-    item.status = to;
-    delete item.claim;
-    delete item.claimedAt;
-    delete item.ack;
+    const transition = PENDING_TRANSITIONS[name];
+    if (!item || !transitionHolds(transition, item, inputs)) return false;
+    applyTransition(transition, item, inputs);
     return true;
+  }
+
+  /** A transition whose refusal returns the record as it stands, even past its TTL, as DynamoDB returns it (ALL_OLD). */
+  private outcome(
+    sessionId: string,
+    gatewayId: string,
+    name: TransitionName,
+    inputs: TransitionInputs,
+  ): PendingWriteOutcome {
+    if (this.transition(sessionId, gatewayId, name, inputs)) return { written: true };
+    const item = this.stored(sessionId)?.get(pendingSk(gatewayId));
+    return { written: false, current: item && pendingOf(copy(item)) };
   }
 
   async countInitialize(
