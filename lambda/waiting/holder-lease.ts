@@ -1,7 +1,7 @@
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import { BackgroundTasks } from '../scheduling/background-tasks';
-import { CallTimers } from '../scheduling/call-timers';
+import { CallTimers, type Scheduler } from '../scheduling/call-timers';
 import { HOLDER_LEASE_MS, HOLDER_RENEW_MS } from '../state/records';
 import type { PendingStore } from '../state/store';
 
@@ -15,7 +15,7 @@ import type { PendingStore } from '../state/store';
  * never stacks requests. Stopped once (the call is over or released), it never starts again.
  */
 export class HolderLease {
-  private readonly timers = new CallTimers();
+  private readonly timers: CallTimers;
   private readonly tasks: BackgroundTasks;
   private started = false;
   private stopped = false;
@@ -34,8 +34,11 @@ export class HolderLease {
       renewMs?: number;
       leaseMs?: number;
       now?: () => number;
+      /** The renewals' timers (tests inject a fake clock's). */
+      scheduler?: Scheduler;
     } = {},
   ) {
+    this.timers = new CallTimers(options.scheduler);
     this.tasks = new BackgroundTasks(logger, options.context);
   }
 
