@@ -63,6 +63,7 @@ export class CallRelease {
       relayed: [...this.call.relayed].map(([gatewayId, { method, askedAt }]) => ({ gatewayId, method, askedAt })),
       records: this.call.pendingIds(),
       leased: [...this.call.leased],
+      release: this.call.release,
     };
   }
 

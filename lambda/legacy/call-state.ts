@@ -9,10 +9,10 @@ import type { CallEndReason, LoadedSession, PendingRecord } from '../state/store
 import type { StreamCursor } from '../targets/sse-reader';
 import type { Caller, Upstream } from '../targets/upstream';
 import { Holder } from '../waiting/holder';
-import type { WaitingCall, WaitingCallSnapshot } from '../waiting/waiting-call';
+import type { CarriedRelease, WaitingCall, WaitingCallSnapshot } from '../waiting/waiting-call';
 import type { LegacyDeps } from './deps';
 import { upstreamRequestId } from './ids';
-import { decideRelease, type ReleaseDecision, type ReleasePolicy } from './release-policy';
+import { decideCarriedRelease, type ReleaseDecision, type ReleasePolicy } from './release-policy';
 import type { StreamLog } from './stream-log';
 
 export interface RelayInput {
@@ -89,7 +89,7 @@ export class CallState {
   /** The call is being let go of (legacy/call-release.ts). */
   releasing = false;
   readonly policy: ReleasePolicy;
-  private decided?: ReleaseDecision;
+  private decided?: CarriedRelease;
   /** The call's records that carry this holder's lease (the others need none: see withHolder). */
   readonly leased = new Set<string>();
   /**
@@ -130,7 +130,17 @@ export class CallState {
    * needed: a call started ahead of its session's read (read-ahead) decides by what that read found.
    */
   get decision(): ReleaseDecision {
-    this.decided ??= decideRelease(this.policy, this.input.loaded.session);
+    const carried = this.release;
+    return this.input.resumed ? carried.onceResumed : carried.now;
+  }
+
+  /**
+   * The decision as carried with the call (waiting/waiting-call.ts): made when the call started; a
+   * takeover goes on with what it carries (records written before it was carried: decided here).
+   */
+  get release(): CarriedRelease {
+    this.decided ??=
+      this.input.resumed?.snapshot.release ?? decideCarriedRelease(this.policy, this.input.loaded.session);
     return this.decided;
   }
 

@@ -4,6 +4,7 @@ import type { GatewayConfig, StreamReleaseMode } from '../config/schema';
 import type { Implementation } from '../protocol/types';
 import { hasStreamPolling } from '../protocol/versions';
 import type { SessionRecord } from '../state/store';
+import type { CarriedRelease, ReleaseDecision } from '../waiting/waiting-call';
 
 /**
  * Which waiting calls of a 2025-11-25 session are released (waiting/waiting-call.ts), and when.
@@ -50,14 +51,7 @@ export function releasePolicy(config: GatewayConfig): ReleasePolicy {
 }
 
 /** What one call's stream does, decided once when the call starts. */
-export interface ReleaseDecision {
-  /** The client is trusted to resume: its stream opens with a priming event (also under `never`). */
-  prime: boolean;
-  /** A wait is released after `afterMs` (and whenever its client left the stream): trusted, and not `never`. */
-  early: boolean;
-  /** A wait is released just before the invocation's deadline instead of being cut (-32001). */
-  atDeadline: boolean;
-}
+export type { ReleaseDecision };
 
 const HELD: ReleaseDecision = { prime: false, early: false, atDeadline: false };
 
@@ -75,6 +69,17 @@ export function decideRelease(policy: ReleasePolicy, session: SessionFacts): Rel
 }
 
 /** Whether a session's client must be looked up among the clients seen resuming (at initialize). */
+/**
+ * The decision a call carries (waiting/waiting-call.ts `CarriedRelease`): for now, and for once its
+ * client has resumed (what a takeover, which is a reconnect, goes on with).
+ */
+export function decideCarriedRelease(policy: ReleasePolicy, session: SessionFacts): CarriedRelease {
+  return {
+    now: decideRelease(policy, session),
+    onceResumed: decideRelease(policy, { ...session, clientResumes: true }),
+  };
+}
+
 export function needsResumeProof(policy: ReleasePolicy, session: SessionFacts): boolean {
   if (policy.mode !== 'proven' || session.clientInfo === undefined) return false;
   const decision = decideRelease(policy, session);

@@ -54,6 +54,27 @@ export type WaitingStep =
   /** A 2025 target's call stream (it sent event ids): read it again after `lastEventId`. */
   | { kind: 'target-stream'; requestId: RequestId; lastEventId: string; targetSessionId?: string };
 
+/** Whether and when a waiting call is released (legacy/release-policy.ts decides it). */
+export interface ReleaseDecision {
+  /** The client is trusted to resume: its stream opens with a priming event (also under `never`). */
+  prime: boolean;
+  /** A wait is released after `afterMs` (and whenever its client left the stream): trusted, and not `never`. */
+  early: boolean;
+  /** A wait is released just before the invocation's deadline instead of being cut (-32001). */
+  atDeadline: boolean;
+}
+
+/**
+ * The release decision, made once when the call starts and carried with it, so an instance that takes
+ * the call over applies the same policy instead of deciding again (its configuration may differ
+ * during a deployment): `now` for the call's first holder, `onceResumed` for every later one — a
+ * takeover is a reconnect, so by then the client has shown it resumes.
+ */
+export interface CarriedRelease {
+  now: ReleaseDecision;
+  onceResumed: ReleaseDecision;
+}
+
 /** Everything the next holder needs besides the session: the call as first relayed, and its step. */
 export interface WaitingCallSnapshot {
   call: {
@@ -73,6 +94,8 @@ export interface WaitingCallSnapshot {
   records: string[];
   /** Those that carry the holder's lease (asked before the call could be taken over). */
   leased: string[];
+  /** The release decision made when the call started (absent in records written before it was carried). */
+  release?: CarriedRelease;
 }
 
 type WaitingStore = Pick<SessionStore, 'getWaitingCall' | 'swapWaitingCall' | 'deleteWaitingCall'>;

@@ -1,5 +1,6 @@
 import { GatewayConfigSchema } from '../../../lambda/config/schema';
 import {
+  decideCarriedRelease,
   decideRelease,
   matchesClient,
   needsResumeProof,
@@ -102,6 +103,29 @@ describe('the release decision of a call', () => {
     expect(
       needsResumeProof(policy(), { protocolVersion: '2025-11-25', clientInfo: undefined, clientResumes: undefined }),
     ).toBe(false);
+  });
+});
+
+describe('the decision a call carries (made once, applied by every instance that holds it)', () => {
+  it('is, for a client not yet seen resuming, held now and released early once its reconnect took the call over', () => {
+    expect(decideCarriedRelease(policy(), session('some-client'))).toEqual({
+      now: { prime: false, early: false, atDeadline: true },
+      onceResumed: { prime: true, early: true, atDeadline: true },
+    });
+  });
+
+  it('never releases an excluded client or a session without SSE polling, even once it resumed', () => {
+    const held = { prime: false, early: false, atDeadline: false };
+    expect(decideCarriedRelease(policy(), session('never-resumes'))).toEqual({ now: held, onceResumed: held });
+    expect(decideCarriedRelease(policy(), session('x', '1.0.0', { protocolVersion: '2025-06-18' }))).toEqual({
+      now: held,
+      onceResumed: held,
+    });
+  });
+
+  it('under never, primes a client that resumes but releases nothing early', () => {
+    const carried = decideCarriedRelease(policy({ mode: 'never' }), session('some-client'));
+    expect(carried.onceResumed).toEqual({ prime: true, early: false, atDeadline: false });
   });
 });
 
