@@ -15,7 +15,7 @@ export interface DynamoClientOptions {
 }
 
 /**
- * How long DynamoDB may take, per attempt and in all (STORE_OPERATION_TIMEOUT_MS in dynamo-store.ts
+ * How long DynamoDB may take, per attempt and in all (STORE_OPERATION_TIMEOUT_MS in dynamo/table.ts
  * caps an operation at 5 s whatever the retries do). Without `throwOnRequestTimeout` the SDK only
  * logs a request over `requestTimeout` and keeps waiting — a silent DynamoDB would hang requests.
  * DynamoDB answers in milliseconds; 2 s per attempt only bounds an outage (a paused dynalite, a
