@@ -4,14 +4,14 @@ import { MCP_PATH } from '../http/paths';
 import { parseAccept, readBodyLimited } from '../http/responses';
 import { handleLegacyDelete, handleLegacyGet, handleLegacyPost, handleLegacyResume } from '../legacy/legacy-path';
 import type { ModernDeps } from '../modern/deps';
-import { handleModernPost, isModernRequest } from '../modern/modern-path';
+import { handleModernPost } from '../modern/modern-path';
 import type { RequestTracer } from '../observability/active-tracing';
 import { describeError } from '../observability/logger';
 import { noteRequest } from '../observability/request-context';
 import { GatewayError } from '../protocol/errors';
 import { MCP_HEADERS } from '../protocol/headers';
 import { type ClientMessage, parseClientMessage } from '../protocol/jsonrpc';
-import { isModernVersion } from '../protocol/versions';
+import { clientEraOf } from './client-era';
 import type { GatewayDeps } from './deps';
 import { withOperations } from './operations';
 
@@ -67,8 +67,7 @@ async function route(deps: GatewayDeps, request: ExchangeRequest, exchange: Exch
       // A client resuming a stream it lost (2025-11-25 resumability): replayed from the session's event log.
       // An empty Last-Event-ID is no id (an EventSource sends none before its first id); 2026-07-28 has no resumption.
       const lastEventId = request.headers.get(MCP_HEADERS.lastEventId);
-      const version = request.headers.get(MCP_HEADERS.protocolVersion)?.trim();
-      if (lastEventId && request.headers.get(MCP_HEADERS.sessionId) && !(version && isModernVersion(version))) {
+      if (lastEventId && request.headers.get(MCP_HEADERS.sessionId) && clientEraOf(request.headers) === 'legacy') {
         return handleLegacyResume({ deps, exchange, principal, headers: request.headers, lastEventId });
       }
       if (deps.config.clientStreamHoldSeconds > 0 && !lastEventId) {
@@ -96,7 +95,7 @@ async function route(deps: GatewayDeps, request: ExchangeRequest, exchange: Exch
   }
   const message: ClientMessage = parsed.value;
   const accept = parseAccept(request.headers.get('accept'));
-  const modern = isModernRequest(request.headers, message);
+  const modern = clientEraOf(request.headers, message) === 'modern';
   noteRequest({
     era: modern ? 'modern' : 'legacy',
     kind: message.kind,

@@ -3,6 +3,7 @@ import { recordAnsweredInput } from '../observability/metrics';
 import { DependencyFailedError, errorHeaders, httpStatusOf, rpcErrorOf } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest, RequestId } from '../protocol/types';
+import { hasStreamPolling } from '../protocol/versions';
 import { DeferredResponse } from '../relay/deferred-response';
 import { StreamDetachedError } from '../targets/endpoint';
 import { inputRequiredOf, MAX_INPUT_ROUNDS, retryParams } from '../targets/input-rounds';
@@ -14,7 +15,7 @@ import { CallState, RELEASED, type RelayInput } from './call-state';
 import { CancellationWatch } from './cancellation-watch';
 import { type ReleasePolicy, releasePolicy } from './release-policy';
 import { ServerRequests } from './server-requests';
-import { allowsResumableStreams, openStreamLog, streamLogSettings } from './stream-log';
+import { openStreamLog, streamLogSettings } from './stream-log';
 
 export type { RelayInput } from './call-state';
 
@@ -65,7 +66,7 @@ function startRelay(input: RelayInput): { response: Promise<Response>; done: Pro
     stalledClientMs: deps.config.stalledClientTimeoutSeconds * 1000,
     streamAfterMs: Math.min(STREAM_AFTER_MS, deps.keepAliveMs),
     onClientGone: () => relay.clientGone(),
-    eventLog: allowsResumableStreams(loaded.session.protocolVersion)
+    eventLog: hasStreamPolling(loaded.session.protocolVersion)
       ? () =>
           relay.call.useStreamLog(
             openStreamLog(deps.store, loaded.session, streamLogSettings(deps.config), deps.logger, {

@@ -5,7 +5,6 @@ import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import { DYNAMODB_ITEM_LIMIT_BYTES } from '../protocol/errors';
 import type { JSONRPCMessage, RequestId } from '../protocol/types';
-import { hasStreamPolling } from '../protocol/versions';
 import { Backoff } from '../scheduling/backoff';
 import { sleep, systemClock } from '../scheduling/clock';
 import type { PendingRecord, SessionRecord, SessionStore, StreamEventRecord } from '../state/store';
@@ -14,9 +13,8 @@ import type { PendingRecord, SessionRecord, SessionStore, StreamEventRecord } fr
  * The event log of resumable streams, kept in the session's partition (`E#<streamId>#<seq>`, sorting
  * before `S`, so the one session Query per request never reads it). The API:
  *
- * - `allowsResumableStreams(version)`: only sessions of exactly 2025-11-25 get resumable streams
- *   (priming events with empty data can break older clients; the official SDK server primes only
- *   from 2025-11-25 on, webStandardStreamableHttp.ts `writePrimingEvent`; 2026-07-28 has no resumption).
+ * - Only sessions whose version has SSE polling get resumable streams (protocol/versions.ts
+ *   `hasStreamPolling`, the one table of what each version has: exactly 2025-11-25).
  * - `openStreamLog(store, session, settings, logger)`: an `SseEventLog` for `new SseStream({ log })`.
  *   Every event is written (one PutItem; events asked together, one BatchWriteItem: `keepAll`) before it is sent. Bounded: each event expires at
  *   `settings.ttlSeconds` (never after the session); events past `settings.maxBytes` per stream are
@@ -27,11 +25,6 @@ import type { PendingRecord, SessionRecord, SessionStore, StreamEventRecord } fr
  * - `parseEventId(id)` and `followStream(store, sessionId, from, options)`: what a `GET` with
  *   `Last-Event-ID` replays, then polls for, until the stream's end (legacy/resume.ts).
  */
-
-/** Whether a session's streams are resumable: exactly 2025-11-25 (protocol/versions.ts says why). */
-export function allowsResumableStreams(protocolVersion: string): boolean {
-  return hasStreamPolling(protocolVersion);
-}
 
 export interface StreamLogSettings {
   /** How long events are kept at most (capped by the session's expiry). */

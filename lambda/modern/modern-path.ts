@@ -1,10 +1,6 @@
 import { errorResponse, refuse } from '../http/errors';
 import { accepted } from '../http/responses';
 import { capabilitiesForModernTarget } from '../protocol/capabilities';
-import { MCP_HEADERS } from '../protocol/headers';
-import type { ClientMessage } from '../protocol/jsonrpc';
-import { META_KEYS } from '../protocol/meta';
-import { isModernVersion } from '../protocol/versions';
 import type { Caller } from '../targets/upstream';
 import type { ModernDeps } from './deps';
 import { asGatewayError, logFailure } from './failures';
@@ -13,25 +9,6 @@ import { MODERN_ROUTES, type ModernInput } from './routes';
 import { type ModernRequest, validateModernRequest } from './validate';
 
 export type { ModernInput } from './routes';
-
-/**
- * Dual-era detection (spec basic/versioning.mdx): a request whose `_meta` claims a protocol version
- * is served statelessly, and so is one whose `MCP-Protocol-Version` header names 2026-07-28 or later
- * (it is then validated, not silently treated as 2025). An `initialize` stays on the 2025 path unless
- * its `_meta` claims a 2026 version; posted responses (answers to relayed requests) are 2025 traffic.
- */
-export function isModernRequest(headers: Headers, message: ClientMessage): boolean {
-  if (message.kind === 'response') return false;
-  const meta = (message.message.params as { _meta?: Record<string, unknown> } | undefined)?._meta;
-  const claim = typeof meta === 'object' && meta !== null ? meta[META_KEYS.protocolVersion] : undefined;
-  const header = headers.get(MCP_HEADERS.protocolVersion)?.trim();
-  if (message.kind === 'request' && message.message.method === 'initialize') {
-    if (claim !== undefined) return typeof claim === 'string' && isModernVersion(claim);
-    return header !== undefined && isModernVersion(header);
-  }
-  if (claim !== undefined) return true;
-  return header !== undefined && isModernVersion(header);
-}
 
 /**
  * A POST on the 2026-07-28 path. The session store is not passed in: every request carries what the

@@ -50,27 +50,33 @@ export function modernVersionsOf(supported: readonly string[]): string[] {
   return supported.filter(isModernVersion).sort().reverse();
 }
 
-/** When the specification introduced what the gateway relays (it never declares a feature to an older version). */
-export const FEATURE_SINCE = {
+/**
+ * The one table of which protocol versions have what the gateway relays: from `since`, and before
+ * `until` where a later version removed it (the gateway never declares a feature to a version without it).
+ */
+export const VERSION_FEATURES = {
   /** Form elicitation: 2025-06-18 (the reference page says 2025-03-26, whose schema has no elicitation; the spec wins). */
-  formElicitation: '2025-06-18',
+  formElicitation: { since: '2025-06-18' },
   /** URL-mode elicitation, `elicitationId`, -32042, sampling with tools. */
-  urlElicitation: '2025-11-25',
-  samplingTools: '2025-11-25',
-} as const;
+  urlElicitation: { since: '2025-11-25' },
+  samplingTools: { since: '2025-11-25' },
+  /**
+   * Resumable SSE streams (priming events, event ids, `Last-Event-ID`, a server ending a stream with
+   * `retry`: "SSE polling", SEP-1699): exactly 2025-11-25. Earlier versions have no polling (a client
+   * of theirs may choke on a priming event's empty data: the official SDK server primes only from
+   * 2025-11-25 on), and 2026-07-28 removed `Last-Event-ID` resumption (there, closing a stream cancels).
+   */
+  streamPolling: { since: '2025-11-25', until: MODERN_PROTOCOL_VERSION },
+} as const satisfies Record<string, { since: string; until?: string }>;
 
-export function supportsFeature(version: string, feature: keyof typeof FEATURE_SINCE): boolean {
-  return version >= FEATURE_SINCE[feature];
+export type VersionFeature = keyof typeof VERSION_FEATURES;
+
+export function supportsFeature(version: string, feature: VersionFeature): boolean {
+  const facts: { since: string; until?: string } = VERSION_FEATURES[feature];
+  return version >= facts.since && (facts.until === undefined || version < facts.until);
 }
 
-/**
- * Resumable SSE streams (priming events, event ids, `Last-Event-ID`, a server ending a stream with
- * `retry`: "SSE polling", SEP-1699): exactly 2025-11-25. Earlier versions have no polling (a client of
- * theirs may choke on a priming event's empty data: the official SDK server primes only from 2025-11-25
- * on), and 2026-07-28 removed `Last-Event-ID` resumption (there, closing a stream cancels).
- */
-export const STREAM_POLLING_VERSION = '2025-11-25';
-
+/** Whether a session's streams are resumable (VERSION_FEATURES.streamPolling). */
 export function hasStreamPolling(version: string): boolean {
-  return version === STREAM_POLLING_VERSION;
+  return supportsFeature(version, 'streamPolling');
 }
