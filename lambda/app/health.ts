@@ -5,7 +5,7 @@ import { describeError } from '../observability/logger';
 import { recordTargetListFailure } from '../observability/metrics';
 import type { Era } from '../protocol/versions';
 import { MODERN_PROTOCOL_VERSION } from '../protocol/versions';
-import type { Caller } from '../targets/upstream';
+import type { Caller } from '../targets/target-link';
 import type { GatewayDeps } from './deps';
 
 /**

@@ -7,8 +7,8 @@ import { DependencyFailedError, GatewayError } from '../protocol/errors';
 import { LIST_METHODS, type ListingKind } from '../protocol/methods';
 import type { Prompt, Resource, ResourceTemplate, Tool } from '../protocol/types';
 import type { Era } from '../protocol/versions';
+import type { Caller } from '../targets/target-link';
 import type { Targets } from '../targets/targets';
-import type { Caller } from '../targets/upstream';
 import { CatalogCache, type TargetListing } from './cache';
 import {
   exposedName,

@@ -7,7 +7,7 @@ import type { DeferredResponse } from '../relay/deferred-response';
 import { ProgressMapper } from '../relay/progress';
 import type { CallEndReason, LoadedSession, PendingRecord } from '../state/store';
 import type { StreamCursor } from '../targets/sse-reader';
-import type { Caller, Upstream } from '../targets/upstream';
+import type { Caller, TargetLink } from '../targets/target-link';
 import { Holder } from '../waiting/holder';
 import type { CarriedRelease, WaitingCall, WaitingCallSnapshot } from '../waiting/waiting-call';
 import type { LegacyDeps } from './deps';
@@ -66,7 +66,7 @@ export class CallState {
   /** The stream's log was opened by this relay, with `removedWithTheEnd` (not a reconnect's). */
   logRemovesPending = false;
   readonly progress: ProgressMapper;
-  upstream?: Upstream;
+  upstream?: TargetLink;
   /**
    * Events reach the client in the order the target sent them, each after its pending record is
    * stored — and none before the session's read when the call started ahead of it (read-ahead): what

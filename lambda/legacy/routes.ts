@@ -8,7 +8,7 @@ import { isLogLevel, LOG_LEVELS } from '../protocol/log-levels';
 import { LIST_METHODS, listingKindOf, type Route, type RoutingTable, routingTable } from '../protocol/methods';
 import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import type { LoadedSession } from '../state/store';
-import type { Caller } from '../targets/upstream';
+import type { Caller } from '../targets/target-link';
 import { relayCall } from './call-relay';
 import type { LegacyDeps } from './deps';
 import { upstreamRequestId } from './ids';

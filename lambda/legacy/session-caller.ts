@@ -1,5 +1,5 @@
 import type { LoadedSession, SessionRecordStore, TargetSessionRecord } from '../state/store';
-import type { Caller, StoredTargetSession, TargetSessionSlots } from '../targets/upstream';
+import type { Caller, StoredTargetSession, TargetSessionSlots } from '../targets/target-link';
 
 /**
  * A 2025 session as the targets see it: its version, what the client declared at initialize, its

@@ -10,8 +10,8 @@ import { Backoff, poll } from '../scheduling/backoff';
 import { sleep } from '../scheduling/clock';
 import { newPendingRecord } from '../state/records';
 import type { PendingStore } from '../state/store';
+import type { TargetLink } from '../targets/target-link';
 import type { Targets } from '../targets/targets';
-import type { Upstream } from '../targets/upstream';
 import { deliverAnswer } from '../waiting/answer-delivery';
 import { refusalOf, staleRound } from '../waiting/delivery-refusals';
 import { Holder, type PendingWatch } from '../waiting/holder';
@@ -91,7 +91,7 @@ export class BridgedCall {
   constructor(
     private readonly settings: BridgeSettings,
     private readonly call: {
-      upstream: Upstream;
+      upstream: TargetLink;
       clientRequestId: RequestId;
       /** Sends round 1 to the client (the input_required result on the held stream). */
       emitFirstRound(inputRequests: Record<string, InputRequest>, round: number): void;

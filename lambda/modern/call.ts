@@ -14,7 +14,7 @@ import { atOrAbove } from '../protocol/log-levels';
 import type { InputRequest, InputRequiredResult, JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import type { Era } from '../protocol/versions';
 import { ProgressMapper } from '../relay/progress';
-import type { Caller, Upstream } from '../targets/upstream';
+import type { Caller, TargetLink } from '../targets/target-link';
 import { BridgedCall, type BridgeSettings, bridgeFailure, continueBridge } from './bridge';
 import { type BridgedPlaces, takeBridgedPlace } from './bridged-calls';
 import type { ModernDeps } from './deps';
@@ -243,7 +243,7 @@ function bridgeSettings(deps: ModernDeps): BridgeSettings {
  */
 async function callOnce(
   ctx: CallContext,
-  upstream: Upstream,
+  upstream: TargetLink,
   method: string,
   params: Record<string, unknown>,
   emitRound: (inputRequests: Record<string, InputRequest>, bridge: { id: string; round: number }) => boolean,

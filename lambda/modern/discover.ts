@@ -1,6 +1,6 @@
 import { describeError } from '../observability/logger';
 import type { DiscoverResult, ModernServerCapabilities } from '../protocol/types';
-import type { Caller } from '../targets/upstream';
+import type { Caller } from '../targets/target-link';
 import type { ModernDeps } from './deps';
 
 /**

@@ -1,8 +1,8 @@
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import type { ModernClientCapabilities } from '../protocol/types';
+import type { StoredTargetSession, TargetSessionSlots } from '../targets/target-link';
 import type { Targets } from '../targets/targets';
-import type { StoredTargetSession, TargetSessionSlots } from '../targets/upstream';
 import { canonicalJson } from './request-state';
 
 /**

@@ -1,7 +1,7 @@
 import { errorResponse, refuse } from '../http/errors';
 import { accepted } from '../http/responses';
 import { capabilitiesForModernTarget } from '../protocol/capabilities';
-import type { Caller } from '../targets/upstream';
+import type { Caller } from '../targets/target-link';
 import type { ModernDeps } from './deps';
 import { asGatewayError, logFailure } from './failures';
 import { RequestScope } from './request-scope';

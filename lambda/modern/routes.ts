@@ -14,7 +14,7 @@ import {
 } from '../protocol/methods';
 import type { JSONRPCMessage, RequestId } from '../protocol/types';
 import { DeferredResponse } from '../relay/deferred-response';
-import type { Caller } from '../targets/upstream';
+import type { Caller } from '../targets/target-link';
 import { forwardCall } from './call';
 import type { ModernDeps } from './deps';
 import { discover } from './discover';

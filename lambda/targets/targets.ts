@@ -7,11 +7,11 @@ import { NO_CREDENTIALS, type TargetCredentials } from './credentials';
 import { TargetEndpoint } from './endpoint';
 import { EraProbe, type EraProbeOptions } from './era';
 import { type LegacySession, LegacyTargetClient, LegacyUnsupportedError } from './legacy-client';
-import { LegacyUpstream } from './legacy-upstream';
+import { LegacyTargetLink } from './legacy-link';
 import { ModernTargetClient } from './modern-client';
-import { ModernUpstream } from './modern-upstream';
+import { ModernTargetLink } from './modern-link';
 import { StandaloneStreams, type StandaloneStreamsOptions } from './standalone-streams';
-import type { Caller, Upstream, UpstreamCallOptions, UpstreamRequest } from './upstream';
+import type { Caller, TargetCallOptions, TargetCallRequest, TargetLink } from './target-link';
 
 /**
  * The configured targets: one endpoint, one client per era and the era verdicts, per instance.
@@ -62,7 +62,7 @@ export class Targets {
   }
 
   /** The target as `caller` reaches it, in the era decided for the pair. */
-  async open(name: string, caller: Caller, signal?: AbortSignal): Promise<Upstream> {
+  async open(name: string, caller: Caller, signal?: AbortSignal): Promise<TargetLink> {
     const legacy = this.legacy.get(name);
     const modern = this.modern.get(name);
     if (!legacy || !modern) throw new DependencyFailedError(name, 'not configured');
@@ -73,19 +73,26 @@ export class Targets {
       if (error instanceof DependencyFailedError) this.eras.forget(name);
       throw error;
     }
-    if (era === 'modern') return this.watched(new ModernUpstream(modern, caller));
+    if (era === 'modern') return this.watched(new ModernTargetLink(modern, caller));
     const version = caller.era === 'legacy' ? caller.protocolVersion : this.options.legacyVersion;
     if (caller.era === 'modern') {
-      return this.watched(new LegacyUpstream(legacy, caller, version, this.options.logger, this.streams));
+      return this.watched(new LegacyTargetLink(legacy, caller, version, this.options.logger, this.streams));
     }
-    const upstream = new LegacyUpstream(legacy, caller, version, this.options.logger, this.streams, async (signal) => {
-      const verdict = await this.eras.modernVerdict(name, signal).catch(() => ({ serves: false }));
-      return verdict.serves;
-    });
+    const upstream = new LegacyTargetLink(
+      legacy,
+      caller,
+      version,
+      this.options.logger,
+      this.streams,
+      async (signal) => {
+        const verdict = await this.eras.modernVerdict(name, signal).catch(() => ({ serves: false }));
+        return verdict.serves;
+      },
+    );
     return this.watched(
-      new FallbackUpstream(upstream, () => {
+      new FallbackTargetLink(upstream, () => {
         this.eras.noteLegacyUnsupported(name);
-        return new ModernUpstream(modern, caller);
+        return new ModernTargetLink(modern, caller);
       }),
     );
   }
@@ -113,7 +120,7 @@ export class Targets {
   }
 
   /** A target that failed may have changed (redeployed, upgraded): its era is learned again next time. */
-  private watched(upstream: Upstream): Upstream {
+  private watched(upstream: TargetLink): TargetLink {
     const eras = this.eras;
     return {
       get target() {
@@ -145,13 +152,13 @@ export class Targets {
  * handshake (a modern-only server), switches to the modern era for good. Nothing was sent but the
  * refused `initialize`, so switching is safe.
  */
-class FallbackUpstream implements Upstream {
-  private current: Upstream;
+class FallbackTargetLink implements TargetLink {
+  private current: TargetLink;
   private switched = false;
 
   constructor(
-    first: LegacyUpstream,
-    private readonly fallback: () => Upstream,
+    first: LegacyTargetLink,
+    private readonly fallback: () => TargetLink,
   ) {
     this.current = first;
   }
@@ -168,7 +175,7 @@ class FallbackUpstream implements Upstream {
     return this.current.session;
   }
 
-  async call(request: UpstreamRequest, options: UpstreamCallOptions) {
+  async call(request: TargetCallRequest, options: TargetCallOptions) {
     try {
       return await this.current.call(request, options);
     } catch (error) {
@@ -183,11 +190,11 @@ class FallbackUpstream implements Upstream {
     return this.current.serverCapabilities(signal);
   }
 
-  reply(message: Parameters<Upstream['reply']>[0]) {
+  reply(message: Parameters<TargetLink['reply']>[0]) {
     return this.current.reply(message);
   }
 
-  notify(notification: Parameters<Upstream['notify']>[0], signal?: AbortSignal) {
+  notify(notification: Parameters<TargetLink['notify']>[0], signal?: AbortSignal) {
     return this.current.notify(notification, signal);
   }
 }

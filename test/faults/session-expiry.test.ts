@@ -6,7 +6,7 @@ import { eventually, initSession, post, readMessage, sessionItems } from '../sup
 import { withGateway } from '../support/with-gateway';
 
 /**
- * Upstream target sessions end with the gateway session: DELETE ends them, and so
+ * Target sessions end with the gateway session: DELETE ends them, and so
  * does the first request that finds its session expired but still stored (DynamoDB's TTL deletes
  * lazily) — the client gets 404 as for any expired session, its target sessions are terminated and
  * its partition removed. (A session whose client never returns: see lambda/README.md.)

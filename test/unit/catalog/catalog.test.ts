@@ -5,8 +5,8 @@ import { createLogger } from '../../../lambda/observability/logger';
 import { DependencyFailedError, GatewayError } from '../../../lambda/protocol/errors';
 import { LIST_METHODS, type ListingKind } from '../../../lambda/protocol/methods';
 import type { Era } from '../../../lambda/protocol/versions';
+import type { Caller, TargetLink } from '../../../lambda/targets/target-link';
 import type { Targets } from '../../../lambda/targets/targets';
-import type { Caller, Upstream } from '../../../lambda/targets/upstream';
 
 /**
  * What a called name or URI resolves to (catalog/catalog.ts), against fake targets whose listings a
@@ -49,7 +49,7 @@ function fakeTargets(
       now += ms;
     },
   };
-  const upstream = (target: string): Upstream =>
+  const upstream = (target: string): TargetLink =>
     ({
       target,
       era: 'legacy' as Era,
@@ -62,7 +62,7 @@ function fakeTargets(
         if (!kind) throw new Error(`unexpected ${request.method}`);
         return { jsonrpc: '2.0', id: 1, result: { [LIST_METHODS[kind].field]: state.listings[target]?.[kind] ?? [] } };
       },
-    }) as unknown as Upstream; // only target, era and call are used by the catalog
+    }) as unknown as TargetLink; // only target, era and call are used by the catalog
   const targets = {
     configs,
     names,

@@ -71,7 +71,7 @@ export interface Caller {
   sessions: TargetSessionSlots;
 }
 
-export interface UpstreamCallOptions {
+export interface TargetCallOptions {
   signal: AbortSignal;
   /** A request the target sends during the call (legacy targets), with the target's own id. */
   onServerRequest?(request: JSONRPCRequest): void;
@@ -98,14 +98,14 @@ export interface UpstreamCallOptions {
   resumeFrom?: { lastEventId: string; targetSessionId?: string };
 }
 
-export interface UpstreamRequest {
+export interface TargetCallRequest {
   /** The id the target sees (legacy targets; derived ids let a cancellation reach it from any instance). */
   id?: RequestId;
   method: string;
   params: Record<string, unknown>;
 }
 
-export interface Upstream {
+export interface TargetLink {
   readonly target: string;
   /** The era spoken to the target for this caller (may change once: a refused legacy handshake). */
   readonly era: Era;
@@ -114,7 +114,7 @@ export interface Upstream {
    * `signal` cancels the call at the target (legacy: notifications/cancelled with the abort reason
    * when it is a string; modern: closing the request).
    */
-  call(request: UpstreamRequest, options: UpstreamCallOptions): Promise<JSONRPCResponse>;
+  call(request: TargetCallRequest, options: TargetCallOptions): Promise<JSONRPCResponse>;
   /** Answers a request the target sent during a call on this upstream (legacy targets). */
   reply(message: JSONRPCResponse): Promise<void>;
   /** A client notification for the target (legacy targets; 2026-07-28 has none over HTTP). */

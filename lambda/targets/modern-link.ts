@@ -5,7 +5,7 @@ import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { JSONRPCNotification, LegacyClientCapabilities } from '../protocol/types';
 import { type Era, MODERN_PROTOCOL_VERSION } from '../protocol/versions';
 import type { ModernTargetClient } from './modern-client';
-import type { Caller, Upstream, UpstreamCallOptions, UpstreamRequest } from './upstream';
+import type { Caller, TargetCallOptions, TargetCallRequest, TargetLink } from './target-link';
 
 /**
  * A 2026-07-28 target for one caller. For a 2026 caller it forwards with the caller's version and
@@ -18,7 +18,7 @@ import type { Caller, Upstream, UpstreamCallOptions, UpstreamRequest } from './u
 /** The level a bridged 2025 session without `logging/setLevel` asks a 2026-07-28 target for: every level. */
 const BRIDGED_DEFAULT_LOG_LEVEL = 'debug';
 
-export class ModernUpstream implements Upstream {
+export class ModernTargetLink implements TargetLink {
   readonly era: Era = 'modern';
 
   constructor(
@@ -30,7 +30,7 @@ export class ModernUpstream implements Upstream {
     return this.client.name;
   }
 
-  async call(request: UpstreamRequest, options: UpstreamCallOptions): Promise<JSONRPCResponse> {
+  async call(request: TargetCallRequest, options: TargetCallOptions): Promise<JSONRPCResponse> {
     const bridged = this.caller.era === 'legacy';
     // 2026-07-28 removed logging/setLevel: the session's level reaches the target in `_meta` instead.
     if (bridged && request.method === 'logging/setLevel')

@@ -9,7 +9,7 @@ import { TargetSessionExpiredError, TargetTimeoutError } from './endpoint';
 import { type LegacyTargetClient, LegacyUnsupportedError } from './legacy-client';
 import type { StreamListeners } from './sse-reader';
 import type { StandaloneStreams } from './standalone-streams';
-import type { Caller, StoredTargetSession, Upstream, UpstreamCallOptions, UpstreamRequest } from './upstream';
+import type { Caller, StoredTargetSession, TargetCallOptions, TargetCallRequest, TargetLink } from './target-link';
 
 /**
  * A legacy-era target for one caller: its target session opened lazily (with the caller's version
@@ -29,7 +29,7 @@ const listened = new Set<string>();
 
 let nextInternalId = 0;
 
-export class LegacyUpstream implements Upstream {
+export class LegacyTargetLink implements TargetLink {
   readonly era: Era = 'legacy';
   session?: StoredTargetSession;
 
@@ -52,7 +52,7 @@ export class LegacyUpstream implements Upstream {
     return this.client.name;
   }
 
-  async call(request: UpstreamRequest, options: UpstreamCallOptions): Promise<JSONRPCResponse> {
+  async call(request: TargetCallRequest, options: TargetCallOptions): Promise<JSONRPCResponse> {
     const id = request.id ?? `gw-${this.target}-${++nextInternalId}`;
     const params = { ...request.params };
     if (options.progressToken !== undefined)
@@ -149,7 +149,7 @@ export class LegacyUpstream implements Upstream {
    * declared something it sends there. A 2026-07-28 caller shares pooled sessions with other clients and
    * listens only when it can take requests (then on a session of its own).
    */
-  private hearsNotifications(session: StoredTargetSession, options: UpstreamCallOptions): boolean {
+  private hearsNotifications(session: StoredTargetSession, options: TargetCallOptions): boolean {
     if (!this.streams || !options.onNotification || this.caller.sessions.checkout) return false;
     return this.caller.era === 'legacy' && this.caller.inputCapable && sendsOutsideCalls(session.serverCapabilities);
   }
@@ -163,7 +163,7 @@ export class LegacyUpstream implements Upstream {
   private async resume(
     message: JSONRPCRequest,
     from: { lastEventId: string; targetSessionId?: string },
-    options: UpstreamCallOptions,
+    options: TargetCallOptions,
     listeners: StreamListeners,
   ): Promise<JSONRPCResponse> {
     const stored = this.caller.sessions.get(this.target);
