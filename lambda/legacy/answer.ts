@@ -20,7 +20,7 @@ import { upstreamRequestId } from './ids';
 /**
  * The client's answer to a request the gateway sent it: a separate POST that may reach any
  * instance. It must match a pending request of this very session, still waited for by a live holder.
- * A held request's answer is stored in its record for the waiting invocation (once).
+ * A question's answer is stored in its record for the waiting invocation (once).
  *
  * A relayed request whose call a live instance holds (its record carries the holder's lease): the
  * answer is kept in the record for the holder, which delivers it itself (waiting/recorded-answer.ts),

@@ -27,7 +27,7 @@ type QuestionAnswers =
 export type CollectedInput = { responses: Record<string, unknown> } | JSONRPCResponse | typeof RELEASED;
 
 /**
- * The questions the gateway asks the client itself, as held requests (waiting/questions.ts): a confirmTools
+ * The questions the gateway asks the client itself, as questions (waiting/questions.ts): a confirmTools
  * confirmation before the target is called, and a 2026-07-28 target's input_required rounds. Each is
  * recorded, sent on the call's stream, and its answer polled for (any instance stores it); the call
  * may be released while it waits (legacy/call-release.ts).
@@ -90,7 +90,7 @@ export class CallQuestions {
 
   /**
    * One input_required round of a 2026-07-28 target: every input request goes to the client as a
-   * held request; all answers → the responses under the target's keys. A kind the session did not
+   * question; all answers → the responses under the target's keys. A kind the session did not
    * declare, or a client that cannot take a stream → CrossEraInputUnsupported, nothing is sent; a
    * JSON-RPC error from the client ends the call with a clear error.
    */
@@ -168,7 +168,7 @@ export class CallQuestions {
   }
 
   /**
-   * Asks the client held requests on the call's stream and waits for all answers (any instance
+   * Asks the client questions on the call's stream and waits for all answers (any instance
    * stores them; this invocation polls). Stops at the first error answer. 'timeout' only for a
    * confirmation (an input round's timeout ends the call as a pending timeout).
    */
@@ -189,11 +189,12 @@ export class CallQuestions {
           method: entry.method,
           target,
           clientRequestId: request.id,
+          session: loaded.session,
         }),
         true,
       );
       await deps.store.putPending(loaded.session, record);
-      this.call.held.push(record.gatewayId);
+      this.call.questions.push(record.gatewayId);
       this.call.holder.lease.start();
       sent.push({ gatewayId: record.gatewayId, method: entry.method, askedAt: Date.now() });
     }
@@ -208,7 +209,7 @@ export class CallQuestions {
   }
 
   /**
-   * Waits for the answers to held requests (asked by this invocation, or by one before it: their
+   * Waits for the answers to questions (asked by this invocation, or by one before it: their
    * pending timeout runs from when they were asked). The call may be released meanwhile (RELEASED).
    */
   private async awaitQuestions(sent: WaitingRequest[], step: WaitingStep): Promise<QuestionAnswers> {
@@ -223,7 +224,7 @@ export class CallQuestions {
     );
     const failed = new AbortController(); // one error answer ends the round: stop waiting for the rest
     const stop = AbortSignal.any([call.upstreamAbort.signal, failed.signal, this.release.releaseWaits.signal]);
-    call.phase = 'held-wait';
+    call.phase = 'question-wait';
     const answers = await Promise.all(
       sent.map(async ({ gatewayId }) => {
         const answer = await waitForQuestionAnswer(deps.store, deps.logger, loaded.session.id, gatewayId, until, stop);

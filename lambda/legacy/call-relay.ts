@@ -30,7 +30,7 @@ type RunOutcome = { message: JSONRPCMessage; error?: unknown; silent?: boolean }
  * - a gateway confirmation first, when policy asks for one (confirmTools);
  * - the target's server-to-client requests with gateway ids, each recorded as pending in DynamoDB
  *   first, so the client's answer can reach the target from any instance;
- * - a 2026-07-28 target's input_required rounds, asked as held requests and retried upstream;
+ * - a 2026-07-28 target's input_required rounds, asked as questions and retried at the target;
  * - progress with the client's own token, log messages, and finally the response with the client's id.
  * The response is JSON when the target just answers, SSE as soon as something must reach the client
  * first (or the call runs long). In a 2025-11-25 session the stream is resumable (http/sse.ts): its
@@ -144,7 +144,7 @@ class Relay {
       const { step } = resumed.snapshot;
       if (step.kind === 'target-stream') this.call.cursor.lastEventId = step.lastEventId;
       const relayedIds = new Set(resumed.snapshot.relayed.map((r) => r.gatewayId));
-      this.call.held.push(...resumed.snapshot.records.filter((id) => !relayedIds.has(id)));
+      this.call.questions.push(...resumed.snapshot.records.filter((id) => !relayedIds.has(id)));
       for (const request of resumed.snapshot.relayed) {
         this.serverRequests.trackRelayed(request.gatewayId, request.method, request.askedAt);
         this.call.stored.add(request.gatewayId);

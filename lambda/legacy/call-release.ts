@@ -23,7 +23,7 @@ export class CallRelease {
   step?: WaitingStep;
   /** Stops reading the target's stream without cancelling (a release). */
   detach = new AbortController();
-  /** Ends the waits for held answers (a release). */
+  /** Ends the waits for answers to its questions (a release). */
   releaseWaits = new AbortController();
 
   /** Whether a call still reading this target's stream may be let go of early (config `targets[].releaseCalls`). */
@@ -42,7 +42,7 @@ export class CallRelease {
     this.scheduleRelease();
   }
 
-  /** The step a release writes: the held wait's, or the target stream's (from where it was read up to). */
+  /** The step a release writes: the question wait's, or the target stream's (from where it was read up to). */
   currentStep(): WaitingStep | undefined {
     if (this.step?.kind !== 'target-stream') return this.step;
     return this.call.cursor.lastEventId ? { ...this.step, lastEventId: this.call.cursor.lastEventId } : undefined;
@@ -190,7 +190,7 @@ export class CallRelease {
     if (call.phase === 'upstream') {
       if (call.upstream?.era !== 'legacy' || !call.cursor.lastEventId || this.step?.kind !== 'target-stream') return;
       if (!atDeadline && !this.targetStreamReleasable) return;
-    } else if (call.phase !== 'held-wait') return;
+    } else if (call.phase !== 'question-wait') return;
     call.releasing = true;
     call.log.info('releasing the call', { reason: why });
     this.releaseWaits.abort();

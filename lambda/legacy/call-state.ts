@@ -51,8 +51,8 @@ export class CallState {
   readonly upstreamAbort = new AbortController();
   /** The target's requests relayed to the client, still waiting (each with a timer `pending:<gatewayId>`). */
   readonly relayed = new Map<string, { method: string; askedAt: number }>();
-  /** Held records (confirmations, input rounds), removed with the others. */
-  readonly held: string[] = [];
+  /** Its questions (confirmations, input rounds: waiting/questions.ts), removed with the others. */
+  readonly questions: string[] = [];
   /** Relayed records whose recorded answer this holder delivered (no longer waiting; removed with the others). */
   readonly delivered: string[] = [];
   /** Relayed records whose recorded answer this holder is delivering now. */
@@ -81,8 +81,8 @@ export class CallState {
    * the client, their lease is renewed and they are looked at; its timers and background work.
    */
   readonly holder: Holder;
-  /** What the call is doing: waiting for held answers, or reading the target (`upstreamCallId`). */
-  phase: 'held-wait' | 'upstream' | 'other' = 'other';
+  /** What the call is doing: waiting for answers to its questions, or reading the target (`upstreamCallId`). */
+  phase: 'question-wait' | 'upstream' | 'other' = 'other';
   upstreamCallId?: RequestId;
   /** The target stream's last event id and `retry` (a 2025 target's stream can be resumed from it). */
   readonly cursor: StreamCursor = {};
@@ -199,7 +199,7 @@ export class CallState {
   }
 
   pendingIds(): string[] {
-    return [...this.relayed.keys(), ...this.held, ...this.delivered];
+    return [...this.relayed.keys(), ...this.questions, ...this.delivered];
   }
 
   useStreamLog(log: StreamLog): StreamLog {

@@ -207,10 +207,10 @@ export class ServerRequests {
   async checkPendingCap(adding: number): Promise<void> {
     const { deps, loaded } = this.call.input;
     const cap = deps.config.maxPendingRequestsPerSession;
-    const { relayed, held, delivered } = this.call;
+    const { relayed, questions, delivered } = this.call;
     const count =
       loaded.pendingCount !== undefined && !this.call.input.resumed
-        ? loaded.pendingCount + relayed.size + held.length + delivered.length
+        ? loaded.pendingCount + relayed.size + questions.length + delivered.length
         : await deps.store.countPending(loaded.session.id, cap);
     if (count + adding > cap) {
       throw new GatewayError(

@@ -17,7 +17,7 @@ export interface BridgePayload {
   /** Round k's requests, keyed by gateway id. */
   inputRequests?: Record<string, InputRequest>;
   response?: JSONRPCResponse;
-  /** Why the held call ended without a result (a gateway failure, told through the error table). */
+  /** Why the bridged call ended without a result (a gateway failure, told through the error table). */
   failure?: { kind: 'RequestTimeout' | 'DependencyFailed' | 'OutcomeTooLarge'; message: string };
 }
 

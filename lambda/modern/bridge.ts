@@ -93,9 +93,9 @@ export class BridgedCall {
     private readonly call: {
       upstream: TargetLink;
       clientRequestId: RequestId;
-      /** Sends round 1 to the client (the input_required result on the held stream). */
+      /** Sends round 1 to the client (the input_required result on the stream kept open). */
       emitFirstRound(inputRequests: Record<string, InputRequest>, round: number): void;
-      /** Nobody retried in time: the call is cancelled at the target and the held stream ends. */
+      /** Nobody retried in time: the call is cancelled at the target and the stream kept open ends. */
       abandon(): void;
       /** A round could not be recorded (DynamoDB): the call is cancelled and the client told. */
       fail(error: unknown): void;

@@ -63,7 +63,7 @@ export interface CallContext {
   canStream: boolean;
 }
 
-/** The call's response, or undefined when it was already sent (a bridged call: round 1 went out on the held stream). */
+/** The call's response, or undefined when it was already sent (a bridged call: round 1 went out on the stream kept open). */
 export async function forwardCall(ctx: CallContext): Promise<JSONRPCResponse | undefined> {
   const { deps, request, principal, caller } = ctx;
   const { method, params } = request;

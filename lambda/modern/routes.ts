@@ -101,7 +101,7 @@ async function respondToCall(
   const { deps, accept, exchange } = input;
   // Closing the request cancels it, until a bridged call has sent its first round: from then on the
   // client is expected to hang up, and this invocation holds the target's call regardless.
-  let held = false;
+  let roundSent = false;
   const out = new DeferredResponse({
     accept,
     keepAliveMs: deps.keepAliveMs,
@@ -117,13 +117,13 @@ async function respondToCall(
     signal: scope.signal,
     paramHeaders: paramHeaders(input.headers),
     onNotification: (notification) => {
-      if (streamAllowed && !held) out.stream()?.send(notification);
+      if (streamAllowed && !roundSent) out.stream()?.send(notification);
     },
-    backpressure: () => (held ? undefined : out.room()),
+    backpressure: () => (roundSent ? undefined : out.room()),
     emit: (message) => {
       const stream = out.stream();
       if (!stream) return false;
-      held = true;
+      roundSent = true;
       scope.detachFromClient();
       stream.send(toClient(deps, message));
       return true;

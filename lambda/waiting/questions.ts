@@ -51,7 +51,7 @@ export async function waitForQuestionAnswer(
   return polled.ended === 'aborted' || stop.aborted ? 'client-gone' : 'timeout';
 }
 
-/** Stores the client's answer to a held request (exactly once); false when it was answered or expired. */
+/** Stores the client's answer to a question (exactly once); false when it was answered or expired. */
 export async function storeQuestionAnswer(
   store: PendingStore,
   sessionId: string,

@@ -48,7 +48,7 @@ export type WaitingStep =
       kind: 'input';
       round: number;
       requestState?: string;
-      /** The target's input request keys with the held requests asked for them, in order. */
+      /** The target's input request keys with the questions asked for them, in order. */
       keys: Array<{ key: string } & WaitingRequest>;
     }
   /** A 2025 target's call stream (it sent event ids): read it again after `lastEventId`. */
