@@ -8,7 +8,7 @@ import type { ModernTargetClient } from './modern-client';
 /**
  * Which protocol era the gateway speaks to each target: decided here, and only here.
  *
- * The rule is "transparent first, bridge when needed": a caller's own era when the target serves it,
+ * The rule is "transparent first, across eras when needed": a caller's own era when the target serves it,
  * the other era only when it does not. What a target serves is learned as a dual-era client learns
  * it (spec basic/versioning.mdx):
  * - the modern era by one `server/discover` probe: a DiscoverResult naming 2026-07-28, or a
@@ -89,7 +89,7 @@ export class EraProbe {
     return configured === 'modern' ? { ...verdict, serves: true } : verdict;
   }
 
-  /** The target refused the legacy handshake: legacy callers bridge to the modern era for a while. */
+  /** The target refused the legacy handshake: legacy callers are served in the modern era for a while. */
   noteLegacyUnsupported(target: string): void {
     this.legacyRefused.set(target, this.now());
     this.logger.info('target era detected', { target, era: 'modern', legacy: false });

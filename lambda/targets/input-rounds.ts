@@ -22,7 +22,7 @@ export interface InputRequired {
   requestState?: string;
 }
 
-/** The input_required result of a bridged call, or undefined for any other response. */
+/** The input_required result of a 2026-07-28 target's call, or undefined for any other response. */
 export function inputRequiredOf(response: JSONRPCResponse): InputRequired | undefined {
   if (!('result' in response)) return undefined;
   const result = response.result as Record<string, unknown>;

@@ -45,7 +45,7 @@ export class LegacyTargetLink implements TargetLink {
      * Whether a target whose 2025 leg answered `initialize` without a session is to be reached in
      * 2026-07-28 instead (2025 callers of a dual-era target); then `initialize` throws LegacyUnsupportedError.
      */
-    private readonly bridgeSessionless?: (signal?: AbortSignal) => Promise<boolean>,
+    private readonly modernInsteadWhenSessionless?: (signal?: AbortSignal) => Promise<boolean>,
   ) {}
 
   get target(): string {
@@ -288,8 +288,8 @@ export class LegacyTargetLink implements TargetLink {
     const { session, result } = await this.client.initialize(this.protocolVersion, declaredCapabilities, signal);
     // Without a session a 2025 server has no stream to send requests on outside a call's own (the
     // TypeScript v2 SDK's default 2025 leg answers statelessly and cannot ask at all): it counts as
-    // unable to ask, so a dual-era target is bridged, where it can ask in input_required rounds.
-    if (session.targetSessionId === undefined && (await this.bridgeSessionless?.(signal))) {
+    // unable to ask, so a dual-era target is served in the modern era, where it can ask in input_required rounds.
+    if (session.targetSessionId === undefined && (await this.modernInsteadWhenSessionless?.(signal))) {
       throw new LegacyUnsupportedError(this.target, 'its 2025 leg keeps no session (it could not ask the client)');
     }
     if (this.caller.logLevel) {

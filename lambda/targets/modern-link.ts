@@ -9,14 +9,14 @@ import type { Caller, TargetCallOptions, TargetCallRequest, TargetLink } from '.
 
 /**
  * A 2026-07-28 target for one caller. For a 2026 caller it forwards with the caller's version and
- * what it declared. For a 2025 caller (bridged) it translates: the session's input capabilities as
+ * what it declared. For a 2025 caller (across eras) it translates: the session's input capabilities as
  * its version allows them, and only when the request can take what the target asks; `_meta` reduced
  * to the progress token; the session's log level in `_meta` (`debug` until it sets one); `resultType` dropped from complete
  * results (2025 clients do not know it). An `input_required` result is handed back as it is to a
  * caller that can run the rounds; -32021, or input a caller cannot take, is a clear error, never a hang.
  */
-/** The level a bridged 2025 session without `logging/setLevel` asks a 2026-07-28 target for: every level. */
-const BRIDGED_DEFAULT_LOG_LEVEL = 'debug';
+/** The level a 2025 session (across eras) without `logging/setLevel` asks a 2026-07-28 target for: every level. */
+const LEGACY_CALLER_LOG_LEVEL = 'debug';
 
 export class ModernTargetLink implements TargetLink {
   readonly era: Era = 'modern';
@@ -31,13 +31,13 @@ export class ModernTargetLink implements TargetLink {
   }
 
   async call(request: TargetCallRequest, options: TargetCallOptions): Promise<JSONRPCResponse> {
-    const bridged = this.caller.era === 'legacy';
+    const legacyCaller = this.caller.era === 'legacy';
     // 2026-07-28 removed logging/setLevel: the session's level reaches the target in `_meta` instead.
-    if (bridged && request.method === 'logging/setLevel')
+    if (legacyCaller && request.method === 'logging/setLevel')
       return { jsonrpc: '2.0', id: request.id ?? 'gw-log', result: {} };
     const params = { ...request.params };
-    if (bridged) delete params._meta; // a 2025 request's `_meta` carries nothing a 2026 target may read
-    const clientCapabilities = bridged
+    if (legacyCaller) delete params._meta; // a 2025 request's `_meta` carries nothing a 2026 target may read
+    const clientCapabilities = legacyCaller
       ? this.caller.inputCapable
         ? legacySessionAsModern(this.caller.capabilities as LegacyClientCapabilities, this.caller.protocolVersion)
         : {}
@@ -46,11 +46,11 @@ export class ModernTargetLink implements TargetLink {
       request.method,
       params,
       {
-        protocolVersion: bridged ? MODERN_PROTOCOL_VERSION : this.caller.protocolVersion,
+        protocolVersion: legacyCaller ? MODERN_PROTOCOL_VERSION : this.caller.protocolVersion,
         clientCapabilities,
         // 2025: until the client sets a level, a server sends every level it logs (the official SDKs
         // filter only by a level set); 2026-07-28: a request without a level gets no log messages at all.
-        logLevel: this.caller.logLevel ?? (bridged ? BRIDGED_DEFAULT_LOG_LEVEL : undefined),
+        logLevel: this.caller.logLevel ?? (legacyCaller ? LEGACY_CALLER_LOG_LEVEL : undefined),
         progressToken: options.progressToken,
       },
       {
@@ -61,7 +61,7 @@ export class ModernTargetLink implements TargetLink {
       },
     );
     const answered = { ...response, id: request.id ?? response.id } as JSONRPCResponse;
-    return bridged ? this.toLegacy(answered) : answered;
+    return legacyCaller ? this.toLegacy(answered) : answered;
   }
 
   async serverCapabilities(): Promise<undefined> {

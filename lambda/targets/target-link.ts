@@ -63,7 +63,7 @@ export interface Caller {
   capabilities: LegacyClientCapabilities | ModernClientCapabilities;
   /**
    * Whether what a target asks during a call can reach the user (2025 requests that accept
-   * `text/event-stream`, 2026 requests always): otherwise nothing is declared to a bridged target.
+   * `text/event-stream`, 2026 requests always): otherwise nothing is declared to a target of the other era.
    */
   inputCapable: boolean;
   /** The level the client asked for (2025: logging/setLevel; 2026: `_meta`). */
