@@ -7,9 +7,9 @@ import { type Era, isModernVersion } from '../protocol/versions';
  * The era of a client's request, decided here and only here (spec basic/versioning.mdx, dual-era
  * servers). A POST whose `_meta` claims a protocol version is served statelessly, and so is one whose
  * `MCP-Protocol-Version` header names 2026-07-28 or later (it is then validated, not silently treated
- * as 2025). An `initialize` stays on the 2025 path unless its `_meta` claims a 2026 version; posted
+ * as 2025). An `initialize` stays on the legacy path unless its `_meta` claims a 2026 version; posted
  * responses (answers to relayed requests) are 2025 traffic. A GET has no body: its header alone
- * decides (a `Last-Event-ID` resumption exists only in the 2025 era).
+ * decides (a `Last-Event-ID` resumption exists only in the legacy era).
  */
 export function clientEraOf(headers: Headers, message?: ClientMessage): Era {
   const header = headers.get(MCP_HEADERS.protocolVersion)?.trim();

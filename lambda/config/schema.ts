@@ -313,7 +313,7 @@ export const GatewayConfigSchema = z
     /** How long a client seen resuming (principal and clientInfo) stays proven for its later sessions. */
     streamReleaseProofDays: z.number().int().min(1).max(365).default(30),
     /**
-     * Read-ahead (2025-era sessions): a relayed call (tools/call, prompts/get, resources/read,
+     * Read-ahead (legacy-era sessions): a relayed call (tools/call, prompts/get, resources/read,
      * completion/complete) of a session this instance read in the last minute goes to its target while
      * the session is read again, instead of after; the answer waits for that read, and a session found
      * gone, expired or another principal's is answered 404 as always (the call at the target is
@@ -344,7 +344,7 @@ export const GatewayConfigSchema = z
       .max(16 * 1024 * 1024)
       .default(4 * 1024 * 1024),
     /**
-     * Live 2025-era sessions one principal may hold at once, counted across instances (DynamoDB); an
+     * Live legacy-era sessions one principal may hold at once, counted across instances (DynamoDB); an
      * `initialize` beyond it is refused with 429 + Retry-After. With auth `none` every caller is one
      * principal (`anonymous`), so this caps the whole gateway.
      */

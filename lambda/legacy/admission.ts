@@ -4,7 +4,7 @@ import type { SessionRecord } from '../state/store';
 import type { LegacyDeps } from './deps';
 
 /**
- * Whether a principal may open one more 2025-era session: at most `initializeRatePerMinute`
+ * Whether a principal may open one more legacy-era session: at most `initializeRatePerMinute`
  * initializes per minute and `maxSessionsPerPrincipal` live sessions, both counted in DynamoDB so every
  * instance sees the same numbers (the cost: state/principal-counters.ts). Each session then opens a
  * target session at every target it calls, so an unbounded client multiplies into the targets.

@@ -3,7 +3,7 @@ import type { SessionStore } from '../state/store';
 import type { ActiveCalls } from './active-calls';
 import type { SessionCache } from './session-cache';
 
-/** What the 2025-era path is built from: the shared parts and the session store. */
+/** What the legacy-era path is built from: the shared parts and the session store. */
 export interface LegacyDeps extends SharedDeps {
   store: SessionStore;
   /** The calls this instance holds (a cancellation that arrives here stops them at once). */

@@ -15,7 +15,7 @@ import { upstreamRequestId } from './ids';
 import { sessionCaller } from './session-caller';
 
 /**
- * The 2025 era's routing table: every request method a session serves, with its name source, whether
+ * The legacy era's routing table: every request method a session serves, with its name source, whether
  * it is safe to resend (protocol/methods.ts) and its handler. A method not in the table is -32601
  * (session-router.ts). Notifications have a table of their own below: they name nothing and get no answer.
  */

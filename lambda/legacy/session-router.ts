@@ -9,7 +9,7 @@ import { SESSION_NOTIFICATIONS, SESSION_ROUTES, type SessionExchange } from './r
 import { sessionCaller } from './session-caller';
 
 /**
- * Everything a 2025-era client sends within a session, after the session was loaded and checked,
+ * Everything a legacy-era client sends within a session, after the session was loaded and checked,
  * except answers (legacy-path.ts hands those to answer.ts with their one pending record). What each
  * method does is in the era's routing table (./routes.ts); here: the lookup, the unknown method, and
  * how a failure is answered.

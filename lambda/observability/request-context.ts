@@ -32,7 +32,7 @@ export interface RequestFacts {
   /** The JSON-RPC error code the client got, where there is one. */
   rpcErrorCode?: number;
   /**
-   * Input requests (elicitation, sampling, roots) the client was sent in this response: 2025-era server
+   * Input requests (elicitation, sampling, roots) the client was sent in this response: legacy-era server
    * requests, and the entries of a 2026-07-28 `input_required` result.
    */
   inputRounds: number;

@@ -43,7 +43,7 @@ export const ERROR_TABLE = {
     retryAfterSeconds: 5,
     type: 'ServiceUnavailable',
   },
-  // 2025-era sessions.
+  // legacy-era sessions.
   SessionRequired: { code: RpcCode.InvalidRequest, status: 400 },
   SessionNotFound: { code: RpcCode.InvalidRequest, status: 404 },
   AnswerRefused: { code: RpcCode.InvalidRequest, status: 400 },

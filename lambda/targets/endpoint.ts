@@ -66,7 +66,7 @@ export interface PostOptions {
   /** The request names a target session: a 404 means the target forgot it. */
   sessionBound?: boolean;
   /**
-   * A 2025-era request: a stream that ends (or breaks) before the response after an event with an
+   * A legacy-era request: a stream that ends (or breaks) before the response after an event with an
    * `id` is resumed with GET + `Last-Event-ID` (./stream-resume.ts). 2026-07-28 has no resumption.
    */
   resumable?: boolean;

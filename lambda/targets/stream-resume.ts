@@ -1,5 +1,5 @@
 /**
- * How the gateway resumes a 2025-era target's POST stream that ended before its response (SSE
+ * How the gateway resumes a legacy-era target's POST stream that ended before its response (SSE
  * polling, SEP-1699 in MCP 2025-11-25: a server that sent an event with an `id` MAY close the
  * connection mid-call; the client waits the `retry` the server gave, then GETs with `Last-Event-ID`).
  * The official clients do the same (TypeScript SDK v1 `client/streamableHttp.js`, Python SDK
