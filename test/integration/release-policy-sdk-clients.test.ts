@@ -13,12 +13,12 @@ import { withGateway } from '../support/with-gateway';
 /**
  * The release policy with the official SDK clients, which resume a POST stream the server ended
  * (TypeScript SDK v1 and v2, Python SDK 2.x), in 2025-11-25 sessions, through two gateway
- * instances of the Lambda runtime (function timeout 30 s; the answers and every reconnect go to the
+ * instances of the Lambda runtime (function timeout 10 s; the answers and every reconnect go to the
  * second, test/support/instance-router.ts). The call waits for the user on a 2026-07-28-only target
  * (nothing open upstream: it can be released). In the default configuration (`streamRelease:
  * "proven"`):
  * - a client not yet seen resuming is held until just before the function timeout, then released;
- *   an answer 45 s on still reaches it (it reconnects, and the call goes on on the other instance);
+ *   an answer 14 s on still reaches it (it reconnects, and the call goes on on the other instance);
  * - from then on it is proven: its next calls, in that session and in its later sessions (same
  *   principal and clientInfo), are released after `streamReleaseAfterSeconds`;
  * - a client on `streamReleaseClients` is released early from its first call.
@@ -31,9 +31,15 @@ const python = process.env.RECIPES_PYTHON ?? join(ROOT, '.venv-recipes/bin/pytho
 const pythonScript = join(ROOT, 'test/support/clients/python_calls_think.py');
 const describeWithPython = existsSync(python) || process.env.CI ? describe : describe.skip;
 
-const FUNCTION_TIMEOUT_MS = 30_000;
-const LONG_THINK_S = 45; // past the function timeout
-const SHORT_THINK_S = 6; // past streamReleaseAfterSeconds (2 s), well within the function timeout
+const FUNCTION_TIMEOUT_MS = 10_000;
+const LONG_THINK_S = 14; // past the function timeout
+const RELEASE_AFTER_SECONDS = 1;
+const SHORT_THINK_S = 3; // past streamReleaseAfterSeconds (1 s), well within the function timeout
+/**
+ * A call held until just before the deadline is released 2.5 s before the function timeout (the
+ * handler's 1 s margin, then 1.5 s): nothing reconnects before this, well past streamReleaseAfterSeconds.
+ */
+const HELD_AT_LEAST_MS = FUNCTION_TIMEOUT_MS / 2;
 
 /** A client that answers the k-th elicitation of its session after `thinks[k]` seconds. */
 interface ThinkingClient {
@@ -99,9 +105,9 @@ async function pythonCalls(url: string, name: string, thinks: number[]): Promise
 const resumesSince = (router: InstanceRouter, from: number) =>
   router.log.slice(from).filter((request) => request.method === 'GET' && request.lastEventId !== undefined);
 
-describeWithPython('the release policy with the official SDK clients (lambda runtime, 30 s timeout)', () => {
+describeWithPython('the release policy with the official SDK clients (lambda runtime, 10 s timeout)', () => {
   const gw = withGateway(
-    { logLevel: 'SILENT', toolNamePrefix: 'conditional' },
+    { logLevel: 'SILENT', toolNamePrefix: 'conditional', streamReleaseAfterSeconds: RELEASE_AFTER_SECONDS },
     {
       kind: 'lambda runtime',
       timeoutMs: FUNCTION_TIMEOUT_MS,
@@ -119,7 +125,7 @@ describeWithPython('the release policy with the official SDK clients (lambda run
     await Promise.all(routers.map((router) => router.close()));
   });
 
-  it('held until just before the deadline, then released: a 45 s answer reaches each; then proven, each is released early, in its session and in the next', async () => {
+  it('held until just before the deadline, then released: a 14 s answer reaches each; then proven, each is released early, in its session and in the next', async () => {
     const tsClients = { 'TypeScript SDK v1': v1Client, 'TypeScript SDK v2': v2Client };
     const runs = [
       ...Object.entries(tsClients).map(async ([label, connect]) => {
@@ -173,9 +179,12 @@ describeWithPython('the release policy with the official SDK clients (lambda run
         client: run.label,
         results: ['executed: call 1', 'executed: call 2', 'executed: call 3'],
       });
-      // Call 1: released only near the deadline (nothing reconnected in its first 20 s), then resumed.
+      // Call 1: released only near the deadline (nothing reconnected in its first 5 s), then resumed.
       expect(run.firstResumes.length).toBeGreaterThanOrEqual(1);
-      expect({ client: run.label, firstResumeAfterMs: run.firstResumes[0]!.at - run.started >= 20_000 }).toEqual({
+      expect({
+        client: run.label,
+        firstResumeAfterMs: run.firstResumes[0]!.at - run.started >= HELD_AT_LEAST_MS,
+      }).toEqual({
         client: run.label,
         firstResumeAfterMs: true,
       });
@@ -187,7 +196,7 @@ describeWithPython('the release policy with the official SDK clients (lambda run
     const held = await control;
     expect(held.result).toBe('executed: call 1');
     expect(held.resumes).toEqual([]);
-  }, 180_000);
+  }, 120_000);
 });
 
 describeWithPython('a client on streamReleaseClients', () => {
@@ -195,6 +204,7 @@ describeWithPython('a client on streamReleaseClients', () => {
     {
       logLevel: 'SILENT',
       toolNamePrefix: 'conditional',
+      streamReleaseAfterSeconds: RELEASE_AFTER_SECONDS,
       streamReleaseClients: [{ name: 'trusted app', version: '>=1.0' }],
     },
     { instances: 2, targets: { only: () => startModernDemoTarget() } },

@@ -17,11 +17,13 @@ import { withGateway } from '../support/with-gateway';
  * invocation holds the think time; the official clients reconnect (GET + `Last-Event-ID`) and the
  * reconnect, on another instance, goes on with the call. Two gateway instances behind a router that
  * sends the client's answers and reconnects to the second one. The think time is twice the function
- * timeout (RELEASE_THINK_SECONDS / RELEASE_FUNCTION_TIMEOUT_SECONDS run it at 60 s / 30 s).
+ * timeout, 8 s against 4 s (RELEASE_THINK_SECONDS / RELEASE_FUNCTION_TIMEOUT_SECONDS run it at 60 s / 30 s).
  */
 
-const FUNCTION_TIMEOUT_MS = Number(process.env.RELEASE_FUNCTION_TIMEOUT_SECONDS ?? 6) * 1000;
-const THINK_MS = Number(process.env.RELEASE_THINK_SECONDS ?? 12) * 1000;
+const FUNCTION_TIMEOUT_MS = Number(process.env.RELEASE_FUNCTION_TIMEOUT_SECONDS ?? 4) * 1000;
+const THINK_MS = Number(process.env.RELEASE_THINK_SECONDS ?? 8) * 1000;
+/** Released calls end their client stream after this; a held call's think time is longer. */
+const RELEASE_AFTER_SECONDS = 0.5;
 
 const LEASE_MS = 2000;
 
@@ -68,8 +70,12 @@ describe.each(KINDS)('a call that waits for the user, through the %s', (kind) =>
         { name: 'plain', url: t.plain.url },
         { name: 'modern', url: t.modern.url },
       ],
-      streamReleaseAfterSeconds: 1,
+      streamReleaseAfterSeconds: RELEASE_AFTER_SECONDS,
       streamReleaseRetryMs: 300,
+      // The SDK client keeps one `retry` for all its streams: the last one seen, often its GET stream's
+      // (ended at once when the function timeout leaves it no hold). A cut call stream is reconnected
+      // after it, so it stays short here (the default, 30 s, is a GET poll interval).
+      clientStreamRetryMs: 1000,
       pendingRequestTimeoutSeconds: 300,
     }),
     {
@@ -116,7 +122,8 @@ describe.each(KINDS)('a call that waits for the user, through the %s', (kind) =>
 
   it('a 2025 target whose stream cannot be resumed: the call is held, as before, and completes', async () => {
     const from = router.log.length;
-    const client = await thinkingClient(router.url, Math.min(2000, FUNCTION_TIMEOUT_MS / 2));
+    // Past streamReleaseAfterSeconds (a releasable call would be released), well within the function timeout.
+    const client = await thinkingClient(router.url, RELEASE_AFTER_SECONDS * 1000 + 500);
     try {
       await expect(callAndRead(client, 'plain___deploy')).resolves.toBe('deployed to prod');
     } finally {
