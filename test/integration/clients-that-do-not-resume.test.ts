@@ -16,7 +16,8 @@ import { withGateway } from '../support/with-gateway';
  * released.
  */
 
-const THINK_MS = 3000; // past streamReleaseAfterSeconds (2 s): a released call would end the stream first
+const RELEASE_AFTER_SECONDS = 0.5;
+const THINK_MS = 1500; // past streamReleaseAfterSeconds: a released call would end the stream first
 
 interface PlainClient {
   name: string;
@@ -98,11 +99,11 @@ const kinds: Array<[GatewayKind, number | undefined]> = [
 describe.each(kinds)('clients that never resume a POST stream, through the %s', (kind, timeoutMs) => {
   describe.each(Object.entries(TARGETS))('to the %s', (_name, start) => {
     const gw = withGateway(
-      { logLevel: 'SILENT', toolNamePrefix: 'conditional' },
+      { logLevel: 'SILENT', toolNamePrefix: 'conditional', streamReleaseAfterSeconds: RELEASE_AFTER_SECONDS },
       { kind, timeoutMs, targets: { only: start } },
     );
 
-    it('each gets the elicitation, then its result on the same stream, after 3 s of think time', async () => {
+    it(`each gets the elicitation, then its result on the same stream, after ${THINK_MS / 1000} s of think time`, async () => {
       const runs = await Promise.all(CLIENTS.map((client) => callAndThink(gw.url, client)));
       for (const messages of runs) {
         expect(messages.map((m) => m.method ?? m.id)).toEqual(['elicitation/create', 'call-1']);

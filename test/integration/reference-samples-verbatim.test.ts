@@ -55,6 +55,10 @@ const FORM_RESULT =
   /^Tool result: \{'content': \[\{'type': 'text', 'text': 'executed: aws s3 rm s3:\/\/my-bucket\/important-file'\}\]/;
 const URL_RESULT = /^Tool result: \{'content': \[\{'type': 'text', 'text': 'accessed my-org\/my-repo'\}\]/;
 
+/** The person's think time: past `streamReleaseAfterSeconds` (a call that could be released is held). */
+const THINK_SECONDS = 2;
+const RELEASE_AFTER_SECONDS = 0.5;
+
 const TARGETS = {
   '2025 demo target (no event store)': { start: () => startDemoTarget(), form: true },
   '2026-07-28-only target': { start: () => startModernDemoTarget(), form: true },
@@ -91,13 +95,15 @@ describeWithPython('the reference samples, verbatim, under sseclient-py rules', 
   describe.each(kinds)('through the %s', (kind, timeoutMs) => {
     describe.each(Object.entries(TARGETS))('to the %s', (_name, target) => {
       const gw = withGateway(
-        { logLevel: 'SILENT', toolNamePrefix: 'conditional' },
+        { logLevel: 'SILENT', toolNamePrefix: 'conditional', streamReleaseAfterSeconds: RELEASE_AFTER_SECONDS },
         { kind, timeoutMs, targets: { only: target.start } },
       );
 
       if (target.form)
-        it('form mode (2025-06-18): the elicitation, then the result, with 0 s and 5 s of think time', async () => {
-          const runs = await Promise.all([0, 5].map((think) => runSample('form_mode_2025.py', gw.url, think)));
+        it(`form mode (2025-06-18): the elicitation, then the result, with 0 s and ${THINK_SECONDS} s of think time`, async () => {
+          const runs = await Promise.all(
+            [0, THINK_SECONDS].map((think) => runSample('form_mode_2025.py', gw.url, think)),
+          );
           for (const run of runs) {
             expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
             const lines = run.stdout.trim().split('\n');
@@ -107,10 +113,10 @@ describeWithPython('the reference samples, verbatim, under sseclient-py rules', 
           }
         }, 60_000);
 
-      it('URL mode (2025-11-25): the URL elicitation, the consent, then the result, with 0 s and 5 s of think time', async () => {
+      it(`URL mode (2025-11-25): the URL elicitation, the consent, then the result, with 0 s and ${THINK_SECONDS} s of think time`, async () => {
         const sessions = await Promise.all([existingSession(gw.url), existingSession(gw.url)]);
         const runs = await Promise.all(
-          [0, 5].map((think, i) => runSample('url_mode_2025.py', gw.url, think, sessions[i])),
+          [0, THINK_SECONDS].map((think, i) => runSample('url_mode_2025.py', gw.url, think, sessions[i])),
         );
         for (const run of runs) {
           expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
