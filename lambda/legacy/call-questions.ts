@@ -196,7 +196,7 @@ export class CallQuestions {
       await deps.store.putPending(loaded.session, record);
       this.call.questions.push(record.gatewayId);
       this.call.holder.lease.start();
-      sent.push({ gatewayId: record.gatewayId, method: entry.method, askedAt: Date.now() });
+      sent.push({ gatewayId: record.gatewayId, method: entry.method, askedAt: this.call.holder.clock.now() });
     }
     const stream = this.call.stream();
     if (!stream) return 'ended';
@@ -240,7 +240,7 @@ export class CallQuestions {
       return answers.map((a) => (typeof a === 'object' ? a : errorAnswer));
     }
     if (answers.some((a) => a === 'timeout') && !call.endReason) {
-      if (Date.now() < pendingEnd) call.stop('deadline');
+      if (call.holder.clock.now() < pendingEnd) call.stop('deadline');
       else if (!call.input.confirm || call.upstream) {
         for (const { method } of sent) recordExpiredInput(method);
         call.stop('pending-timeout');

@@ -159,9 +159,10 @@ class Relay {
     const { exchange, loaded } = this.input;
     const onClientGone = () => this.clientGone();
     exchange.signal.addEventListener('abort', onClientGone, { once: true });
-    call.holder.timers.set('deadline', exchange.deadline - Date.now(), () => call.stop('deadline'));
+    const now = call.holder.clock.now();
+    call.holder.timers.set('deadline', exchange.deadline - now, () => call.stop('deadline'));
     // A call that can be resumed is released just before the deadline instead (the function timeout is no limit).
-    this.release.scheduleBeforeDeadline(exchange.deadline - RELEASE_BEFORE_DEADLINE_MS - Date.now());
+    this.release.scheduleBeforeDeadline(exchange.deadline - RELEASE_BEFORE_DEADLINE_MS - now);
     if (this.input.resumed) {
       call.holder.asked(call.leased.size > 0);
       // Records asked before the call could be taken over lost their holder lease at its release: held again.

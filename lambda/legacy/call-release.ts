@@ -75,8 +75,15 @@ export class CallRelease {
     if (!stream?.resumable || !(decision.early || decision.atDeadline)) return;
     if (!this.waiting) {
       const { deps, loaded } = this.call.input;
-      this.waiting = new WaitingCall(deps.store, loaded.session.id, stream.streamId ?? '', () =>
-        Math.min(loaded.session.expiresAt, Math.floor(Date.now() / 1000) + deps.config.streamLogTtlSeconds),
+      const clock = this.call.holder.clock;
+      this.waiting = new WaitingCall(
+        deps.store,
+        loaded.session.id,
+        stream.streamId ?? '',
+        () => Math.min(loaded.session.expiresAt, Math.floor(clock.now() / 1000) + deps.config.streamLogTtlSeconds),
+        undefined,
+        undefined,
+        () => clock.now(),
       );
     }
     const step2 = this.currentStep();
@@ -118,7 +125,12 @@ export class CallRelease {
     await this.holdTargetStream();
     this.tryRelease('the invocation is about to time out', true);
     // Not releasable at this very moment (between two steps): look again until the deadline ends the call.
-    if (!call.releasing && !call.finished && !call.endReason && Date.now() < call.input.exchange.deadline) {
+    if (
+      !call.releasing &&
+      !call.finished &&
+      !call.endReason &&
+      call.holder.clock.now() < call.input.exchange.deadline
+    ) {
       this.scheduleBeforeDeadline(DEADLINE_RELEASE_RETRY_MS);
     }
   }

@@ -116,6 +116,7 @@ export class CallState {
       looked: () => [...this.relayed.keys()].filter((id) => this.leased.has(id) && this.stored.has(id)),
       onRecorded,
       beforeRenew,
+      clock: input.deps.clock,
     });
     this.progress = new ProgressMapper(
       (input.params._meta as { progressToken?: ProgressToken } | undefined)?.progressToken,

@@ -7,7 +7,7 @@ import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { InputRequest, JSONRPCRequest, RequestId } from '../protocol/types';
 import { LATEST_LEGACY_VERSION } from '../protocol/versions';
 import { Backoff, poll } from '../scheduling/backoff';
-import { sleep } from '../scheduling/clock';
+import { type Clock, sleep } from '../scheduling/clock';
 import { newPendingRecord } from '../state/records';
 import type { PendingStore } from '../state/store';
 import type { TargetLink } from '../targets/target-link';
@@ -57,6 +57,8 @@ export interface BridgeSettings {
    * that would pass it is refused at the target (TooManyPendingRequests) and nothing of it is stored.
    */
   maxRequests: number;
+  /** The holder's clock (default: Node's; tests inject a fake one). */
+  clock?: Clock;
 }
 
 /** How long the holder keeps trying to record an outcome DynamoDB refused (it waits anyway: the retry polls). */
@@ -108,6 +110,7 @@ export class BridgedCall {
       context: { bridge: this.id },
       leased: () => [...this.ids],
       looked: () => this.ids,
+      clock: settings.clock,
     });
   }
 

@@ -229,6 +229,7 @@ function bridgeSettings(deps: ModernDeps): BridgeSettings {
     pendingTimeoutSeconds: deps.config.pendingRequestTimeoutSeconds,
     maxOutcomeBytes: deps.config.maxBridgedOutcomeBytes,
     maxRequests: deps.config.maxPendingRequestsPerSession,
+    clock: deps.clock,
   };
 }
 

@@ -2,6 +2,7 @@ import type { Catalog } from '../catalog/catalog';
 import type { GatewayConfig } from '../config/schema';
 import type { GatewayLogger } from '../observability/logger';
 import type { Implementation } from '../protocol/types';
+import type { Clock } from '../scheduling/clock';
 import type { Targets } from '../targets/targets';
 
 /** What both era paths are built from (each path adds its own: the store, or the sealer). */
@@ -14,4 +15,6 @@ export interface SharedDeps {
   serverInfo: Implementation;
   /** SSE keep-alive comment interval while a relayed call waits. */
   keepAliveMs: number;
+  /** What waiting calls read the time from and schedule on (default: Node's; tests inject a fake one). */
+  clock?: Clock;
 }

@@ -129,6 +129,8 @@ export class WaitingCall {
     private readonly leaseMs = HOLDER_LEASE_MS,
     /** The record this holder took over (its version); undefined: a call that was never written yet. */
     taken?: WaitingCallRecord,
+    /** Epoch ms (the holder's clock: tests inject a fake one). */
+    private readonly now: () => number = () => Date.now(),
   ) {
     this.version = taken?.version;
   }
@@ -152,7 +154,7 @@ export class WaitingCall {
     if (
       this.holding &&
       written?.state === 'held' &&
-      Date.now() - written.at < this.leaseMs / 3 &&
+      this.now() - written.at < this.leaseMs / 3 &&
       written.snapshot === JSON.stringify(snapshot)
     ) {
       return true;
@@ -181,7 +183,7 @@ export class WaitingCall {
 
   private async write(state: WaitingCallRecord['state'], snapshot: WaitingCallSnapshot, seq: number) {
     if (this.lost) return false;
-    const at = Date.now();
+    const at = this.now();
     const next: WaitingCallRecord = {
       streamId: this.streamId,
       version: (this.version ?? 0) + 1,
