@@ -45,6 +45,7 @@ export class ServerRequests {
         targetRequestId: serverRequest.id,
         targetProtocolVersion: upstream.session?.protocolVersion,
         clientRequestId: this.call.input.request.id,
+        session: loaded.session,
       }),
       upstream.era === 'legacy' && this.call.cursor.lastEventId !== undefined,
     );

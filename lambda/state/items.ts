@@ -247,6 +247,8 @@ export function pendingOf(item: Item): PendingRecord {
     claimedAt: f.optionalNumber('claimedAt'),
     holderUntil: f.optionalNumber('holderUntil'),
     ack: f.optionalString('ack'),
+    principal: f.optionalString('principal'),
+    sessionExpiresAt: f.optionalNumber('sessionExpiresAt'),
   } satisfies AllFieldsOf<PendingRecord>);
 }
 

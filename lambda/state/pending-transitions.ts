@@ -17,7 +17,7 @@ import type { PendingStatus } from './store';
 
 /** What a transition is given: the time, and the values it compares or writes. */
 export interface TransitionInputs {
-  /** Epoch seconds: compared with `expiresAt`. */
+  /** Epoch seconds: compared with `expiresAt` (and `sessionExpiresAt`). */
   now: number;
   /** Epoch milliseconds: compared with the leases (`holderUntil`, `claimedAt`), and a claim's time. */
   nowMs: number;
@@ -27,6 +27,8 @@ export interface TransitionInputs {
   answer?: string;
   /** The holder's new lease, epoch ms (renewHolder). */
   until?: number;
+  /** The principal of the request that answers (recordForPrincipal). */
+  principal?: string;
 }
 
 /** The inputs by name, and one derived from them: a claim taken before `staleBefore` has lapsed. */
@@ -65,6 +67,12 @@ export const GUARDS = {
   claimMatches: compare('claim', '=', input('token')),
   /** The delivery claim is older than the lease (its instance died mid-delivery): it may be taken over. */
   claimLapsed: compare('claimedAt', '<', input('staleBefore')),
+  /** A relayed request (the target's), not the gateway's own question. */
+  relayed: compare('kind', '=', constant('relayed')),
+  /** The record carries the principal of its session, and it is the caller's (records without one never match). */
+  principalMatches: compare('principal', '=', input('principal')),
+  /** The record carries its session's expiry, not yet passed (records without one never match). */
+  sessionLive: compare('sessionExpiresAt', '>', input('now')),
 } satisfies Record<string, Condition>;
 
 export type GuardName = keyof typeof GUARDS;
@@ -133,6 +141,15 @@ export const PENDING_TRANSITIONS = {
   record: {
     from: ['pending'],
     guards: ['notExpired', 'holderLive'],
+    set: { status: constant('recorded'), answer: input('answer') },
+  },
+  /**
+   * `record`, for an answer POST that has not read its session: only a relayed request's record that
+   * carries its session's principal — the caller's — and its session's expiry, not yet passed.
+   */
+  recordForPrincipal: {
+    from: ['pending'],
+    guards: ['notExpired', 'holderLive', 'relayed', 'principalMatches', 'sessionLive'],
     set: { status: constant('recorded'), answer: input('answer') },
   },
   /** The holder is alive: its lease extended, whatever the status. */

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { holderLeaseMsOf } from '../config/environment';
 import type { RequestId } from '../protocol/types';
-import type { PendingKind, PendingRecord } from './store';
+import type { PendingKind, PendingRecord, SessionRecord } from './store';
 
 /** 256 random bits, base64url: visible ASCII as the transport requires, unguessable. */
 export function newSessionId(): string {
@@ -15,7 +15,8 @@ export function newGatewayRequestId(): string {
 
 /**
  * A new pending record with a fresh gateway id, expiring after `timeoutSeconds`. A held request (no
- * target request behind it) uses its gateway id as the target's id.
+ * target request behind it) uses its gateway id as the target's id. `session`: the session whose call
+ * asks, whose principal and expiry the record carries (PendingRecord.principal).
  */
 export function newPendingRecord(
   timeoutSeconds: number,
@@ -27,14 +28,17 @@ export function newPendingRecord(
     targetSessionId?: string;
     targetRequestId?: RequestId;
     targetProtocolVersion?: string;
+    session?: Pick<SessionRecord, 'principal' | 'expiresAt'>;
   },
 ): PendingRecord {
   const now = Math.floor(Date.now() / 1000);
   const gatewayId = newGatewayRequestId();
+  const { session, ...rest } = fields;
   return {
     gatewayId,
     targetRequestId: gatewayId,
-    ...fields,
+    ...rest,
+    ...(session ? { principal: session.principal, sessionExpiresAt: session.expiresAt } : {}),
     status: 'pending',
     createdAt: now,
     expiresAt: now + timeoutSeconds,

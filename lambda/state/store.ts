@@ -112,6 +112,14 @@ export interface PendingRecord {
    * no live receiver.
    */
   ack?: string;
+  /**
+   * The principal of the session whose call created the record, and that session's expiry (epoch
+   * seconds), on the records of a session's calls: an answer POST records its answer for the holder
+   * with one conditional write on them, without reading the session first (`recordAnswer` with
+   * `principal`). Absent on records written before they were kept, and on a bridged call's.
+   */
+  principal?: string;
+  sessionExpiresAt?: number;
 }
 
 /**
@@ -351,8 +359,19 @@ export interface PendingStore extends Pick<PrincipalCounters, 'admitBridgedCall'
    * Keeps the client's answer to a relayed request in its record for the live holder to deliver
    * (pending → recorded), exactly once: false when absent, expired, not pending, or without a live
    * holder lease (no lease: nobody would look for it; delivered directly instead).
+   *
+   * With `principal` (an answer POST that has not read its session): besides, only a relayed request's
+   * record that carries its session's principal — this one — and its session's expiry, not yet passed;
+   * false for any other (a question, another principal's, a record without them), which the caller
+   * then reads with its session as before.
    */
-  recordAnswer(sessionId: string, gatewayId: string, answer: string, now?: number): Promise<boolean>;
+  recordAnswer(
+    sessionId: string,
+    gatewayId: string,
+    answer: string,
+    now?: number,
+    options?: { principal?: string },
+  ): Promise<boolean>;
 }
 
 /** The stream-log part: the events of resumable client streams (legacy/stream-log.ts). */

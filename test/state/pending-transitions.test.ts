@@ -24,7 +24,14 @@ const NOW = 1_900_000_000;
 const NOW_MS = NOW * 1000 + 500;
 const TOKEN = 'mine';
 
-const inputs: TransitionInputs = { now: NOW, nowMs: NOW_MS, token: TOKEN, answer: '{"result":{}}', until: NOW_MS + 9 };
+const inputs: TransitionInputs = {
+  now: NOW,
+  nowMs: NOW_MS,
+  token: TOKEN,
+  answer: '{"result":{}}',
+  until: NOW_MS + 9,
+  principal: 'alice',
+};
 
 /** Every combination of the dimensions' values (undefined: the attribute is absent). */
 function grid(dimensions: Record<string, readonly unknown[]>): Item[] {
@@ -45,22 +52,38 @@ const claims = [
   { claim: 'theirs', claimedAt: NOW_MS - CLAIM_LEASE_MS - 1 },
 ];
 
+const base = {
+  gatewayId: 'gw',
+  method: 'elicitation/create',
+  target: 'demo',
+  targetRequestId: 1,
+  clientRequestId: 7,
+  createdAt: NOW - 10,
+};
+
 const records: Item[] = grid({
   status: ['pending', 'delivering', 'recorded', 'answered', 'expired'],
   expiresAt: [NOW + 1, NOW],
   holderUntil: [undefined, NOW_MS + 1, NOW_MS, NOW_MS - 1],
   claimIndex: claims.map((_, i) => i),
 }).map(({ claimIndex, ...rest }) => ({
-  gatewayId: 'gw',
+  ...base,
   kind: 'relayed',
-  method: 'elicitation/create',
-  target: 'demo',
-  targetRequestId: 1,
-  clientRequestId: 7,
-  createdAt: NOW - 10,
+  principal: 'alice',
+  sessionExpiresAt: NOW + 1,
   ...rest,
   ...claims[claimIndex as number],
 }));
+
+/** What only the answer's record without the session read looks at: the kind, the principal, the session's expiry. */
+const sessionRecords: Item[] = grid({
+  status: ['pending', 'recorded'],
+  expiresAt: [NOW + 1, NOW],
+  holderUntil: [undefined, NOW_MS + 1, NOW_MS],
+  kind: ['relayed', 'question', 'held'],
+  principal: [undefined, 'alice', 'bob'],
+  sessionExpiresAt: [undefined, NOW + 1, NOW],
+}).map((record) => ({ ...base, ...record }));
 
 describe('the pending-record transitions on DynamoDB (dynalite) and in memory', () => {
   let client: DynamoDBDocumentClient;
@@ -115,8 +138,9 @@ describe('the pending-record transitions on DynamoDB (dynalite) and in memory', 
 
   it.each(Object.keys(PENDING_TRANSITIONS) as TransitionName[])('%s', async (name) => {
     const transition = PENDING_TRANSITIONS[name];
-    const onDynamoDb = await onDynamo(name, `S#${name}`, records);
-    const inMemory = [...records, undefined].map((record) => {
+    const cases = name === 'recordForPrincipal' || name === 'record' ? [...records, ...sessionRecords] : records;
+    const onDynamoDb = await onDynamo(name, `S#${name}`, cases);
+    const inMemory = [...cases, undefined].map((record) => {
       if (!transitionHolds(transition, record, inputs)) return { applied: false };
       const after = { ...record };
       applyTransition(transition, after, inputs);

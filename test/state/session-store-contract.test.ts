@@ -553,6 +553,41 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       expect(await store.recordAnswer(session.id, 'gw-unknown', answer, NOW)).toBe(false);
     });
 
+    it("records an answer without the session read only on a relayed request's record of the caller's live session", async () => {
+      const leased = { holderUntil: Date.now() + 60_000, principal: session.principal, sessionExpiresAt: NOW + 10 };
+      const own = pendingRecord(leased);
+      const question = pendingRecord({ ...leased, kind: 'question' });
+      const others = pendingRecord({ ...leased, principal: 'someone-else' });
+      const old = pendingRecord({ holderUntil: leased.holderUntil }); // written before records carried them
+      const outlived = pendingRecord({ ...leased, sessionExpiresAt: NOW });
+      for (const record of [own, question, others, old, outlived]) await store.putPending(session, record);
+      const answer = JSON.stringify({ result: { action: 'accept' } });
+      const asCaller = { principal: session.principal };
+      expect(await store.recordAnswer(session.id, own.gatewayId, answer, NOW, asCaller)).toBe(true);
+      expect(await store.getPending(session.id, own.gatewayId, NOW)).toEqual({ ...own, status: 'recorded', answer });
+      expect(await store.recordAnswer(session.id, own.gatewayId, answer, NOW, asCaller)).toBe(false);
+      for (const refused of [question, others, old, outlived]) {
+        expect(await store.recordAnswer(session.id, refused.gatewayId, answer, NOW, asCaller)).toBe(false);
+        expect(await store.getPending(session.id, refused.gatewayId, NOW)).toEqual(refused);
+      }
+      // Without a principal, as before: the record's principal and its session's expiry are not looked at.
+      expect(await store.recordAnswer(session.id, outlived.gatewayId, answer, NOW)).toBe(true);
+    });
+
+    it("keeps a new record's session principal and expiry when it is created for a session", async () => {
+      const record = newPendingRecord(300, {
+        kind: 'relayed',
+        method: 'elicitation/create',
+        target: 'demo',
+        clientRequestId: 7,
+        session,
+      });
+      expect(record).toMatchObject({ principal: session.principal, sessionExpiresAt: session.expiresAt });
+      expect(record).not.toHaveProperty('session');
+      await store.putPending(session, record);
+      expect(await store.getPending(session.id, record.gatewayId, 0)).toEqual(record);
+    });
+
     it('refuses an answer to an unknown or expired request', async () => {
       const held = pendingRecord({ kind: 'question', expiresAt: NOW + 5 });
       await store.putPending(session, held);
@@ -600,6 +635,23 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       expect(await store.isCancelled(session.id, 'c.n.1')).toBeUndefined();
       // Another session's partition is untouched.
       expect(await store.countPending(other.id, 10, NOW)).toBe(1);
+    });
+
+    it('leaves no pending record an answer could be recorded in without the session read', async () => {
+      const session = sessionRecord();
+      await store.createSession(session);
+      const record = pendingRecord({
+        holderUntil: Date.now() + 60_000,
+        principal: session.principal,
+        sessionExpiresAt: session.expiresAt,
+      });
+      await store.putPending(session, record);
+      await store.deleteSession(session.id);
+      const answer = JSON.stringify({ result: {} });
+      expect(
+        await store.recordAnswer(session.id, record.gatewayId, answer, NOW, { principal: session.principal }),
+      ).toBe(false);
+      expect(await store.loadForAnswer(session.id, record.gatewayId, NOW)).toBeUndefined();
     });
 
     it('lets a new session be created under the id of a deleted one', async () => {

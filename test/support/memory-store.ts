@@ -324,10 +324,18 @@ export class MemorySessionStore implements SessionStore {
     return this.outcome(sessionId, gatewayId, 'answer', { now, nowMs: Date.now(), answer });
   }
 
-  async recordAnswer(sessionId: string, gatewayId: string, answer: string, now = nowSeconds()): Promise<boolean> {
+  async recordAnswer(
+    sessionId: string,
+    gatewayId: string,
+    answer: string,
+    now = nowSeconds(),
+    options: { principal?: string } = {},
+  ): Promise<boolean> {
     this.available();
     checkSize('the answer', { answer, gatewayId, pad: 'x'.repeat(1024) });
-    return this.transition(sessionId, gatewayId, 'record', { now, nowMs: Date.now(), answer });
+    const { principal } = options;
+    const inputs = { now, nowMs: Date.now(), answer, principal };
+    return this.transition(sessionId, gatewayId, principal === undefined ? 'record' : 'recordForPrincipal', inputs);
   }
 
   async putStreamEvent(sessionId: string, event: StreamEventRecord): Promise<void> {

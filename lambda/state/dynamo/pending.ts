@@ -126,9 +126,17 @@ export class DynamoPendingRecords implements Omit<PendingStore, 'admitBridgedCal
     );
   }
 
-  async recordAnswer(sessionId: string, gatewayId: string, answer: string, now = nowSeconds()): Promise<boolean> {
+  async recordAnswer(
+    sessionId: string,
+    gatewayId: string,
+    answer: string,
+    now = nowSeconds(),
+    options: { principal?: string } = {},
+  ): Promise<boolean> {
     checkSize('the answer', { answer, gatewayId, pad: 'x'.repeat(1024) });
-    return this.applied(sessionId, gatewayId, 'record', { now, nowMs: Date.now(), answer });
+    const { principal } = options;
+    const inputs = { now, nowMs: Date.now(), answer, principal };
+    return this.applied(sessionId, gatewayId, principal === undefined ? 'record' : 'recordForPrincipal', inputs);
   }
 
   /** One transition of a pending record: false when the condition refused it. */

@@ -303,9 +303,16 @@ export class DynamoSessionRecords implements SessionRecordStore {
     })) {
       keys.push(...((page.Items ?? []) as Array<{ pk: string; sk: string }>));
     }
-    // The session item first: once it is gone no request can use the partition, whatever else fails.
-    keys.sort((a, b) => (a.sk === SESSION_SK ? -1 : b.sk === SESSION_SK ? 1 : 0));
-    await this.table.batchDelete(keys);
+    // The pending records first, by a write of their own, then the session item before the rest: once
+    // the session item is gone no request can use the partition, whatever else fails. Every request
+    // reads the session item first, but an answer POST records its answer for the holder with one
+    // conditional write on the pending record alone (recordAnswer with a principal): a record left
+    // behind a deleted session item would take it, so none is.
+    const pending = keys.filter((key) => key.sk.startsWith(PENDING_PREFIX));
+    const rest = keys.filter((key) => !key.sk.startsWith(PENDING_PREFIX));
+    rest.sort((a, b) => (a.sk === SESSION_SK ? -1 : b.sk === SESSION_SK ? 1 : 0));
+    if (pending.length > 0) await this.table.batchDelete(pending);
+    await this.table.batchDelete(rest);
   }
 
   async markCancelled(

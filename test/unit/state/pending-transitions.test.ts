@@ -13,7 +13,7 @@ import { CLAIM_LEASE_MS } from '../../../lambda/state/records';
  */
 
 const NOW = 1_900_000_000;
-const inputs: TransitionInputs = { now: NOW, nowMs: NOW * 1000, token: 't', answer: '{}', until: 1 };
+const inputs: TransitionInputs = { now: NOW, nowMs: NOW * 1000, token: 't', answer: '{}', until: 1, principal: 'p' };
 
 describe('a transition as one conditional UpdateItem', () => {
   it('claim: pending or a lapsed delivery, not expired, the holder live or absent; sets the claim', () => {
