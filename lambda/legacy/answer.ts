@@ -2,8 +2,9 @@ import { errorResponse, refuse } from '../http/errors';
 import { accepted } from '../http/responses';
 import { describeError } from '../observability/logger';
 import { GatewayError, ItemTooLargeError } from '../protocol/errors';
+import { MCP_HEADERS } from '../protocol/headers';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
-import type { LoadedAnswer, PendingRecord } from '../state/store';
+import type { LoadedAnswer, PendingRecord, PendingStore } from '../state/store';
 import {
   type DeliveryOutcome,
   deliverAnswer as deliverRelayedAnswer,
@@ -40,6 +41,48 @@ import { upstreamRequestId } from './ids';
  *   help, so the record is settled and the call is ended now — a marker the holder finds within
  *   seconds (call-relay.ts), and -32001 on the client's call stream; 502 to this POST.
  */
+/**
+ * The answer's first try, before anything is read (the POST's MCP-Protocol-Version already checked,
+ * its Mcp-Session-Id present and well-formed): an answer to a relayed request whose call a live
+ * holder holds is recorded for the holder with one conditional write on its pending record, 202 —
+ * the request's only DynamoDB request. Undefined when that write is refused or cannot apply (another
+ * record kind or state, an answer too large for a record, a record written before records carried
+ * their session's principal): the caller then reads the session and the record and goes on as ever
+ * (`deliverAnswer`), so every other response is what that path answers.
+ *
+ * What the session read guaranteed, and how the write keeps it without the read:
+ * - the session is the caller's: the record carries its session's principal, and the write's
+ *   condition is that it is the caller's (another principal's session: refused, then 404 by the read);
+ * - the session was not deleted: deleting a session removes its pending records by a write before the
+ *   one that removes the session item (state/dynamo/sessions.ts), so no record outlives it: refused, 404;
+ * - the session has not expired: the record carries its session's expiry, and the write's condition
+ *   is that it has not passed (a call may outlive its session; its answer then gets 404 as before);
+ * - the request is well-formed for the session: an unsupported MCP-Protocol-Version is refused before
+ *   any message but initialize (legacy-path.ts, handleLegacyPost), as the read's check would.
+ * The write fails (DynamoDB unreachable): answered as the read's failure is (503, try again).
+ */
+export async function recordBeforeReading(
+  deps: LegacyDeps,
+  sessionId: string,
+  principal: string,
+  answer: JSONRPCResponse,
+): Promise<Response | undefined> {
+  const gatewayId = typeof answer.id === 'string' ? answer.id : undefined;
+  if (!gatewayId || !fitsARecord(answer)) return undefined;
+  const asCaller: Pick<PendingStore, 'recordAnswer'> = {
+    recordAnswer: (partition, id, kept, now) => deps.store.recordAnswer(partition, id, kept, now, { principal }),
+  };
+  try {
+    if (!(await recordAnswer(asCaller, sessionId, gatewayId, answer))) return undefined;
+  } catch (error) {
+    if (error instanceof ItemTooLargeError) return undefined; // delivered from here by the path below
+    deps.logger.error('recording the answer failed', { sessionId, error: describeError(error) });
+    return errorResponse(answer.id ?? null, error);
+  }
+  deps.logger.info('answer recorded for the holder', { sessionId, gatewayRequestId: gatewayId });
+  return accepted({ [MCP_HEADERS.sessionId]: sessionId });
+}
+
 export async function deliverAnswer(
   deps: LegacyDeps,
   loaded: LoadedAnswer,

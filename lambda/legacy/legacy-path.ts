@@ -11,7 +11,7 @@ import { legacyVersionsOf } from '../protocol/versions';
 import { newSessionId } from '../state/records';
 import type { LoadedSession, SessionRecord } from '../state/store';
 import { admitSession, releaseSession } from './admission';
-import { deliverAnswer } from './answer';
+import { deliverAnswer, recordBeforeReading } from './answer';
 import { CLIENT_STREAM_KEY, openClientStream } from './client-stream';
 import type { LegacyDeps } from './deps';
 import { needsResumeProof, releasePolicy, resumeProofKey } from './release-policy';
@@ -59,7 +59,14 @@ export async function handleLegacyPost(input: LegacyInput): Promise<Response> {
     });
   }
   if (message.kind === 'response') {
-    // An answer reads the session and its one pending record, never the whole partition.
+    // An answer to a relayed request whose call a live holder holds: one conditional write, nothing read
+    // (answer.ts, recordBeforeReading, says how it keeps what the read below guarantees).
+    const sessionId = headers.get(MCP_HEADERS.sessionId);
+    if (sessionId && isWellFormedSessionId(sessionId)) {
+      const recorded = await recordBeforeReading(deps, sessionId, input.principal, message.message);
+      if (recorded) return recorded;
+    }
+    // Any other answer reads the session and its one pending record, never the whole partition.
     const gatewayId = typeof message.message.id === 'string' ? message.message.id : '';
     const loaded = await loadOwnSession(input, (id) => deps.store.loadForAnswer(id, gatewayId));
     if (loaded instanceof Response) return loaded;

@@ -122,10 +122,11 @@ describe.each(kinds)('DynamoDB requests through the %s', (kind) => {
       const { GetItem: looks, ...rest } = counted();
       // The call (A): Query (the session, with its pending records counted for the per-session cap:
       // the round pays no Query of its own). The round (A): BatchWriteItem (the pending record, the
-      // resumable stream's priming event and the question, kept together before they are sent). The answer (B): BatchGetItem (the session and its record), UpdateItem (the
-      // answer recorded for the holder, which delivers it: no claim, acknowledgement or settle). The
-      // end (A): BatchWriteItem (the stream's end kept, its events and the pending record removed).
-      expect(rest).toEqual({ Query: 1, BatchGetItem: 1, UpdateItem: 1, BatchWriteItem: 2 });
+      // resumable stream's priming event and the question, kept together before they are sent). The
+      // answer (B): UpdateItem alone (the answer recorded for the holder, which delivers it: no claim,
+      // acknowledgement or settle; nothing read first, the record carrying its session's principal and
+      // expiry). The end (A): BatchWriteItem (the stream's end kept, its events and the pending record removed).
+      expect(rest).toEqual({ Query: 1, UpdateItem: 1, BatchWriteItem: 2 });
       // GetItem: the holder's looks at its waiting record (20 ms after the question, doubling to every
       // 250 ms), the one that finds the answer included; their number follows the time taken, at least that one.
       expect(looks).toBeGreaterThanOrEqual(1);
