@@ -14,6 +14,7 @@ import { RequestStateSealer } from '../modern/request-state';
 import { createActiveTracer } from '../observability/active-tracing';
 import { createLogger, type GatewayLogger } from '../observability/logger';
 import { LATEST_LEGACY_VERSION, legacyVersionsOf } from '../protocol/versions';
+import type { Clock } from '../scheduling/clock';
 import { createDocumentClient } from '../state/dynamo-client';
 import { DynamoSessionStore } from '../state/dynamo-store';
 import type { SessionStore } from '../state/store';
@@ -37,6 +38,8 @@ export interface BuildOptions {
   outbound?: Omit<OutboundCredentialsOptions, 'logger'>;
   /** The clock sealed `requestState` expiry is read by (tests cross a window with it); default Date.now. */
   requestStateClock?: () => number;
+  /** What waiting calls read the time from and schedule on; default Node's (tests drive a fake one). */
+  clock?: Clock;
 }
 
 /** Assembles the gateway from a validated configuration: the one place parts are wired together. */
@@ -68,6 +71,7 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
     catalog: new Catalog(targets, { toolNamePrefix: config.toolNamePrefix }, logger),
     serverInfo: GATEWAY_INFO,
     keepAliveMs: options.keepAliveMs ?? DEFAULT_KEEPALIVE_MS,
+    clock: options.clock,
     requestState: new RequestStateSealer(
       SealedBox.fromSecrets(secrets),
       config.requestStateTtlSeconds,

@@ -4,6 +4,8 @@ import { describeError } from '../observability/logger';
 import { GatewayError, ItemTooLargeError } from '../protocol/errors';
 import { MCP_HEADERS } from '../protocol/headers';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
+import type { JSONRPCErrorResponse, JSONRPCResultResponse } from '../protocol/types';
+import { answerPathOf } from '../state/records';
 import type { LoadedAnswer, PendingRecord, PendingStore } from '../state/store';
 import {
   type DeliveryOutcome,
@@ -44,11 +46,13 @@ import { upstreamRequestId } from './ids';
 /**
  * The answer's first try, before anything is read (the POST's MCP-Protocol-Version already checked,
  * its Mcp-Session-Id present and well-formed): an answer to a relayed request whose call a live
- * holder holds is recorded for the holder with one conditional write on its pending record, 202 —
- * the request's only DynamoDB request. Undefined when that write is refused or cannot apply (another
- * record kind or state, an answer too large for a record, a record written before records carried
- * their session's principal): the caller then reads the session and the record and goes on as ever
- * (`deliverAnswer`), so every other response is what that path answers.
+ * holder holds is recorded for the holder, and an answer to the gateway's own question is stored, each
+ * with one conditional write on its pending record, 202 — the request's only DynamoDB request. The
+ * gateway id says which (state/records.ts, AnswerPath); an id marked to be read first is not tried.
+ * Undefined when that write is refused or cannot apply (another record kind or state, an answer too
+ * large for a record, a record written before records carried their session's principal): the caller
+ * then reads the session and the record and goes on as ever (`deliverAnswer`), so every other
+ * response is what that path answers.
  *
  * What the session read guaranteed, and how the write keeps it without the read:
  * - the session is the caller's: the record carries its session's principal, and the write's
@@ -68,19 +72,34 @@ export async function recordBeforeReading(
   answer: JSONRPCResponse,
 ): Promise<Response | undefined> {
   const gatewayId = typeof answer.id === 'string' ? answer.id : undefined;
-  if (!gatewayId || !fitsARecord(answer)) return undefined;
-  const asCaller: Pick<PendingStore, 'recordAnswer'> = {
-    recordAnswer: (partition, id, kept, now) => deps.store.recordAnswer(partition, id, kept, now, { principal }),
-  };
+  // The id says how its answer is taken (state/records.ts, AnswerPath): one that is read first
+  // would only pay a refused write before the read.
+  const path = gatewayId ? answerPathOf(gatewayId) : 'read';
+  if (!gatewayId || path === 'read' || !fitsARecord(answer)) return undefined;
   try {
-    if (!(await recordAnswer(asCaller, sessionId, gatewayId, answer))) return undefined;
+    if (path === 'question') {
+      if (!isResultOrError(answer) || !(await storeQuestionAnswer(deps.store, sessionId, answer, { principal }))) {
+        return undefined;
+      }
+      deps.logger.info('gateway question answered', { sessionId, gatewayRequestId: gatewayId });
+    } else {
+      const asCaller: Pick<PendingStore, 'recordAnswer'> = {
+        recordAnswer: (partition, id, kept, now) => deps.store.recordAnswer(partition, id, kept, now, { principal }),
+      };
+      if (!(await recordAnswer(asCaller, sessionId, gatewayId, answer))) return undefined;
+      deps.logger.info('answer recorded for the holder', { sessionId, gatewayRequestId: gatewayId });
+    }
   } catch (error) {
     if (error instanceof ItemTooLargeError) return undefined; // delivered from here by the path below
     deps.logger.error('recording the answer failed', { sessionId, error: describeError(error) });
     return errorResponse(answer.id ?? null, error);
   }
-  deps.logger.info('answer recorded for the holder', { sessionId, gatewayRequestId: gatewayId });
   return accepted({ [MCP_HEADERS.sessionId]: sessionId });
+}
+
+/** A response the client may send: a result or an error (anything else is left to the read path's refusal). */
+function isResultOrError(answer: JSONRPCResponse): answer is JSONRPCResultResponse | JSONRPCErrorResponse {
+  return 'result' in answer || 'error' in answer;
 }
 
 export async function deliverAnswer(

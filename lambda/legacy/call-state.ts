@@ -5,6 +5,7 @@ import { describeError } from '../observability/logger';
 import type { JSONRPCRequest, ProgressToken, RequestId } from '../protocol/types';
 import type { DeferredResponse } from '../relay/deferred-response';
 import { ProgressMapper } from '../relay/progress';
+import { withoutHolder } from '../state/records';
 import type { CallEndReason, LoadedSession, PendingRecord } from '../state/store';
 import type { StreamCursor } from '../targets/sse-reader';
 import type { Caller, TargetLink } from '../targets/target-link';
@@ -195,8 +196,7 @@ export class CallState {
       this.leased.add(record.gatewayId);
       return record;
     }
-    const { holderUntil: _none, ...unleased } = record;
-    return unleased;
+    return withoutHolder(record);
   }
 
   pendingIds(): string[] {

@@ -11,7 +11,7 @@ import { atOrAbove } from '../protocol/log-levels';
 import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import { BackgroundTasks } from '../scheduling/background-tasks';
 import { CallTimers } from '../scheduling/call-timers';
-import { newPendingRecord } from '../state/records';
+import { newPendingRecord, withoutHolder } from '../state/records';
 import type { LoadedSession, TargetSessionRecord } from '../state/store';
 import type { LegacySession } from '../targets/legacy-client';
 import type { SessionStreamHandle } from '../targets/standalone-streams';
@@ -249,16 +249,17 @@ class ClientStream {
       });
       return reply(rpcErrorOf(request.id, 'MethodNotFound', `Method not found: ${request.method}`));
     }
-    const created = newPendingRecord(deps.config.pendingRequestTimeoutSeconds, {
-      kind: 'relayed',
-      method: request.method,
-      target,
-      targetSessionId: session.targetSessionId,
-      targetRequestId: request.id,
-      targetProtocolVersion: session.protocolVersion,
-      clientRequestId: NO_CLIENT_REQUEST,
-    });
-    const { holderUntil: _noHolder, ...record } = created;
+    const record = withoutHolder(
+      newPendingRecord(deps.config.pendingRequestTimeoutSeconds, {
+        kind: 'relayed',
+        method: request.method,
+        target,
+        targetSessionId: session.targetSessionId,
+        targetRequestId: request.id,
+        targetProtocolVersion: session.protocolVersion,
+        clientRequestId: NO_CLIENT_REQUEST,
+      }),
+    );
     try {
       const cap = deps.config.maxPendingRequestsPerSession;
       const count = await deps.store.countPending(this.sessionId, cap);

@@ -27,7 +27,7 @@ export interface TransitionInputs {
   answer?: string;
   /** The holder's new lease, epoch ms (renewHolder). */
   until?: number;
-  /** The principal of the request that answers (recordForPrincipal). */
+  /** The principal of the request that answers (recordForPrincipal, answerForPrincipal). */
   principal?: string;
 }
 
@@ -69,6 +69,8 @@ export const GUARDS = {
   claimLapsed: compare('claimedAt', '<', input('staleBefore')),
   /** A relayed request (the target's), not the gateway's own question. */
   relayed: compare('kind', '=', constant('relayed')),
+  /** The gateway's own question. */
+  question: compare('kind', '=', constant('question')),
   /** The record carries the principal of its session, and it is the caller's (records without one never match). */
   principalMatches: compare('principal', '=', input('principal')),
   /** The record carries its session's expiry, not yet passed (records without one never match). */
@@ -151,6 +153,16 @@ export const PENDING_TRANSITIONS = {
     from: ['pending'],
     guards: ['notExpired', 'holderLive', 'relayed', 'principalMatches', 'sessionLive'],
     set: { status: constant('recorded'), answer: input('answer') },
+  },
+  /**
+   * `answer`, for an answer POST that has not read its session: only a question's record that carries
+   * its session's principal — the caller's — and its session's expiry, not yet passed.
+   */
+  answerForPrincipal: {
+    from: ['pending'],
+    guards: ['notExpired', 'holderLiveOrAbsent', 'question', 'principalMatches', 'sessionLive'],
+    set: { status: constant('answered'), answer: input('answer') },
+    returnsRefused: true,
   },
   /** The holder is alive: its lease extended, whatever the status. */
   renewHolder: { from: 'any', set: { holderUntil: input('until') } },

@@ -8,9 +8,44 @@ export function newSessionId(): string {
   return randomBytes(32).toString('base64url');
 }
 
-/** Ids of server-to-client requests as the client sees them: 128 random bits, never the target's own. */
-export function newGatewayRequestId(): string {
-  return `gw-${randomBytes(16).toString('base64url')}`;
+/**
+ * How the answer to a pending record is taken, told by its gateway id so the answer POST needs no read
+ * to choose (the record's own conditions decide; a forged or stale mark only costs its sender a refused
+ * write before the read): `record` — a relayed request a live holder holds, its answer recorded for it
+ * in one write; `question` — the gateway's own question, answered in one write; `read` — anything else
+ * (no holder: a call that can be taken over, the session's GET stream), read first.
+ */
+export type AnswerPath = 'record' | 'question' | 'read';
+
+/** The mark: the first character after `gw-` (a base64url digit, so the id keeps its shape). */
+const PATH_MARKS: Record<AnswerPath, string> = { record: 'H', question: 'Q', read: 'D' };
+
+/**
+ * Ids of server-to-client requests as the client sees them: `gw-` and 22 base64url digits (16 bytes),
+ * the first of which marks the answer's path and the other 21 random (126 bits), never the target's own.
+ */
+export function newGatewayRequestId(path: AnswerPath = 'read'): string {
+  return withAnswerPath(`gw-${randomBytes(16).toString('base64url')}`, path);
+}
+
+export function withAnswerPath(gatewayId: string, path: AnswerPath): string {
+  return `gw-${PATH_MARKS[path]}${gatewayId.slice(4)}`;
+}
+
+/** The path a gateway id's mark names; `read` for any other id. */
+export function answerPathOf(gatewayId: string): AnswerPath {
+  if (!gatewayId.startsWith('gw-') || gatewayId.length !== 25) return 'read';
+  const mark = gatewayId[3];
+  return mark === PATH_MARKS.record ? 'record' : mark === PATH_MARKS.question ? 'question' : 'read';
+}
+
+/** A record no holder holds (its answer delivered by whichever instance receives it): no lease, read first. */
+export function withoutHolder(record: PendingRecord): PendingRecord {
+  const { holderUntil: _none, ...unleased } = record;
+  const gatewayId = withAnswerPath(record.gatewayId, 'read');
+  // A question's target id is its gateway id (it has no target request behind it).
+  const targetRequestId = record.targetRequestId === record.gatewayId ? gatewayId : record.targetRequestId;
+  return { ...unleased, gatewayId, targetRequestId };
 }
 
 /**
@@ -32,7 +67,7 @@ export function newPendingRecord(
   },
 ): PendingRecord {
   const now = Math.floor(Date.now() / 1000);
-  const gatewayId = newGatewayRequestId();
+  const gatewayId = newGatewayRequestId(fields.kind === 'question' ? 'question' : 'record');
   const { session, ...rest } = fields;
   return {
     gatewayId,

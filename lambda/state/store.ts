@@ -354,7 +354,14 @@ export interface PendingStore extends Pick<PrincipalCounters, 'admitBridgedCall'
    * absent, expired or answered (or its holder's lease ran out), with the record as it stood
    * (PendingWriteOutcome: a write whose reply was lost and that the SDK sent again finds its own answer).
    */
-  answerPending(sessionId: string, gatewayId: string, answer: string, now?: number): Promise<PendingWriteOutcome>;
+  answerPending(
+    sessionId: string,
+    gatewayId: string,
+    answer: string,
+    now?: number,
+    /** As for recordAnswer: only a question's record of the caller's live session (the POST read nothing). */
+    options?: { principal?: string },
+  ): Promise<PendingWriteOutcome>;
   /**
    * Keeps the client's answer to a relayed request in its record for the live holder to deliver
    * (pending → recorded), exactly once: false when absent, expired, not pending, or without a live

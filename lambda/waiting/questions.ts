@@ -56,6 +56,8 @@ export async function storeQuestionAnswer(
   store: PendingStore,
   sessionId: string,
   answer: JSONRPCResultResponse | JSONRPCErrorResponse,
+  /** An answer POST that read nothing: only a question of this principal's live session (PendingStore.answerPending). */
+  options: { principal?: string } = {},
 ): Promise<boolean> {
   const gatewayId = answer.id as string;
   const payload = JSON.stringify(
@@ -63,5 +65,5 @@ export async function storeQuestionAnswer(
       ? { jsonrpc: '2.0', id: gatewayId, error: answer.error }
       : { jsonrpc: '2.0', id: gatewayId, result: answer.result },
   );
-  return (await store.answerPending(sessionId, gatewayId, payload)).written;
+  return (await store.answerPending(sessionId, gatewayId, payload, undefined, options)).written;
 }

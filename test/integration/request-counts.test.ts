@@ -134,4 +134,29 @@ describe.each(kinds)('DynamoDB requests through the %s', (kind) => {
       await caller.close();
     }
   });
+
+  it("a question round (a 2026-07-28 target's input round asked of a 2025-11-25 session) answered through the other instance: the figures per round", async () => {
+    const [a, b] = gw.instances;
+    const caller = await v1Session(a!.url, { elicitation: true, answerUrl: b!.url });
+    try {
+      gw.dynamo.reset(); // what the tests before this one wrote
+      expect(await caller.call('dual___use_aws', { command: 'warm' })).toBe('executed: warm');
+      await eventually(() => expect(gw.dynamo.counts.get('BatchWriteItem')).toBe(2)); // the warm-up's end
+      gw.dynamo.reset();
+      expect(await caller.call('dual___use_aws', { command: 'ls' })).toBe('executed: ls');
+      await eventually(() => expect(gw.dynamo.counts.get('BatchWriteItem')).toBe(2));
+      const { GetItem: polls, ...rest } = counted();
+      // The call (A): Query. The round (A): PutItem (the question's record, written before it is
+      // asked), PutItem (the waiting call's record: a 2026-07-28 target's round can be released and
+      // taken over, legacy/call-release.ts), BatchWriteItem (the priming event and the question). The
+      // answer (B): UpdateItem alone (stored in the question's record, conditioned on its principal and
+      // its session's expiry: nothing read first). The end (A): DeleteItem (the waiting call's record),
+      // BatchWriteItem (the stream's end kept, its events and the question's record removed).
+      expect(rest).toEqual({ Query: 1, PutItem: 2, UpdateItem: 1, DeleteItem: 1, BatchWriteItem: 2 });
+      // GetItem: the asker's polls of its question until the answer is there; at least the one that finds it.
+      expect(polls).toBeGreaterThanOrEqual(1);
+    } finally {
+      await caller.close();
+    }
+  });
 });

@@ -138,7 +138,8 @@ describe('the pending-record transitions on DynamoDB (dynalite) and in memory', 
 
   it.each(Object.keys(PENDING_TRANSITIONS) as TransitionName[])('%s', async (name) => {
     const transition = PENDING_TRANSITIONS[name];
-    const cases = name === 'recordForPrincipal' || name === 'record' ? [...records, ...sessionRecords] : records;
+    const withSession = ['record', 'recordForPrincipal', 'answer', 'answerForPrincipal'].includes(name);
+    const cases = withSession ? [...records, ...sessionRecords] : records;
     const onDynamoDb = await onDynamo(name, `S#${name}`, cases);
     const inMemory = [...cases, undefined].map((record) => {
       if (!transitionHolds(transition, record, inputs)) return { applied: false };

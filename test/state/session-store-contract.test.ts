@@ -1,7 +1,13 @@
 import { ItemTooLargeError } from '../../lambda/protocol/errors';
 import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
 import { DynamoSessionStore } from '../../lambda/state/dynamo-store';
-import { CLAIM_LEASE_MS, newPendingRecord, newSessionId } from '../../lambda/state/records';
+import {
+  answerPathOf,
+  CLAIM_LEASE_MS,
+  newPendingRecord,
+  newSessionId,
+  withoutHolder,
+} from '../../lambda/state/records';
 import {
   type PendingRecord,
   type SessionRecord,
@@ -572,6 +578,49 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
       }
       // Without a principal, as before: the record's principal and its session's expiry are not looked at.
       expect(await store.recordAnswer(session.id, outlived.gatewayId, answer, NOW)).toBe(true);
+    });
+
+    it("stores a question's answer without the session read only on a question of the caller's live session", async () => {
+      const leased = {
+        kind: 'question' as const,
+        holderUntil: Date.now() + 60_000,
+        principal: session.principal,
+        sessionExpiresAt: NOW + 10,
+      };
+      const own = pendingRecord(leased);
+      const relayed = pendingRecord({ ...leased, kind: 'relayed' });
+      const others = pendingRecord({ ...leased, principal: 'someone-else' });
+      const old = pendingRecord({ kind: 'question', holderUntil: leased.holderUntil });
+      const outlived = pendingRecord({ ...leased, sessionExpiresAt: NOW });
+      for (const record of [own, relayed, others, old, outlived]) await store.putPending(session, record);
+      const answer = JSON.stringify({ jsonrpc: '2.0', id: own.gatewayId, result: { action: 'accept' } });
+      const asCaller = { principal: session.principal };
+      expect((await store.answerPending(session.id, own.gatewayId, answer, NOW, asCaller)).written).toBe(true);
+      expect(await store.getPending(session.id, own.gatewayId, NOW)).toEqual({ ...own, status: 'answered', answer });
+      expect((await store.answerPending(session.id, own.gatewayId, answer, NOW, asCaller)).written).toBe(false);
+      for (const refused of [relayed, others, old, outlived]) {
+        expect((await store.answerPending(session.id, refused.gatewayId, answer, NOW, asCaller)).written).toBe(false);
+        expect(await store.getPending(session.id, refused.gatewayId, NOW)).toEqual(refused);
+      }
+    });
+
+    it('marks in a new gateway id how its answer is taken, and a record no holder holds as read first', () => {
+      const fields = { method: 'elicitation/create', target: 'demo', clientRequestId: 7, session };
+      const relayed = newPendingRecord(300, { ...fields, kind: 'relayed', targetRequestId: 3 });
+      const question = newPendingRecord(300, { ...fields, kind: 'question' });
+      expect(answerPathOf(relayed.gatewayId)).toBe('record');
+      expect(answerPathOf(question.gatewayId)).toBe('question');
+      for (const record of [relayed, question]) {
+        expect(record.gatewayId).toMatch(/^gw-[A-Za-z0-9_-]{22}$/);
+        const unheld = withoutHolder(record);
+        expect(answerPathOf(unheld.gatewayId)).toBe('read');
+        expect(unheld).not.toHaveProperty('holderUntil');
+        expect(unheld.gatewayId.slice(4)).toBe(record.gatewayId.slice(4));
+      }
+      // A question's target id is its gateway id; a relayed request's stays the target's.
+      expect(withoutHolder(question).targetRequestId).toBe(withoutHolder(question).gatewayId);
+      expect(withoutHolder(relayed).targetRequestId).toBe(3);
+      expect(answerPathOf('gw-unknown')).toBe('read');
     });
 
     it("keeps a new record's session principal and expiry when it is created for a session", async () => {

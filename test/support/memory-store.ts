@@ -318,10 +318,13 @@ export class MemorySessionStore implements SessionStore {
     gatewayId: string,
     answer: string,
     now = nowSeconds(),
+    options: { principal?: string } = {},
   ): Promise<PendingWriteOutcome> {
     this.available();
     checkSize('the answer', { answer, gatewayId, pad: 'x'.repeat(1024) });
-    return this.outcome(sessionId, gatewayId, 'answer', { now, nowMs: Date.now(), answer });
+    const { principal } = options;
+    const inputs = { now, nowMs: Date.now(), answer, principal };
+    return this.outcome(sessionId, gatewayId, principal === undefined ? 'answer' : 'answerForPrincipal', inputs);
   }
 
   async recordAnswer(

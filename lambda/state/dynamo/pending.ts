@@ -114,16 +114,15 @@ export class DynamoPendingRecords implements Omit<PendingStore, 'admitBridgedCal
     gatewayId: string,
     answer: string,
     now = nowSeconds(),
+    options: { principal?: string } = {},
   ): Promise<PendingWriteOutcome> {
     // The answer is kept in the record: it must fit one item with the record's other attributes.
     checkSize('the answer', { answer, gatewayId, pad: 'x'.repeat(1024) });
     // Who answered first (or that this very write was applied, its reply lost) comes back with the refusal.
-    const inputs = { now, nowMs: Date.now(), answer };
-    return this.outcome(
-      sessionId,
-      gatewayId,
-      await pendingTransition(this.table, sessionId, gatewayId, 'answer', inputs),
-    );
+    const { principal } = options;
+    const inputs = { now, nowMs: Date.now(), answer, principal };
+    const name = principal === undefined ? 'answer' : 'answerForPrincipal';
+    return this.outcome(sessionId, gatewayId, await pendingTransition(this.table, sessionId, gatewayId, name, inputs));
   }
 
   async recordAnswer(

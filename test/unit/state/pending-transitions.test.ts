@@ -40,11 +40,11 @@ describe('a transition as one conditional UpdateItem', () => {
     });
   });
 
-  it('asks for the record with the refusal only where the caller learns why from it (expire, answer)', () => {
+  it('asks for the record with the refusal only where the caller learns why from it (expire, answer, either way)', () => {
     const asking = Object.entries(PENDING_TRANSITIONS)
       .filter(([, t]) => dynamoUpdateOf(t, inputs).ReturnValuesOnConditionCheckFailure === 'ALL_OLD')
       .map(([name]) => name);
-    expect(asking.sort()).toEqual(['answer', 'expire']);
+    expect(asking.sort()).toEqual(['answer', 'answerForPrincipal', 'expire']);
   });
 
   it('sends no values when the transition compares and writes none (detachHolder)', () => {
