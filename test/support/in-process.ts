@@ -4,6 +4,7 @@ import { createGateway } from '../../lambda/app/gateway';
 import { type GatewayConfigInput, parseConfig } from '../../lambda/config/schema';
 import type { ExchangeContext, FetchHandler } from '../../lambda/http/exchange';
 import type { GatewayLogger } from '../../lambda/observability/logger';
+import type { Clock } from '../../lambda/scheduling/clock';
 import { JSON_AND_SSE, type Json, type RelayedCall, readMessage, sseEvents } from './mcp-http';
 import { MemorySessionStore } from './memory-store';
 
@@ -30,6 +31,8 @@ export interface InProcessOptions {
   keepAliveMs?: number;
   /** How long each request may run (the exchange's deadline, as the Lambda adapter derives it); default 30 s. */
   deadlineMs?: number;
+  /** The waiting calls' clock (test/support/fake-clock.ts drives one); default Node's. */
+  clock?: Clock;
 }
 
 /** What one request adds to the exchange: the client's abort signal, a deadline, a platform principal. */
@@ -61,13 +64,18 @@ export interface InProcessGateway {
 export function inProcessGateway(config: GatewayConfigInput, options: InProcessOptions = {}): InProcessGateway {
   const store = options.store ?? new MemorySessionStore();
   const parsed = parseConfig({ logLevel: 'SILENT', ...config });
-  const deps = buildGatewayDeps(parsed, { store, logger: options.logger ?? QUIET, keepAliveMs: options.keepAliveMs });
+  const deps = buildGatewayDeps(parsed, {
+    store,
+    logger: options.logger ?? QUIET,
+    keepAliveMs: options.keepAliveMs,
+    clock: options.clock,
+  });
   const handler = createGateway(deps);
 
   const fetchIn = (path: string, init: RequestInit = {}, exchange: ExchangeOptions = {}) => {
     const context: ExchangeContext = {
       signal: exchange.signal ?? new AbortController().signal,
-      deadline: Date.now() + (exchange.deadlineMs ?? options.deadlineMs ?? 30_000),
+      deadline: (options.clock?.now() ?? Date.now()) + (exchange.deadlineMs ?? options.deadlineMs ?? 30_000),
       platformPrincipal: exchange.platformPrincipal,
     };
     return handler(new Request(new URL(path, IN_PROCESS_URL), init), context);
