@@ -121,14 +121,14 @@ export class Catalog {
         const budget = AbortSignal.timeout(limits.requestTimeoutMs);
         const signal = AbortSignal.any([scope.signal, budget]);
         try {
-          const upstream = await this.targets.open(target, scope.caller, signal);
+          const targetLink = await this.targets.open(target, scope.caller, signal);
           const items: unknown[] = [];
           let bytes = 0;
           let ttlMs = Number.POSITIVE_INFINITY;
           let cacheScope: 'public' | 'private' = 'public';
           let cursor: string | undefined;
           for (let page = 0; page < MAX_PAGES; page++) {
-            const response = await upstream.call({ method, params: cursor ? { cursor } : {} }, { signal });
+            const response = await targetLink.call({ method, params: cursor ? { cursor } : {} }, { signal });
             if ('error' in response) {
               this.logger.debug('target did not list', { target, method, code: response.error.code });
               break;
@@ -142,7 +142,7 @@ export class Catalog {
             if (bytes > limits.maxListBytes)
               throw new DependencyFailedError(target, `listed over ${limits.maxListBytes} bytes (limits.maxListBytes)`);
             items.push(...page);
-            const modern = upstream.era === 'modern';
+            const modern = targetLink.era === 'modern';
             ttlMs = Math.min(ttlMs, modern && typeof result.ttlMs === 'number' && result.ttlMs >= 0 ? result.ttlMs : 0);
             if (!(modern && result.cacheScope === 'public')) cacheScope = 'private';
             cursor = typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
@@ -153,7 +153,7 @@ export class Catalog {
             TargetListing[K]
           >;
           this.cache.put(target, kind, listed);
-          const era = upstream.era;
+          const era = targetLink.era;
           return { target, era, items: listed, ttlMs: Number.isFinite(ttlMs) ? ttlMs : 0, cacheScope };
         } catch (caught) {
           if (scope.signal.aborted) throw caught;

@@ -16,7 +16,7 @@ export type Resolution =
 
 /**
  * Finds the target of a called name. A prefixed name (`target___tool`) is always accepted; a bare
- * name when exactly one target has it. `entries` are the upstream names per target.
+ * name when exactly one target has it. `entries` are the targets' own names per target.
  */
 export function resolveName(
   called: string,

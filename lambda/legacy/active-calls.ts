@@ -1,5 +1,5 @@
 /**
- * The relayed calls this instance holds, by session and upstream request id: a client's
+ * The relayed calls this instance holds, by session and target call id: a client's
  * `notifications/cancelled` that reaches the same instance stops its call at once. (On Lambda an
  * execution environment runs one invocation at a time, so a cancellation always reaches another
  * one: that goes through a marker in DynamoDB, see call-relay.ts.)
@@ -16,16 +16,16 @@ export interface CancellableCall {
 export class ActiveCalls {
   private readonly calls = new Map<string, CancellableCall>();
 
-  register(sessionId: string, upstreamId: string, call: CancellableCall): () => void {
-    const key = `${sessionId}\u0000${upstreamId}`;
+  register(sessionId: string, targetCallId: string, call: CancellableCall): () => void {
+    const key = `${sessionId}\u0000${targetCallId}`;
     this.calls.set(key, call);
     return () => {
       if (this.calls.get(key) === call) this.calls.delete(key);
     };
   }
 
-  get(sessionId: string, upstreamId: string): CancellableCall | undefined {
-    return this.calls.get(`${sessionId}\u0000${upstreamId}`);
+  get(sessionId: string, targetCallId: string): CancellableCall | undefined {
+    return this.calls.get(`${sessionId}\u0000${targetCallId}`);
   }
 
   get size(): number {

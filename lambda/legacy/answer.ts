@@ -18,7 +18,7 @@ import { storeQuestionAnswer } from '../waiting/questions';
 import { fitsARecord, recordAnswer } from '../waiting/recorded-answer';
 import { NO_CLIENT_REQUEST } from './client-stream';
 import type { LegacyDeps } from './deps';
-import { upstreamRequestId } from './ids';
+import { targetCallIdOf } from './ids';
 
 /**
  * The client's answer to a request the gateway sent it: a separate POST that may reach any
@@ -201,7 +201,7 @@ async function endCall(deps: LegacyDeps, loaded: LoadedAnswer, pending: PendingR
   const sessionId = loaded.session.id;
   await settleClaim(deps, sessionId, pending.gatewayId, token, { sessionId });
   await deps.store
-    .markCancelled(sessionId, upstreamRequestId(pending.clientRequestId), loaded.session.expiresAt, 'answer-lost')
+    .markCancelled(sessionId, targetCallIdOf(pending.clientRequestId), loaded.session.expiresAt, 'answer-lost')
     .catch((error) =>
       deps.logger.warn('marker for the holder not written', { sessionId, error: describeError(error) }),
     );

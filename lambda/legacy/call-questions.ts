@@ -223,7 +223,7 @@ export class CallQuestions {
       pendingEnd,
     );
     const failed = new AbortController(); // one error answer ends the round: stop waiting for the rest
-    const stop = AbortSignal.any([call.upstreamAbort.signal, failed.signal, this.release.releaseWaits.signal]);
+    const stop = AbortSignal.any([call.targetAbort.signal, failed.signal, this.release.releaseWaits.signal]);
     call.phase = 'question-wait';
     const answers = await Promise.all(
       sent.map(async ({ gatewayId }) => {
@@ -241,7 +241,7 @@ export class CallQuestions {
     }
     if (answers.some((a) => a === 'timeout') && !call.endReason) {
       if (call.holder.clock.now() < pendingEnd) call.stop('deadline');
-      else if (!call.input.confirm || call.upstream) {
+      else if (!call.input.confirm || call.targetLink) {
         for (const { method } of sent) recordExpiredInput(method);
         call.stop('pending-timeout');
       } else return 'timeout';

@@ -176,7 +176,7 @@ class Relay {
     // Started before its session's read returned, and the session is gone: stopped as a cancelled call is
     // (the target is told; no response follows the 404), also on a resumable stream.
     this.input.sessionRead?.catch(() => call.stop('client-cancelled', 'gateway: the session is gone'));
-    const unregister = this.input.deps.activeCalls.register(loaded.session.id, call.upstreamId, {
+    const unregister = this.input.deps.activeCalls.register(loaded.session.id, call.targetCallId, {
       cancelByClient: (reason) => call.stop('client-cancelled', reason ?? 'gateway: client cancelled'),
       shutdown: async () => {
         // Released, the call goes on on another environment when its client reconnects; else it ends here.
@@ -249,14 +249,14 @@ class Relay {
       if (refusal) return refusal;
       from = undefined;
     }
-    const signal = call.upstreamAbort.signal;
-    const upstream = call.upstream ?? (await deps.targets.open(target, caller, signal));
-    call.upstream = upstream;
+    const signal = call.targetAbort.signal;
+    const targetLink = call.targetLink ?? (await deps.targets.open(target, caller, signal));
+    call.targetLink = targetLink;
     const options = {
       signal,
       cursor: call.cursor,
       detach: this.release.detach.signal,
-      progressToken: call.progress.upstreamToken,
+      progressToken: call.progress.targetToken,
       onServerRequest: (serverRequest: JSONRPCRequest) =>
         call.enqueue(() => this.serverRequests.onServerRequest(serverRequest)),
       onNotification: (notification: JSONRPCNotification) =>
@@ -266,13 +266,13 @@ class Relay {
       onTargetPolls: () => this.release.targetPolls(),
     };
     this.cancellation.start();
-    const callUpstream = async (id: RequestId, params: Record<string, unknown>, resumeFrom?: string) => {
-      call.phase = 'upstream';
-      call.upstreamCallId = id;
+    const callTarget = async (id: RequestId, params: Record<string, unknown>, resumeFrom?: string) => {
+      call.phase = 'target';
+      call.currentTargetCallId = id;
       try {
         const targetSessionId =
-          from?.kind === 'target-stream' ? from.targetSessionId : upstream.session?.targetSessionId;
-        return await upstream.call(
+          from?.kind === 'target-stream' ? from.targetSessionId : targetLink.session?.targetSessionId;
+        return await targetLink.call(
           { id, method: request.method, params },
           {
             ...options,
@@ -294,13 +294,13 @@ class Relay {
       if (collected === RELEASED || !('responses' in collected)) return collected;
       if (Object.keys(collected.responses).length) recordAnsweredInput('mrtr-retry');
       const params = retryParams(this.input.params, collected.responses, from.requestState);
-      response = await callUpstream(`${call.upstreamId}.r${from.round}`, params);
+      response = await callTarget(`${call.targetCallId}.r${from.round}`, params);
       firstRound = from.round + 1;
     } else if (from?.kind === 'target-stream') {
       this.release.step = from;
-      response = await callUpstream(from.requestId, this.input.params, from.lastEventId);
+      response = await callTarget(from.requestId, this.input.params, from.lastEventId);
     } else {
-      response = await callUpstream(call.upstreamId, this.input.params);
+      response = await callTarget(call.targetCallId, this.input.params);
     }
     // A 2026-07-28 target asks for input with input_required results: the rounds run here.
     for (let round = firstRound; ; round++) {
@@ -323,7 +323,7 @@ class Relay {
       if (collected === RELEASED || !('responses' in collected)) return collected;
       if (Object.keys(collected.responses).length) recordAnsweredInput('mrtr-retry');
       const params = retryParams(this.input.params, collected.responses, inputRequired.requestState);
-      response = await callUpstream(`${call.upstreamId}.r${round}`, params);
+      response = await callTarget(`${call.targetCallId}.r${round}`, params);
     }
     return { ...response, id: request.id };
   }

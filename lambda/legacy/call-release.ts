@@ -57,7 +57,7 @@ export class CallRelease {
         clientRequestId: request.id,
         params,
         confirm,
-        upstreamProgressToken: this.call.progress.upstreamToken,
+        upstreamProgressToken: this.call.progress.targetToken,
       },
       step,
       relayed: [...this.call.relayed].map(([gatewayId, { method, askedAt }]) => ({ gatewayId, method, askedAt })),
@@ -169,13 +169,13 @@ export class CallRelease {
    */
   private async holdTargetStream(): Promise<void> {
     const { call } = this;
-    const upstream = call.upstream;
-    if (call.phase !== 'upstream' || upstream?.era !== 'legacy' || !call.cursor.lastEventId) return;
+    const targetLink = call.targetLink;
+    if (call.phase !== 'target' || targetLink?.era !== 'legacy' || !call.cursor.lastEventId) return;
     await this.holdWaiting({
       kind: 'target-stream',
-      requestId: call.upstreamCallId ?? call.upstreamId,
+      requestId: call.currentTargetCallId ?? call.targetCallId,
       lastEventId: call.cursor.lastEventId,
-      targetSessionId: upstream.session?.targetSessionId,
+      targetSessionId: targetLink.session?.targetSessionId,
     });
   }
 
@@ -199,8 +199,8 @@ export class CallRelease {
     if (call.finished || call.endReason || call.releasing || !this.waiting?.holding) return;
     // An answer on its way to the target: what it does next is read by this invocation.
     if (call.delivering.size > 0) return;
-    if (call.phase === 'upstream') {
-      if (call.upstream?.era !== 'legacy' || !call.cursor.lastEventId || this.step?.kind !== 'target-stream') return;
+    if (call.phase === 'target') {
+      if (call.targetLink?.era !== 'legacy' || !call.cursor.lastEventId || this.step?.kind !== 'target-stream') return;
       if (!atDeadline && !this.targetStreamReleasable) return;
     } else if (call.phase !== 'question-wait') return;
     call.releasing = true;

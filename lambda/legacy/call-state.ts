@@ -12,7 +12,7 @@ import type { Caller, TargetLink } from '../targets/target-link';
 import { Holder } from '../waiting/holder';
 import type { CarriedRelease, WaitingCall, WaitingCallSnapshot } from '../waiting/waiting-call';
 import type { LegacyDeps } from './deps';
-import { upstreamRequestId } from './ids';
+import { targetCallIdOf } from './ids';
 import { decideCarriedRelease, type ReleaseDecision, type ReleasePolicy } from './release-policy';
 import type { StreamLog } from './stream-log';
 
@@ -25,7 +25,7 @@ export interface RelayInput {
   /** The client's request as received. */
   request: JSONRPCRequest;
   target: string;
-  /** The params to send upstream (names already mapped to the target's own). */
+  /** The params to send to the target (names already mapped to the target's own). */
   params: Record<string, unknown>;
   responseHeaders: Record<string, string>;
   /** confirmTools: ask the user before forwarding (the name the client called, the target's tool). */
@@ -48,8 +48,8 @@ export const RELEASED = Symbol('released');
  * timeouts, every timer and background task of the call, stopped once when the call ends).
  */
 export class CallState {
-  readonly upstreamId: string;
-  readonly upstreamAbort = new AbortController();
+  readonly targetCallId: string;
+  readonly targetAbort = new AbortController();
   /** The target's requests relayed to the client, still waiting (each with a timer `pending:<gatewayId>`). */
   readonly relayed = new Map<string, { method: string; askedAt: number }>();
   /** Its questions (confirmations, input rounds: waiting/questions.ts), removed with the others. */
@@ -67,7 +67,7 @@ export class CallState {
   /** The stream's log was opened by this relay, with `removedWithTheEnd` (not a reconnect's). */
   logRemovesPending = false;
   readonly progress: ProgressMapper;
-  upstream?: TargetLink;
+  targetLink?: TargetLink;
   /**
    * Events reach the client in the order the target sent them, each after its pending record is
    * stored — and none before the session's read when the call started ahead of it (read-ahead): what
@@ -82,9 +82,9 @@ export class CallState {
    * the client, their lease is renewed and they are looked at; its timers and background work.
    */
   readonly holder: Holder;
-  /** What the call is doing: waiting for answers to its questions, or reading the target (`upstreamCallId`). */
-  phase: 'question-wait' | 'upstream' | 'other' = 'other';
-  upstreamCallId?: RequestId;
+  /** What the call is doing: waiting for answers to its questions, or reading the target (`currentTargetCallId`). */
+  phase: 'question-wait' | 'target' | 'other' = 'other';
+  currentTargetCallId?: RequestId;
   /** The target stream's last event id and `retry` (a 2025 target's stream can be resumed from it). */
   readonly cursor: StreamCursor = {};
   /** The call is being let go of (legacy/call-release.ts). */
@@ -107,7 +107,7 @@ export class CallState {
     /** An answer recorded for this holder (waiting/recorded-answer.ts: the holder delivers it). */
     onRecorded: (record: PendingRecord) => void,
   ) {
-    this.upstreamId = upstreamRequestId(input.request.id);
+    this.targetCallId = targetCallIdOf(input.request.id);
     this.holder = new Holder({
       store: input.deps.store,
       logger: input.deps.logger,
@@ -171,7 +171,7 @@ export class CallState {
       .catch((error) => this.log.warn('relaying a target message failed', { error: describeError(error) }));
   }
 
-  /** Ends the call early: the target is told (by the upstream, on abort), the pending records go. */
+  /** Ends the call early: the target is told (by its target link, on abort), the pending records go. */
   stop(reason: CallEndReason, abortReason: unknown = `gateway: ${reason}`): void {
     if (this.finished || this.endReason) return;
     // A release under way outlives the deadline by its last writes: cancelling now would end a call it hands on.
@@ -179,19 +179,19 @@ export class CallState {
     this.endReason = reason;
     if (reason === 'client-cancelled') this.log.info('the client cancelled the call');
     else this.log.info('relayed call stopped', { reason });
-    this.upstreamAbort.abort(abortReason);
+    this.targetAbort.abort(abortReason);
   }
 
   /**
    * A record of a call that can be taken over (a resumable client stream of a client trusted to
-   * resume, and nothing upstream that only this invocation could read: `resumableUpstream`) needs no
+   * resume, and nothing at the target that only this invocation could read: `resumableTarget`) needs no
    * live holder: if this instance dies, the client's reconnect takes the call over, so an answer is
    * stored or delivered regardless. Any other record carries the holder's lease (state/records.ts): a
    * client that may never reconnect is told its answer came too late rather than have it taken for
    * nobody.
    */
-  withHolder(record: PendingRecord, resumableUpstream: boolean): PendingRecord {
-    const takeoverable = resumableUpstream && this.out?.resumable === true && this.decision.early;
+  withHolder(record: PendingRecord, resumableTarget: boolean): PendingRecord {
+    const takeoverable = resumableTarget && this.out?.resumable === true && this.decision.early;
     if (!takeoverable) {
       this.leased.add(record.gatewayId);
       return record;

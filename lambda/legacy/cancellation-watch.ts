@@ -31,7 +31,7 @@ export class CancellationWatch {
 
   cancelledElsewhere(): Promise<CallEndMarker | undefined> {
     const { deps, loaded } = this.call.input;
-    return deps.store.isCancelled(loaded.session.id, this.call.upstreamId).catch(() => undefined);
+    return deps.store.isCancelled(loaded.session.id, this.call.targetCallId).catch(() => undefined);
   }
 
   /** A marker another instance wrote: the client cancelled, or the target refused an answer of this call. */

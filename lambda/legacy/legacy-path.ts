@@ -206,7 +206,7 @@ async function terminateTargetSessions(deps: LegacyDeps, loaded: LoadedSession):
 /**
  * The session when it is live. An expired one that is still stored (DynamoDB's TTL deletes items
  * lazily, within days) is ended now, as DELETE ends one: its target sessions are terminated and its
- * partition removed — so a client that comes back after expiry ends what it left upstream. Either way
+ * partition removed — so a client that comes back after expiry ends what it left at its targets. Either way
  * the client sees 404 (the same read; nothing extra for a live session).
  */
 async function loadLiveSession(

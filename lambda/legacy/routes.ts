@@ -11,7 +11,7 @@ import type { LoadedSession } from '../state/store';
 import type { Caller } from '../targets/target-link';
 import { relayCall } from './call-relay';
 import type { LegacyDeps } from './deps';
-import { upstreamRequestId } from './ids';
+import { targetCallIdOf } from './ids';
 import { sessionCaller } from './session-caller';
 
 /**
@@ -162,8 +162,8 @@ async function setLevel(r: SessionRequest, level: unknown): Promise<void> {
   await Promise.all(
     deps.targets.names.map(async (target) => {
       try {
-        const upstream = await deps.targets.open(target, caller, exchange.signal);
-        await upstream.call({ method: 'logging/setLevel', params: { level } }, { signal: exchange.signal });
+        const targetLink = await deps.targets.open(target, caller, exchange.signal);
+        await targetLink.call({ method: 'logging/setLevel', params: { level } }, { signal: exchange.signal });
       } catch (error) {
         deps.logger.warn('logging/setLevel not relayed', { target, error: describeError(error) });
       }
@@ -183,10 +183,10 @@ async function cancelled(ctx: SessionExchange, notification: JSONRPCNotification
   const { deps, loaded } = ctx;
   const params = notification.params as { requestId?: string | number; reason?: unknown } | undefined;
   if (params?.requestId === undefined) return;
-  const upstreamId = upstreamRequestId(params.requestId);
+  const targetCallId = targetCallIdOf(params.requestId);
   const reason = typeof params.reason === 'string' ? params.reason : undefined;
   // Held here: the call stops, and its target is told with the client's reason.
-  const held = deps.activeCalls.get(loaded.session.id, upstreamId);
+  const held = deps.activeCalls.get(loaded.session.id, targetCallId);
   if (held) {
     held.cancelByClient(reason);
     return;
@@ -197,10 +197,10 @@ async function cancelled(ctx: SessionExchange, notification: JSONRPCNotification
     forEachTargetSession(ctx, {
       jsonrpc: '2.0',
       method: 'notifications/cancelled',
-      params: { ...notification.params, requestId: upstreamId },
+      params: { ...notification.params, requestId: targetCallId },
     }),
     deps.store
-      .markCancelled(loaded.session.id, upstreamId, loaded.session.expiresAt)
+      .markCancelled(loaded.session.id, targetCallId, loaded.session.expiresAt)
       .catch((error) => deps.logger.warn('cancellation marker not written', { error: describeError(error) })),
   ]);
   deps.logger.info('the client cancelled a call held by another instance', { sessionId: loaded.session.id });

@@ -23,8 +23,8 @@ export class ServerRequests {
 
   async onServerRequest(serverRequest: JSONRPCRequest): Promise<void> {
     const { deps, loaded, target } = this.call.input;
-    const upstream = this.call.upstream;
-    if (!upstream) return;
+    const targetLink = this.call.targetLink;
+    if (!targetLink) return;
     const params = serverRequest.params as Record<string, unknown> | undefined;
     // What the session's version allows of what the client declared (as declared to the target).
     const usable = capabilitiesForLegacyTarget(loaded.session.clientCapabilities, loaded.session.protocolVersion);
@@ -33,7 +33,9 @@ export class ServerRequests {
     if (!stream) {
       // Only declared capabilities are relayed; the target gets Method not found and should fall back.
       this.call.log.info('refused a server request the client cannot take', { serverMethod: serverRequest.method });
-      await upstream.reply(rpcErrorOf(serverRequest.id, 'MethodNotFound', `Method not found: ${serverRequest.method}`));
+      await targetLink.reply(
+        rpcErrorOf(serverRequest.id, 'MethodNotFound', `Method not found: ${serverRequest.method}`),
+      );
       return;
     }
     const record = this.call.withHolder(
@@ -41,13 +43,13 @@ export class ServerRequests {
         kind: 'relayed',
         method: serverRequest.method,
         target,
-        targetSessionId: upstream.session?.targetSessionId,
+        targetSessionId: targetLink.session?.targetSessionId,
         targetRequestId: serverRequest.id,
-        targetProtocolVersion: upstream.session?.protocolVersion,
+        targetProtocolVersion: targetLink.session?.protocolVersion,
         clientRequestId: this.call.input.request.id,
         session: loaded.session,
       }),
-      upstream.era === 'legacy' && this.call.cursor.lastEventId !== undefined,
+      targetLink.era === 'legacy' && this.call.cursor.lastEventId !== undefined,
     );
     // On this call's own resumable stream the record is written with the event that asks it (one
     // BatchWriteItem, before the event is sent: legacy/stream-log.ts); otherwise on its own.
@@ -60,12 +62,12 @@ export class ServerRequests {
     } catch (error) {
       if (error instanceof GatewayError && error.kind === 'TooManyPendingRequests') {
         this.call.log.warn('refused a server request: too many pending requests in the session');
-        await upstream.reply(rpcError(serverRequest.id, error));
+        await targetLink.reply(rpcError(serverRequest.id, error));
         return;
       }
       // Unrecorded, the client's answer could not be matched: refuse it at the target, which can fall back.
       this.call.log.warn('pending request not recorded; refused at the target', { error: describeError(error) });
-      await upstream.reply(
+      await targetLink.reply(
         rpcErrorOf(serverRequest.id, 'Internal', 'Gateway could not relay the request; retry later'),
       );
       return;
@@ -85,7 +87,7 @@ export class ServerRequests {
       this.call.holder.timers.clear(`pending:${record.gatewayId}`);
       this.call.relayed.delete(record.gatewayId);
       this.call.leased.delete(record.gatewayId);
-      await upstream.reply(
+      await targetLink.reply(
         rpcErrorOf(serverRequest.id, 'Internal', 'Gateway could not relay the request; retry later'),
       );
     });
@@ -95,12 +97,12 @@ export class ServerRequests {
       gatewayRequestId: record.gatewayId,
     });
     // The target now waits for the client: when its stream can be resumed, the call may be released.
-    if (this.call.upstreamCallId !== undefined && this.call.upstream?.era === 'legacy') {
+    if (this.call.currentTargetCallId !== undefined && this.call.targetLink?.era === 'legacy') {
       await this.release.holdWaiting({
         kind: 'target-stream',
-        requestId: this.call.upstreamCallId,
+        requestId: this.call.currentTargetCallId,
         lastEventId: this.call.cursor.lastEventId ?? '',
-        targetSessionId: upstream.session?.targetSessionId,
+        targetSessionId: targetLink.session?.targetSessionId,
       });
     }
   }
@@ -162,7 +164,7 @@ export class ServerRequests {
       record,
       call.input.loaded.session.protocolVersion,
       {
-        signal: AbortSignal.any([call.upstreamAbort.signal, call.callOver.signal]),
+        signal: AbortSignal.any([call.targetAbort.signal, call.callOver.signal]),
         onFailedAttempt: (error) =>
           call.log.warn('delivering an answer to the target failed; sending it again', {
             ...keys,

@@ -93,7 +93,7 @@ export class BridgedCall {
   constructor(
     private readonly settings: BridgeSettings,
     private readonly call: {
-      upstream: TargetLink;
+      targetLink: TargetLink;
       clientRequestId: RequestId;
       /** Sends round 1 to the client (the input_required result on the stream kept open). */
       emitFirstRound(inputRequests: Record<string, InputRequest>, round: number): void;
@@ -170,16 +170,16 @@ export class BridgedCall {
     const requests = this.batch.splice(0);
     if (requests.length === 0 || this.over) return;
     const { store, pendingTimeoutSeconds } = this.settings;
-    const { upstream } = this.call;
+    const { targetLink } = this.call;
     if (this.ids.length + requests.length > this.settings.maxRequests) return this.refuse(requests);
-    const session = upstream.session;
+    const session = targetLink.session;
     const inputRequests: Record<string, InputRequest> = {};
     const roundIds: string[] = [];
     for (const request of requests) {
       const record = newPendingRecord(pendingTimeoutSeconds, {
         kind: 'relayed',
         method: request.method,
-        target: upstream.target,
+        target: targetLink.target,
         targetSessionId: session?.targetSessionId,
         targetRequestId: request.id,
         clientRequestId: this.call.clientRequestId,
@@ -198,7 +198,7 @@ export class BridgedCall {
     const next = newPendingRecord(pendingTimeoutSeconds + 60, {
       kind: 'question',
       method: 'bridge/next',
-      target: upstream.target,
+      target: targetLink.target,
       clientRequestId: this.call.clientRequestId,
     });
     next.gatewayId = nextKey(this.id, this.round + 1);
@@ -218,7 +218,7 @@ export class BridgedCall {
       return;
     }
     this.settings.logger.info('bridged a 2025 target request to an input_required round', {
-      target: upstream.target,
+      target: targetLink.target,
       bridge: this.id,
       round: this.round,
       gatewayRequestIds: roundIds,
@@ -237,12 +237,12 @@ export class BridgedCall {
       { limit: maxRequests },
     );
     logger.warn('refused a bridged round: too many requests in one call', {
-      target: this.call.upstream.target,
+      target: this.call.targetLink.target,
       bridge: this.id,
       requests: requests.length,
     });
     await Promise.all(
-      requests.map((request) => this.call.upstream.reply(rpcError(request.id, error)).catch(() => undefined)),
+      requests.map((request) => this.call.targetLink.reply(rpcError(request.id, error)).catch(() => undefined)),
     );
   }
 
@@ -255,7 +255,7 @@ export class BridgedCall {
     const { store, logger, maxOutcomeBytes } = this.settings;
     const key = nextKey(this.id, round);
     const expiresAt = this.expiries.get(round) ?? 0;
-    const template = { target: this.call.upstream.target, clientRequestId: this.call.clientRequestId, expiresAt };
+    const template = { target: this.call.targetLink.target, clientRequestId: this.call.clientRequestId, expiresAt };
     const backoff = new Backoff({ firstMs: FILL_RETRY_FIRST_MS, maxMs: FILL_RETRY_MAX_MS, factor: 2 });
     for (let attempt = 0; ; attempt++) {
       try {
@@ -295,7 +295,7 @@ export class BridgedCall {
       this.holder.halt();
       for (const id of this.lastRound) recordExpiredInput(this.methods.get(id) ?? 'unknown');
       this.settings.logger.info('bridged round abandoned: no retry in time; cancelling at the target', {
-        target: this.call.upstream.target,
+        target: this.call.targetLink.target,
         bridge: this.id,
         round: this.round,
       });

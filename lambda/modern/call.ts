@@ -148,18 +148,18 @@ export async function forwardCall(ctx: CallContext): Promise<JSONRPCResponse | u
 
   // What the target receives: its own name, and (on a retry of its round) the answers and its state.
   const { _meta: _clientMeta, requestState: _state, inputResponses: _responses, ...rest } = params;
-  const upstreamParams: Record<string, unknown> = { ...rest };
-  if (method !== 'resources/read') upstreamParams.name = name;
+  const targetParams: Record<string, unknown> = { ...rest };
+  if (method !== 'resources/read') targetParams.name = name;
   // A -32042 round's retry is the call again: its answers only said the user went to the URL. A
   // request with no requestState at all reaches the target with whatever inputResponses it carries,
   // as it would directly (a target that asked without a requestState reads them so; it ignores what
   // it does not recognise) — past the gateway's own confirmation, which needs its sealed state.
   if ((opened?.kind === 'relay' && !opened.reissue) || opened === undefined) {
     if (inputResponses !== undefined) {
-      upstreamParams.inputResponses = inputResponses;
+      targetParams.inputResponses = inputResponses;
       for (const _key of Object.keys(inputResponses)) recordAnsweredInput('mrtr-retry');
     }
-    if (opened?.targetState !== undefined) upstreamParams.requestState = opened.targetState;
+    if (opened?.targetState !== undefined) targetParams.requestState = opened.targetState;
   }
 
   const sealRelay = (targetState: unknown) =>
@@ -204,11 +204,11 @@ export async function forwardCall(ctx: CallContext): Promise<JSONRPCResponse | u
     throw bridgeFailure(payload);
   }
 
-  const upstream = await deps.targets.open(target, caller, ctx.signal);
-  const response = await callOnce(ctx, upstream, method, upstreamParams, (inputRequests, bridge) =>
+  const targetLink = await deps.targets.open(target, caller, ctx.signal);
+  const response = await callOnce(ctx, targetLink, method, targetParams, (inputRequests, bridge) =>
     ctx.emit(inputRound(inputRequests, bridge)),
   );
-  return response && outcome(response, upstream.era);
+  return response && outcome(response, targetLink.era);
 }
 
 /** Where a principal's bridged calls are counted, and the bound, from configuration. */
@@ -244,16 +244,16 @@ function bridgeSettings(deps: ModernDeps): BridgeSettings {
  */
 async function callOnce(
   ctx: CallContext,
-  upstream: TargetLink,
+  targetLink: TargetLink,
   method: string,
   params: Record<string, unknown>,
   emitRound: (inputRequests: Record<string, InputRequest>, bridge: { id: string; round: number }) => boolean,
 ): Promise<JSONRPCResponse | undefined> {
   const { request, deps } = ctx;
   // 2025 has no multi round-trip fields; a retry re-issues the call (see the -32042 translation).
-  const sent = upstream.era === 'legacy' ? (({ inputResponses: _r, requestState: _s, ...p }) => p)(params) : params;
+  const sent = targetLink.era === 'legacy' ? (({ inputResponses: _r, requestState: _s, ...p }) => p)(params) : params;
   const progress = new ProgressMapper(request.progressToken);
-  // The upstream call's own controller: the call's signal aborts it, and so does a cross-era refusal.
+  // The target call's own controller: the call's signal aborts it, and so does a cross-era refusal.
   // A listener rather than AbortSignal.any, which costs a weakly held signal chain per call.
   const crossEra = new AbortController();
   const follow = () => crossEra.abort(ctx.signal.reason);
@@ -270,7 +270,7 @@ async function callOnce(
   let place: Promise<(() => Promise<void>) | undefined> | undefined;
   const bridge = () => {
     holder ??= new BridgedCall(bridgeSettings(deps), {
-      upstream,
+      targetLink: targetLink,
       clientRequestId: request.id,
       emitFirstRound: (inputRequests, round) => {
         if (!emitRound(inputRequests, { id: holder!.id, round: round + 1 }))
@@ -288,13 +288,13 @@ async function callOnce(
     missing
       ? new GatewayError(
           'MissingCapability',
-          `Missing required client capability: target ${upstream.target} asked for ${refusedMethod} during the call`,
+          `Missing required client capability: target ${targetLink.target} asked for ${refusedMethod} during the call`,
           { requiredCapabilities: missing },
         )
       : new GatewayError(
           'CrossEraInputUnsupported',
-          `Target ${upstream.target} speaks protocol 2025-11-25 and asked for input (${refusedMethod}) during the call; the gateway relays that as input_required rounds only to a request that accepts text/event-stream.`,
-          { target: upstream.target, inputMethod: refusedMethod },
+          `Target ${targetLink.target} speaks protocol 2025-11-25 and asked for input (${refusedMethod}) during the call; the gateway relays that as input_required rounds only to a request that accepts text/event-stream.`,
+          { target: targetLink.target, inputMethod: refusedMethod },
         );
   const onServerRequest = (serverRequest: JSONRPCRequest) => {
     if (refusedMethod) return;
@@ -306,7 +306,7 @@ async function callOnce(
         bridgeError = error;
         refusedMethod = serverRequest.method;
         deps.logger.warn('bridged call refused: too many of this caller waiting for input, or no count', {
-          target: upstream.target,
+          target: targetLink.target,
           reason: error instanceof GatewayError ? error.kind : String(error),
         });
         return undefined;
@@ -319,7 +319,7 @@ async function callOnce(
           bridge().onServerRequest(serverRequest);
           return;
         }
-        void upstream
+        void targetLink
           .reply(rpcError(serverRequest.id, bridgeError))
           .finally(() => crossEra.abort('gateway: too many bridged calls'));
       });
@@ -331,19 +331,19 @@ async function callOnce(
       'MethodNotFound',
       `Method not found: ${serverRequest.method} (not relayable across protocol eras)`,
     );
-    void upstream.reply(refusal).finally(() => crossEra.abort('gateway: cross-era input'));
+    void targetLink.reply(refusal).finally(() => crossEra.abort('gateway: cross-era input'));
   };
   try {
-    const response = await upstream.call(
+    const response = await targetLink.call(
       { method, params: sent },
       {
         signal: crossEra.signal,
-        progressToken: progress.upstreamToken,
+        progressToken: progress.targetToken,
         headers: ctx.paramHeaders,
         backpressure: ctx.backpressure,
         onServerRequest,
         onNotification: (notification) => {
-          deps.catalog.noticed(upstream.target, notification);
+          deps.catalog.noticed(targetLink.target, notification);
           const mapped = progress.map(notification);
           // Log messages only for a client that asked for them (per-request logLevel).
           // Log messages only for a client that asked for them, at its level or above: a pooled 2025 target

@@ -22,8 +22,8 @@ export async function discover(
       try {
         const verdict = await deps.targets.eras.modernVerdict(name, signal);
         if (verdict.serves) return verdict.discover?.capabilities ?? { tools: {}, prompts: {}, resources: {} };
-        const upstream = await deps.targets.open(name, caller, signal);
-        return ((await upstream.serverCapabilities(signal)) ?? {}) as ModernServerCapabilities;
+        const targetLink = await deps.targets.open(name, caller, signal);
+        return ((await targetLink.serverCapabilities(signal)) ?? {}) as ModernServerCapabilities;
       } catch (error) {
         if (signal.aborted) throw error;
         deps.logger.warn('target left out of server/discover', { target: name, error: describeError(error) });

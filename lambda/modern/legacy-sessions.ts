@@ -8,7 +8,7 @@ import { canonicalJson } from './request-state';
 /**
  * Legacy-era target sessions used by 2026-07-28 requests (a modern client calling a legacy-only
  * target). The modern path stores nothing, so these live in this instance's memory only, per
- * (target, principal, declared capabilities) — upstream session state never leaks between
+ * (target, principal, declared capabilities) — target session state never leaks between
  * principals, and the target sees the capabilities of the caller at hand — reused while fresh,
  * bounded in number (the least recently used is ended first), re-initialized when the target
  * forgot it. Losing them (a cold start) only costs one `initialize`.

@@ -167,10 +167,10 @@ async function completion(
   } else {
     throw new GatewayError('InvalidParams', 'Invalid params: ref must be ref/prompt or ref/resource');
   }
-  const { _meta: _ignored, ...upstreamParams } = params;
-  const upstream = await deps.targets.open(target, caller, signal);
+  const { _meta: _ignored, ...targetParams } = params;
+  const targetLink = await deps.targets.open(target, caller, signal);
   // The target's answer, error or not, is relayed in-band.
-  return upstream.call({ method: 'completion/complete', params: upstreamParams }, { signal });
+  return targetLink.call({ method: 'completion/complete', params: targetParams }, { signal });
 }
 
 /** Every result names its type and the gateway as the server (spec: resultType, serverInfo in `_meta`). */

@@ -5,7 +5,7 @@ import { supportsFeature } from './versions';
  * What the gateway may declare to a target and relay to a client: only what the client declared,
  * only what the protocol version allows, and only what can be relayed verbatim (elicitation
  * form/url, sampling with its context/tools flags, roots). Tasks, extensions and experimental
- * capabilities are never passed on. The same filter decides what is declared upstream and what is
+ * capabilities are never passed on. The same filter decides what is declared to a target and what is
  * relayed back, so both sides agree.
  */
 

@@ -151,7 +151,7 @@ export function parseClientMessage(text: string): ParseOutcome {
   if (isObject(raw) && raw.jsonrpc === '2.0') {
     if (typeof raw.method === 'string' && isParams(raw.params)) {
       if (!('id' in raw) && onlyKeys(raw, ['jsonrpc', 'method', 'params'])) {
-        // A cancellation names a request by its id: kept exactly too, so it derives the same upstream id.
+        // A cancellation names a request by its id: kept exactly too, so it derives the same target call id.
         const params = raw.params as Record<string, unknown> | undefined;
         if (raw.method === 'notifications/cancelled' && params && isId(params.requestId)) {
           const requestId = exactIdAt(text, ['params', 'requestId'], params.requestId);

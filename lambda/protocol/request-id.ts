@@ -6,7 +6,7 @@ import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
  * JSON.stringify writes -0 as 0, so such a numeric id (the parser looks for its text only then) keeps
  * its JSON text instead: in memory it is a string with a prefix no client id may start with (U+0000),
  * so it still fits `RequestId`, stays distinct from every real string id, survives storage, derives the
- * upstream id from the exact digits (legacy/ids.ts), and the writer (`stringifyMessage`) puts the text
+ * target call id from the exact digits (legacy/ids.ts), and the writer (`stringifyMessage`) puts the text
  * back as a number. Node 20 has no `JSON.rawJSON` to do this natively.
  */
 

@@ -20,7 +20,7 @@ import type {
  * (./principal-counters.ts), clients seen resuming in `K#<hash>` ones. Sort keys within a session's partition:
  * - `SESSION`: the session; `T#<target>`: one target session each (both at or after `S`, so the
  *   per-request Query `sk >= 'S'` reads exactly these);
- * - `P#<gateway id>`: a pending server-to-client request; `C#<upstream id>`: a call ended elsewhere
+ * - `P#<gateway id>`: a pending server-to-client request; `C#<target call id>`: a call ended elsewhere
  *   (`reason`, `expiresAt`);
  * - `G#stream`: the session's one client GET stream (`token`, `untilMs`, `expiresAt`); `R#<stream id>`:
  *   a waiting call;
@@ -44,7 +44,7 @@ export const TARGET_PREFIX = 'T#';
 export const targetSk = (target: string) => `${TARGET_PREFIX}${target}`;
 export const PENDING_PREFIX = 'P#';
 export const pendingSk = (gatewayId: string) => `${PENDING_PREFIX}${gatewayId}`;
-export const cancelledSk = (upstreamId: string) => `C#${upstreamId}`;
+export const cancelledSk = (targetCallId: string) => `C#${targetCallId}`;
 /** The session's client GET stream (sorts before 'S': a session's load does not read it). */
 export const CLIENT_STREAM_SK = 'G#stream';
 /** A waiting call's record: `R` sorts before the session item, so the per-request Query never reads it. */

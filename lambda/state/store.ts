@@ -4,7 +4,7 @@ export { StoreUnavailableError } from '../protocol/errors';
 
 /**
  * The narrow state interface of the 2025-era (stateful) path. One partition per gateway session:
- * the session itself, one item per upstream target session, one per pending server-to-client request.
+ * the session itself, one item per target session, one per pending server-to-client request.
  * The stateless (2026-07-28) path never receives a store.
  */
 
@@ -299,11 +299,11 @@ export interface SessionRecordStore {
   detachHolder(sessionId: string, gatewayIds: string[]): Promise<void>;
   /**
    * The client cancelled a call that another instance may hold: a marker that instance finds (the
-   * call's upstream id), expiring with `expiresAt`.
+   * call's target call id), expiring with `expiresAt`.
    */
-  markCancelled(sessionId: string, upstreamId: string, expiresAt: number, reason?: CallEndMarker): Promise<void>;
+  markCancelled(sessionId: string, targetCallId: string, expiresAt: number, reason?: CallEndMarker): Promise<void>;
   /** Whether the call was ended elsewhere, and why (a consistent read). */
-  isCancelled(sessionId: string, upstreamId: string): Promise<CallEndMarker | undefined>;
+  isCancelled(sessionId: string, targetCallId: string): Promise<CallEndMarker | undefined>;
   /**
    * The session's one client GET stream (`G#stream`): taken when no other is live (its holder's
    * `untilMs` not yet passed), with a token; false when another is. It expires with the session.

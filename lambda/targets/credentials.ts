@@ -5,7 +5,7 @@ import { describeError } from '../observability/logger';
 
 /**
  * Outbound credentials: what the gateway itself presents to each target. The client's own
- * `Authorization` header is never among them (the upstream clients build their headers from this
+ * `Authorization` header is never among them (the target clients build their headers from this
  * module and the protocol, nothing else).
  *
  * - Static headers: plain strings, `{"fromEnv": "NAME"}` (read when the gateway is built; a missing
@@ -36,7 +36,7 @@ export interface OutboundCredentialsOptions {
   tokenTimeoutMs?: number;
 }
 
-/** The credentials of one target, as the upstream clients use them. */
+/** The credentials of one target, as the target clients use them. */
 export interface TargetCredentials {
   /** Headers to add to every request to the target (never logged). */
   headers(): Promise<Record<string, string>>;

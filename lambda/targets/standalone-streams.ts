@@ -49,7 +49,7 @@ import { DEFAULT_RESUME_POLICY, resumeDelayMs } from './stream-resume';
  */
 
 export interface StandaloneListener extends StreamListeners {
-  /** The progress token this call's request carries upstream, to route progress to it. */
+  /** The progress token this call's request carries to the target, to route progress to it. */
   progressToken?: string;
   /** The call can relay the target's requests to the user (else it listens for notifications only). */
   relaysRequests?: boolean;

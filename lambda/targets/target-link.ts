@@ -115,7 +115,7 @@ export interface TargetLink {
    * when it is a string; modern: closing the request).
    */
   call(request: TargetCallRequest, options: TargetCallOptions): Promise<JSONRPCResponse>;
-  /** Answers a request the target sent during a call on this upstream (legacy targets). */
+  /** Answers a request the target sent during a call on this link (legacy targets). */
   reply(message: JSONRPCResponse): Promise<void>;
   /** A client notification for the target (legacy targets; 2026-07-28 has none over HTTP). */
   notify(notification: JSONRPCNotification, signal?: AbortSignal): Promise<void>;

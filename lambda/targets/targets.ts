@@ -78,7 +78,7 @@ export class Targets {
     if (caller.era === 'modern') {
       return this.watched(new LegacyTargetLink(legacy, caller, version, this.options.logger, this.streams));
     }
-    const upstream = new LegacyTargetLink(
+    const targetLink = new LegacyTargetLink(
       legacy,
       caller,
       version,
@@ -90,7 +90,7 @@ export class Targets {
       },
     );
     return this.watched(
-      new FallbackTargetLink(upstream, () => {
+      new FallbackTargetLink(targetLink, () => {
         this.eras.noteLegacyUnsupported(name);
         return new ModernTargetLink(modern, caller);
       }),
@@ -120,26 +120,26 @@ export class Targets {
   }
 
   /** A target that failed may have changed (redeployed, upgraded): its era is learned again next time. */
-  private watched(upstream: TargetLink): TargetLink {
+  private watched(targetLink: TargetLink): TargetLink {
     const eras = this.eras;
     return {
       get target() {
-        return upstream.target;
+        return targetLink.target;
       },
       get era() {
-        return upstream.era;
+        return targetLink.era;
       },
       get session() {
-        return upstream.session;
+        return targetLink.session;
       },
-      reply: (message) => upstream.reply(message),
-      serverCapabilities: (signal) => upstream.serverCapabilities(signal),
-      notify: (notification, signal) => upstream.notify(notification, signal),
+      reply: (message) => targetLink.reply(message),
+      serverCapabilities: (signal) => targetLink.serverCapabilities(signal),
+      notify: (notification, signal) => targetLink.notify(notification, signal),
       call: async (request, options) => {
         try {
-          return await upstream.call(request, options);
+          return await targetLink.call(request, options);
         } catch (error) {
-          if (error instanceof DependencyFailedError) eras.forget(upstream.target);
+          if (error instanceof DependencyFailedError) eras.forget(targetLink.target);
           throw error;
         }
       },
@@ -148,7 +148,7 @@ export class Targets {
 }
 
 /**
- * A legacy caller's upstream that starts in the legacy era and, when the target refuses the
+ * A legacy caller's target link that starts in the legacy era and, when the target refuses the
  * handshake (a modern-only server), switches to the modern era for good. Nothing was sent but the
  * refused `initialize`, so switching is safe.
  */

@@ -84,7 +84,11 @@ export interface WaitingCallSnapshot {
     /** The params sent to the target (names already the target's). */
     params: Record<string, unknown>;
     confirm?: { exposedName: string; tool: string };
-    /** The progress token the target was given (so its progress keeps reaching the client). */
+    /**
+     * The progress token the target was given (so its progress keeps reaching the client). The one
+     * name left from before "target" named that side: it is stored in waiting-call records, which a
+     * deploy meets from the version before.
+     */
     upstreamProgressToken?: string;
   };
   step: WaitingStep;

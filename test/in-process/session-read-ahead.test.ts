@@ -1,4 +1,4 @@
-import { upstreamRequestId } from '../../lambda/legacy/ids';
+import { targetCallIdOf } from '../../lambda/legacy/ids';
 import type { LoadedSession } from '../../lambda/state/store';
 import { type InProcessGateway, inProcessGateway } from '../support/in-process';
 import { eventually, readMessage } from '../support/mcp-http';
@@ -137,7 +137,7 @@ describe('a relayed call of a session read here before', () => {
     store.open();
     expect((await res).status).toBe(404);
     // Wound down before the 404 was answered (on Lambda nothing runs after the response ends).
-    expect(gateway.deps.activeCalls.get(sessionId, upstreamRequestId('long'))).toBeUndefined();
+    expect(gateway.deps.activeCalls.get(sessionId, targetCallIdOf('long'))).toBeUndefined();
     await eventually(() => expect(target.stats().abortedTools.length).toBe(aborted + 1));
   });
 

@@ -200,17 +200,17 @@ export class MemorySessionStore implements SessionStore {
 
   async markCancelled(
     sessionId: string,
-    upstreamId: string,
+    targetCallId: string,
     expiresAt: number,
     reason: CallEndMarker = 'client-cancelled',
   ): Promise<void> {
     this.available();
-    this.partition(sessionPk(sessionId)).set(cancelledSk(upstreamId), { expiresAt, reason });
+    this.partition(sessionPk(sessionId)).set(cancelledSk(targetCallId), { expiresAt, reason });
   }
 
-  async isCancelled(sessionId: string, upstreamId: string): Promise<CallEndMarker | undefined> {
+  async isCancelled(sessionId: string, targetCallId: string): Promise<CallEndMarker | undefined> {
     this.available();
-    const item = this.stored(sessionId)?.get(cancelledSk(upstreamId));
+    const item = this.stored(sessionId)?.get(cancelledSk(targetCallId));
     if (!item) return undefined;
     return endMarker(item.reason);
   }

@@ -2,7 +2,7 @@ import { exposedName, overlongNames, resolveName, shouldPrefix } from '../../lam
 import { matchesTemplate } from '../../lambda/catalog/uri-template';
 import { parseConfig } from '../../lambda/config/schema';
 import { parseAccept } from '../../lambda/http/responses';
-import { upstreamRequestId } from '../../lambda/legacy/ids';
+import { targetCallIdOf } from '../../lambda/legacy/ids';
 import {
   capabilitiesForLegacyTarget as capabilitiesForTarget,
   clientAccepts,
@@ -180,7 +180,7 @@ describe('naming and routing', () => {
   });
 
   it('derives upstream ids that keep number and string ids apart', () => {
-    expect(upstreamRequestId(1)).toBe('c.n.1');
-    expect(upstreamRequestId('1')).toBe('c.s.1');
+    expect(targetCallIdOf(1)).toBe('c.n.1');
+    expect(targetCallIdOf('1')).toBe('c.s.1');
   });
 });

@@ -317,7 +317,7 @@ export class DynamoSessionRecords implements SessionRecordStore {
 
   async markCancelled(
     sessionId: string,
-    upstreamId: string,
+    targetCallId: string,
     expiresAt: number,
     reason: CallEndMarker = 'client-cancelled',
   ): Promise<void> {
@@ -325,19 +325,19 @@ export class DynamoSessionRecords implements SessionRecordStore {
       this.table.client.send(
         new PutCommand({
           TableName: this.table.name,
-          Item: { pk: pk(sessionId), sk: cancelledSk(upstreamId), expiresAt, reason },
+          Item: { pk: pk(sessionId), sk: cancelledSk(targetCallId), expiresAt, reason },
         }),
         { abortSignal },
       ),
     );
   }
 
-  async isCancelled(sessionId: string, upstreamId: string): Promise<CallEndMarker | undefined> {
+  async isCancelled(sessionId: string, targetCallId: string): Promise<CallEndMarker | undefined> {
     const out = await this.table.guarded((abortSignal) =>
       this.table.client.send(
         new GetCommand({
           TableName: this.table.name,
-          Key: { pk: pk(sessionId), sk: cancelledSk(upstreamId) },
+          Key: { pk: pk(sessionId), sk: cancelledSk(targetCallId) },
           ConsistentRead: true,
         }),
         { abortSignal },

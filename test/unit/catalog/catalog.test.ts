@@ -49,7 +49,7 @@ function fakeTargets(
       now += ms;
     },
   };
-  const upstream = (target: string): TargetLink =>
+  const targetLink = (target: string): TargetLink =>
     ({
       target,
       era: 'legacy' as Era,
@@ -68,7 +68,7 @@ function fakeTargets(
     names,
     has: (name: string) => names.includes(name),
     limits: () => DEFAULT_TARGET_LIMITS,
-    open: async (name: string) => upstream(name),
+    open: async (name: string) => targetLink(name),
   } as unknown as Targets; // the part of Targets the catalog uses
   const catalog = new Catalog(
     targets,

@@ -1,4 +1,4 @@
-import { upstreamRequestId } from '../../../lambda/legacy/ids';
+import { targetCallIdOf } from '../../../lambda/legacy/ids';
 import { parseClientMessage } from '../../../lambda/protocol/jsonrpc';
 import { rawValueAt, stringifyMessage } from '../../../lambda/protocol/request-id';
 import type { Json } from '../../support/mcp-http';
@@ -28,7 +28,7 @@ describe('request ids kept exactly', () => {
       const request = parsed(`{"jsonrpc":"2.0","method":"ping","params":{"id":7},"id":${text}}`);
       const response = stringifyMessage({ jsonrpc: '2.0', id: request.id, result: {} });
       expect(response).toBe(`{"jsonrpc":"2.0","id":${text},"result":{}}`);
-      expect(upstreamRequestId(request.id)).toBe(`c.n.${text}`);
+      expect(targetCallIdOf(request.id)).toBe(`c.n.${text}`);
     }
   });
 
@@ -48,7 +48,7 @@ describe('request ids kept exactly', () => {
       '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9007199254740993,"reason":"x"}}',
     );
     const requestId = notification.params.requestId;
-    expect(upstreamRequestId(requestId)).toBe('c.n.9007199254740993');
+    expect(targetCallIdOf(requestId)).toBe('c.n.9007199254740993');
   });
 
   test('ids over 256 characters and string ids starting with U+0000 are refused (-32600, id null)', () => {
