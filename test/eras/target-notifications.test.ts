@@ -64,6 +64,21 @@ async function pythonCall(url: string, tool: string, args: object, level?: strin
 }
 
 /**
+ * What a Python client hears directly from a kind of target (`push`, `bridged`): the same for every
+ * gateway kind below (each starts its own instance of the same server), so it runs once per file.
+ */
+const directRuns = new Map<string, Promise<Heard>>();
+function pythonDirect(targetKind: string, url: string, tool: string, client = 'python'): Promise<Heard> {
+  const key = `${targetKind} ${tool} ${client}`;
+  let run = directRuns.get(key);
+  if (!run) {
+    run = pythonCall(url, tool, { steps: 1 }, undefined, client);
+    directRuns.set(key, run);
+  }
+  return run;
+}
+
+/**
  * A TypeScript SDK v1 client declaring no capabilities whose GET requests are answered 405 by its own
  * fetch (a client MAY open no GET stream; the transport goes on without one): what it hears comes on
  * its calls' streams. Records what arrived before each call's result.
@@ -154,7 +169,7 @@ describe.each(KINDS)('through the %s', (kind) => {
     });
 
     withPython('reaches the Python SDK client as it does directly', async () => {
-      const direct = await pythonCall(gw.targets.push.url, 'long_task', { steps: 1 });
+      const direct = await pythonDirect('push', gw.targets.push.url, 'long_task');
       expect(direct.logs).toEqual(EVERY_LEVEL);
       const through = await pythonCall(gw.url, 'push___long_task', { steps: 1 });
       // On the call's stream (before the result), or the client's own GET stream once it listens to the
@@ -164,11 +179,11 @@ describe.each(KINDS)('through the %s', (kind) => {
   });
 
   withFastmcp('fastmcp (4, its 2025 mode) gets what the targets log, as it does directly', async () => {
-    for (const [target, tool] of [
-      [gw.targets.push.url, 'push___long_task'],
-      [gw.targets.bridged.url, 'bridged___long_task'],
+    for (const [targetKind, target, tool] of [
+      ['push', gw.targets.push.url, 'push___long_task'],
+      ['bridged', gw.targets.bridged.url, 'bridged___long_task'],
     ] as const) {
-      const direct = await pythonCall(target, 'long_task', { steps: 1 }, undefined, 'fastmcp');
+      const direct = await pythonDirect(targetKind, target, 'long_task', 'fastmcp');
       expect(direct.logs).toEqual(EVERY_LEVEL);
       const through = await pythonCall(gw.url, tool, { steps: 1 }, undefined, 'fastmcp');
       expect(through).toMatchObject({ text: direct.text, logs: direct.logs, progress: direct.progress });
@@ -232,7 +247,7 @@ describe.each(KINDS)('through the %s', (kind) => {
     });
 
     withPython('reaches the Python SDK client as it does directly; a level it sets is kept', async () => {
-      const direct = await pythonCall(gw.targets.bridged.url, 'long_task', { steps: 1 });
+      const direct = await pythonDirect('bridged', gw.targets.bridged.url, 'long_task');
       expect(direct.logs).toEqual(EVERY_LEVEL);
       const through = await pythonCall(gw.url, 'bridged___long_task', { steps: 1 });
       expect(through).toMatchObject({ text: direct.text, logs: direct.logs, progress: direct.progress });
