@@ -8,10 +8,19 @@ module.exports = {
   testMatch: ['**/*.test.ts'],
   transform: {
     '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],
-    // jose 6 (JWT verification) is ESM-only and jest runs CommonJS: compile its files to CommonJS too.
-    '/node_modules/jose/.+\\.js$': ['ts-jest', { tsconfig: { allowJs: true, module: 'commonjs', target: 'ES2022' } }],
+    // jose 6 (JWT verification) and @modelcontextprotocol/ext-tasks (the Tasks extension's client and
+    // schemas) are ESM-only and jest runs CommonJS: compile their files to CommonJS too.
+    '/node_modules/(jose|@modelcontextprotocol/ext-tasks)/.+\\.js$': [
+      'ts-jest',
+      { tsconfig: { allowJs: true, module: 'commonjs', target: 'ES2022' } },
+    ],
   },
-  transformIgnorePatterns: ['/node_modules/(?!jose/)'],
+  transformIgnorePatterns: ['/node_modules/(?!jose/|@modelcontextprotocol/ext-tasks/)'],
+  // ext-tasks exports its entry points for `import` only, which jest's CommonJS resolution does not match.
+  moduleNameMapper: {
+    '^@modelcontextprotocol/ext-tasks/(core|core/v1|core/v2|client|receiver)$':
+      '<rootDir>/node_modules/@modelcontextprotocol/ext-tasks/dist/$1/index.js',
+  },
   testTimeout: 30000,
   // Most files wait on loopback servers, clients' think times and timeouts rather than compute: four
   // workers keep a 2-core machine busy without starving the tests' timing (measured under load).
