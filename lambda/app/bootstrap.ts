@@ -11,6 +11,7 @@ import { ActiveCalls } from '../legacy/active-calls';
 import { SessionCache } from '../legacy/session-cache';
 import { LegacySessionPool } from '../modern/legacy-sessions';
 import { RequestStateSealer } from '../modern/request-state';
+import { TaskIdSealer } from '../modern/task-ids';
 import { createActiveTracer } from '../observability/active-tracing';
 import { createLogger, type GatewayLogger } from '../observability/logger';
 import { LATEST_LEGACY_VERSION, legacyVersionsOf } from '../protocol/versions';
@@ -62,6 +63,7 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
     streams: { settleMs: config.targetStreamSettleMs },
   });
   const secrets = options.requestStateKeys ?? keySecretsFromConfig(config, logger);
+  const box = SealedBox.fromSecrets(secrets);
   return {
     config,
     auth: createInboundAuth(config.auth, { ...options.inbound, logger }),
@@ -72,11 +74,8 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
     serverInfo: GATEWAY_INFO,
     keepAliveMs: options.keepAliveMs ?? DEFAULT_KEEPALIVE_MS,
     clock: options.clock,
-    requestState: new RequestStateSealer(
-      SealedBox.fromSecrets(secrets),
-      config.requestStateTtlSeconds,
-      options.requestStateClock,
-    ),
+    requestState: new RequestStateSealer(box, config.requestStateTtlSeconds, options.requestStateClock),
+    taskIds: new TaskIdSealer(box, config.taskIdMaxTtlSeconds, options.requestStateClock),
     legacySessions: new LegacySessionPool(targets, logger),
     activeCalls: new ActiveCalls(),
     sessionCache: config.sessionReadAhead ? new SessionCache() : undefined,

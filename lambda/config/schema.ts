@@ -394,6 +394,17 @@ export const GatewayConfigSchema = z
      * confirmed retry can be sent again (bound to the principal, tool and arguments); keep it short.
      */
     confirmationTtlSeconds: z.number().int().min(5).max(3600).default(120),
+    /**
+     * Tasks extension (2026-07-28): the longest a task id the gateway hands out stays valid. A task id
+     * is the target's own, sealed to the target and the principal (nothing is stored); it lives as
+     * long as the target's `ttlMs` says, and never longer than this (nor forever when it says null).
+     */
+    taskIdMaxTtlSeconds: z
+      .number()
+      .int()
+      .min(60)
+      .max(30 * 86_400)
+      .default(86_400),
     /** Origins allowed to call the gateway from a browser (CORS); in AWS also the function URL's CORS setting. */
     cors: CorsConfigSchema.default({ allowedOrigins: [], allowAnyOriginWithoutAuth: false }),
     /** Timeouts and size limits for every target (a target's `limits` overrides them). */

@@ -11,6 +11,7 @@ import { elicitationModes, missingCapability } from '../protocol/capabilities';
 import { GatewayError, rpcError, rpcErrorOf } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import { atOrAbove } from '../protocol/log-levels';
+import { declaresTasks } from '../protocol/meta';
 import type { InputRequest, InputRequiredResult, JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import type { Era } from '../protocol/versions';
 import { ProgressMapper } from '../relay/progress';
@@ -179,6 +180,12 @@ export async function forwardCall(ctx: CallContext): Promise<JSONRPCResponse | u
         sealRelay,
         sealReissue: () => sealer.seal(binding, { kind: 'relay', confirmed, reissue: true }),
         isRetry: opened !== undefined,
+        // Only tools/call may be task-augmented, and only for a client that declared the extension.
+        sealTask:
+          method === 'tools/call' && declaresTasks(request.clientCapabilities)
+            ? (task: Record<string, unknown>) =>
+                deps.taskIds.seal({ target, taskId: task.taskId as string, principal }, task)
+            : undefined,
       },
     );
   // The round's requests go into its state, so the retry's answers are checked against them.

@@ -1,4 +1,5 @@
 import { describeError } from '../observability/logger';
+import { declaresTasks, TASKS_EXTENSION } from '../protocol/meta';
 import type { DiscoverResult, ModernServerCapabilities } from '../protocol/types';
 import type { Caller } from '../targets/target-link';
 import type { ModernDeps } from './deps';
@@ -6,8 +7,9 @@ import type { ModernDeps } from './deps';
 /**
  * `server/discover` (spec server/discover.mdx): the versions this gateway serves (2026-07-28 and the
  * 2025 versions reached through `initialize`) and the capabilities merged from its targets: a
- * feature is offered when any reachable target offers it. Change notifications and subscriptions are
- * not offered (the gateway does not serve `subscriptions/listen`), nor are tasks.
+ * feature is offered when any reachable target offers it, the Tasks extension included (relayed:
+ * ./tasks.ts). Change notifications and subscriptions are not offered (the gateway does not serve
+ * `subscriptions/listen`).
  */
 
 const DISCOVER_TTL_MS = 60_000;
@@ -39,6 +41,8 @@ export async function discover(
     if (caps.resources) capabilities.resources = {};
     if (caps.completions) capabilities.completions = {};
     if (caps.logging) capabilities.logging = {};
+    // Tasks are relayed (./tasks.ts) to the targets that offer them.
+    if (declaresTasks(caps)) (capabilities as { extensions?: object }).extensions = { [TASKS_EXTENSION]: {} };
   }
   const result: Omit<DiscoverResult, 'resultType'> = {
     supportedVersions: [...deps.config.supportedVersions].sort().reverse(),

@@ -16,6 +16,8 @@ import type { Era } from '../protocol/versions';
  *   but SDK servers still send: the Python SDK's URLElicitationRequiredError, the TypeScript v2 SDK's
  *   UrlElicitationRequiredError); -32042 and -32002 are never sent to 2026-07-28 clients;
  * - a target's -32021 and -32020 (its check of the client's `Mcp-Param-*` headers) keep HTTP 400;
+ * - a target's task (`resultType: "task"`, Tasks extension) goes back with the gateway's task id, to a
+ *   client that declared the extension on the request (else it is the target's protocol error);
  * - a complete result names its type; a read resource is cacheable unless it answered a retry.
  */
 export interface OutcomeContext {
@@ -28,6 +30,11 @@ export interface OutcomeContext {
   /** The state of a round whose retry re-issues the call (a -32042 round). */
   sealReissue: () => string;
   isRetry: boolean;
+  /**
+   * The gateway's id for a target's task (Tasks extension: ./task-ids.ts); absent when the client did
+   * not declare the extension on this request, or the method cannot be task-augmented.
+   */
+  sealTask?: (task: Record<string, unknown>) => string;
 }
 
 export function mapResponse(response: JSONRPCResponse, ctx: OutcomeContext): JSONRPCResponse {
@@ -71,6 +78,18 @@ export function mapResponse(response: JSONRPCResponse, ctx: OutcomeContext): JSO
       resultType: 'input_required',
       requestState: ctx.sealRelay(result.requestState),
     });
+  }
+  if (resultType === 'task') {
+    // The target's task handle, as it is but for the id: the gateway's, sealed to target and principal.
+    if (!ctx.sealTask || typeof result.taskId !== 'string') {
+      throw new DependencyFailedError(
+        target,
+        ctx.sealTask
+          ? 'returned a task without a taskId'
+          : 'returned a task to a request that did not declare the Tasks extension',
+      );
+    }
+    return withResult(response, { ...result, taskId: ctx.sealTask(result) });
   }
   if (resultType !== 'complete')
     throw new DependencyFailedError(target, `unrecognized resultType ${String(resultType)}`);

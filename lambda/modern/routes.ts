@@ -20,6 +20,7 @@ import type { ModernDeps } from './deps';
 import { discover } from './discover';
 import { asGatewayError, logFailure } from './failures';
 import type { RequestScope } from './request-scope';
+import { relayTaskRequest } from './tasks';
 import type { ModernRequest } from './validate';
 
 /**
@@ -66,7 +67,16 @@ const handlers: { readonly [M in ModernMethod]: ModernHandler } = {
     const response = await completion(input.deps, request, caller, scope.signal);
     return jsonResponse(200, toClient(input.deps, { ...response, id: request.id }));
   },
+  'tasks/get': task,
+  'tasks/update': task,
+  'tasks/cancel': task,
 };
+
+/** A Tasks extension request, relayed to the task's target by the gateway's task id (./tasks.ts). */
+async function task({ input, request, caller, scope }: ModernCall): Promise<Response> {
+  const response = await relayTaskRequest(input.deps, request, input.principal, caller, scope.signal);
+  return jsonResponse(200, toClient(input.deps, response));
+}
 
 export const MODERN_ROUTES: RoutingTable<ModernHandler> = routingTable(handlers);
 

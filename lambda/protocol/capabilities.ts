@@ -1,3 +1,4 @@
+import { declaresTasks, TASKS_EXTENSION } from './meta';
 import type { LegacyClientCapabilities, ModernClientCapabilities } from './types';
 import { supportsFeature } from './versions';
 
@@ -52,6 +53,9 @@ export function capabilitiesForModernTarget(client: AnyClientCapabilities): Mode
   if (sampling)
     declared.sampling = { ...(sampling.context ? { context: {} } : {}), ...(sampling.tools ? { tools: {} } : {}) };
   if (client.roots) declared.roots = {};
+  // The Tasks extension goes to a target only when the client declared it on this request (the spec:
+  // a server MUST NOT answer with a task a client that did not): the gateway relays tasks as they are.
+  if (declaresTasks(client)) (declared as { extensions?: object }).extensions = { [TASKS_EXTENSION]: {} };
   return declared;
 }
 

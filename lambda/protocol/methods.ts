@@ -1,7 +1,7 @@
 /** Method names the gateway routes, by what it does with them, and the shape of each era's routing table. */
 
 /** Where a request names what it calls: the `params` field the gateway resolves to a target. */
-export type NameSource = 'name' | 'uri' | 'ref';
+export type NameSource = 'name' | 'uri' | 'ref' | 'taskId';
 
 /** What is true of a client request method whichever era carries it. */
 export interface MethodFacts {
@@ -36,6 +36,11 @@ export const REQUEST_METHODS = {
   'resources/unsubscribe': { nameSource: 'uri', safeToResend: false },
   'completion/complete': { nameSource: 'ref', safeToResend: false },
   'logging/setLevel': { safeToResend: false },
+  // The Tasks extension (io.modelcontextprotocol/tasks, 2026-07-28): a task is named by its id, which
+  // `Mcp-Name` mirrors so intermediaries can route by it; polling has no side effect.
+  'tasks/get': { nameSource: 'taskId', safeToResend: true },
+  'tasks/update': { nameSource: 'taskId', safeToResend: false },
+  'tasks/cancel': { nameSource: 'taskId', safeToResend: false },
 } as const satisfies Record<string, MethodFacts>;
 
 export type RequestMethod = keyof typeof REQUEST_METHODS;
@@ -61,7 +66,13 @@ export const MODERN_METHOD_LIST = [
   'resources/templates/list',
   'resources/read',
   'completion/complete',
+  'tasks/get',
+  'tasks/update',
+  'tasks/cancel',
 ] as const satisfies readonly RequestMethod[];
+
+/** The methods of the Tasks extension (each names a task by `params.taskId`). */
+export const TASK_METHODS: ReadonlySet<string> = new Set(['tasks/get', 'tasks/update', 'tasks/cancel']);
 
 export type ModernMethod = (typeof MODERN_METHOD_LIST)[number];
 

@@ -6,6 +6,7 @@ import {
   REQUEST_METHODS,
   type RequestMethod,
   SAFE_TO_RESEND_METHODS,
+  TASK_METHODS,
 } from '../../lambda/protocol/methods';
 import { meta, modernHeaders } from '../modern/helpers';
 import { inProcessGateway } from '../support/in-process';
@@ -21,10 +22,10 @@ import { readMessage } from '../support/mcp-http';
 const LISTS = ['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list'];
 
 describe('the tables', () => {
-  it('2025 sessions route every request method but 2026-07-28 discovery', () => {
+  it("2025 sessions route every request method but 2026-07-28 discovery and the Tasks extension's", () => {
     expect([...SESSION_ROUTES.keys()].sort()).toEqual(
       Object.keys(REQUEST_METHODS)
-        .filter((method) => method !== 'server/discover')
+        .filter((method) => method !== 'server/discover' && !TASK_METHODS.has(method))
         .sort(),
     );
   });
@@ -53,8 +54,10 @@ describe('the tables', () => {
     }
   });
 
-  it('safe to resend: exactly the requests without side effects (the handshake, ping, discovery, the lists)', () => {
-    expect([...SAFE_TO_RESEND_METHODS].sort()).toEqual(['initialize', 'ping', 'server/discover', ...LISTS].sort());
+  it('safe to resend: exactly the requests without side effects (the handshake, ping, discovery, the lists, polling a task)', () => {
+    expect([...SAFE_TO_RESEND_METHODS].sort()).toEqual(
+      ['initialize', 'ping', 'server/discover', 'tasks/get', ...LISTS].sort(),
+    );
     // What may have run at the target is never sent twice.
     for (const method of [
       'tools/call',
