@@ -9,6 +9,7 @@ import {
   TargetTimeoutError,
 } from '../../../lambda/targets/endpoint';
 import type { ResumePolicy } from '../../../lambda/targets/stream-resume';
+import { eventually } from '../../support/mcp-http';
 import { drop, openSse, type ScriptedTarget, type Step, scriptedTarget, sse } from '../../support/scripted-target';
 
 /**
@@ -138,8 +139,11 @@ describe('resuming a target stream that ended before the response', () => {
     const target = await start([(_req, res) => sse(res, 'id: e1\nretry: 5000\ndata:\n\n')]);
     const abort = new AbortController();
     const call = endpoint(target.url).request(REQUEST, HEADERS, { resumable: true, signal: abort.signal });
-    setTimeout(() => abort.abort(), 50);
-    await expect(call).rejects.toMatchObject({ name: 'AbortError' });
+    const outcome = expect(call).rejects.toMatchObject({ name: 'AbortError' });
+    // Aborted while it waits out the target's 5 s `retry`: once the POST's stream has ended.
+    await eventually(() => expect(target.seen.map((s) => s.method)).toEqual(['POST']));
+    abort.abort();
+    await outcome;
     expect(target.seen.map((s) => s.method)).toEqual(['POST']);
   });
 });
