@@ -1,8 +1,8 @@
 import type { SharedDeps } from '../relay/shared-deps';
+import type { TaskIdSealer } from '../relay/task-ids';
 import type { PendingStore } from '../state/store';
 import type { LegacySessionPool } from './legacy-sessions';
 import type { RequestStateSealer } from './request-state';
-import type { TaskIdSealer } from './task-ids';
 
 /**
  * What the 2026-07-28 path is built from: the shared parts, the sealer, its in-memory pool of legacy
@@ -12,7 +12,7 @@ import type { TaskIdSealer } from './task-ids';
 export interface ModernDeps extends SharedDeps {
   /** Seals and opens the gateway's requestState (keys from configuration or Secrets Manager). */
   requestState: RequestStateSealer;
-  /** Seals and opens the task ids handed to clients for targets' tasks (./task-ids.ts; the same keys). */
+  /** Seals and opens the task ids handed to clients for targets' tasks (relay/task-ids.ts; the same keys). */
   taskIds: TaskIdSealer;
   /** Legacy target sessions of modern callers, in this instance's memory. */
   legacySessions: LegacySessionPool;
