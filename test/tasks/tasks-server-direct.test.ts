@@ -28,7 +28,7 @@ import extensionSchema from './ext-tasks.schema.json';
  * The Tasks extension's test server (`test/support/servers/tasks-server.ts`) driven directly, before
  * any gateway relays it: raw HTTP with the extension's headers, the official v2 client pinned to
  * 2026-07-28, and the `@modelcontextprotocol/ext-tasks` client on top of it. Every message the server
- * sends is checked against the extension's JSON Schema (`ext-tasks.schema.json`: `schema/draft/schema.json`
+ * sends is checked against the extension's JSON Schema (`ext-tasks.schema.json`: the extension repository's draft `schema.json`
  * of github.com/modelcontextprotocol/ext-tasks at e4345978be1f602f1fc48d89051e8559dd5302a6) and against
  * the package's own Zod schemas, which differ where the last describe block says.
  */
