@@ -19,6 +19,7 @@ import { forwardCall } from './call';
 import type { ModernDeps } from './deps';
 import { discover } from './discover';
 import { asGatewayError, logFailure } from './failures';
+import { parseListenFilter, serveListen } from './listen';
 import type { RequestScope } from './request-scope';
 import { relayTaskRequest } from './tasks';
 import type { ModernRequest } from './validate';
@@ -70,6 +71,15 @@ const handlers: { readonly [M in ModernMethod]: ModernHandler } = {
   'tasks/get': task,
   'tasks/update': task,
   'tasks/cancel': task,
+  'subscriptions/listen': async ({ input, request, caller, scope, handOver }) => {
+    const filter = parseListenFilter(request.params); // a malformed filter is refused before the stream
+    handOver();
+    return serveListen(input.deps, request, filter, input.principal, caller, {
+      signal: scope.signal,
+      deadline: input.exchange.deadline,
+      done: () => scope.done(),
+    });
+  },
 };
 
 /** A Tasks extension request, relayed to the task's target by the gateway's task id (./tasks.ts). */

@@ -41,6 +41,13 @@ export const REQUEST_METHODS = {
   'tasks/get': { nameSource: 'taskId', safeToResend: true },
   'tasks/update': { nameSource: 'taskId', safeToResend: false },
   'tasks/cancel': { nameSource: 'taskId', safeToResend: false },
+  // Tasks of 2025-11-25 (experimental, core): `tasks/get` and `tasks/cancel` above, and these two. The
+  // result of a task blocks until it ends and hands over what the task queued (a question), so it is
+  // never sent twice; listing has no side effect.
+  'tasks/result': { nameSource: 'taskId', safeToResend: false },
+  'tasks/list': { safeToResend: true },
+  // 2026-07-28's one long-lived request: the stream of what changes (SEP-2575).
+  'subscriptions/listen': { safeToResend: false },
 } as const satisfies Record<string, MethodFacts>;
 
 export type RequestMethod = keyof typeof REQUEST_METHODS;
@@ -69,10 +76,17 @@ export const MODERN_METHOD_LIST = [
   'tasks/get',
   'tasks/update',
   'tasks/cancel',
+  'subscriptions/listen',
 ] as const satisfies readonly RequestMethod[];
 
 /** The methods of the Tasks extension (each names a task by `params.taskId`). */
 export const TASK_METHODS: ReadonlySet<string> = new Set(['tasks/get', 'tasks/update', 'tasks/cancel']);
+
+/**
+ * The task methods of 2025-11-25 (experimental, in the core protocol): a 2025 session's (legacy/tasks.ts).
+ * `tasks/get` and `tasks/cancel` share their names with the extension's; `tasks/update` is the extension's only.
+ */
+export const LEGACY_TASK_METHODS: ReadonlySet<string> = new Set(['tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel']);
 
 export type ModernMethod = (typeof MODERN_METHOD_LIST)[number];
 
@@ -109,7 +123,15 @@ export const RELAYED_CALL_METHODS: ReadonlySet<string> = new Set([
   'prompts/get',
   'resources/read',
   'completion/complete',
+  // A 2025-11-25 task's result: it waits for the task, and hands over the task's questions meanwhile.
+  'tasks/result',
 ]);
+
+/**
+ * Requests timed by the target's silence rather than by the whole answer (`callIdleTimeoutMs`): the
+ * relayed calls, and a listen, which answers only when it ends (its keep-alives show it is there).
+ */
+export const SILENCE_TIMED_METHODS: ReadonlySet<string> = new Set([...RELAYED_CALL_METHODS, 'subscriptions/listen']);
 
 /** What a target may ask of the user during a call (2025: server requests; 2026: `inputRequests`). */
 export const INPUT_METHODS: ReadonlySet<string> = new Set([

@@ -6,7 +6,7 @@ import { DependencyFailedError } from '../protocol/errors';
 import { MCP_HEADERS } from '../protocol/headers';
 import { isResponse, type JSONRPCResponse, nestedDeeperThan } from '../protocol/jsonrpc';
 // Requests without side effects at the target: the routing tables' safe-to-resend column (protocol/methods.ts).
-import { RELAYED_CALL_METHODS, SAFE_TO_RESEND_METHODS as SAFE_TO_RESEND } from '../protocol/methods';
+import { SAFE_TO_RESEND_METHODS as SAFE_TO_RESEND, SILENCE_TIMED_METHODS } from '../protocol/methods';
 import type { JSONRPCMessage, JSONRPCRequest } from '../protocol/types';
 import { sleep, systemClock } from '../scheduling/clock';
 import { NO_CREDENTIALS, type TargetCredentials } from './credentials';
@@ -165,7 +165,7 @@ export class TargetEndpoint {
     headers: Record<string, string>,
     options: PostOptions = {},
   ): Promise<PostResult> {
-    const idle = RELAYED_CALL_METHODS.has(request.method);
+    const idle = SILENCE_TIMED_METHODS.has(request.method);
     const clock = new TargetClock(idle ? this.limits.callIdleTimeoutMs : this.limits.requestTimeoutMs);
     const signals = [
       clock.signal,

@@ -22,10 +22,12 @@ import { readMessage } from '../support/mcp-http';
 const LISTS = ['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list'];
 
 describe('the tables', () => {
-  it("2025 sessions route every request method but 2026-07-28 discovery and the Tasks extension's", () => {
+  it("2025 sessions route every request method but 2026-07-28 discovery, listen and the Tasks extension's", () => {
     expect([...SESSION_ROUTES.keys()].sort()).toEqual(
       Object.keys(REQUEST_METHODS)
-        .filter((method) => method !== 'server/discover' && !TASK_METHODS.has(method))
+        .filter(
+          (method) => method !== 'server/discover' && method !== 'subscriptions/listen' && !TASK_METHODS.has(method),
+        )
         .sort(),
     );
   });
