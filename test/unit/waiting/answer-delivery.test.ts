@@ -1,10 +1,10 @@
-import type { GatewayLogger } from '../../../lambda/observability/logger';
 import type { JSONRPCResponse } from '../../../lambda/protocol/jsonrpc';
 import { CLAIM_LEASE_MS, newPendingRecord } from '../../../lambda/state/records';
 import type { PendingRecord } from '../../../lambda/state/store';
 import { MessageRejectedError, TargetSessionExpiredError } from '../../../lambda/targets/endpoint';
 import { type DeliveryDeps, deliverAnswer, holderGone } from '../../../lambda/waiting/answer-delivery';
 import { ClaimAcknowledger } from '../../../lambda/waiting/holder-ack';
+import { QUIET } from '../../support/in-process';
 import { MemorySessionStore } from '../../support/memory-store';
 
 /**
@@ -15,12 +15,7 @@ import { MemorySessionStore } from '../../support/memory-store';
  */
 
 const PARTITION = 'session-1';
-const quiet: GatewayLogger = {
-  debug: () => undefined,
-  info: () => undefined,
-  warn: () => undefined,
-  error: () => undefined,
-};
+const quiet = QUIET;
 
 interface Sent {
   target: string;

@@ -1,8 +1,7 @@
 import { createLogger } from '../../../lambda/observability/logger';
-import { newPendingRecord } from '../../../lambda/state/records';
-import type { PendingRecord } from '../../../lambda/state/store';
 import { ClaimAcknowledger, LONG_WAIT_MS } from '../../../lambda/waiting/holder-ack';
 import { MemorySessionStore } from '../../support/memory-store';
+import { relayedRecord } from '../../support/pending-records';
 
 /**
  * The holder's looks at its waiting records (waiting/holder-ack.ts), on an injected clock and scheduler:
@@ -13,17 +12,6 @@ import { MemorySessionStore } from '../../support/memory-store';
 
 const PARTITION = 'session-1';
 const quiet = createLogger('SILENT');
-
-function relayedRecord(): PendingRecord {
-  return newPendingRecord(300, {
-    kind: 'relayed',
-    method: 'elicitation/create',
-    target: 'demo',
-    clientRequestId: 7,
-    targetSessionId: 'target-session',
-    targetRequestId: 3,
-  });
-}
 
 /** A scheduler the test drives: each timer waits until the test fires it, the clock moves by its delay. */
 function manualTime() {

@@ -1,10 +1,10 @@
 import { createLogger, type GatewayLogger } from '../../../lambda/observability/logger';
-import { newPendingRecord } from '../../../lambda/state/records';
 import type { PendingRecord, PendingStore } from '../../../lambda/state/store';
 import { Holder, type PendingWatch } from '../../../lambda/waiting/holder';
 import { VERDICT_RECHECK_MS } from '../../../lambda/waiting/pending-verdict';
 import { FakeClock } from '../../support/fake-clock';
 import { MemorySessionStore } from '../../support/memory-store';
+import { relayedRecord } from '../../support/pending-records';
 
 /**
  * The holder of a waiting call (waiting/holder.ts), the one both eras use, on a fake clock: minutes of
@@ -16,20 +16,6 @@ const PARTITION = 'session-1';
 const LEASE_MS = 30_000;
 const RENEW_MS = 10_000;
 const TIMEOUT_MS = 300_000;
-
-function relayed(change: Partial<PendingRecord> = {}): PendingRecord {
-  return {
-    ...newPendingRecord(3600, {
-      kind: 'relayed',
-      method: 'elicitation/create',
-      target: 'demo',
-      clientRequestId: 7,
-      targetSessionId: 'target-session',
-      targetRequestId: 3,
-    }),
-    ...change,
-  };
-}
 
 function setUp(options: { store?: PendingStore; onRecorded?: (record: PendingRecord) => void } = {}) {
   const store = (options.store ?? new MemorySessionStore()) as MemorySessionStore;
@@ -50,7 +36,7 @@ function setUp(options: { store?: PendingStore; onRecorded?: (record: PendingRec
     renewMs: RENEW_MS,
   });
   const ask = async (change: Partial<PendingRecord> = {}) => {
-    const record = relayed(change);
+    const record = relayedRecord(change, 3600);
     await store.putPending({ id: PARTITION }, record);
     ids.push(record.gatewayId);
     holder.asked(true);

@@ -1,12 +1,12 @@
-import type { GatewayLogger } from '../../../lambda/observability/logger';
 import type { JSONRPCResponse } from '../../../lambda/protocol/jsonrpc';
-import { newPendingRecord } from '../../../lambda/state/records';
 import type { PendingRecord } from '../../../lambda/state/store';
 import { MessageRejectedError } from '../../../lambda/targets/endpoint';
 import type { DeliveryDeps } from '../../../lambda/waiting/answer-delivery';
 import { ClaimAcknowledger } from '../../../lambda/waiting/holder-ack';
 import { deliverRecordedUntilTaken, fitsARecord, recordAnswer } from '../../../lambda/waiting/recorded-answer';
+import { QUIET } from '../../support/in-process';
 import { MemorySessionStore } from '../../support/memory-store';
+import { relayedRecord } from '../../support/pending-records';
 
 /**
  * The holder delivers (waiting/recorded-answer.ts): the answering instance records the answer in a
@@ -16,23 +16,7 @@ import { MemorySessionStore } from '../../support/memory-store';
  */
 
 const PARTITION = 'session-1';
-const quiet: GatewayLogger = {
-  debug: () => undefined,
-  info: () => undefined,
-  warn: () => undefined,
-  error: () => undefined,
-};
-
-function relayedRecord(): PendingRecord {
-  return newPendingRecord(300, {
-    kind: 'relayed',
-    method: 'elicitation/create',
-    target: 'demo',
-    clientRequestId: 7,
-    targetSessionId: 'target-session',
-    targetRequestId: 3,
-  });
-}
+const quiet = QUIET;
 
 const answerTo = (record: PendingRecord): JSONRPCResponse => ({
   jsonrpc: '2.0',
