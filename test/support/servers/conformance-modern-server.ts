@@ -25,6 +25,13 @@ import {
   text,
 } from './conformance-content';
 import { type RoundState, registerInputRequiredTools } from './conformance-modern-mrtr';
+import {
+  type ConformanceTasks,
+  createConformanceTasks,
+  refuseUndeclaredTaskCall,
+  TASKS_EXTENSION,
+  withoutTaskContent,
+} from './conformance-tasks-server';
 import { serveFetch } from './serve-fetch';
 
 /**
@@ -35,8 +42,9 @@ import { serveFetch } from './serve-fetch';
  * `conformance-content.ts`), the multi round-trip tools (`conformance-modern-mrtr.ts`), the diagnostic
  * tools of `server-stateless` (a tool needing an undeclared capability, one that asks, one that logs,
  * and two that change the tool and prompt lists, announced on `subscriptions/listen` streams), a tool
- * with an `x-mcp-header` parameter (SEP-2243) and Host/Origin checks (DNS rebinding). Per-request
- * `_meta`, discovery, caching hints, errors and listen streams are the SDK's.
+ * with an `x-mcp-header` parameter (SEP-2243) and Host/Origin checks (DNS rebinding), and the Tasks
+ * extension the `tasks-*` scenarios exercise (declared in `server/discover`; conformance-tasks-server.ts).
+ * Per-request `_meta`, discovery, caching hints, errors and listen streams are the SDK's.
  * test/conformance/ runs the suite against it directly and through the gateway.
  */
 
@@ -55,7 +63,12 @@ interface ListState {
   extraPrompt: boolean;
 }
 
-function build(lists: ListState, codec: RequestStateCodec<RoundState>, handler: () => McpHttpHandler): McpServer {
+function build(
+  lists: ListState,
+  codec: RequestStateCodec<RoundState>,
+  tasks: ConformanceTasks,
+  handler: () => McpHttpHandler,
+): McpServer {
   const server = new McpServer(
     { name: 'gateway-conformance-modern-server', version: '1.0.0' },
     {
@@ -65,6 +78,7 @@ function build(lists: ListState, codec: RequestStateCodec<RoundState>, handler: 
         resources: {},
         logging: {},
         completions: {},
+        extensions: { [TASKS_EXTENSION]: {} },
       },
       requestState: { verify: codec.verify },
     },
@@ -161,6 +175,7 @@ function build(lists: ListState, codec: RequestStateCodec<RoundState>, handler: 
   }
 
   registerInputRequiredTools(server, codec);
+  tasks.register(server);
 
   for (const [name, prompt] of Object.entries(PROMPTS)) {
     // test_prompt_with_arguments completes its arguments (completion-complete asks for arg1).
@@ -206,7 +221,8 @@ function build(lists: ListState, codec: RequestStateCodec<RoundState>, handler: 
 export async function startConformanceModernServer(): Promise<{ url: string; close(): Promise<void> }> {
   const lists: ListState = { extraTool: false, extraPrompt: false };
   const codec = createRequestStateCodec<RoundState>({ key: randomBytes(32).toString('base64'), ttlSeconds: 300 });
-  const handler: McpHttpHandler = createMcpHandler(() => build(lists, codec, () => handler), {
+  const tasks = createConformanceTasks();
+  const handler: McpHttpHandler = createMcpHandler(() => build(lists, codec, tasks, () => handler), {
     legacy: 'reject',
     onerror: () => undefined,
   });
@@ -221,11 +237,12 @@ export async function startConformanceModernServer(): Promise<{ url: string; clo
         { status: 403 },
       );
     }
-    return handler.fetch(request);
+    return (await refuseUndeclaredTaskCall(request)) ?? withoutTaskContent(await handler.fetch(request));
   });
   return {
     url: served.url,
     close: async () => {
+      tasks.close();
       await handler.close().catch(() => undefined);
       await served.close();
     },
