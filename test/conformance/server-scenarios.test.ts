@@ -1,4 +1,5 @@
 import {
+  extensionScenarios,
   notPassing,
   runSuite,
   type Scored,
@@ -19,7 +20,9 @@ import { withGateway } from '../support/with-gateway';
  * are compared one by one (`<scenario>:<check id>`, as the suite scores them): every check that passes
  * directly must pass through the gateway, except the gaps named below; a gap that starts passing
  * fails this test, so the list stays true (the suite's own `--expected-failures` rule, per check).
- * All runs go at once: the suite runs its scenarios one after another, each run takes seconds.
+ * The Tasks extension's scenarios (`tasks-*`, not on the revision's timeline, run with `--force` on the
+ * 2026-07-28 wire) go against the same 2026-07-28 server, which has the extension, and are compared
+ * the same way. All runs go at once: the suite runs its scenarios one after another, each run takes seconds.
  */
 
 /** A check the gateway does not pass yet: what its run scores (`unscored`: INFO, SKIPPED or absent), and why. */
@@ -59,8 +62,12 @@ const GATEWAY_GAPS: Record<SpecVersion, Record<string, Gap>> = {
   },
 };
 
-const expectedGaps = (version: SpecVersion) =>
-  Object.fromEntries(Object.entries(GATEWAY_GAPS[version]).map(([key, gap]) => [key, gap.through]));
+/** The same for the Tasks extension's scenarios (io.modelcontextprotocol/tasks). */
+const TASKS_GATEWAY_GAPS: Record<string, Gap> = {};
+
+const throughOf = (gaps: Record<string, Gap>) =>
+  Object.fromEntries(Object.entries(gaps).map(([key, gap]) => [key, gap.through]));
+const expectedGaps = (version: SpecVersion) => throughOf(GATEWAY_GAPS[version]);
 
 // A second instance of each reference server is run directly, so the runs at once share no server state.
 const legacy = withGateway(
@@ -88,22 +95,29 @@ const runs = {} as {
   through: Record<SpecVersion, SuiteRun>;
   /** server-sse-polling through a gateway of the default configuration. */
   pollingDefault: SuiteRun;
+  /** The Tasks extension's scenarios against the 2026-07-28 server. */
+  tasks: { direct: SuiteRun; through: SuiteRun };
 };
 
 beforeAll(async () => {
   // The 2025 suite goes through a gateway that releases every call that may be (SSE polling): the
   // suite's client is no client the default configuration trusts to resume before it has seen it do so.
   const releasing: GatewayUnderTest = await legacy.start({ streamRelease: 'always' });
-  const [direct2025, through2025, pollingDefault, direct2026, through2026] = await Promise.all([
-    runSuite(legacy.targets.direct.url, '2025-11-25'),
-    runSuite(releasing.url, '2025-11-25'),
-    runSuite(legacy.url, '2025-11-25', { scenario: 'server-sse-polling' }),
-    runSuite(modern.targets.direct.url, '2026-07-28'),
-    runSuite(modern.url, '2026-07-28'),
-  ]);
+  const tasks = { scenario: await extensionScenarios('tasks-'), force: true };
+  const [direct2025, through2025, pollingDefault, direct2026, through2026, directTasks, throughTasks] =
+    await Promise.all([
+      runSuite(legacy.targets.direct.url, '2025-11-25'),
+      runSuite(releasing.url, '2025-11-25'),
+      runSuite(legacy.url, '2025-11-25', { scenario: 'server-sse-polling' }),
+      runSuite(modern.targets.direct.url, '2026-07-28'),
+      runSuite(modern.url, '2026-07-28'),
+      runSuite(modern.targets.direct.url, '2026-07-28', tasks),
+      runSuite(modern.url, '2026-07-28', tasks),
+    ]);
   runs.direct = { '2025-11-25': direct2025, '2026-07-28': direct2026 };
   runs.through = { '2025-11-25': through2025, '2026-07-28': through2026 };
   runs.pollingDefault = pollingDefault;
+  runs.tasks = { direct: directTasks, through: throughTasks };
 }, 180_000);
 
 describe.each([
@@ -118,6 +132,20 @@ describe.each([
   it('passes through the gateway every check that passes directly, but the named gaps', () => {
     expect(runs.through[version].scenarios).toEqual(runs.direct[version].scenarios);
     expect(worseThrough(runs.direct[version], runs.through[version])).toEqual(expectedGaps(version));
+  });
+});
+
+describe('the official conformance suite, the Tasks extension scenarios (io.modelcontextprotocol/tasks, 2026-07-28)', () => {
+  it('passes every scored check directly against the 2026-07-28 reference server', () => {
+    // tasks-lifecycle … tasks-mrtr-composition; tasks-status-notifications scores nothing (SKIPPED by the suite).
+    expect(runs.tasks.direct.scenarios.length).toBeGreaterThanOrEqual(10);
+    expect(Object.keys(runs.tasks.direct.scored).length).toBeGreaterThanOrEqual(40);
+    expect(notPassing(runs.tasks.direct)).toEqual({});
+  });
+
+  it('passes through the gateway every check that passes directly, but the named gaps', () => {
+    expect(runs.tasks.through.scenarios).toEqual(runs.tasks.direct.scenarios);
+    expect(worseThrough(runs.tasks.direct, runs.tasks.through)).toEqual(throughOf(TASKS_GATEWAY_GAPS));
   });
 });
 

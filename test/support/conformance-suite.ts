@@ -49,31 +49,51 @@ function node22(): string {
 
 /**
  * Every scenario of `specVersion` (`--suite all --spec-version`: the scenarios of that revision's wire,
- * pending ones included; extensions such as tasks are not on the revision's timeline), or one scenario.
+ * pending ones included; extensions such as tasks are not on the revision's timeline), or the named
+ * scenarios, one after another. An extension's scenarios need `force` (`--force`): the suite skips a
+ * scenario not on the revision's timeline, and the spec version still picks the wire it speaks.
  */
 export async function runSuite(
   url: string,
   specVersion: SpecVersion,
-  options: { scenario?: string; timeoutMs?: number } = {},
+  options: { scenario?: string | readonly string[]; force?: boolean; timeoutMs?: number } = {},
 ): Promise<SuiteRun> {
   const dir = mkdtempSync(join(tmpdir(), 'conformance-'));
   try {
-    const selection = options.scenario ? ['--scenario', options.scenario] : ['--suite', 'all'];
-    const args = [conformanceCli(), 'server', '--url', url, ...selection, '--spec-version', specVersion, '-o', dir];
-    const { stderr } = await promisify(execFile)(node22(), args, {
-      timeout: options.timeoutMs ?? 120_000,
-      maxBuffer: 16 * 1024 * 1024,
-    }).catch((error: { stderr?: string; killed?: boolean }) => {
-      // Exit 1 only says a check failed; the folders say which.
-      if (error.killed) throw new Error(`the conformance suite timed out against ${url}`);
-      return { stderr: error.stderr ?? '' };
-    });
+    const selections =
+      options.scenario === undefined
+        ? [['--suite', 'all']]
+        : [options.scenario].flat().map((scenario) => ['--scenario', scenario]);
+    let stderr = '';
+    for (const selection of selections) {
+      const args = [conformanceCli(), 'server', '--url', url, ...selection, '--spec-version', specVersion, '-o', dir];
+      if (options.force) args.push('--force');
+      const output = await promisify(execFile)(node22(), args, {
+        timeout: options.timeoutMs ?? 120_000,
+        maxBuffer: 16 * 1024 * 1024,
+      }).catch((error: { stderr?: string; killed?: boolean }) => {
+        // Exit 1 only says a check failed; the folders say which.
+        if (error.killed) throw new Error(`the conformance suite timed out against ${url}`);
+        return { stderr: error.stderr ?? '' };
+      });
+      stderr += output.stderr;
+    }
     const run = readRun(dir);
     if (run.scenarios.length === 0) throw new Error(`the conformance suite ran no scenario against ${url}: ${stderr}`);
     return run;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The server scenarios of an extension (`conformance list`: `- <name> [extension]`) whose names start with `prefix`. */
+export async function extensionScenarios(prefix: string): Promise<string[]> {
+  const { stdout } = await promisify(execFile)(node22(), [conformanceCli(), 'list'], { maxBuffer: 4 * 1024 * 1024 });
+  const clients = stdout.search(/client scenarios/i);
+  const server = clients < 0 ? stdout : stdout.slice(0, clients);
+  return [...server.matchAll(/^\s*- (\S+) \[extension\]$/gm)]
+    .map((match) => match[1] as string)
+    .filter((name) => name.startsWith(prefix));
 }
 
 function readRun(dir: string): SuiteRun {
