@@ -2,6 +2,7 @@ import { errorResponse, refuse } from '../http/errors';
 import type { ExchangeContext } from '../http/exchange';
 import { type AcceptPreference, messageResponse, parseAccept } from '../http/responses';
 import { describeError } from '../observability/logger';
+import { declaresLegacyTasks } from '../protocol/capabilities';
 import { GatewayError } from '../protocol/errors';
 import { isWellFormedSessionId, MCP_HEADERS } from '../protocol/headers';
 import type { ClientMessage } from '../protocol/jsonrpc';
@@ -17,7 +18,9 @@ import type { LegacyDeps } from './deps';
 import { needsResumeProof, releasePolicy, resumeProofKey } from './release-policy';
 import { resumeStream } from './resume';
 import type { SessionExchange } from './routes';
+import { sessionCaller } from './session-caller';
 import { handleSessionMessage } from './session-router';
+import { tasksOfTargets, withTaskIds } from './tasks';
 
 /**
  * What the gateway serves as one server. List changes and resource subscriptions are declared only
@@ -25,6 +28,8 @@ import { handleSessionMessage } from './session-router';
  * turns off. `resources.subscribe` is the gateway's: it routes a subscription to the resource's target
  * (as resources/read does), and a target that does not support subscriptions answers for itself.
  * Whether a target does is not known at initialize (targets are opened lazily, per session).
+ * `tasks` (2025-11-25) is declared after the targets' handshakes, to a client that declared tasks
+ * itself, as far as its targets declared them (./tasks.ts).
  */
 function serverCapabilities(config: LegacyDeps['config']) {
   const push = config.clientStreamHoldSeconds > 0;
@@ -159,7 +164,10 @@ export async function handleLegacyGet(input: Omit<LegacyInput, 'message' | 'acce
   }
   const loaded = await loadOwnSession(input, (id) => loadLiveSession(deps, id));
   if (loaded instanceof Response) return loaded;
-  return openClientStream(deps, loaded, input.exchange, { [MCP_HEADERS.sessionId]: loaded.session.id });
+  // A task's status the targets send there reaches the client with the gateway's task id (./tasks.ts).
+  return openClientStream(withTaskIds(deps, loaded.session.principal), loaded, input.exchange, {
+    [MCP_HEADERS.sessionId]: loaded.session.id,
+  });
 }
 
 /** DELETE ends the session (and everything in its partition), and its target sessions. */
@@ -318,11 +326,14 @@ async function initialize(input: LegacyInput, request: JSONRPCRequest): Promise<
     return errorResponse(request.id, error);
   }
   deps.logger.info('session initialized', { sessionId: session.id, protocolVersion, client: params.clientInfo?.name });
-  const result: InitializeResult = {
-    protocolVersion,
-    capabilities: serverCapabilities(deps.config),
-    serverInfo: deps.serverInfo,
-  };
+  const capabilities: InitializeResult['capabilities'] = serverCapabilities(deps.config);
+  if (declaresLegacyTasks(session.clientCapabilities, protocolVersion)) {
+    // Only a client that has tasks itself waits for the targets' handshakes to learn whether any has them.
+    const caller = sessionCaller(deps.store, { session, targets: new Map() }, false);
+    const tasks = await tasksOfTargets(deps, caller, input.exchange.signal);
+    if (tasks) capabilities.tasks = tasks;
+  }
+  const result: InitializeResult = { protocolVersion, capabilities, serverInfo: deps.serverInfo };
   return messageResponse({ jsonrpc: '2.0', id: request.id, result }, accept, { [MCP_HEADERS.sessionId]: session.id });
 }
 

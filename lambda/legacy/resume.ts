@@ -13,6 +13,7 @@ import type { LegacyDeps } from './deps';
 import { releasePolicy, resumeProofKey } from './release-policy';
 import { sessionCaller } from './session-caller';
 import { followStream, openStreamLog, parseEventId, streamLogSettings } from './stream-log';
+import { withTaskIds } from './tasks';
 
 /** How often a resumed stream polls its log while the call runs elsewhere: 100 ms, backing off to 1 s. */
 export const DEFAULT_STREAM_POLL_MS = { minMs: 100, maxMs: 1000 };
@@ -260,7 +261,8 @@ async function goOn(
   deps.logger.info('took over a released call', { sessionId, streamId: waiting.streamId, step: snapshot.step.kind });
   const { call } = snapshot;
   await continueCall({
-    deps,
+    // The call's task ids as the client knows them (./tasks.ts), as when it started.
+    deps: withTaskIds(deps, loaded.session.principal),
     loaded,
     caller: sessionCaller(deps.store, loaded, true),
     accept: { sse: true, json: true },

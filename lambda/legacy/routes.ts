@@ -13,6 +13,7 @@ import { relayCall } from './call-relay';
 import type { LegacyDeps } from './deps';
 import { targetCallIdOf } from './ids';
 import { sessionCaller } from './session-caller';
+import { listSessionTasks, type NamedTask, SessionTasks, withTaskIds } from './tasks';
 
 /**
  * The legacy era's routing table: every request method a session serves, with its name source, whether
@@ -65,6 +66,12 @@ export const SESSION_ROUTES: RoutingTable<SessionRequestHandler> = routingTable(
     await setLevel(r, r.params.level);
     return reply(r, {});
   },
+  // 2025-11-25's tasks (experimental): routed by the gateway's task id (./tasks.ts).
+  'tasks/get': relayTask,
+  'tasks/result': relayTask,
+  'tasks/cancel': relayTask,
+  'tasks/list': async (r) =>
+    reply(r, await listSessionTasks(r.ctx.deps, r.ctx.loaded, r.caller, r.params, r.ctx.exchange.signal)),
 });
 
 function reply(r: SessionRequest, result: Record<string, unknown>): Response {
@@ -96,7 +103,7 @@ async function relayNamed(r: SessionRequest): Promise<Response> {
         kind === 'tool' && needsConfirmation(deps.config.confirmTools, target, name)
           ? { exposedName: exposedNameOf(params.name, name), tool: name }
           : undefined;
-      return relay(r, target, { ...params, name }, confirm);
+      return relay(r, target, { ...params, name }, { confirm });
     }
     case 'uri':
       return relay(r, await deps.catalog.resolveResource(params.uri, scope), params);
@@ -115,6 +122,23 @@ async function relayNamed(r: SessionRequest): Promise<Response> {
 }
 
 /**
+ * A task request, to the target whose task the gateway id names (opened first: anything else is refused
+ * as an unknown task, and no target is called), with the target's own id; relayed as a call, so a task's
+ * result may wait and its questions reach the client (./tasks.ts).
+ */
+async function relayTask(r: SessionRequest): Promise<Response> {
+  const named = new SessionTasks(r.ctx.deps.taskIds, r.ctx.loaded.session.principal).open(
+    r.route.method,
+    r.params.taskId,
+  );
+  if (!r.ctx.deps.targets.names.includes(named.target)) {
+    r.ctx.deps.logger.info('task id of a target no longer configured', { method: r.route.method });
+    throw new GatewayError('InvalidParams', `Task not found: ${named.gatewayId}`, { reason: 'unknown' });
+  }
+  return relay(r, named.target, { ...r.params, taskId: named.taskId }, { task: named });
+}
+
+/**
  * Routed by URI as a read is; the updates come on the target session's GET stream, which the session's
  * client GET stream listens to (client-stream.ts). Without one there is nothing to route.
  */
@@ -125,15 +149,21 @@ async function subscription(r: SessionRequest): Promise<Response> {
   return relayNamed(r);
 }
 
+/**
+ * Every relayed call hands the client the gateway's task ids (./tasks.ts): a task-augmented tools/call's
+ * task, a task request's answer, and whatever names a task on the call's stream (a task's status, heard
+ * on the target session's GET stream, may ride any call of the session).
+ */
 function relay(
   r: SessionRequest,
   target: string,
   params: Record<string, unknown>,
-  confirm?: { exposedName: string; tool: string },
+  options: { confirm?: { exposedName: string; tool: string }; task?: NamedTask } = {},
 ): Promise<Response> {
   const { deps, loaded, accept, exchange, headers } = r.ctx;
+  const { confirm, task } = options;
   return relayCall({
-    deps,
+    deps: withTaskIds(deps, loaded.session.principal, task),
     loaded,
     caller: r.caller,
     accept,

@@ -1,13 +1,13 @@
 import { declaresTasks, TASKS_EXTENSION } from './meta';
 import type { LegacyClientCapabilities, ModernClientCapabilities } from './types';
-import { supportsFeature } from './versions';
+import { isLegacyVersion, supportsFeature } from './versions';
 
 /**
  * What the gateway may declare to a target and relay to a client: only what the client declared,
  * only what the protocol version allows, and only what can be relayed verbatim (elicitation
- * form/url, sampling with its context/tools flags, roots). Tasks, extensions and experimental
- * capabilities are never passed on. The same filter decides what is declared to a target and what is
- * relayed back, so both sides agree.
+ * form/url, sampling with its context/tools flags, roots). Extensions and experimental capabilities are
+ * never passed on; 2025-11-25's `tasks` only as far as the gateway relays it (below). The same filter
+ * decides what is declared to a target and what is relayed back, so both sides agree.
  */
 
 type AnyClientCapabilities = LegacyClientCapabilities | ModernClientCapabilities;
@@ -40,8 +40,26 @@ export function capabilitiesForLegacyTarget(
   }
   const roots = client.roots as { listChanged?: boolean } | undefined;
   if (roots) declared.roots = roots.listChanged ? { listChanged: true } : {};
+  // 2025-11-25's tasks (experimental): declared when the client declared them, so the target may answer
+  // its task-augmented tools/call with a task (legacy/tasks.ts relays it). Without what the client may
+  // be asked: a target's task-augmented elicitation or sampling, and its tasks/get, tasks/list or
+  // tasks/cancel to the client, are not relayed (the client's tasks would have to be too).
+  if (declaresLegacyTasks(client, protocolVersion)) declared.tasks = {};
   return declared;
 }
+
+/**
+ * Whether a client of `protocolVersion` declared 2025-11-25's tasks: in the core protocol of that
+ * version only (experimental; 2026-07-28 moved them to an extension, `declaresTasks`).
+ */
+export function declaresLegacyTasks(client: AnyClientCapabilities, protocolVersion: string): boolean {
+  const tasks = (client as LegacyClientCapabilities).tasks;
+  return (
+    tasks !== undefined && tasks !== null && isLegacyVersion(protocolVersion) && protocolVersion >= CORE_TASKS_SINCE
+  );
+}
+
+const CORE_TASKS_SINCE = '2025-11-25';
 
 /** Declared in `_meta` to a modern target for one request. */
 export function capabilitiesForModernTarget(client: AnyClientCapabilities): ModernClientCapabilities {
@@ -120,12 +138,14 @@ export function declaresInput(capabilities: AnyClientCapabilities): boolean {
 /**
  * Whether a server's declared capabilities let it send notifications outside a request's own stream
  * (2025 servers: on the session's GET stream): log messages (`logging`), list changes (`listChanged`
- * of tools, prompts or resources), resource updates (`resources.subscribe`). Unknown (a session
- * stored without them): assumed so.
+ * of tools, prompts or resources), resource updates (`resources.subscribe`), task status (`tasks`).
+ * Unknown (a session stored without them): assumed so.
  */
 export function sendsOutsideCalls(serverCapabilities: Record<string, unknown> | undefined): boolean {
   if (!serverCapabilities) return true;
   if (serverCapabilities.logging !== undefined) return true;
+  // `notifications/tasks/status`: the v1 SDK server sends it on the GET stream.
+  if (serverCapabilities.tasks !== undefined) return true;
   const declared = (key: string) =>
     serverCapabilities[key] as { listChanged?: boolean; subscribe?: boolean } | undefined;
   return (

@@ -86,7 +86,12 @@ export const TASK_METHODS: ReadonlySet<string> = new Set(['tasks/get', 'tasks/up
  * The task methods of 2025-11-25 (experimental, in the core protocol): a 2025 session's (legacy/tasks.ts).
  * `tasks/get` and `tasks/cancel` share their names with the extension's; `tasks/update` is the extension's only.
  */
-export const LEGACY_TASK_METHODS: ReadonlySet<string> = new Set(['tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel']);
+export const LEGACY_TASK_METHODS: ReadonlySet<string> = new Set([
+  'tasks/get',
+  'tasks/result',
+  'tasks/list',
+  'tasks/cancel',
+]);
 
 export type ModernMethod = (typeof MODERN_METHOD_LIST)[number];
 

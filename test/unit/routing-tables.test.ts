@@ -2,6 +2,7 @@ import { SESSION_ROUTES } from '../../lambda/legacy/routes';
 import { MODERN_ROUTES } from '../../lambda/modern/routes';
 import { nameSourceOf } from '../../lambda/protocol/meta';
 import {
+  LEGACY_TASK_METHODS,
   MODERN_METHOD_LIST,
   REQUEST_METHODS,
   type RequestMethod,
@@ -26,7 +27,10 @@ describe('the tables', () => {
     expect([...SESSION_ROUTES.keys()].sort()).toEqual(
       Object.keys(REQUEST_METHODS)
         .filter(
-          (method) => method !== 'server/discover' && method !== 'subscriptions/listen' && !TASK_METHODS.has(method),
+          (method) =>
+            method !== 'server/discover' &&
+            method !== 'subscriptions/listen' &&
+            (!TASK_METHODS.has(method) || LEGACY_TASK_METHODS.has(method)),
         )
         .sort(),
     );
@@ -58,7 +62,7 @@ describe('the tables', () => {
 
   it('safe to resend: exactly the requests without side effects (the handshake, ping, discovery, the lists, polling a task)', () => {
     expect([...SAFE_TO_RESEND_METHODS].sort()).toEqual(
-      ['initialize', 'ping', 'server/discover', 'tasks/get', ...LISTS].sort(),
+      ['initialize', 'ping', 'server/discover', 'tasks/get', 'tasks/list', ...LISTS].sort(),
     );
     // What may have run at the target is never sent twice.
     for (const method of [
