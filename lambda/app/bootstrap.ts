@@ -10,6 +10,7 @@ import type { ShutdownableHandler } from '../http/exchange';
 import { ActiveCalls } from '../legacy/active-calls';
 import { SessionCache } from '../legacy/session-cache';
 import { LegacySessionPool } from '../modern/legacy-sessions';
+import { ListenPlaces } from '../modern/listen';
 import { RequestStateSealer } from '../modern/request-state';
 import { createActiveTracer } from '../observability/active-tracing';
 import { createLogger, type GatewayLogger } from '../observability/logger';
@@ -77,6 +78,7 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
     requestState: new RequestStateSealer(box, config.requestStateTtlSeconds, options.requestStateClock),
     taskIds: new TaskIdSealer(box, config.taskIdMaxTtlSeconds, options.requestStateClock),
     legacySessions: new LegacySessionPool(targets, logger),
+    listens: new ListenPlaces(config.maxListensPerPrincipal),
     activeCalls: new ActiveCalls(),
     sessionCache: config.sessionReadAhead ? new SessionCache() : undefined,
     // The same table: only bridged calls (a 2026-07-28 client, a 2025 target that asks for input) write through it.

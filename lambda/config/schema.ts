@@ -333,6 +333,12 @@ export const GatewayConfigSchema = z
      */
     maxBridgedCallsPerPrincipal: z.number().int().min(1).max(1000).default(20),
     /**
+     * Open `subscriptions/listen` streams one principal may hold at once on one instance (2026-07-28;
+     * counted in memory: that path stores nothing). Each holds a stream, and one at each 2026-07-28
+     * target it listens at; beyond it a listen is refused (429) before any target is asked.
+     */
+    maxListensPerPrincipal: z.number().int().min(1).max(1000).default(10),
+    /**
      * Largest outcome (the target's result, or its next round's requests) a bridged 2026-07-28 call
      * hands from the invocation holding it to the client's retry, stored in parts of under 400 KB;
      * beyond it the retry gets a non-retryable 413 `OutcomeTooLarge`.

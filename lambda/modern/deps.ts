@@ -2,6 +2,7 @@ import type { SharedDeps } from '../relay/shared-deps';
 import type { TaskIdSealer } from '../relay/task-ids';
 import type { PendingStore } from '../state/store';
 import type { LegacySessionPool } from './legacy-sessions';
+import type { ListenPlaces } from './listen';
 import type { RequestStateSealer } from './request-state';
 
 /**
@@ -14,6 +15,8 @@ export interface ModernDeps extends SharedDeps {
   requestState: RequestStateSealer;
   /** Seals and opens the task ids handed to clients for targets' tasks (relay/task-ids.ts; the same keys). */
   taskIds: TaskIdSealer;
+  /** The open listens of each principal in this instance (./listen.ts). */
+  listens: ListenPlaces;
   /** Legacy target sessions of modern callers, in this instance's memory. */
   legacySessions: LegacySessionPool;
   /**

@@ -72,12 +72,17 @@ const handlers: { readonly [M in ModernMethod]: ModernHandler } = {
   'tasks/update': task,
   'tasks/cancel': task,
   'subscriptions/listen': async ({ input, request, caller, scope, handOver }) => {
-    const filter = parseListenFilter(request.params); // a malformed filter is refused before the stream
+    // Refused before any stream: a malformed filter, or one listen too many for the caller.
+    const filter = parseListenFilter(request.params);
+    const release = input.deps.listens.take(input.principal);
     handOver();
     return serveListen(input.deps, request, filter, input.principal, caller, {
       signal: scope.signal,
       deadline: input.exchange.deadline,
-      done: () => scope.done(),
+      done: () => {
+        scope.done();
+        release();
+      },
     });
   },
 };

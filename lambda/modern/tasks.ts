@@ -1,3 +1,4 @@
+import { RpcCode } from '../protocol/codes';
 import { GatewayError } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import { declaresTasks } from '../protocol/meta';
@@ -55,7 +56,12 @@ export async function relayTaskRequest(
   const targetLink = await deps.targets.open(target, caller, signal);
   const response = await targetLink.call({ method: request.method, params: { ...params, taskId } }, { signal });
   deps.logger.info('task request relayed', { method: request.method, target });
-  if ('error' in response) return { ...response, id: request.id };
+  if ('error' in response) {
+    // As for tools/call (./outcome.ts): a target's missing-capability refusal is about the request (400).
+    if (response.error.code === RpcCode.MissingRequiredClientCapability)
+      throw new GatewayError('MissingCapability', response.error.message, response.error.data);
+    return { ...response, id: request.id };
+  }
   const result = { ...(response.result as Record<string, unknown>) };
   // The task as the client knows it: the gateway's id (tasks/get; update and cancel acknowledge).
   if (result.taskId !== undefined) result.taskId = gatewayTaskId;

@@ -61,6 +61,14 @@ export const ERROR_TABLE = {
     retryAfterSeconds: 5,
     type: 'TooManyBridgedCalls',
   },
+  /** More open `subscriptions/listen` streams of one principal, on any instances, than `maxListensPerPrincipal`. */
+  TooManyListens: {
+    code: RpcCode.InternalError,
+    status: 429,
+    retryable: true,
+    retryAfterSeconds: 5,
+    type: 'TooManyListens',
+  },
   /** JSON nested deeper than the gateway follows (a whole message, or a target's response). */
   NestingTooDeep: { code: RpcCode.InvalidRequest, status: 400 },
   ParamsTooDeep: { code: RpcCode.InvalidParams, status: 400 },

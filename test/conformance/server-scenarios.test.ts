@@ -38,28 +38,8 @@ const GATEWAY_GAPS: Record<SpecVersion, Record<string, Gap>> = {
       why: 'the gateway answers the concurrent tools/list POSTs with JSON (allowed), so no SSE stream is there to score (INFO)',
     },
   },
-  '2026-07-28': {
-    'server-stateless:sep-2575-server-sends-subscription-ack': {
-      through: 'unscored',
-      why: 'the gateway answers subscriptions/listen with -32601 and its server/discover declares no listChanged or subscribe, so the suite skips the listen checks',
-    },
-    'server-stateless:sep-2575-server-tags-subscription-id': {
-      through: 'unscored',
-      why: 'the same (subscriptions/listen is not served)',
-    },
-    'server-stateless:sep-2575-server-honors-notification-filter': {
-      through: 'unscored',
-      why: 'the same (subscriptions/listen is not served)',
-    },
-    'server-stateless:sep-2575-server-sends-tools-list-changed-on-subscription': {
-      through: 'unscored',
-      why: 'server/discover declares no tools.listChanged, so the suite skips it',
-    },
-    'server-stateless:sep-2575-server-sends-prompts-list-changed-on-subscription': {
-      through: 'unscored',
-      why: 'server/discover declares no prompts.listChanged, so the suite skips it',
-    },
-  },
+  // subscriptions/listen is served (lambda/modern/listen.ts): every listen check passes as directly.
+  '2026-07-28': {},
 };
 
 /** The same for the Tasks extension's scenarios (io.modelcontextprotocol/tasks). */
