@@ -1,4 +1,12 @@
-import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  createHmac,
+  hkdfSync,
+  randomBytes,
+  timingSafeEqual,
+} from 'node:crypto';
 
 /**
  * Authenticated encryption (AES-256-GCM) of small JSON payloads that clients carry and must not
@@ -63,12 +71,24 @@ export class SealedBox {
     return this.keys[0]!;
   }
 
-  seal(payload: unknown): string {
+  /**
+   * `deterministic`: the same payload seals to the same text (the IV is an HMAC of the payload under a
+   * key of its own, as SIV modes do), so a name handed out twice — a task's id, relayed by two instances —
+   * is one name. GCM's nonce is then repeated only for an identical payload, whose ciphertext is the same
+   * anyway: what it tells is only that two sealed texts are equal.
+   */
+  seal(payload: unknown, options: { deterministic?: boolean } = {}): string {
     const { kid, key } = this.current;
-    const iv = randomBytes(IV_BYTES);
+    const plain = JSON.stringify(payload);
+    const iv = options.deterministic
+      ? createHmac('sha256', createHmac('sha256', key).update('mcp-gateway/deterministic-iv').digest())
+          .update(plain)
+          .digest()
+          .subarray(0, IV_BYTES)
+      : randomBytes(IV_BYTES);
     const cipher = createCipheriv('aes-256-gcm', key, iv);
     cipher.setAAD(aad(kid));
-    const body = Buffer.concat([cipher.update(JSON.stringify(payload), 'utf8'), cipher.final(), cipher.getAuthTag()]);
+    const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final(), cipher.getAuthTag()]);
     return `${FORMAT}.${kid}.${iv.toString('base64url')}.${body.toString('base64url')}`;
   }
 

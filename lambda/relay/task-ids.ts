@@ -40,12 +40,16 @@ export class TaskIdSealer {
 
   /**
    * The gateway's id for a target's task: valid while the target keeps the task (`ttlMs` from its
-   * `createdAt`, as the spec gives it), at most `maxTtlSeconds` from now; null ttl: the maximum.
+   * `createdAt`, as the spec gives it), at most `maxTtlSeconds` from its creation; null ttl: the maximum.
+   * The same task sealed again (another poll, another instance) gets the same id: everything sealed comes
+   * from the task itself and the seal is deterministic, so a client matching notifications or listings to
+   * its tasks by id finds one id per task. A task that names no `createdAt` is counted from now (its id
+   * then differs from one seal to the next).
    */
   seal(binding: TaskBinding, task: { ttlMs?: unknown; createdAt?: unknown }, now = this.clock()): string {
-    const cap = Math.floor(now / 1000) + this.maxTtlSeconds;
     const created = typeof task.createdAt === 'string' ? Date.parse(task.createdAt) : Number.NaN;
-    const from = Number.isFinite(created) ? Math.min(created, now) : now;
+    const from = Number.isFinite(created) ? created : now;
+    const cap = Math.floor(from / 1000) + this.maxTtlSeconds;
     const ends =
       typeof task.ttlMs === 'number' && Number.isFinite(task.ttlMs) && task.ttlMs >= 0
         ? Math.ceil((from + task.ttlMs) / 1000)
@@ -57,7 +61,7 @@ export class TaskIdSealer {
       p: binding.principal,
       e: Math.min(ends, cap),
     };
-    return this.box.seal(payload);
+    return this.box.seal(payload, { deterministic: true });
   }
 
   open(

@@ -63,3 +63,19 @@ describe('a task id the gateway hands out', () => {
     expect(opened).toEqual({ ok: false, reason: 'malformed' });
   });
 });
+
+describe('the same task sealed twice', () => {
+  it('gets the same id (a deterministic seal), on any instance with the same keys; another task or principal another', () => {
+    const other = new TaskIdSealer(
+      SealedBox.fromSecrets({ current: 'a secret of at least thirty-two characters' }),
+      MAX_TTL_SECONDS,
+      () => NOW + 5000,
+    );
+    const task = { ttlMs: 60_000, createdAt: new Date(NOW).toISOString() };
+    const id = sealer.seal(binding, task);
+    expect(sealer.seal(binding, task)).toBe(id);
+    expect(other.seal(binding, task)).toBe(id);
+    expect(sealer.seal({ ...binding, taskId: 'another' }, task)).not.toBe(id);
+    expect(sealer.seal({ ...binding, principal: 'bob' }, task)).not.toBe(id);
+  });
+});
