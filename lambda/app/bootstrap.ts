@@ -10,7 +10,7 @@ import type { ShutdownableHandler } from '../http/exchange';
 import { ActiveCalls } from '../legacy/active-calls';
 import { SessionCache } from '../legacy/session-cache';
 import { LegacySessionPool } from '../modern/legacy-sessions';
-import { ListenPlaces } from '../modern/listen';
+import { ListenPlaces } from '../modern/listen-places';
 import { RequestStateSealer } from '../modern/request-state';
 import { createActiveTracer } from '../observability/active-tracing';
 import { createLogger, type GatewayLogger } from '../observability/logger';

@@ -2,7 +2,7 @@ import type { SharedDeps } from '../relay/shared-deps';
 import type { TaskIdSealer } from '../relay/task-ids';
 import type { PendingStore } from '../state/store';
 import type { LegacySessionPool } from './legacy-sessions';
-import type { ListenPlaces } from './listen';
+import type { ListenPlaces } from './listen-places';
 import type { RequestStateSealer } from './request-state';
 
 /**

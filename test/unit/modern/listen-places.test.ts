@@ -1,4 +1,5 @@
-import { ListenPlaces, parseListenFilter } from '../../../lambda/modern/listen';
+import { parseListenFilter } from '../../../lambda/modern/listen';
+import { ListenPlaces } from '../../../lambda/modern/listen-places';
 
 /** A principal's open listens on one instance (modern/listen.ts), and the filter a listen asks for. */
 describe('the listens of a principal on an instance', () => {
