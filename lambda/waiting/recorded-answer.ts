@@ -98,6 +98,7 @@ export async function deliverRecordedUntilTaken(
     { firstMs: options.retryMs ?? RECORDED_RETRY_MS },
     { signal: options.signal, clock: options.clock ?? systemClock },
   );
-  // Stopped while the target had not taken it: the last attempt's outcome.
-  return 'value' in polled ? polled.value : (last as RecordedDelivery);
+  if ('value' in polled) return polled.value;
+  // Stopped while the target had not taken it (or before a first attempt): nothing was delivered.
+  return last ?? { kind: 'not-delivered', error: options.signal.reason };
 }
