@@ -16,16 +16,12 @@ import { withGateway } from '../support/with-gateway';
  * the user ends its client stream with a `retry` once `streamReleaseAfterSeconds` passed, so no
  * invocation holds the think time; the official clients reconnect (GET + `Last-Event-ID`) and the
  * reconnect, on another instance, goes on with the call. Two gateway instances behind a router that
- * sends the client's answers and reconnects to the second one. The think time is longer than the
- * function timeout, 8 s against 6 s (RELEASE_THINK_SECONDS / RELEASE_FUNCTION_TIMEOUT_SECONDS run it at
- * 60 s / 30 s). The timeout leaves room for the release before the deadline (2.5 s before it) on a
- * loaded machine: at 4 s, a call under a load of 12 was cut by the deadline before it could be released.
+ * sends the client's answers and reconnects to the second one. The think time is twice the function
+ * timeout (RELEASE_THINK_SECONDS / RELEASE_FUNCTION_TIMEOUT_SECONDS run it at 60 s / 30 s).
  */
 
 const FUNCTION_TIMEOUT_MS = Number(process.env.RELEASE_FUNCTION_TIMEOUT_SECONDS ?? 6) * 1000;
-const THINK_MS = Number(process.env.RELEASE_THINK_SECONDS ?? 8) * 1000;
-/** Released calls end their client stream after this; a held call's think time is longer. */
-const RELEASE_AFTER_SECONDS = 0.5;
+const THINK_MS = Number(process.env.RELEASE_THINK_SECONDS ?? 12) * 1000;
 
 const LEASE_MS = 2000;
 
@@ -72,12 +68,8 @@ describe.each(KINDS)('a call that waits for the user, through the %s', (kind) =>
         { name: 'plain', url: t.plain.url },
         { name: 'modern', url: t.modern.url },
       ],
-      streamReleaseAfterSeconds: RELEASE_AFTER_SECONDS,
+      streamReleaseAfterSeconds: 1,
       streamReleaseRetryMs: 300,
-      // The SDK client keeps one `retry` for all its streams: the last one seen, often its GET stream's
-      // (ended at once when the function timeout leaves it no hold). A cut call stream is reconnected
-      // after it, so it stays short here (the default, 30 s, is a GET poll interval).
-      clientStreamRetryMs: 1000,
       pendingRequestTimeoutSeconds: 300,
     }),
     {
@@ -124,8 +116,7 @@ describe.each(KINDS)('a call that waits for the user, through the %s', (kind) =>
 
   it('a 2025 target whose stream cannot be resumed: the call is held, as before, and completes', async () => {
     const from = router.log.length;
-    // Past streamReleaseAfterSeconds (a releasable call would be released), well within the function timeout.
-    const client = await thinkingClient(router.url, RELEASE_AFTER_SECONDS * 1000 + 500);
+    const client = await thinkingClient(router.url, Math.min(2000, FUNCTION_TIMEOUT_MS / 2));
     try {
       await expect(callAndRead(client, 'plain___deploy')).resolves.toBe('deployed to prod');
     } finally {
@@ -158,11 +149,13 @@ describe.each(KINDS)('a call that waits for the user, through the %s', (kind) =>
       const client = await thinkingClient(router.url, 0);
       try {
         const result = await client.callTool(
-          { name: 'poll___slow_deploy', arguments: { env: 'prod', ms: THINK_MS } },
+          { name: 'poll___slow_deploy', arguments: { env: 'prod', ms: FUNCTION_TIMEOUT_MS * 2 } },
           undefined,
           { timeout: FUNCTION_TIMEOUT_MS * 8 },
         );
-        expect((result.content as Array<{ text: string }>)[0]!.text).toBe(`deployed to prod after ${THINK_MS} ms`);
+        expect((result.content as Array<{ text: string }>)[0]!.text).toBe(
+          `deployed to prod after ${FUNCTION_TIMEOUT_MS * 2} ms`,
+        );
       } finally {
         await client.close();
       }
