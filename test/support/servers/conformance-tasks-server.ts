@@ -1,15 +1,14 @@
-import { randomUUID } from 'node:crypto';
-import {
-  type CallToolResult,
-  inputRequired,
-  inputResponse,
-  type McpServer,
-  MissingRequiredClientCapabilityError,
-  ProtocolError,
-  type ServerContext,
-} from '@modelcontextprotocol/server';
+import { type CallToolResult, inputRequired, inputResponse, type McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { text } from './conformance-content';
+import {
+  declaredBy,
+  declaredInMeta,
+  missingTasksCapability,
+  TaskBook,
+  type TaskRecord,
+  type TaskStatus,
+} from './task-book';
 
 /**
  * The Tasks extension (`io.modelcontextprotocol/tasks`, protocol 2026-07-28) of the 2026-07-28
@@ -26,25 +25,9 @@ import { text } from './conformance-content';
  * Tasks live in memory, shared by the server instances the handler builds per request.
  */
 
-export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
-const CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
+export { TASKS_EXTENSION } from './task-book';
 
 type Json = Record<string, unknown>;
-type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
-
-interface TaskRecord {
-  taskId: string;
-  status: TaskStatus;
-  statusMessage?: string;
-  createdAt: string;
-  lastUpdatedAt: string;
-  /** Outstanding input requests by key; a key is never issued twice (the spec). */
-  inputRequests: Record<string, Json>;
-  onAnswer: Record<string, (response: Json) => void>;
-  result?: Json;
-  error?: Json;
-  timers: Set<NodeJS.Timeout>;
-}
 
 export interface ConformanceTasks {
   /** Adds the tools and the task methods to one server instance. */
@@ -52,12 +35,10 @@ export interface ConformanceTasks {
   close(): void;
 }
 
-const TERMINAL: ReadonlySet<TaskStatus> = new Set(['completed', 'failed', 'cancelled']);
 const TTL_MS = 300_000;
 const POLL_INTERVAL_MS = 100;
 /** How long a step of a task takes (to input_required, to its result after an answer, to its end). */
 const STEP_MS = 50;
-const TaskIdParams = z.object({ taskId: z.string() }).passthrough();
 /** The tools that run only as a task (the everything-server's `taskSupport: required`). */
 const TASK_ONLY_TOOLS: ReadonlySet<string> = new Set([
   'failing_job',
@@ -66,19 +47,6 @@ const TASK_ONLY_TOOLS: ReadonlySet<string> = new Set([
   'multi_input',
   'test_tool_with_task',
 ]);
-
-function declares(capabilities: unknown): boolean {
-  const declared = (capabilities as { extensions?: Record<string, unknown> } | undefined)?.extensions?.[
-    TASKS_EXTENSION
-  ];
-  return typeof declared === 'object' && declared !== null;
-}
-
-/** Whether the request being handled declared the extension (the SDK takes the `_meta` envelope out of the params). */
-function declaresTasks(ctx: ServerContext): boolean {
-  const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
-  return declares(envelope?.[CLIENT_CAPABILITIES]);
-}
 
 /**
  * A `tools/call` of a task-only tool from a request that did not declare the extension: -32021 naming
@@ -95,18 +63,11 @@ export async function refuseUndeclaredTaskCall(request: Request): Promise<Respon
     return undefined;
   }
   if (body?.method !== 'tools/call' || !TASK_ONLY_TOOLS.has(String(body.params?.name))) return undefined;
-  if (declares(body.params?._meta?.[CLIENT_CAPABILITIES])) return undefined;
-  const error = missingTasks();
+  if (declaredInMeta(body.params?._meta)) return undefined;
+  const error = missingTasksCapability();
   return Response.json(
     { jsonrpc: '2.0', id: body.id ?? null, error: { code: error.code, message: error.message, data: error.data } },
     { status: 400 },
-  );
-}
-
-function missingTasks(): MissingRequiredClientCapabilityError {
-  return new MissingRequiredClientCapabilityError(
-    { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
-    'Missing required client capability',
   );
 }
 
@@ -116,76 +77,15 @@ const elicit = (message: string, properties: Json, required: string[]): Json => 
 });
 
 export function createConformanceTasks(): ConformanceTasks {
-  const tasks = new Map<string, TaskRecord>();
-  let closed = false;
-
-  const later = (task: TaskRecord, ms: number, step: () => void) => {
-    if (closed) return;
-    const timer = setTimeout(() => {
-      task.timers.delete(timer);
-      if (!TERMINAL.has(task.status)) step();
-    }, ms);
-    task.timers.add(timer);
-  };
-  const update = (task: TaskRecord, status: TaskStatus, statusMessage?: string) => {
-    task.status = status;
-    task.statusMessage = statusMessage;
-    task.lastUpdatedAt = new Date().toISOString();
-    if (!TERMINAL.has(status)) return;
-    for (const timer of task.timers) clearTimeout(timer);
-    task.timers.clear();
-    task.inputRequests = {};
-    task.onAnswer = {};
-  };
-  const complete = (task: TaskRecord, result: CallToolResult) => {
-    // The tools/call result as it would have been returned in the request.
-    task.result = { ...result, resultType: 'complete' };
-    update(task, 'completed');
-  };
-  const ask = (task: TaskRecord, requests: Record<string, [Json, (response: Json) => void]>, message: string) => {
-    for (const [key, [request, onAnswer]] of Object.entries(requests)) {
-      task.inputRequests[key] = request;
-      task.onAnswer[key] = onAnswer;
-    }
-    update(task, 'input_required', message);
-  };
-
-  const create = (): TaskRecord => {
-    const now = new Date().toISOString();
-    const task: TaskRecord = {
-      taskId: randomUUID(),
-      status: 'working',
-      createdAt: now,
-      lastUpdatedAt: now,
-      inputRequests: {},
-      onAnswer: {},
-      timers: new Set(),
-    };
-    // Stored before the CreateTaskResult is sent: a tasks/get right after it resolves.
-    tasks.set(task.taskId, task);
-    return task;
-  };
-  const fields = (task: TaskRecord): Json => ({
-    taskId: task.taskId,
-    status: task.status,
-    ...(task.statusMessage === undefined ? {} : { statusMessage: task.statusMessage }),
-    createdAt: task.createdAt,
-    lastUpdatedAt: task.lastUpdatedAt,
-    ttlMs: TTL_MS,
-    pollIntervalMs: POLL_INTERVAL_MS,
-  });
-  const handle = (task: TaskRecord) => ({ ...fields(task), resultType: 'task' }) as never;
-  const detailed = (task: TaskRecord): Json => ({
-    ...fields(task),
-    ...(task.status === 'input_required' ? { inputRequests: structuredClone(task.inputRequests) } : {}),
-    ...(task.status === 'completed' ? { result: structuredClone(task.result) } : {}),
-    ...(task.status === 'failed' ? { error: structuredClone(task.error) } : {}),
-  });
-  const known = (taskId: string): TaskRecord => {
-    const task = tasks.get(taskId);
-    if (!task) throw new ProtocolError(-32602, 'Failed to retrieve task: Task not found');
-    return task;
-  };
+  const book = new TaskBook({ ttlMs: TTL_MS, pollIntervalMs: POLL_INTERVAL_MS });
+  const later = (task: TaskRecord, ms: number, step: () => void) => book.later(task, ms, step);
+  const update = (task: TaskRecord, status: TaskStatus, statusMessage?: string) =>
+    book.update(task, status, statusMessage);
+  const complete = (task: TaskRecord, result: CallToolResult) => book.complete(task, result);
+  const ask = (task: TaskRecord, requests: Record<string, [Json, (response: Json) => void]>, message: string) =>
+    book.ask(task, requests, message);
+  const create = (): TaskRecord => book.create('tools/call');
+  const handle = (task: TaskRecord) => book.handle(task) as never;
 
   const register = (server: McpServer) => {
     server.registerTool(
@@ -202,7 +102,7 @@ export function createConformanceTasks(): ConformanceTasks {
       },
       async ({ seconds, label }, ctx) => {
         const answer = () => text(`computed ${label ?? 'result'} after ${seconds}s`);
-        if (!declaresTasks(ctx)) {
+        if (!declaredBy(ctx)) {
           await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
           return answer();
         }
@@ -307,39 +207,12 @@ export function createConformanceTasks(): ConformanceTasks {
       },
     );
 
-    const lowLevel = server.server;
-    lowLevel.setRequestHandler('tasks/get', { params: TaskIdParams }, async (params, ctx) => {
-      if (!declaresTasks(ctx)) throw missingTasks();
-      return detailed(known(params.taskId)) as never;
-    });
-    lowLevel.setRequestHandler('tasks/update', { params: TaskIdParams }, async (params, ctx) => {
-      if (!declaresTasks(ctx)) throw missingTasks();
-      const task = known(params.taskId);
-      // Keys not outstanding (never issued, answered, or of a task that ended) are ignored (the spec).
-      for (const [key, response] of Object.entries(ctx.mcpReq.inputResponses ?? {})) {
-        const onAnswer = task.onAnswer[key];
-        if (!onAnswer || typeof response !== 'object' || response === null) continue;
-        delete task.inputRequests[key];
-        delete task.onAnswer[key];
-        onAnswer(response as Json);
-      }
-      return {} as never;
-    });
-    lowLevel.setRequestHandler('tasks/cancel', { params: TaskIdParams }, async (params, ctx) => {
-      if (!declaresTasks(ctx)) throw missingTasks();
-      const task = known(params.taskId);
-      // A terminal task stays as it ended; the acknowledgement is the same (idempotent).
-      if (!TERMINAL.has(task.status)) update(task, 'cancelled', 'cancelled by the client');
-      return {} as never;
-    });
+    book.registerTaskMethods(server.server);
   };
 
   return {
     register,
-    close: () => {
-      closed = true;
-      for (const task of tasks.values()) for (const timer of task.timers) clearTimeout(timer);
-    },
+    close: () => book.close(),
   };
 }
 

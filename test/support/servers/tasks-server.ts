@@ -1,15 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import {
-  type CallToolResult,
-  createMcpHandler,
-  MissingRequiredClientCapabilityError,
-  ProtocolError,
-  Server,
-  type ServerContext,
-  type Tool,
-} from '@modelcontextprotocol/server';
+import { type CallToolResult, createMcpHandler, ProtocolError, Server, type Tool } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { serveFetch } from './serve-fetch';
+import {
+  declaredBy,
+  declaredInMeta,
+  missingTasksCapability,
+  TASKS_EXTENSION,
+  TaskBook,
+  type TaskRecord,
+  type TaskStatus,
+} from './task-book';
 
 /**
  * A 2026-07-28 server of the MCP Tasks extension (`io.modelcontextprotocol/tasks`), for tests: the
@@ -36,10 +37,8 @@ import { serveFetch } from './serve-fetch';
  * capabilities), for tests of what a gateway forwards.
  */
 
-export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
-const CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
+export { declaresTasks, TASKS_EXTENSION, type TaskStatus } from './task-book';
 
-export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
 type Json = Record<string, unknown>;
 
 export interface TasksServerOptions {
@@ -87,26 +86,7 @@ export interface TasksServer {
   close(): Promise<void>;
 }
 
-interface TaskRecord {
-  tool: string;
-  taskId: string;
-  status: TaskStatus;
-  statusMessage?: string;
-  createdAt: string;
-  lastUpdatedAt: string;
-  /** Outstanding input requests by key, and every key ever issued (a key is never reused). */
-  inputRequests: Record<string, Json>;
-  issuedKeys: Set<string>;
-  /** What an answer to each key does. */
-  onAnswer: Record<string, (response: Json) => void>;
-  result?: Json;
-  error?: Json;
-  timers: Set<NodeJS.Timeout>;
-}
-
-const TERMINAL: ReadonlySet<TaskStatus> = new Set(['completed', 'failed', 'cancelled']);
 const text = (t: string): CallToolResult => ({ content: [{ type: 'text', text: t }] });
-const TaskIdParams = z.object({ taskId: z.string() }).passthrough();
 
 const TOOLS: Tool[] = [
   {
@@ -136,108 +116,24 @@ const TOOLS: Tool[] = [
 const SumArgs = z.object({ a: z.number(), b: z.number() });
 const ServiceArgs = z.object({ service: z.string().optional() });
 
-/** Whether these client capabilities declare the Tasks extension. */
-export function declaresTasks(capabilities: unknown): boolean {
-  const extension = (capabilities as { extensions?: Record<string, unknown> } | undefined)?.extensions?.[
-    TASKS_EXTENSION
-  ];
-  return typeof extension === 'object' && extension !== null && !Array.isArray(extension);
-}
-
-/** The client capabilities of the request being handled (the SDK takes the `_meta` envelope out of the params). */
-function declaredBy(ctx: ServerContext): boolean {
-  const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
-  return declaresTasks(envelope?.[CLIENT_CAPABILITIES]);
-}
-
-function missingTasksCapability(): MissingRequiredClientCapabilityError {
-  return new MissingRequiredClientCapabilityError(
-    { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
-    'Missing required client capability',
-  );
-}
-
 export async function startTasksServer(options: TasksServerOptions = {}): Promise<TasksServer> {
   const pollIntervalMs = options.pollIntervalMs ?? 50;
   const ttlMs = options.ttlMs === undefined ? 60_000 : options.ttlMs;
   const workMs = options.workMs ?? 100;
   const stepMs = options.stepMs ?? 20;
-  const tasks = new Map<string, TaskRecord>();
+  const book = new TaskBook({ ttlMs, pollIntervalMs });
   const received: ReceivedRequest[] = [];
-  let closed = false;
 
-  const later = (task: TaskRecord, ms: number, step: () => void) => {
-    if (closed) return;
-    const timer = setTimeout(() => {
-      task.timers.delete(timer);
-      if (!TERMINAL.has(task.status)) step();
-    }, ms);
-    task.timers.add(timer);
-  };
-
-  const update = (task: TaskRecord, status: TaskStatus, statusMessage?: string) => {
-    task.status = status;
-    task.statusMessage = statusMessage;
-    task.lastUpdatedAt = new Date().toISOString();
-    if (TERMINAL.has(status)) {
-      for (const timer of task.timers) clearTimeout(timer);
-      task.timers.clear();
-      task.inputRequests = {};
-    }
-  };
-
-  const complete = (task: TaskRecord, result: CallToolResult) => {
-    // What the tools/call would have returned on 2026-07-28, `resultType` included.
-    task.result = { ...result, resultType: 'complete' };
-    update(task, 'completed');
-  };
-
+  const later = (task: TaskRecord, ms: number, step: () => void) => book.later(task, ms, step);
+  const update = (task: TaskRecord, status: TaskStatus, statusMessage?: string) =>
+    book.update(task, status, statusMessage);
+  const complete = (task: TaskRecord, result: CallToolResult) => book.complete(task, result);
   /** Asks for one input; `onAnswer` runs once, with the response to that key. */
-  const ask = (task: TaskRecord, key: string, request: Json, message: string, onAnswer: (r: Json) => void) => {
-    if (task.issuedKeys.has(key)) throw new Error(`input key ${key} reused`);
-    task.issuedKeys.add(key);
-    task.inputRequests[key] = request;
-    task.onAnswer[key] = onAnswer;
-    update(task, 'input_required', message);
-  };
-
-  const createTask = (tool: string): TaskRecord => {
-    const now = new Date().toISOString();
-    const task: TaskRecord = {
-      tool,
-      taskId: randomUUID(),
-      status: 'working',
-      createdAt: now,
-      lastUpdatedAt: now,
-      inputRequests: {},
-      issuedKeys: new Set(),
-      onAnswer: {},
-      timers: new Set(),
-    };
-    tasks.set(task.taskId, task);
-    return task;
-  };
-
-  const fields = (task: TaskRecord): Json => ({
-    taskId: task.taskId,
-    status: task.status,
-    ...(task.statusMessage === undefined ? {} : { statusMessage: task.statusMessage }),
-    createdAt: task.createdAt,
-    lastUpdatedAt: task.lastUpdatedAt,
-    ttlMs,
-    pollIntervalMs,
-  });
-
-  /** The DetailedTask of `tasks/get`: the status's own field inlined. */
-  const detailed = (task: TaskRecord): Json => ({
-    ...fields(task),
-    ...(task.status === 'input_required' ? { inputRequests: structuredClone(task.inputRequests) } : {}),
-    ...(task.status === 'completed' ? { result: structuredClone(task.result) } : {}),
-    ...(task.status === 'failed' ? { error: structuredClone(task.error) } : {}),
-  });
+  const ask = (task: TaskRecord, key: string, request: Json, message: string, onAnswer: (r: Json) => void) =>
+    book.ask(task, { [key]: [request, onAnswer] }, message);
 
   const startTool = (tool: string, args: unknown): TaskRecord => {
-    const task = createTask(tool);
+    const task = book.create(tool);
     switch (tool) {
       case 'slow_sum': {
         const { a, b } = SumArgs.parse(args);
@@ -324,12 +220,6 @@ export async function startTasksServer(options: TasksServerOptions = {}): Promis
     return task;
   };
 
-  const known = (taskId: string): TaskRecord => {
-    const task = tasks.get(taskId);
-    if (!task) throw new ProtocolError(-32602, 'Failed to retrieve task: Task not found');
-    return task;
-  };
-
   const build = (): Server => {
     const server = new Server(
       { name: 'tasks-server', version: '1.0.0' },
@@ -349,33 +239,9 @@ export async function startTasksServer(options: TasksServerOptions = {}): Promis
       }
       const task = startTool(name, args);
       // The task exists (tasks/get resolves it) before the CreateTaskResult is sent.
-      return { ...fields(task), resultType: 'task' } as never;
+      return book.handle(task) as never;
     });
-    server.setRequestHandler('tasks/get', { params: TaskIdParams }, async (params, ctx) => {
-      if (!declaredBy(ctx)) throw missingTasksCapability();
-      return detailed(known(params.taskId)) as never;
-    });
-    server.setRequestHandler('tasks/update', { params: TaskIdParams }, async (params, ctx) => {
-      if (!declaredBy(ctx)) throw missingTasksCapability();
-      const task = known(params.taskId);
-      // The SDK lifts `params.inputResponses` out of every 2026-07-28 request (its MRTR field) into
-      // `ctx.mcpReq.inputResponses`, dropping entries that are not bare response objects.
-      // Keys not outstanding (never issued, already answered, or of a task that ended) are ignored.
-      for (const [key, response] of Object.entries(ctx.mcpReq.inputResponses ?? {})) {
-        const onAnswer = task.onAnswer[key];
-        if (!(key in task.inputRequests) || !onAnswer || typeof response !== 'object' || response === null) continue;
-        delete task.inputRequests[key];
-        delete task.onAnswer[key];
-        onAnswer(response as Json);
-      }
-      return {} as never;
-    });
-    server.setRequestHandler('tasks/cancel', { params: TaskIdParams }, async (params, ctx) => {
-      if (!declaredBy(ctx)) throw missingTasksCapability();
-      const task = known(params.taskId);
-      if (!TERMINAL.has(task.status)) update(task, 'cancelled', 'cancelled by the client');
-      return {} as never;
-    });
+    book.registerTaskMethods(server);
     return server;
   };
 
@@ -391,10 +257,9 @@ export async function startTasksServer(options: TasksServerOptions = {}): Promis
   return {
     url: served.url,
     received: () => structuredClone(received),
-    tasks: () => [...tasks.values()].map((task) => ({ ...detailed(task), tool: task.tool }) as TaskSnapshot),
+    tasks: () => book.all().map((task) => ({ ...book.detailed(task), tool: task.tool }) as TaskSnapshot),
     close: async () => {
-      closed = true;
-      for (const task of tasks.values()) for (const timer of task.timers) clearTimeout(timer);
+      book.close();
       await handler.close().catch(() => undefined);
       await served.close();
     },
@@ -421,10 +286,10 @@ function record(raw: string, headers: Headers): ReceivedRequest | undefined {
       ...(headers.has('mcp-method') ? { mcpMethod: headers.get('mcp-method')! } : {}),
       ...(headers.has('mcp-name') ? { mcpName: headers.get('mcp-name')! } : {}),
     },
-    ...(params._meta?.[CLIENT_CAPABILITIES] === undefined
+    ...(params._meta?.['io.modelcontextprotocol/clientCapabilities'] === undefined
       ? {}
-      : { clientCapabilities: params._meta[CLIENT_CAPABILITIES] }),
-    declaredTasks: declaresTasks(params._meta?.[CLIENT_CAPABILITIES]),
+      : { clientCapabilities: params._meta['io.modelcontextprotocol/clientCapabilities'] }),
+    declaredTasks: declaredInMeta(params._meta),
   };
 }
 
