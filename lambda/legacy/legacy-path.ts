@@ -165,7 +165,7 @@ export async function handleLegacyGet(input: Omit<LegacyInput, 'message' | 'acce
   const loaded = await loadOwnSession(input, (id) => loadLiveSession(deps, id));
   if (loaded instanceof Response) return loaded;
   // A task's status the targets send there reaches the client with the gateway's task id (./tasks.ts).
-  return openClientStream(withTaskIds(deps, loaded.session.principal), loaded, input.exchange, {
+  return openClientStream(withTaskIds(deps, loaded.session), loaded, input.exchange, {
     [MCP_HEADERS.sessionId]: loaded.session.id,
   });
 }

@@ -262,7 +262,7 @@ async function goOn(
   const { call } = snapshot;
   await continueCall({
     // The call's task ids as the client knows them (./tasks.ts), as when it started.
-    deps: withTaskIds(deps, loaded.session.principal),
+    deps: withTaskIds(deps, loaded.session),
     loaded,
     caller: sessionCaller(deps.store, loaded, true),
     accept: { sse: true, json: true },

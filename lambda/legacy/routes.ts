@@ -163,7 +163,7 @@ function relay(
   const { deps, loaded, accept, exchange, headers } = r.ctx;
   const { confirm, task } = options;
   return relayCall({
-    deps: withTaskIds(deps, loaded.session.principal, task),
+    deps: withTaskIds(deps, loaded.session, task),
     loaded,
     caller: r.caller,
     accept,

@@ -3,7 +3,7 @@ import { GatewayError } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { InitializeResult, JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import type { TaskIdSealer } from '../relay/task-ids';
-import type { LoadedSession } from '../state/store';
+import type { LoadedSession, SessionRecord } from '../state/store';
 import type { SessionStreamListener, StandaloneStreams } from '../targets/standalone-streams';
 import type { Caller, TargetCallOptions, TargetCallRequest, TargetLink } from '../targets/target-link';
 import type { Targets } from '../targets/targets';
@@ -166,10 +166,17 @@ export class SessionTasks {
  * The legacy path's deps as one request of a session uses them: every target link it opens, and the
  * GET streams it listens to, hand the client the gateway's task ids (`SessionTasks`). A view of the
  * instance's `Targets` (its own object, delegating everything else), so the relay and the client
- * stream need not know tasks exist.
+ * stream need not know tasks exist. A session whose client did not declare `tasks` has no task at any
+ * target (none is declared to them: protocol/capabilities.ts), so its requests use `deps` as they are:
+ * nothing is wrapped or rewritten on their hot path.
  */
-export function withTaskIds(deps: LegacyDeps, principal: string, named?: NamedTask): LegacyDeps {
-  const tasks = new SessionTasks(deps.taskIds, principal, named);
+export function withTaskIds(
+  deps: LegacyDeps,
+  session: Pick<SessionRecord, 'principal' | 'clientCapabilities'>,
+  named?: NamedTask,
+): LegacyDeps {
+  if (!(session.clientCapabilities as { tasks?: unknown } | undefined)?.tasks) return deps;
+  const tasks = new SessionTasks(deps.taskIds, session.principal, named);
   const targets = deps.targets;
   const streams = targets.streams;
   const streamsView: StandaloneStreams = Object.create(streams, {
