@@ -210,7 +210,8 @@ describe('client credentials (no gateway)', () => {
   });
 });
 
-const kinds: GatewayKind[] = ['local server', 'lambda handler', 'lambda runtime'];
+// The function-URL handler runs in the Lambda runtime (the real one, locally); in-process alone it would add nothing.
+const kinds: GatewayKind[] = ['local server', 'lambda runtime'];
 
 describe.each(kinds)('outbound credentials through the %s', (kind) => {
   let issuer: TestIssuer;
@@ -362,23 +363,29 @@ describe.each(kinds)('outbound credentials through the %s', (kind) => {
     // Every request the target got carried the gateway's token, never the client's.
     expect(securedProxy.seen.every((headers) => headers.authorization === `Bearer ${firstToken}`)).toBe(true);
 
-    // 3-second tokens are refreshed a quarter of their lifetime early (0.75 s).
-    await sleep(TOKEN_LIFETIME_S * 750 + 100);
-    const seenBefore = securedProxy.seen.length;
-    expect((await call(session.headers, 'secured___echo', 20)).result.content[0].text).toBe('echo: call 20');
-    expect(endpoint.requests()).toBe(2);
-    const secondToken = endpoint.issued.at(-1)!;
-    expect(secondToken).not.toBe(firstToken);
-    expect(
-      securedProxy.seen.slice(seenBefore).every((headers) => headers.authorization === `Bearer ${secondToken}`),
-    ).toBe(true);
+    let secondToken = firstToken;
+    // When a token is refreshed is pinned on a fake clock ('client credentials (no gateway)'); once, a
+    // running gateway does it on the real one: 3-second tokens are refreshed a quarter of their
+    // lifetime early (0.75 s).
+    if (kind === 'local server') {
+      await sleep(TOKEN_LIFETIME_S * 750 + 100);
+      const seenBefore = securedProxy.seen.length;
+      expect((await call(session.headers, 'secured___echo', 20)).result.content[0].text).toBe('echo: call 20');
+      expect(endpoint.requests()).toBe(2);
+      secondToken = endpoint.issued.at(-1)!;
+      expect(secondToken).not.toBe(firstToken);
+      expect(
+        securedProxy.seen.slice(seenBefore).every((headers) => headers.authorization === `Bearer ${secondToken}`),
+      ).toBe(true);
+    }
 
     // The target stops accepting the token (revoked): that call fails, the next one gets a new token.
+    secondToken = endpoint.issued.at(-1)!;
     endpoint.revoke(secondToken);
     const failed = await call(session.headers, 'secured___echo', 21);
     expect(failed.error.message).toMatch(/^DependencyFailedException: target secured/);
     expect((await call(session.headers, 'secured___echo', 22)).result.content[0].text).toBe('echo: call 22');
-    expect(endpoint.issued.length).toBeGreaterThanOrEqual(3);
+    expect(endpoint.issued.at(-1)).not.toBe(secondToken);
   });
 
   if (kind === 'local server') {

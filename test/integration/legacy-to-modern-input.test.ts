@@ -16,7 +16,8 @@ import { withGateway } from '../support/with-gateway';
  */
 jest.setTimeout(30_000);
 
-const kinds: GatewayKind[] = ['local server', 'lambda handler', 'lambda runtime'];
+// The function-URL handler runs in the Lambda runtime (the real one, locally); in-process alone it would add nothing.
+const kinds: GatewayKind[] = ['local server', 'lambda runtime'];
 const ALL = { elicitation: { form: {}, url: {} }, sampling: {}, roots: { listChanged: true } };
 
 describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', (kind) => {

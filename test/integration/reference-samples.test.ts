@@ -21,7 +21,8 @@ import { withGateway } from '../support/with-gateway';
  * it does for the samples themselves; reference-samples-verbatim.test.ts runs them in Python) — and
  * the official v1 SDK client with elicitation, sampling and roots handlers. One target, so the samples' bare tool names resolve.
  */
-const kinds: GatewayKind[] = ['local server', 'lambda handler', 'lambda runtime'];
+// The function-URL handler runs in the Lambda runtime (the real one, locally); in-process alone it would add nothing.
+const kinds: GatewayKind[] = ['local server', 'lambda runtime'];
 
 describe.each(kinds)('reference clients through the %s', (kind) => {
   const gw = withGateway({ logLevel: 'SILENT' }, { kind, targets: { demo: () => startDemoTarget() } });
