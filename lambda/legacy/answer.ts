@@ -15,7 +15,7 @@ import {
 } from '../waiting/answer-delivery';
 import { alreadyAnswered as alreadyAnsweredError, holderGonePost, refusalOf } from '../waiting/delivery-refusals';
 import { storeQuestionAnswer } from '../waiting/questions';
-import { fitsARecord, recordAnswer } from '../waiting/recorded-answer';
+import { fitsARecord, recordAnswer, recordedBy } from '../waiting/recorded-answer';
 import { NO_CLIENT_REQUEST } from './client-stream';
 import type { LegacyDeps } from './deps';
 import { targetCallIdOf } from './ids';
@@ -70,6 +70,7 @@ export async function recordBeforeReading(
   sessionId: string,
   principal: string,
   answer: JSONRPCResponse,
+  writeId: string,
 ): Promise<Response | undefined> {
   const gatewayId = typeof answer.id === 'string' ? answer.id : undefined;
   // The id says how its answer is taken (state/records.ts, AnswerPath): one that is read first
@@ -86,7 +87,7 @@ export async function recordBeforeReading(
       const asCaller: Pick<PendingStore, 'recordAnswer'> = {
         recordAnswer: (partition, id, kept, now) => deps.store.recordAnswer(partition, id, kept, now, { principal }),
       };
-      if (!(await recordAnswer(asCaller, sessionId, gatewayId, answer))) return undefined;
+      if (!(await recordAnswer(asCaller, sessionId, gatewayId, answer, writeId))) return undefined;
       deps.logger.info('answer recorded for the holder', { sessionId, gatewayRequestId: gatewayId });
     }
   } catch (error) {
@@ -107,6 +108,7 @@ export async function deliverAnswer(
   loaded: LoadedAnswer,
   answer: JSONRPCResponse,
   headers: Record<string, string>,
+  writeId: string,
 ): Promise<Response> {
   const sessionId = loaded.session.id;
   const gatewayId = typeof answer.id === 'string' ? answer.id : undefined;
@@ -127,6 +129,8 @@ export async function deliverAnswer(
   const alreadyAnswered = () => refused('already answered or expired', alreadyAnsweredError());
   // Its holder died (a crash, a killed instance): the target's next step would reach nobody.
   const holderGoneRefusal = () => refused('holder gone', holderGonePost());
+  // This POST's own write took, though its response was lost (recordBeforeReading, retried by the SDK).
+  if (recordedBy(pending, writeId)) return accepted(headers);
   if (holderGone(pending)) return holderGoneRefusal();
   if (pending.kind === 'question') {
     let stored: boolean;
@@ -143,13 +147,14 @@ export async function deliverAnswer(
   // An answer too large to keep in an item is delivered from here (below), as before.
   if (pending.holderUntil !== undefined && pending.status === 'pending' && fitsARecord(answer)) {
     try {
-      if (await recordAnswer(deps.store, sessionId, gatewayId, answer)) {
+      if (await recordAnswer(deps.store, sessionId, gatewayId, answer, writeId)) {
         deps.logger.info('answer recorded for the holder', { sessionId, gatewayRequestId: gatewayId });
         return accepted(headers);
       }
       // Refused: answered or expired meanwhile, the lease ran out — or the call was released (the
-      // lease removed), and then the answer is delivered from here.
+      // lease removed), and then the answer is delivered from here. Or this write took already.
       const current = await deps.store.getPending(sessionId, gatewayId);
+      if (recordedBy(current, writeId)) return accepted(headers);
       if (!current) return alreadyAnswered();
       if (holderGone(current)) return holderGoneRefusal();
       if (current.holderUntil !== undefined) return alreadyAnswered();

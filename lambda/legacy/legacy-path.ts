@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { errorResponse, refuse } from '../http/errors';
 import type { ExchangeContext } from '../http/exchange';
 import { type AcceptPreference, messageResponse, parseAccept } from '../http/responses';
@@ -67,15 +68,17 @@ export async function handleLegacyPost(input: LegacyInput): Promise<Response> {
     // An answer to a relayed request whose call a live holder holds: one conditional write, nothing read
     // (answer.ts, recordBeforeReading, says how it keeps what the read below guarantees).
     const sessionId = headers.get(MCP_HEADERS.sessionId);
+    // This POST's own: its recording write, if the SDK sends it twice, is recognised (recorded-answer.ts).
+    const writeId = randomUUID();
     if (sessionId && isWellFormedSessionId(sessionId)) {
-      const recorded = await recordBeforeReading(deps, sessionId, input.principal, message.message);
+      const recorded = await recordBeforeReading(deps, sessionId, input.principal, message.message, writeId);
       if (recorded) return recorded;
     }
     // Any other answer reads the session and its one pending record, never the whole partition.
     const gatewayId = typeof message.message.id === 'string' ? message.message.id : '';
     const loaded = await loadOwnSession(input, (id) => deps.store.loadForAnswer(id, gatewayId));
     if (loaded instanceof Response) return loaded;
-    return deliverAnswer(deps, loaded, message.message, { [MCP_HEADERS.sessionId]: loaded.session.id });
+    return deliverAnswer(deps, loaded, message.message, { [MCP_HEADERS.sessionId]: loaded.session.id }, writeId);
   }
   const sessionId = headers.get(MCP_HEADERS.sessionId);
   if (sessionId && message.kind === 'request' && RELAYED_CALL_METHODS.has(message.message.method)) {

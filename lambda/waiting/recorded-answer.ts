@@ -31,16 +31,44 @@ export function fitsARecord(answer: JSONRPCResponse): boolean {
   return Buffer.byteLength(JSON.stringify(answer), 'utf8') <= DYNAMODB_ITEM_LIMIT_BYTES - RECORD_ROOM_BYTES;
 }
 
-/** Keeps a client's answer in its record for the holder; false when the record refused it (see PendingStore.recordAnswer). */
+/**
+ * Keeps a client's answer in its record for the holder; false when the record refused it (see
+ * PendingStore.recordAnswer). `writeId`, unique to the answer POST, is kept with it: when DynamoDB
+ * took the write but its response was lost (a timeout on a loaded table), the SDK sends the write
+ * again and its condition refuses it — the record then shows the answer as this POST's own
+ * (`recordedBy`), and the POST is accepted rather than told its answer came too late.
+ */
 export function recordAnswer(
   store: Pick<PendingStore, 'recordAnswer'>,
   partition: string,
   gatewayId: string,
   answer: JSONRPCResponse,
+  writeId?: string,
 ): Promise<boolean> {
   // Only what the target needs: the id is replaced by the target's own on delivery.
-  const kept = 'error' in answer ? { error: answer.error } : { result: answer.result };
+  const kept: KeptAnswer = 'error' in answer ? { error: answer.error } : { result: answer.result };
+  if (writeId) kept.recordedBy = writeId;
   return store.recordAnswer(partition, gatewayId, JSON.stringify(kept));
+}
+
+/** A recorded answer as its record keeps it. */
+interface KeptAnswer {
+  result?: unknown;
+  error?: unknown;
+  /** The answer POST that recorded it (recordAnswer's `writeId`). */
+  recordedBy?: string;
+}
+
+const keptOf = (record: PendingRecord): KeptAnswer => JSON.parse(record.answer ?? '{}') as KeptAnswer;
+
+/** Whether `record` holds the answer the POST with `writeId` recorded (its own write, taken once already). */
+export function recordedBy(record: PendingRecord | undefined, writeId: string): boolean {
+  if (record?.status !== 'recorded' || !record.answer) return false;
+  try {
+    return keptOf(record).recordedBy === writeId;
+  } catch {
+    return false;
+  }
 }
 
 export type RecordedDelivery =
@@ -57,8 +85,12 @@ export async function deliverRecorded(
   protocolVersion: string,
   signal?: AbortSignal,
 ): Promise<RecordedDelivery> {
-  const kept = JSON.parse(record.answer ?? '{}') as { result?: unknown; error?: unknown };
-  const message = { jsonrpc: '2.0', id: record.targetRequestId, ...kept } as JSONRPCResponse;
+  const kept = keptOf(record);
+  const message = (
+    kept.error !== undefined
+      ? { jsonrpc: '2.0', id: record.targetRequestId, error: kept.error }
+      : { jsonrpc: '2.0', id: record.targetRequestId, result: kept.result }
+  ) as JSONRPCResponse;
   try {
     await targets.deliver(
       record.target,

@@ -82,3 +82,60 @@ it('an answer recorded for the holder that its looks missed is delivered when th
   expect(result.answerStatuses).toEqual([202]);
   expect(result.response.result.content[0].text).toBe('executed: ls');
 });
+
+/**
+ * DynamoDB took the recording write but its response was lost (a timeout on a loaded table): the SDK
+ * sends the write again, and its condition refuses it. Both ways of recording are covered: the write
+ * before any read (a held relayed request's gw-H id) and the read path's.
+ */
+class LostResponse extends MemorySessionStore {
+  retried = 0;
+  override async recordAnswer(...args: Parameters<MemorySessionStore['recordAnswer']>) {
+    const took = await super.recordAnswer(...args);
+    if (!took) return false;
+    this.retried++;
+    return super.recordAnswer(...args); // the retry: refused, the answer being recorded already
+  }
+}
+
+it('an answer whose recording write took though its response was lost is accepted (202), and delivered once', async () => {
+  const store = new LostResponse();
+  const holder = inProcessGateway({ targets: [{ name: 'demo', url: demo.url }] }, { store, keepAliveMs: 50 });
+  const { headers } = await holder.initSession({ capabilities: { elicitation: { form: {} } } });
+  const result = await callAndAnswerIn(
+    holder,
+    headers,
+    { id: 'lost', params: { name: 'demo___use_aws', arguments: { command: 'ls' } } },
+    () => ({ result: { action: 'accept', content: { confirm: true } } }),
+    { answerTo: holder.another() },
+  );
+  expect(store.retried).toBeGreaterThanOrEqual(1);
+  expect(result.answerStatuses).toEqual([202]);
+  expect(result.response.result.content[0].text).toBe('executed: ls');
+});
+
+it('the same answer POSTed again once it was recorded is still refused (400): only the POST that wrote it is accepted', async () => {
+  const holder = inProcessGateway({ targets: [{ name: 'demo', url: demo.url }] }, { keepAliveMs: 50 });
+  const { headers } = await holder.initSession({ capabilities: { elicitation: { form: {} } } });
+  const answer = { result: { action: 'accept', content: { confirm: true } } };
+  const repeats: number[] = [];
+  const result = await callAndAnswerIn(
+    holder,
+    headers,
+    { id: 'twice', params: { name: 'demo___use_aws', arguments: { command: 'ls' } } },
+    async (asked) => {
+      // Sent first (below, by the helper) and again at once: the second finds it recorded or delivered.
+      setImmediate(() => {
+        void holder.post(headers, { jsonrpc: '2.0', id: asked.id, ...answer }).then(async (res) => {
+          repeats.push(res.status);
+          await res.body?.cancel();
+        });
+      });
+      return answer;
+    },
+  );
+  await eventually(() => expect(repeats).toHaveLength(1));
+  // Whichever came first was taken; the other was refused.
+  expect([...result.answerStatuses, ...repeats].sort()).toEqual([202, 400]);
+  expect(result.response.result.content[0].text).toBe('executed: ls');
+});
