@@ -8,8 +8,8 @@ import type { ModernDeps } from './deps';
  * `server/discover` (spec server/discover.mdx): the versions this gateway serves (2026-07-28 and the
  * 2025 versions reached through `initialize`) and the capabilities merged from its targets: a
  * feature is offered when any reachable target offers it, the Tasks extension included (relayed:
- * ./tasks.ts). Change notifications and resource subscriptions are offered as far as a 2026-07-28
- * target offers them (they reach the client through `subscriptions/listen`, ./listen.ts).
+ * ./tasks.ts). Change notifications and resource subscriptions are offered as far as a target offers
+ * them (they reach the client through `subscriptions/listen`, ./listen.ts).
  */
 
 const DISCOVER_TTL_MS = 60_000;
@@ -20,15 +20,16 @@ export async function discover(
   signal: AbortSignal,
 ): Promise<Record<string, unknown>> {
   const perTarget = await Promise.all(
-    deps.targets.names.map(async (name): Promise<{ caps: ModernServerCapabilities; modern: boolean } | undefined> => {
+    deps.targets.names.map(async (name): Promise<{ caps: ModernServerCapabilities; listens: boolean } | undefined> => {
       try {
         const verdict = await deps.targets.eras.modernVerdict(name, signal);
         if (verdict.serves)
-          return { caps: verdict.discover?.capabilities ?? { tools: {}, prompts: {}, resources: {} }, modern: true };
+          return { caps: verdict.discover?.capabilities ?? { tools: {}, prompts: {}, resources: {} }, listens: true };
         const targetLink = await deps.targets.open(name, caller, signal);
         return {
           caps: ((await targetLink.serverCapabilities(signal)) ?? {}) as ModernServerCapabilities,
-          modern: false,
+          // A 2025 target's changes come on a session's GET stream: none from one that refuses them.
+          listens: !deps.targets.streams.refusesStreams(name),
         };
       } catch (error) {
         if (signal.aborted) throw error;
@@ -40,14 +41,14 @@ export async function discover(
   const capabilities: ModernServerCapabilities = {};
   for (const found of perTarget) {
     if (!found) continue;
-    const { caps, modern } = found;
-    // Changes reach a 2026-07-28 client through subscriptions/listen (./listen.ts), which listens at
-    // 2026-07-28 targets only: what only a 2025 target would send is not offered.
+    const { caps, listens } = found;
+    // Changes reach a 2026-07-28 client through subscriptions/listen (./listen.ts): a 2026-07-28
+    // target's own listen, a 2025 target's session GET stream (not offered for one that refuses them).
     const changes = (kind: 'tools' | 'prompts' | 'resources') => {
       const own = caps[kind] as { listChanged?: boolean; subscribe?: boolean } | undefined;
       const merged = (capabilities[kind] ?? {}) as { listChanged?: boolean; subscribe?: boolean };
-      if (modern && own?.listChanged) merged.listChanged = true;
-      if (modern && kind === 'resources' && own?.subscribe) merged.subscribe = true;
+      if (listens && own?.listChanged) merged.listChanged = true;
+      if (listens && kind === 'resources' && own?.subscribe) merged.subscribe = true;
       return merged;
     };
     if (caps.tools) capabilities.tools = changes('tools');

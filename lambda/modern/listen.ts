@@ -1,10 +1,11 @@
 import { SseStream } from '../http/sse';
 import { describeError } from '../observability/logger';
-import { GatewayError } from '../protocol/errors';
 import { META_KEYS } from '../protocol/meta';
 import type { JSONRPCNotification, ModernServerCapabilities, RequestId } from '../protocol/types';
 import type { Caller } from '../targets/target-link';
 import type { ModernDeps } from './deps';
+import { type LegacyTargetListen, listenAtLegacyTarget } from './listen-at-legacy-target';
+import { honourable, isEmptyFilter, LIST_FLAG_NAMES, type ListenFilter } from './listen-filter';
 import type { ModernRequest } from './validate';
 
 /**
@@ -20,53 +21,22 @@ import type { ModernRequest } from './validate';
  * ended, or at once when nothing was acknowledged. Closing it is the client's way to stop listening,
  * and stops the targets' listens.
  *
- * Not included: 2025 targets (their changes reach a 2025 session's GET stream; a listen of their own
- * would need a target session per listen), and a 2026 target that did not acknowledge in
- * LISTEN_ACK_WAIT_MS (left out of the acknowledgement, its listen closed).
+ * A 2025 target has no listen of its own: the listen opens a target session of its own there and
+ * relays what the target sends on that session's GET stream (./listen-at-legacy-target.ts).
+ *
+ * Not included: a 2026 target that did not acknowledge in LISTEN_ACK_WAIT_MS (left out of the
+ * acknowledgement, its listen closed); task ids at a 2025 target (its experimental tasks have no
+ * status notifications to listen for).
  */
 
 export const SUBSCRIPTION_ID_META_KEY = 'io.modelcontextprotocol/subscriptionId';
-
-/** The filter a listen asks for (`params.notifications`). */
-export interface ListenFilter {
-  toolsListChanged?: boolean;
-  promptsListChanged?: boolean;
-  resourcesListChanged?: boolean;
-  resourceSubscriptions?: string[];
-  taskIds?: string[];
-}
 
 /** How long the gateway waits for each target's acknowledgement before acknowledging itself. */
 export const LISTEN_ACK_WAIT_MS = 1000;
 /** The stream's end (the complete result) goes out this long before the invocation's deadline. */
 const END_BEFORE_DEADLINE_MS = 1500;
-
-const LIST_FLAGS = {
-  toolsListChanged: 'tools',
-  promptsListChanged: 'prompts',
-  resourcesListChanged: 'resources',
-} as const;
-
-export function parseListenFilter(params: Record<string, unknown>): ListenFilter {
-  const raw = params.notifications;
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    throw new GatewayError('InvalidParams', "Invalid params: 'notifications' is required (a subscription filter)");
-  }
-  const filter: ListenFilter = {};
-  const source = raw as Record<string, unknown>;
-  for (const flag of Object.keys(LIST_FLAGS) as Array<keyof typeof LIST_FLAGS>) {
-    if (source[flag] === true) filter[flag] = true;
-  }
-  for (const list of ['resourceSubscriptions', 'taskIds'] as const) {
-    const value = source[list];
-    if (value === undefined) continue;
-    if (!Array.isArray(value) || !value.every((item) => typeof item === 'string')) {
-      throw new GatewayError('InvalidParams', `Invalid params: notifications.${list} must be an array of strings`);
-    }
-    if (value.length > 0) filter[list] = [...new Set(value as string[])];
-  }
-  return filter;
-}
+/** How long the end waits at most for the 2025 target sessions the listen opened to be ended (DELETE). */
+const CLOSE_TARGET_SESSIONS_MAX_MS = 500;
 
 /** One target's part of a listen: what it is asked for, and how its answers map back. */
 interface TargetListen {
@@ -75,27 +45,15 @@ interface TargetListen {
   /** The target's task id → the gateway's. */
   taskIds: Map<string, string>;
   acknowledged?: ListenFilter;
+  /** The target speaks 2025 only: the listen is a target session of its own (./listen-at-legacy-target.ts). */
+  legacy?: boolean;
 }
 
-/** What `capabilities` let a target honour of `wanted` (the SDK servers narrow their acks the same way). */
-function honourable(wanted: ListenFilter, caps: ModernServerCapabilities | undefined): ListenFilter {
-  const out: ListenFilter = {};
-  const listChanged = (kind: 'tools' | 'prompts' | 'resources') =>
-    (caps?.[kind] as { listChanged?: boolean } | undefined)?.listChanged === true;
-  for (const [flag, kind] of Object.entries(LIST_FLAGS) as Array<
-    [keyof typeof LIST_FLAGS, 'tools' | 'prompts' | 'resources']
-  >) {
-    if (wanted[flag] && listChanged(kind)) out[flag] = true;
-  }
-  if (wanted.resourceSubscriptions?.length && (caps?.resources as { subscribe?: boolean } | undefined)?.subscribe)
-    out.resourceSubscriptions = wanted.resourceSubscriptions;
-  if (wanted.taskIds?.length) out.taskIds = wanted.taskIds;
-  return out;
-}
-
-const isEmpty = (filter: ListenFilter) => Object.keys(filter).length === 0;
-
-/** The listens a request opens: one per 2026-07-28 target that could honour part of the filter. */
+/**
+ * The listens a request opens: one per 2026-07-28 target that could honour part of the filter (as its
+ * `server/discover` says), one per 2025 target asked for something (what it can honour is learned
+ * from its own session's InitializeResult).
+ */
 async function plan(
   deps: ModernDeps,
   filter: ListenFilter,
@@ -105,10 +63,13 @@ async function plan(
 ): Promise<TargetListen[]> {
   // The resources and tasks each target owns (a URI the catalog cannot place is honoured by none).
   const uris = new Map<string, string[]>();
-  for (const uri of filter.resourceSubscriptions ?? []) {
-    const target = await deps.catalog.resolveResource(uri, { caller, signal }).catch(() => undefined);
-    if (target) uris.set(target, [...(uris.get(target) ?? []), uri]);
-  }
+  const placed = await Promise.all(
+    (filter.resourceSubscriptions ?? []).map(async (uri) => ({
+      uri,
+      target: await deps.catalog.resolveResource(uri, { caller, signal }).catch(() => undefined),
+    })),
+  );
+  for (const { uri, target } of placed) if (target) uris.set(target, [...(uris.get(target) ?? []), uri]);
   const tasks = new Map<string, Map<string, string>>();
   for (const gatewayId of filter.taskIds ?? []) {
     const opened = deps.taskIds.open(gatewayId, principal);
@@ -117,20 +78,25 @@ async function plan(
     own.set(opened.task.taskId, gatewayId);
     tasks.set(opened.task.target, own);
   }
+  const verdicts = await Promise.all(
+    deps.targets.names.map(async (target) => ({
+      target,
+      verdict: await deps.targets.eras.modernVerdict(target, signal).catch(() => undefined),
+    })),
+  );
   const listens: TargetListen[] = [];
-  for (const target of deps.targets.names) {
-    const verdict = await deps.targets.eras.modernVerdict(target, signal).catch(() => undefined);
-    if (!verdict?.serves) continue;
+  for (const { target, verdict } of verdicts) {
     const taskIds = tasks.get(target) ?? new Map<string, string>();
-    const wanted: ListenFilter = {
-      ...(filter.toolsListChanged ? { toolsListChanged: true } : {}),
-      ...(filter.promptsListChanged ? { promptsListChanged: true } : {}),
-      ...(filter.resourcesListChanged ? { resourcesListChanged: true } : {}),
-      ...(uris.get(target)?.length ? { resourceSubscriptions: uris.get(target) } : {}),
-      ...(taskIds.size ? { taskIds: [...taskIds.keys()] } : {}),
-    };
-    const asked = honourable(wanted, verdict.discover?.capabilities as ModernServerCapabilities | undefined);
-    if (!isEmpty(asked)) listens.push({ target, filter: asked, taskIds });
+    const wanted: ListenFilter = {};
+    for (const flag of LIST_FLAG_NAMES) if (filter[flag]) wanted[flag] = true;
+    if (uris.get(target)?.length) wanted.resourceSubscriptions = uris.get(target);
+    if (verdict?.serves) {
+      if (taskIds.size) wanted.taskIds = [...taskIds.keys()];
+      const asked = honourable(wanted, verdict.discover?.capabilities as ModernServerCapabilities | undefined);
+      if (!isEmptyFilter(asked)) listens.push({ target, filter: asked, taskIds });
+    } else if (verdict && !isEmptyFilter(wanted)) {
+      listens.push({ target, filter: wanted, taskIds, legacy: true });
+    }
   }
   return listens;
 }
@@ -141,7 +107,7 @@ function acknowledgement(listens: TargetListen[]): ListenFilter {
   for (const listen of listens) {
     const got = listen.acknowledged;
     if (!got) continue;
-    for (const flag of Object.keys(LIST_FLAGS) as Array<keyof typeof LIST_FLAGS>) if (got[flag]) ack[flag] = true;
+    for (const flag of LIST_FLAG_NAMES) if (got[flag]) ack[flag] = true;
     const uris = (got.resourceSubscriptions ?? []).filter((uri) => listen.filter.resourceSubscriptions?.includes(uri));
     if (uris.length) ack.resourceSubscriptions = [...(ack.resourceSubscriptions ?? []), ...uris];
     const ids = (got.taskIds ?? []).map((id) => listen.taskIds.get(id)).filter((id): id is string => id !== undefined);
@@ -175,28 +141,100 @@ export function serveListen(
   const stop = new AbortController();
   const signal = AbortSignal.any([context.signal, stop.signal]);
   let ended = false;
+  /** The gateway's acknowledgement went out: only then is anything relayed. */
+  let acknowledgedToClient = false;
+  /** The 2025 target sessions this listen opened, ended before the client's stream ends. */
+  const closers = new Set<() => Promise<void>>();
+  const closeTargetSessions = async () => {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([...closers].map((close) => close())),
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, CLOSE_TARGET_SESSIONS_MAX_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+  };
   const end = () => {
     if (ended) return;
     ended = true;
     stop.abort('gateway: the listen ended');
-    stream.end({
-      jsonrpc: '2.0',
-      id: subscriptionId,
-      result: {
-        resultType: 'complete',
-        _meta: { [SUBSCRIPTION_ID_META_KEY]: subscriptionId, [META_KEYS.serverInfo]: deps.serverInfo },
-      },
+    void closeTargetSessions().then(() => {
+      stream.end({
+        jsonrpc: '2.0',
+        id: subscriptionId,
+        result: {
+          resultType: 'complete',
+          _meta: { [SUBSCRIPTION_ID_META_KEY]: subscriptionId, [META_KEYS.serverInfo]: deps.serverInfo },
+        },
+      });
+      context.done();
     });
-    context.done();
   };
   stream.onCancel = () => {
     ended = true;
     stop.abort('gateway: the client closed the listen');
-    context.done();
+    void closeTargetSessions().then(() => context.done());
   };
   const endTimer = setTimeout(end, Math.max(0, context.deadline - END_BEFORE_DEADLINE_MS - Date.now()));
   endTimer.unref();
   signal.addEventListener('abort', () => clearTimeout(endTimer), { once: true });
+
+  const relay = (listen: TargetListen, notification: JSONRPCNotification) => {
+    if (!acknowledgedToClient || ended) return; // nothing before the gateway's own acknowledgement
+    deps.catalog.noticed(listen.target, notification);
+    const message = relayed(notification, listen);
+    if (message) stream.send(stamped(message, subscriptionId));
+  };
+
+  /** A 2026-07-28 target's own listen; `acknowledged` once it acknowledged. */
+  const listenModern = async (listen: TargetListen, acknowledged: () => void) => {
+    const link = await deps.targets.open(listen.target, caller, signal);
+    await link.call(
+      { method: 'subscriptions/listen', params: { notifications: listen.filter } },
+      {
+        signal,
+        onNotification: (notification) => {
+          if (notification.method === 'notifications/subscriptions/acknowledged') {
+            listen.acknowledged =
+              (notification.params as { notifications?: ListenFilter } | undefined)?.notifications ?? {};
+            acknowledged();
+            return;
+          }
+          if (listen.acknowledged) relay(listen, notification);
+        },
+      },
+    );
+  };
+
+  /** A 2025 target: a target session of the listen's own, until the listen or the session ends. */
+  const listenLegacy = async (listen: TargetListen, acknowledged: () => void) => {
+    let opened: LegacyTargetListen | undefined;
+    try {
+      opened = await listenAtLegacyTarget(
+        deps,
+        listen.target,
+        listen.filter,
+        (notification) => relay(listen, notification),
+        signal,
+      );
+      if (!opened) return;
+      closers.add(opened.close);
+      // Too late for the gateway's acknowledgement: it does not count on this target, so it stops.
+      if (acknowledgedToClient || ended) return;
+      listen.acknowledged = opened.acknowledged;
+      acknowledged();
+      await Promise.race([
+        opened.gone,
+        new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true })),
+      ]);
+    } finally {
+      if (opened) {
+        await opened.close();
+        closers.delete(opened.close);
+      }
+    }
+  };
 
   void (async () => {
     const listens = await plan(deps, filter, principal, caller, signal);
@@ -209,25 +247,7 @@ export function serveListen(
     });
     const running = acked.map(async ({ listen, resolve }) => {
       try {
-        const link = await deps.targets.open(listen.target, caller, signal);
-        await link.call(
-          { method: 'subscriptions/listen', params: { notifications: listen.filter } },
-          {
-            signal,
-            onNotification: (notification) => {
-              if (notification.method === 'notifications/subscriptions/acknowledged') {
-                listen.acknowledged =
-                  (notification.params as { notifications?: ListenFilter } | undefined)?.notifications ?? {};
-                resolve();
-                return;
-              }
-              if (!listen.acknowledged || ended) return; // nothing before the gateway's own acknowledgement
-              deps.catalog.noticed(listen.target, notification);
-              const message = relayed(notification, listen);
-              if (message) stream.send(stamped(message, subscriptionId));
-            },
-          },
-        );
+        await (listen.legacy ? listenLegacy : listenModern)(listen, resolve);
       } catch (error) {
         if (!signal.aborted) {
           deps.logger.warn('a target listen failed', { target: listen.target, error: describeError(error) });
@@ -249,11 +269,12 @@ export function serveListen(
         subscriptionId,
       ),
     );
+    acknowledgedToClient = true;
     deps.logger.info('listening', {
       subscribed: Object.keys(ack),
       targets: listens.filter((l) => l.acknowledged).length,
     });
-    if (isEmpty(ack)) return end();
+    if (isEmptyFilter(ack)) return end();
     await Promise.all(running);
     end(); // every target's listen ended: so does the client's
   })().catch((error) => {

@@ -244,6 +244,12 @@ export class StandaloneStreams {
     };
   }
 
+  /** Whether the target answered a GET stream with 405 lately (it sends nothing outside calls). */
+  refusesStreams(target: string): boolean {
+    const refusedAt = this.unsupported.get(target);
+    return refusedAt !== undefined && this.now() - refusedAt < this.unsupportedTtlMs;
+  }
+
   private connectionFor(
     client: LegacyTargetClient,
     session: LegacySession,

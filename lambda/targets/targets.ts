@@ -52,6 +52,11 @@ export class Targets {
     return this.configs.map((c) => c.name);
   }
 
+  /** The 2025 version spoken to a legacy target for a 2026-07-28 caller (the newest one configured). */
+  get legacyVersion(): string {
+    return this.options.legacyVersion;
+  }
+
   /** A target's timeouts and size limits. */
   limits(name: string): TargetLimits {
     return this.legacy.get(name)?.endpoint.limits ?? this.options.limits ?? DEFAULT_TARGET_LIMITS;

@@ -1,8 +1,8 @@
 import { createMcpHandler, type McpHttpHandler, McpServer } from '@modelcontextprotocol/server';
-import { startDemoTarget } from '../../examples/targets/demo-target';
 import type { GatewayKind } from '../support/gateways';
-import { type Json, post, type SseEvent, sseEvents } from '../support/mcp-http';
+import { eventually, type Json, post, type SseEvent, sseEvents } from '../support/mcp-http';
 import { serveFetch } from '../support/servers/serve-fetch';
+import { startV1NotifyingServer } from '../support/servers/v1-notifying-server';
 import { withGateway } from '../support/with-gateway';
 
 /**
@@ -10,8 +10,11 @@ import { withGateway } from '../support/with-gateway';
  * target that can honour part of the filter and acknowledges exactly what they acknowledged; what a
  * target announces reaches the listening client stamped with the client's subscription id, and only
  * that client; the stream ends with the `complete` result. The targets are official v2 SDK servers
- * whose own listen router (`createMcpHandler`) serves the listens; a 2025 target is aggregated too, and
- * left out of what is acknowledged.
+ * whose own listen router (`createMcpHandler`) serves the listens. A 2025 target (an official v1 SDK
+ * server) has no listen: the gateway opens a target session of the listen's own there, subscribes to
+ * the resources asked for, relays what the target sends on that session's GET stream, and ends the
+ * session with the listen; a 2025 target that refuses GET streams (405) can deliver nothing, and is left
+ * out of what is acknowledged.
  */
 
 jest.setTimeout(30_000);
@@ -89,7 +92,8 @@ describe.each(KINDS)('subscriptions/listen through the %s', (kind) => {
       targets: [
         { name: 'one', url: t.one.url, era: 'modern' },
         { name: 'two', url: t.two.url, era: 'modern' },
-        { name: 'demo', url: t.demo.url, era: 'legacy' },
+        { name: 'notes', url: t.notes.url, era: 'legacy' },
+        { name: 'quiet', url: t.quiet.url, era: 'legacy' },
       ],
       logLevel: 'SILENT',
     }),
@@ -100,12 +104,13 @@ describe.each(KINDS)('subscriptions/listen through the %s', (kind) => {
       targets: {
         one: () => startChangingServer('one'),
         two: () => startChangingServer('two'),
-        demo: () => startDemoTarget(),
+        notes: () => startV1NotifyingServer(),
+        quiet: () => startV1NotifyingServer({ getStream: false }),
       },
     },
   );
 
-  it('declares tools.listChanged in server/discover, as its 2026-07-28 targets do', async () => {
+  it('declares listChanged and subscribe in server/discover as far as its targets do (2025 ones too)', async () => {
     const res = await post(
       gw.url,
       { 'mcp-protocol-version': MODERN, 'mcp-method': 'server/discover' },
@@ -113,8 +118,8 @@ describe.each(KINDS)('subscriptions/listen through the %s', (kind) => {
     );
     const body = (await res.json()) as Json;
     expect(body.result.capabilities.tools).toEqual({ listChanged: true });
-    // Only the 2025 demo target has resources: their changes reach 2025 sessions, not a listen.
-    expect(body.result.capabilities.resources).toEqual({});
+    // Only the 2025 targets have resources: their changes reach a listen through the targets' GET streams.
+    expect(body.result.capabilities.resources).toEqual({ listChanged: true, subscribe: true });
   });
 
   it("acknowledges exactly what the targets honour, and relays a target's change to the listening client only, stamped with its subscription id", async () => {
@@ -125,7 +130,7 @@ describe.each(KINDS)('subscriptions/listen through the %s', (kind) => {
       { toolsListChanged: true, resourceSubscriptions: ['demo://nowhere'] },
       stop.signal,
     );
-    const other = await listen(gw.url, 'listen-2', { resourcesListChanged: true }, stop.signal);
+    const other = await listen(gw.url, 'listen-2', { resourceSubscriptions: ['demo://nowhere'] }, stop.signal);
     try {
       expect(listening.res.headers.get('content-type')).toContain('text/event-stream');
       const ack = await listening.next();
@@ -148,6 +153,53 @@ describe.each(KINDS)('subscriptions/listen through the %s', (kind) => {
     }
   });
 
+  it("a 2025 target: a session of the listen's own, subscribed to what was asked; its GET stream's resource update and list change reach the client stamped; the session ends with the listen", async () => {
+    const stop = new AbortController();
+    const notes = gw.targets.notes;
+    const sessionsBefore = notes.stats().sessions;
+    const quietDeletedBefore = gw.targets.quiet.stats().deletedSessions.length;
+    const listening = await listen(
+      gw.url,
+      'listen-3',
+      { resourcesListChanged: true, resourceSubscriptions: ['note://greeting'] },
+      stop.signal,
+    );
+    try {
+      expect(await listening.next()).toMatchObject({
+        method: 'notifications/subscriptions/acknowledged',
+        params: {
+          notifications: { resourcesListChanged: true, resourceSubscriptions: ['note://greeting'] },
+          _meta: { [SUBSCRIPTION_ID]: 'listen-3' },
+        },
+      });
+      // The listen's own target session, the only one subscribed to the resource.
+      const own = notes.stats().sessions.filter((id) => !sessionsBefore.includes(id));
+      expect(own).toHaveLength(1);
+      const subscribed = Object.entries(notes.stats().subscribed).filter(([, uris]) =>
+        uris.includes('note://greeting'),
+      );
+      expect(subscribed.map(([id]) => id)).toEqual(own);
+      // The target that refuses GET streams could deliver nothing: its session was ended at once.
+      expect(gw.targets.quiet.stats().deletedSessions.length).toBe(quietDeletedBefore + 1);
+
+      await notes.touch('note://greeting');
+      expect(await listening.next()).toMatchObject({
+        method: 'notifications/resources/updated',
+        params: { uri: 'note://greeting', _meta: { [SUBSCRIPTION_ID]: 'listen-3' } },
+      });
+      await notes.announce('resources');
+      expect(await listening.next()).toMatchObject({
+        method: 'notifications/resources/list_changed',
+        params: { _meta: { [SUBSCRIPTION_ID]: 'listen-3' } },
+      });
+    } finally {
+      stop.abort();
+    }
+    // The client closed the listen: the gateway ended the target session it had opened for it.
+    const own = notes.stats().sessions.filter((id) => !sessionsBefore.includes(id));
+    await eventually(() => expect(notes.stats().deletedSessions).toEqual(expect.arrayContaining(own)));
+  });
+
   it('refuses a listen without a filter (-32602) before any stream', async () => {
     const res = await post(
       gw.url,
@@ -160,11 +212,16 @@ describe.each(KINDS)('subscriptions/listen through the %s', (kind) => {
 
   if (kind === 'lambda runtime') {
     it('ends with the complete result before the function deadline', async () => {
+      const sessionsBefore = gw.targets.notes.stats().sessions;
       const listening = await listen(gw.url, 'listen-deadline', { toolsListChanged: true });
       expect(await listening.next()).toMatchObject({ method: 'notifications/subscriptions/acknowledged' });
       const last = await listening.next();
       expect(last).toMatchObject({ id: 'listen-deadline', result: { resultType: 'complete' } });
       expect(await listening.next()).toBeUndefined();
+      // The 2025 target's session of this listen was ended before the stream was (nothing runs after it).
+      const own = gw.targets.notes.stats().sessions.filter((id) => !sessionsBefore.includes(id));
+      expect(own).toHaveLength(1);
+      expect(gw.targets.notes.stats().deletedSessions).toEqual(expect.arrayContaining(own));
     });
   }
 });

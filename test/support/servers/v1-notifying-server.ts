@@ -39,12 +39,17 @@ export interface V1NotifyingServer {
   stats(): V1NotifyingServerStats;
   /** Sends `notifications/resources/updated` for `uri` to every session subscribed to it (outside any call). */
   touch(uri: string): Promise<void>;
+  /** Announces a change of its tool or resource list to every session (outside any call). */
+  announce(list: 'tools' | 'resources'): Promise<void>;
   close(): Promise<void>;
 }
 
 const text = (t: string) => ({ content: [{ type: 'text' as const, text: t }] });
 
-export async function startV1NotifyingServer(options: { eventStore?: boolean } = {}): Promise<V1NotifyingServer> {
+/** `getStream: false`: it answers GET with 405, as a server that sends nothing outside calls may. */
+export async function startV1NotifyingServer(
+  options: { eventStore?: boolean; getStream?: boolean } = {},
+): Promise<V1NotifyingServer> {
   const stats: V1NotifyingServerStats = {
     sessions: [],
     getRequests: 0,
@@ -159,6 +164,11 @@ export async function startV1NotifyingServer(options: { eventStore?: boolean } =
       await transport.handleRequest(req, res, body);
       return;
     }
+    if (req.method === 'GET' && options.getStream === false) {
+      stats.getRequests++;
+      res.writeHead(405, { allow: 'POST, DELETE' }).end();
+      return;
+    }
     if (req.method === 'GET' || req.method === 'DELETE') {
       const transport = sessionId ? transports[sessionId] : undefined;
       if (!transport) return jsonError(res, sessionId ? 404 : 400, 'Invalid or missing session ID');
@@ -190,6 +200,13 @@ export async function startV1NotifyingServer(options: { eventStore?: boolean } =
     url: `http://127.0.0.1:${port}/mcp`,
     stats: () => ({ ...structuredClone(stats), liveGetStreams: liveStreamSessions(getResponses) }),
     touch: notifyUpdated,
+    announce: async (list) => {
+      await Promise.all(
+        [...servers.values()].map((server) =>
+          list === 'tools' ? server.sendToolListChanged() : server.sendResourceListChanged(),
+        ),
+      );
+    },
     close: async () => {
       await Promise.allSettled([...servers.values()].map((s) => s.close()));
       await new Promise<void>((resolve) => {

@@ -1,4 +1,4 @@
-import { parseListenFilter } from '../../../lambda/modern/listen';
+import { parseListenFilter } from '../../../lambda/modern/listen-filter';
 import { ListenPlaces } from '../../../lambda/modern/listen-places';
 
 /** A principal's open listens on one instance (modern/listen.ts), and the filter a listen asks for. */
