@@ -35,7 +35,8 @@ jest.setTimeout(30_000);
 const ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/demo-AbCdEf';
 const OAUTH_ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/oauth-XyZ123';
 const CLIENT_SECRET = 'client-secret-value-never-logged';
-const TOKEN_LIFETIME_S = 3;
+/** The lifetime of the tokens that are to expire during a test. */
+const TOKEN_LIFETIME_S = 2;
 
 const target = (over: Record<string, unknown>): TargetConfig =>
   parseConfig({ targets: [{ name: 't', url: 'https://t.example/mcp', ...over }] }).targets[0];
@@ -226,7 +227,7 @@ describe.each(kinds)('outbound credentials through the %s', (kind) => {
     endpoint = await startTokenEndpoint({
       clientId: 'gateway-client',
       clientSecret: CLIENT_SECRET,
-      expiresIn: TOKEN_LIFETIME_S,
+      expiresIn: 3600,
     });
     process.env.GW_AUTH_TEST_API_KEY = 'api-key-from-env';
     process.env.GW_AUTH_TEST_CLIENT_SECRET = CLIENT_SECRET;
@@ -353,7 +354,8 @@ describe.each(kinds)('outbound credentials through the %s', (kind) => {
     expect(legacyProxy.seen.every((headers) => headers['x-static'] === 'static')).toBe(true);
   });
 
-  test('client credentials: one token until shortly before expiry, then a fresh one; a revoked token is replaced', async () => {
+  test('client credentials: one token for every call while it is valid; a revoked token is replaced, an expired one too', async () => {
+    endpoint.issueFor(3600);
     const session = await initSession(url, { headers: { authorization: `Bearer ${clientToken}` } });
     expect(endpoint.requests()).toBe(0); // the target session opens lazily, with the first call
     for (let id = 10; id < 13; id++)
@@ -363,29 +365,25 @@ describe.each(kinds)('outbound credentials through the %s', (kind) => {
     // Every request the target got carried the gateway's token, never the client's.
     expect(securedProxy.seen.every((headers) => headers.authorization === `Bearer ${firstToken}`)).toBe(true);
 
-    let secondToken = firstToken;
-    // When a token is refreshed is pinned on a fake clock ('client credentials (no gateway)'); once, a
-    // running gateway does it on the real one: 3-second tokens are refreshed a quarter of their
-    // lifetime early (0.75 s).
-    if (kind === 'local server') {
-      await sleep(TOKEN_LIFETIME_S * 750 + 100);
-      const seenBefore = securedProxy.seen.length;
-      expect((await call(session.headers, 'secured___echo', 20)).result.content[0].text).toBe('echo: call 20');
-      expect(endpoint.requests()).toBe(2);
-      secondToken = endpoint.issued.at(-1)!;
-      expect(secondToken).not.toBe(firstToken);
-      expect(
-        securedProxy.seen.slice(seenBefore).every((headers) => headers.authorization === `Bearer ${secondToken}`),
-      ).toBe(true);
-    }
-
     // The target stops accepting the token (revoked): that call fails, the next one gets a new token.
-    secondToken = endpoint.issued.at(-1)!;
-    endpoint.revoke(secondToken);
+    endpoint.issueFor(TOKEN_LIFETIME_S);
+    endpoint.revoke(firstToken);
     const failed = await call(session.headers, 'secured___echo', 21);
     expect(failed.error.message).toMatch(/^DependencyFailedException: target secured/);
     expect((await call(session.headers, 'secured___echo', 22)).result.content[0].text).toBe('echo: call 22');
-    expect(endpoint.issued.at(-1)).not.toBe(secondToken);
+    const secondToken = endpoint.issued.at(-1)!;
+    expect(secondToken).not.toBe(firstToken);
+
+    // When a token is refreshed (a quarter of its lifetime early) is pinned on a fake clock ('client
+    // credentials (no gateway)'); here a running gateway, on the real clock, replaces one that expired.
+    await sleep(TOKEN_LIFETIME_S * 1000 + 100);
+    const seenBefore = securedProxy.seen.length;
+    expect((await call(session.headers, 'secured___echo', 23)).result.content[0].text).toBe('echo: call 23');
+    const thirdToken = endpoint.issued.at(-1)!;
+    expect(thirdToken).not.toBe(secondToken);
+    expect(
+      securedProxy.seen.slice(seenBefore).every((headers) => headers.authorization === `Bearer ${thirdToken}`),
+    ).toBe(true);
   });
 
   if (kind === 'local server') {

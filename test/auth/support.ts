@@ -118,6 +118,8 @@ export interface TokenEndpoint {
   isValid(token: string): boolean;
   /** Revokes a token early (the target then answers 401). */
   revoke(token: string): void;
+  /** The lifetime (`expires_in`, seconds) of the tokens issued from now on. */
+  issueFor(seconds: number): void;
   /** What the last token request carried (form fields, and the client id from Basic auth). */
   lastRequest?: { form: Record<string, string>; basicClientId?: string };
   close(): Promise<void>;
@@ -130,6 +132,7 @@ export async function startTokenEndpoint(options: {
   expiresIn: number;
 }): Promise<TokenEndpoint> {
   let requests = 0;
+  let lifetime = options.expiresIn;
   const expiry = new Map<string, number>();
   const state: TokenEndpoint = {
     tokenUrl: '',
@@ -137,6 +140,9 @@ export async function startTokenEndpoint(options: {
     issued: [],
     isValid: (token) => (expiry.get(token) ?? 0) > Date.now(),
     revoke: (token) => void expiry.set(token, 0),
+    issueFor: (seconds) => {
+      lifetime = seconds;
+    },
     close: async () => undefined,
   };
   const server = createServer((req, res) => {
@@ -157,8 +163,8 @@ export async function startTokenEndpoint(options: {
         return json(res, 401, { error: 'invalid_client' });
       const token = `tok-${state.issued.length + 1}-${Math.random().toString(36).slice(2)}`;
       state.issued.push(token);
-      expiry.set(token, Date.now() + options.expiresIn * 1000);
-      json(res, 200, { access_token: token, token_type: 'Bearer', expires_in: options.expiresIn, scope: form.scope });
+      expiry.set(token, Date.now() + lifetime * 1000);
+      json(res, 200, { access_token: token, token_type: 'Bearer', expires_in: lifetime, scope: form.scope });
     })();
   });
   const started = await listen(server);

@@ -479,7 +479,7 @@ describe.each(kinds)('relay through the %s', (kind) => {
         () => accept,
       );
       dynamo.reset();
-      await callAndAnswer(
+      const echo = await callAndAnswer(
         url,
         headers,
         { id: 1, params: { name: 'demo___echo', arguments: { text: 'x' } } },
@@ -513,7 +513,9 @@ describe.each(kinds)('relay through the %s', (kind) => {
       // 2025-11-25 stream is resumable: its events are kept before they are sent (one BatchWriteItem:
       // the pending record, the priming event and the question that opened the stream), and one BatchWriteItem at the end
       // (the response kept as the stream's end; the other events and the pending record removed).
-      expect(withoutInput).toEqual({ Query: 1 });
+      // A call still running after the keep-alive interval answers as a stream, which in a 2025-11-25
+      // session is resumable: its end is kept (one BatchWriteItem); on a loaded machine an echo can.
+      expect(withoutInput).toEqual(echo.streamed ? { Query: 1, BatchWriteItem: 1 } : { Query: 1 });
       const { GetItem: looks, ...rest } = oneRound;
       expect(rest).toEqual({ Query: 1, UpdateItem: 1, BatchWriteItem: 2 });
       expect(looks).toBeGreaterThanOrEqual(1);

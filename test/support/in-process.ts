@@ -143,7 +143,13 @@ export async function callAndAnswerIn(
     { jsonrpc: '2.0', id: request.id, method: request.method ?? 'tools/call', params: request.params },
     options.exchange,
   );
-  const result: RelayedCall = { messages: [], response: {}, answerStatuses: [], comments: 0 };
+  const result: RelayedCall = {
+    messages: [],
+    response: {},
+    answerStatuses: [],
+    comments: 0,
+    streamed: (res.headers.get('content-type') ?? '').includes('text/event-stream'),
+  };
   for await (const event of sseEvents(res)) {
     if (event.comment !== undefined) result.comments++;
     const message = event.message;

@@ -125,6 +125,8 @@ export interface RelayedCall {
   /** HTTP statuses of the answers POSTed. */
   answerStatuses: number[];
   comments: number;
+  /** The call was answered as an SSE stream (else as one JSON body). */
+  streamed: boolean;
 }
 
 /**
@@ -144,7 +146,13 @@ export async function callAndAnswer(
     { jsonrpc: '2.0', id: request.id, method: request.method ?? 'tools/call', params: request.params },
     options.signal,
   );
-  const result: RelayedCall = { messages: [], response: {}, answerStatuses: [], comments: 0 };
+  const result: RelayedCall = {
+    messages: [],
+    response: {},
+    answerStatuses: [],
+    comments: 0,
+    streamed: (res.headers.get('content-type') ?? '').includes('text/event-stream'),
+  };
   for await (const event of sseEvents(res)) {
     if (event.comment !== undefined) result.comments++;
     const message = event.message;

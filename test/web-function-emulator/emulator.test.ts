@@ -226,8 +226,8 @@ describe('the Web Function emulator', () => {
     const outcome = await call(url, '/').outcome;
     expect(outcome.status).toBe(502);
     await until(() => stats().environmentsLive === 0, 'the environment to be killed');
+    // Not its log line: a loaded machine may kill the process before Node has started it.
     expect(stats()).toMatchObject({ environmentsStarted: 1, kills: 1, initTimesMs: [] });
-    expect(logs).toContain('[env 1] not listening');
   });
 
   it('maxEnvironments reached: 429 naming the throttle', async () => {
