@@ -105,23 +105,27 @@ function suite(kind: GatewayKind, thinkMs: number): void {
   const longestInvocationMs = () => Math.max(0, ...gw.instances.map((i) => i.stats?.().longestInvocationMs ?? 0));
   const reconnects = (from: number) => router.log.slice(from).filter((r) => r.lastEventId !== undefined);
 
-  it('the TypeScript SDK client answers after the think time (2026-07-28 and resumable 2025 targets): both calls complete and no invocation held the wait', async () => {
-    const from = router.log.length;
-    // One client per call, side by side: each its own session, its own released stream and reconnects.
-    const clients = await Promise.all([thinkingClient(router.url, thinkMs), thinkingClient(router.url, thinkMs)]);
-    try {
-      const texts = await Promise.all(
-        ['modern___deploy', 'poll___deploy'].map((tool, i) => callAndRead(clients[i]!, tool, thinkMs)),
-      );
-      expect(texts).toEqual(['deployed to prod', 'deployed to prod']);
-    } finally {
-      await Promise.all(clients.map((client) => client.close()));
-    }
-    // Both clients reconnected to the other instance, which went on with their calls.
-    expect(reconnects(from).length).toBeGreaterThanOrEqual(2);
-    expect(reconnects(from).every((r) => r.to === 'second')).toBe(true);
-    if (kind === 'lambda runtime') expect(longestInvocationMs()).toBeLessThan(thinkMs);
-  });
+  // One call at a time: two at once, each cold-starting an environment on a loaded machine, left one
+  // call too little of its 6 s function timeout to be released before the deadline.
+  it.each([
+    ['a 2026-07-28 target', 'modern___deploy'],
+    ['a 2025 target whose stream can be resumed (official SDK with an event store)', 'poll___deploy'],
+  ])(
+    '%s: the TypeScript SDK client answers after the think time; the call completes and no invocation held the wait',
+    async (_, tool) => {
+      const from = router.log.length;
+      const client = await thinkingClient(router.url, thinkMs);
+      try {
+        await expect(callAndRead(client, tool, thinkMs)).resolves.toBe('deployed to prod');
+      } finally {
+        await client.close();
+      }
+      // The client reconnected to the other instance, which went on with the call.
+      expect(reconnects(from).length).toBeGreaterThan(0);
+      expect(reconnects(from).every((r) => r.to === 'second')).toBe(true);
+      if (kind === 'lambda runtime') expect(longestInvocationMs()).toBeLessThan(thinkMs);
+    },
+  );
 
   it('a 2025 target whose stream cannot be resumed: the call is held, as before, and completes', async () => {
     const from = router.log.length;
