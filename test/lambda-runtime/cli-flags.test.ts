@@ -1,5 +1,5 @@
-import { createServer } from 'node:net';
 import { runCli } from '../support/cli';
+import { freePort } from '../support/loopback';
 import { initSession, post, readMessage } from '../support/mcp-http';
 
 /**
@@ -8,14 +8,6 @@ import { initSession, post, readMessage } from '../support/mcp-http';
  */
 
 jest.setTimeout(120_000);
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 it('honours --dynamodb-port and the demo ports, starts both demo targets, and reports its preparation', async () => {
   const [dynamodbPort, demoPort, modernPort] = [await freePort(), await freePort(), await freePort()];

@@ -5,7 +5,7 @@ import { type GatewayConfigInput, parseConfig } from '../../lambda/config/schema
 import type { ExchangeContext, FetchHandler } from '../../lambda/http/exchange';
 import type { GatewayLogger } from '../../lambda/observability/logger';
 import type { Clock } from '../../lambda/scheduling/clock';
-import { JSON_AND_SSE, type Json, type RelayedCall, readMessage, sseEvents } from './mcp-http';
+import { JSON_AND_SSE, type Json, type RelayedCall, readMessage, relayedCallOf, sseEvents } from './mcp-http';
 import { MemorySessionStore } from './memory-store';
 
 /**
@@ -143,13 +143,7 @@ export async function callAndAnswerIn(
     { jsonrpc: '2.0', id: request.id, method: request.method ?? 'tools/call', params: request.params },
     options.exchange,
   );
-  const result: RelayedCall = {
-    messages: [],
-    response: {},
-    answerStatuses: [],
-    comments: 0,
-    streamed: (res.headers.get('content-type') ?? '').includes('text/event-stream'),
-  };
+  const result = relayedCallOf(res);
   for await (const event of sseEvents(res)) {
     if (event.comment !== undefined) result.comments++;
     const message = event.message;

@@ -5,7 +5,7 @@ import {
   type Server,
   type ServerResponse,
 } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, createServer } from 'node:net';
 
 /** Small pieces the loopback stand-ins (targets, proxies, issuers) share. */
 
@@ -54,4 +54,13 @@ export function forwardTo(
   forward.on('error', () => res.destroy());
   res.on('close', () => forward.destroy());
   return forward;
+}
+
+/** A port free on loopback now (for a process that takes its port as a setting, not port 0). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }

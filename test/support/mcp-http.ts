@@ -129,6 +129,17 @@ export interface RelayedCall {
   streamed: boolean;
 }
 
+/** A relayed call's record before its stream is read: nothing seen yet, and how it was answered. */
+export function relayedCallOf(res: Response): RelayedCall {
+  return {
+    messages: [],
+    response: {},
+    answerStatuses: [],
+    comments: 0,
+    streamed: (res.headers.get('content-type') ?? '').includes('text/event-stream'),
+  };
+}
+
 /**
  * Calls a tool over SSE and answers every server request on it with `answer(request)`, POSTed
  * as a separate request (optionally to another gateway URL, as another Lambda instance would get it).
@@ -146,13 +157,7 @@ export async function callAndAnswer(
     { jsonrpc: '2.0', id: request.id, method: request.method ?? 'tools/call', params: request.params },
     options.signal,
   );
-  const result: RelayedCall = {
-    messages: [],
-    response: {},
-    answerStatuses: [],
-    comments: 0,
-    streamed: (res.headers.get('content-type') ?? '').includes('text/event-stream'),
-  };
+  const result = relayedCallOf(res);
   for await (const event of sseEvents(res)) {
     if (event.comment !== undefined) result.comments++;
     const message = event.message;

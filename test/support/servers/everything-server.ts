@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { freePort } from '../loopback';
 
 /**
  * The MCP project's own "everything" server (npm `@modelcontextprotocol/server-everything`, built on the
@@ -15,14 +15,6 @@ export interface EverythingServer {
 }
 
 const ENTRY = join(__dirname, '../../../node_modules/@modelcontextprotocol/server-everything/dist/index.js');
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 export async function startEverythingServer(): Promise<EverythingServer> {
   const port = await freePort();
