@@ -242,12 +242,15 @@ describe('logging/setLevel of a 2025 session', () => {
 });
 
 describe("a client's cancellation", () => {
-  const aborted = (target: TargetKind, client: EraClient) => {
-    if (target === 'legacy') return () => a.stats().abortedTools.filter((t) => t === 'wait').length;
-    if (target === 'modern') return () => c.stats().abortedTools.filter((t) => t === 'wait (modern)').length;
+  /** How many `wait` tools the target has `aborted` (or `started`) for this client's era. */
+  const counted = (which: 'abortedTools' | 'startedTools') => (target: TargetKind, client: EraClient) => {
+    if (target === 'legacy') return () => a.stats()[which].filter((t) => t === 'wait').length;
+    if (target === 'modern') return () => c.stats()[which].filter((t) => t === 'wait (modern)').length;
     const leg = is2026(client) ? 'wait (modern)' : 'wait (legacy)';
-    return () => b.stats().abortedTools.filter((t) => t === leg).length;
+    return () => b.stats()[which].filter((t) => t === leg).length;
   };
+  const aborted = counted('abortedTools');
+  const started = counted('startedTools');
 
   describe.each(['v1', 'v2 pin 2026-07-28'] as ClientKind[])('%s client', (kind) => {
     test.each(['legacy', 'dual', 'modern'] as TargetKind[])(
@@ -255,12 +258,14 @@ describe("a client's cancellation", () => {
       async (target) => {
         client = await connectClient(kind, pair.url, CALL_TIMEOUT_MS);
         const abortedBefore = aborted(target, client)();
+        const startedBefore = started(target, client)();
         const cancelledBefore = a.stats().cancelledRequestIds.length;
         const fromLog = pair.logs.length;
         const from = pair.exchanges.length;
         const abort = new AbortController();
         const call = client.callTool(`${target}___wait`, { ms: 15_000 }, { signal: abort.signal });
-        await new Promise((resolve) => setTimeout(resolve, 400));
+        // Cancelled once the target runs it (what a cancellation before that does is another test's).
+        await eventually(() => expect(started(target, client!)()).toBe(startedBefore + 1), 5000);
         abort.abort('user cancelled');
         await expect(call).rejects.toThrow();
         await eventually(() => expect(aborted(target, client!)()).toBe(abortedBefore + 1), 5000);

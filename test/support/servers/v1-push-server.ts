@@ -45,6 +45,8 @@ export interface V1PushServerStats {
   cancelledRequestIds: Array<string | number>;
   /** Tool calls whose handler saw its abort signal fire (cancelled while running). */
   abortedTools: string[];
+  /** Abortable tool handlers that started (a test cancels a call once it runs). */
+  startedTools: string[];
 }
 
 export interface V1PushServer {
@@ -221,6 +223,7 @@ function buildServer(stats: V1PushServerStats, authorized: Set<string>): McpServ
     'wait',
     { description: 'Waits (abortable by notifications/cancelled).', inputSchema: { ms: z.number().int().max(60_000) } },
     async ({ ms }, extra) => {
+      stats.startedTools.push('wait');
       const done = await new Promise<boolean>((resolve) => {
         const timer = setTimeout(() => resolve(true), ms);
         extra.signal.addEventListener('abort', () => {
@@ -271,6 +274,7 @@ export async function startV1PushServer(): Promise<V1PushServer> {
     answered: {},
     cancelledRequestIds: [],
     abortedTools: [],
+    startedTools: [],
   };
   const authorized = new Set<string>();
   const transports: Record<string, StreamableHTTPServerTransport> = {};

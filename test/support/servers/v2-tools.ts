@@ -31,10 +31,12 @@ export interface V2ToolStats {
   answered: Record<string, number>;
   /** Tool handlers that saw their abort signal fire, by era. */
   abortedTools: string[];
+  /** Abortable tool handlers that started, by era (a test cancels a call once it runs). */
+  startedTools: string[];
 }
 
 export function newToolStats(): V2ToolStats {
-  return { asked: {}, answered: {}, abortedTools: [] };
+  return { asked: {}, answered: {}, abortedTools: [], startedTools: [] };
 }
 
 const text = (t: string): CallToolResult => ({ content: [{ type: 'text', text: t }] });
@@ -149,6 +151,7 @@ export function createToolFactory(stats: V2ToolStats) {
       'wait',
       { description: 'Waits (abortable).', inputSchema: z.object({ ms: z.number().int().max(60_000) }) },
       async ({ ms }, ctx) => {
+        stats.startedTools.push(`wait (${era})`);
         const done = await new Promise<boolean>((resolve) => {
           const timer = setTimeout(() => resolve(true), ms);
           ctx.mcpReq.signal.addEventListener('abort', () => {
