@@ -136,8 +136,7 @@ describe('2025-only target: v1 McpServer, push style without relatedRequestId (s
     await connect('v1', a.url, () => a.stats().liveGetStreams);
     const abort = new AbortController();
     const call = client!.callTool('wait', { ms: 10_000 }, { signal: abort.signal });
-    await eventually(() => expect(a.stats().requestsByMethod['tools/call']).toBeGreaterThan(0));
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await eventually(() => expect(a.stats().startedTools).toContain('wait'));
     abort.abort('user');
     await expect(call).rejects.toThrow();
     await eventually(() => expect(a.stats().abortedTools).toContain('wait'));
@@ -225,8 +224,7 @@ describe('2026-07-28-only target: v2 createMcpHandler, legacy rejected (server c
     await connect('v2 pin 2026-07-28', c.url);
     const abort = new AbortController();
     const call = client!.callTool('wait', { ms: 10_000 }, { signal: abort.signal });
-    await eventually(() => expect(c.stats().modern.calls.some((x) => x.tool === 'wait')).toBe(true));
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await eventually(() => expect(c.stats().startedTools).toContain('wait (modern)'));
     abort.abort('user');
     await expect(call).rejects.toThrow();
     await eventually(() => expect(c.stats().abortedTools).toContain('wait (modern)'));
