@@ -1,0 +1,60 @@
+/**
+ * A real OAuth 2.1 authorization server on loopback for the per-user OAuth tests: `oidc-provider`
+ * (ESM only, so run as a process of its own: test/support/oauth/authorization-server.ts starts it).
+ * - the authorization-code grant with PKCE (S256, required) and refresh tokens;
+ * - resource indicators (RFC 8707): a token is issued for the resource asked for, as a JWT whose
+ *   audience is that resource, which the protected target verifies;
+ * - one pre-registered confidential client, and dynamic registration (RFC 7591);
+ * - the library's development login and consent pages (any login name, no password check): the
+ *   browser tests sign in as a named user there.
+ * Settings from the environment: PORT, CLIENT_ID, CLIENT_SECRET, REDIRECT_URIS (JSON), ACCESS_TOKEN_TTL (s).
+ * Prints `ready <issuer>` once it listens.
+ */
+import { createServer } from 'node:http';
+import Provider from 'oidc-provider';
+
+const port = Number(process.env.PORT);
+const issuer = `http://127.0.0.1:${port}`;
+const redirectUris = JSON.parse(process.env.REDIRECT_URIS ?? '[]') as string[];
+const accessTokenTtl = Number(process.env.ACCESS_TOKEN_TTL ?? 3600);
+
+const provider = new Provider(issuer, {
+  clients: [
+    {
+      client_id: process.env.CLIENT_ID ?? 'gateway',
+      client_secret: process.env.CLIENT_SECRET ?? 'gateway-secret',
+      redirect_uris: redirectUris,
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'client_secret_basic',
+    },
+  ],
+  pkce: { required: () => true },
+  scopes: ['openid', 'offline_access', 'mcp:tools'],
+  claims: { openid: ['sub'] },
+  cookies: { keys: ['oauth-test-cookie-key'] },
+  findAccount: async (_ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
+  // Refresh tokens for every client allowed the grant (without asking for offline_access).
+  issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+  ttl: { AccessToken: accessTokenTtl },
+  features: {
+    devInteractions: { enabled: true },
+    registration: { enabled: true },
+    resourceIndicators: {
+      enabled: true,
+      defaultResource: async () => undefined,
+      useGrantedResource: async () => true,
+      getResourceServerInfo: async (_ctx, resource) => ({
+        scope: 'mcp:tools',
+        audience: resource,
+        accessTokenFormat: 'jwt',
+        accessTokenTTL: accessTokenTtl,
+      }),
+    },
+  },
+});
+provider.on('server_error', (_ctx, error) => console.error('server_error', error));
+
+const server = createServer(provider.callback());
+server.listen(port, '127.0.0.1', () => console.log(`ready ${issuer}`));
+process.on('SIGTERM', () => server.close(() => process.exit(0)));
