@@ -5,7 +5,7 @@ import { forwardTo } from './loopback';
 
 /**
  * dynalite on loopback behind a small counting proxy: tests read how many DynamoDB requests of
- * each operation the gateway made, and can make the endpoint fail ("down", "throttle").
+ * each operation the gateway made (an operation the SDK retried counts once), and can make the endpoint fail ("down", "throttle").
  */
 export interface CountedDynamo {
   endpoint: string;
@@ -54,7 +54,10 @@ export async function startCountedDynamo(backendEndpoint?: string): Promise<Coun
       String(req.headers['x-amz-target'] ?? '')
         .split('.')
         .pop() ?? 'unknown';
-    counts.set(operation, (counts.get(operation) ?? 0) + 1);
+    // The SDK sends its retries of one operation (after a timeout on a loaded machine, say) with
+    // `amz-sdk-request: attempt=N`: the gateway made one request, counted once.
+    const attempt = Number(/attempt=(\d+)/.exec(String(req.headers['amz-sdk-request'] ?? ''))?.[1] ?? 1);
+    if (attempt === 1) counts.set(operation, (counts.get(operation) ?? 0) + 1);
     if (state.mode === 'down') {
       res.destroy();
       return;
@@ -75,7 +78,9 @@ export async function startCountedDynamo(backendEndpoint?: string): Promise<Coun
     const upstream = forwardTo(backendUrl, req, res, { verbatim: true });
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => requests.push({ operation, body: Buffer.concat(chunks).toString('utf8') }));
+    req.on('end', () => {
+      if (attempt === 1) requests.push({ operation, body: Buffer.concat(chunks).toString('utf8') });
+    });
     req.pipe(upstream);
   });
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', () => resolve()));

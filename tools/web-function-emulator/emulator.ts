@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import {
   Agent,
   type ClientRequest,
@@ -512,13 +513,49 @@ function responseHeaders(raw: string[]): string[] {
 }
 
 /** A free loopback port for an environment (released before the environment binds it). */
-function freePort(): Promise<number> {
+/**
+ * A port for an environment to bind. In Lambda each environment has its own network and a fixed
+ * endpoint; here they share loopback with everything else on the machine, and the readiness check (a
+ * TCP connect) cannot tell whose listener answered. A port the kernel hands out for port 0 may be
+ * handed again to another process between this probe and the environment's bind, which would then
+ * pass the check and get the environment's requests. So the port is taken below the kernel's
+ * ephemeral range (which port-0 binds never use), at random, and probed.
+ */
+async function freePort(): Promise<number> {
+  const [low] = ephemeralRange();
+  const floor = 10_000;
+  for (let attempt = 0; attempt < 20 && low > floor + 1000; attempt++) {
+    const port = floor + Math.floor(Math.random() * (low - floor));
+    if (await bindable(port)) return port;
+  }
+  return probePort(0); // no room below the range: the kernel's choice
+}
+
+/** The kernel's ephemeral port range (Linux); elsewhere the IANA one. */
+function ephemeralRange(): [number, number] {
+  try {
+    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (low && high) return [low, high];
+  } catch {
+    // not Linux
+  }
+  return [49152, 65535];
+}
+
+async function bindable(port: number): Promise<boolean> {
+  return probePort(port).then(
+    () => true,
+    () => false,
+  );
+}
+
+function probePort(port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createNetServer();
     probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolve(port));
+    probe.listen(port, '127.0.0.1', () => {
+      const { port: bound } = probe.address() as AddressInfo;
+      probe.close(() => resolve(bound));
     });
   });
 }
