@@ -29,8 +29,13 @@ async function writeMany(res: ServerResponse, total: number, fill = 'x'): Promis
   for (let written = 0; written < total && !res.destroyed; written += MB) {
     if (!res.write(chunk)) {
       await new Promise<void>((resolve) => {
-        res.once('drain', resolve);
-        res.once('close', resolve);
+        const done = () => {
+          res.off('drain', done);
+          res.off('close', done);
+          resolve();
+        };
+        res.once('drain', done);
+        res.once('close', done);
       });
     }
   }
