@@ -6,7 +6,7 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { GatewayKind } from '../support/gateways';
-import { listen } from '../support/loopback';
+import { drained, listen } from '../support/loopback';
 import { eventually, initSession } from '../support/mcp-http';
 import { withGateway } from '../support/with-gateway';
 
@@ -77,16 +77,7 @@ async function startFloodTarget(): Promise<FloodTarget> {
         sent += event.length;
         written += event.length;
         if (!res.write(event)) {
-          // Whichever comes first; the other listener goes, so a long flood does not pile them up.
-          await new Promise<void>((resolve) => {
-            const done = () => {
-              res.off('drain', done);
-              res.off('close', done);
-              resolve();
-            };
-            res.once('drain', done);
-            res.once('close', done);
-          });
+          await drained(res);
         }
       }
       if (!res.destroyed)

@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { startDemoTarget } from '../../examples/targets/demo-target';
 import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
 import { type GatewayProcess, startGatewayProcess } from '../support/gateway-process';
-import { listen } from '../support/loopback';
+import { drained, listen } from '../support/loopback';
 import { initSession, type Json, post, readMessage } from '../support/mcp-http';
 import { withGateway } from '../support/with-gateway';
 
@@ -28,15 +28,7 @@ async function writeMany(res: ServerResponse, total: number, fill = 'x'): Promis
   const chunk = fill.repeat(MB);
   for (let written = 0; written < total && !res.destroyed; written += MB) {
     if (!res.write(chunk)) {
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          res.off('drain', done);
-          res.off('close', done);
-          resolve();
-        };
-        res.once('drain', done);
-        res.once('close', done);
-      });
+      await drained(res);
     }
   }
 }

@@ -5,6 +5,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
+import { readJsonBody } from '../loopback';
 
 /**
  * An MCP server that serves each user their own data, protected as the MCP authorization
@@ -66,13 +67,6 @@ export async function startProtectedTarget(issuer: string): Promise<ProtectedTar
     return server;
   };
 
-  const readJson = async (req: IncomingMessage): Promise<unknown> => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const raw = Buffer.concat(chunks).toString('utf8');
-    return raw ? JSON.parse(raw) : undefined;
-  };
-
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if (req.url === '/.well-known/oauth-protected-resource/mcp') {
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -87,7 +81,7 @@ export async function startProtectedTarget(issuer: string): Promise<ProtectedTar
     const authInfo = { token: '', clientId: '', scopes: ['mcp:tools'], extra: { sub } };
     (req as IncomingMessage & { auth?: typeof authInfo }).auth = authInfo;
     const sessionId = req.headers['mcp-session-id'] as string | undefined;
-    const body = req.method === 'POST' ? await readJson(req) : undefined;
+    const body = req.method === 'POST' ? await readJsonBody(req) : undefined;
     let transport = sessionId ? transports.get(sessionId) : undefined;
     if (!transport && !sessionId && req.method === 'POST' && isInitializeRequest(body)) {
       const created = new StreamableHTTPServerTransport({

@@ -10,6 +10,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { MemoryEventStore } from '../../../examples/targets/event-store';
+import { readJsonBody } from '../loopback';
 import { liveStreamSessions } from './serve-fetch';
 
 /**
@@ -125,12 +126,6 @@ export async function startV1NotifyingServer(
     return server;
   };
 
-  const readJson = async (req: IncomingMessage): Promise<unknown> => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const raw = Buffer.concat(chunks).toString('utf8');
-    return raw ? JSON.parse(raw) : undefined;
-  };
   const jsonError = (res: ServerResponse, status: number, message: string) => {
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
@@ -139,7 +134,7 @@ export async function startV1NotifyingServer(
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const sessionId = req.headers['mcp-session-id'] as string | undefined;
     if (req.method === 'POST') {
-      const body = await readJson(req);
+      const body = await readJsonBody(req);
       let transport = sessionId ? transports[sessionId] : undefined;
       if (!transport && !sessionId && isInitializeRequest(body)) {
         let id = '';
