@@ -94,6 +94,11 @@ class ClientStream {
   /** What runs unawaited (the end, a rescan, a target's request): a failure is logged once. */
   private readonly tasks: BackgroundTasks;
   private rescanning = false;
+  /**
+   * The rescan's session read while it runs: the stream's end waits for it, or on a function URL it
+   * would be frozen with the invocation and finish in the next one (nothing may run after the response).
+   */
+  private rescanRead?: Promise<void>;
   private unregister?: () => void;
   private readonly onAbort = () => this.tasks.run('ending the client stream', () => this.end('client-gone'));
 
@@ -188,7 +193,12 @@ class ClientStream {
     if (this.ended || this.rescanning) return;
     this.rescanning = true;
     try {
-      const current = await this.deps.store.loadSession(this.sessionId);
+      const read = this.deps.store.loadSession(this.sessionId);
+      this.rescanRead = read.then(
+        () => undefined,
+        () => undefined,
+      );
+      const current = await read;
       if (!current || current.session.principal !== this.loaded.session.principal) {
         await this.end('session-ended');
         return;
@@ -301,6 +311,7 @@ class ClientStream {
     if (this.ended) return;
     this.ended = true;
     this.timers.close();
+    await this.rescanRead;
     this.unregister?.();
     this.exchange.signal.removeEventListener('abort', this.onAbort);
     const { deps, sessionId } = this;

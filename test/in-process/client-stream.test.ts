@@ -1,4 +1,6 @@
 import { type InProcessGateway, inProcessGateway } from '../support/in-process';
+import { eventually } from '../support/mcp-http';
+import { MemorySessionStore } from '../support/memory-store';
 
 /**
  * The session's standalone GET stream in-process (memory store, no target reached): the switch that
@@ -53,4 +55,42 @@ describe('how a client GET stream ends', () => {
     await gateway.deps.activeCalls.shutdown(1000);
     expect(await text).toMatch(/retry: 500\n\n$/);
   });
+});
+
+/** A store whose session reads after the first `open` ones wait for `release()`; it logs what happens. */
+class GatedRescans extends MemorySessionStore {
+  readonly events: string[] = [];
+  open = 1;
+  private gate?: Promise<void>;
+  release: () => void = () => undefined;
+  override async loadSession(...args: Parameters<MemorySessionStore['loadSession']>) {
+    if (this.open-- > 0) return super.loadSession(...args);
+    this.gate ??= new Promise<void>((resolve) => {
+      this.release = resolve;
+    });
+    this.events.push('read started');
+    await this.gate;
+    this.events.push('read settled');
+    return super.loadSession(...args);
+  }
+  override async releaseClientStream(...args: Parameters<MemorySessionStore['releaseClientStream']>) {
+    this.events.push('stream released');
+    return super.releaseClientStream(...args);
+  }
+}
+
+it('a stream that ends while its rescan reads the session ends after that read (nothing of it outlives the response)', async () => {
+  const store = new GatedRescans();
+  const gateway = inProcessGateway({ targets: NEVER }, { store });
+  const { headers } = await gateway.initSession();
+  store.open = 1; // the GET's own read; the rescans (every 2 s) wait at the gate
+  const res = await gateway.fetch('/mcp', { method: 'GET', headers: { ...SSE, ...headers } });
+  expect(res.status).toBe(200);
+  await eventually(() => expect(store.events).toContain('read started'), 10_000);
+  void res.body?.cancel(); // the client leaves while the rescan's read is in flight
+  // The end goes no further than the read; the read settles once let go, and only then the cleanup.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  store.release();
+  await eventually(() => expect(store.events).toContain('stream released'));
+  expect(store.events).toEqual(['read started', 'read settled', 'stream released']);
 });
