@@ -87,7 +87,10 @@ export async function recordBeforeReading(
       const asCaller: Pick<PendingStore, 'recordAnswer'> = {
         recordAnswer: (partition, id, kept, now) => deps.store.recordAnswer(partition, id, kept, now, { principal }),
       };
-      if (!(await recordAnswer(asCaller, sessionId, gatewayId, answer, writeId))) return undefined;
+      const recorded = await recordAnswer(asCaller, sessionId, gatewayId, answer, writeId);
+      if (recorded === 'retried') {
+        if (!recordedBy(await deps.store.getPending(sessionId, gatewayId), writeId, true)) return undefined;
+      } else if (!recorded) return undefined;
       deps.logger.info('answer recorded for the holder', { sessionId, gatewayRequestId: gatewayId });
     }
   } catch (error) {
@@ -147,14 +150,15 @@ export async function deliverAnswer(
   // An answer too large to keep in an item is delivered from here (below), as before.
   if (pending.holderUntil !== undefined && pending.status === 'pending' && fitsARecord(answer)) {
     try {
-      if (await recordAnswer(deps.store, sessionId, gatewayId, answer, writeId)) {
+      const recorded = await recordAnswer(deps.store, sessionId, gatewayId, answer, writeId);
+      if (recorded === true) {
         deps.logger.info('answer recorded for the holder', { sessionId, gatewayRequestId: gatewayId });
         return accepted(headers);
       }
       // Refused: answered or expired meanwhile, the lease ran out — or the call was released (the
       // lease removed), and then the answer is delivered from here. Or this write took already.
       const current = await deps.store.getPending(sessionId, gatewayId);
-      if (recordedBy(current, writeId)) return accepted(headers);
+      if (recordedBy(current, writeId, recorded === 'retried')) return accepted(headers);
       if (!current) return alreadyAnswered();
       if (holderGone(current)) return holderGoneRefusal();
       if (current.holderUntil !== undefined) return alreadyAnswered();

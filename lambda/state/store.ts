@@ -123,6 +123,12 @@ export interface PendingRecord {
 }
 
 /**
+ * What recording an answer did: written (true), refused (false), or refused on the SDK's retry of an
+ * attempt whose reply was lost (`'retried'`: that attempt may have been applied, and the record gone on).
+ */
+export type RecordOutcome = boolean | 'retried';
+
+/**
  * What a conditional write of a pending record did (`expirePending`, `answerPending`): written, or
  * refused, with the record as it stood then, even past its TTL (undefined: there was none). DynamoDB
  * returns that record with the refusal itself (`ReturnValuesOnConditionCheckFailure: ALL_OLD`), so
@@ -370,7 +376,8 @@ export interface PendingStore extends Pick<PrincipalCounters, 'admitBridgedCall'
    * With `principal` (an answer POST that has not read its session): besides, only a relayed request's
    * record that carries its session's principal — this one — and its session's expiry, not yet passed;
    * false for any other (a question, another principal's, a record without them), which the caller
-   * then reads with its session as before.
+   * then reads with its session as before. `'retried'`: refused, but on the SDK's retry of a write
+   * whose first reply was lost (a timeout): that first attempt may have been applied.
    */
   recordAnswer(
     sessionId: string,
@@ -378,7 +385,7 @@ export interface PendingStore extends Pick<PrincipalCounters, 'admitBridgedCall'
     answer: string,
     now?: number,
     options?: { principal?: string },
-  ): Promise<boolean>;
+  ): Promise<RecordOutcome>;
 }
 
 /** The stream-log part: the events of resumable client streams (legacy/stream-log.ts). */

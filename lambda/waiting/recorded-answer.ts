@@ -2,7 +2,7 @@ import { DYNAMODB_ITEM_LIMIT_BYTES } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import { poll } from '../scheduling/backoff';
 import { type Clock, systemClock } from '../scheduling/clock';
-import type { PendingRecord, PendingStore } from '../state/store';
+import type { PendingRecord, PendingStore, RecordOutcome } from '../state/store';
 import { MessageRejectedError, TargetSessionExpiredError } from '../targets/endpoint';
 import type { Targets } from '../targets/targets';
 
@@ -44,7 +44,7 @@ export function recordAnswer(
   gatewayId: string,
   answer: JSONRPCResponse,
   writeId?: string,
-): Promise<boolean> {
+): Promise<RecordOutcome> {
   // Only what the target needs: the id is replaced by the target's own on delivery.
   const kept: KeptAnswer = 'error' in answer ? { error: answer.error } : { result: answer.result };
   if (writeId) kept.recordedBy = writeId;
@@ -61,8 +61,14 @@ interface KeptAnswer {
 
 const keptOf = (record: PendingRecord): KeptAnswer => JSON.parse(record.answer ?? '{}') as KeptAnswer;
 
-/** Whether `record` holds the answer the POST with `writeId` recorded (its own write, taken once already). */
-export function recordedBy(record: PendingRecord | undefined, writeId: string): boolean {
+/**
+ * Whether the POST with `writeId` recorded the answer `record` holds (its own write, taken once
+ * already). With `retried` (its write was refused on the SDK's retry, its first reply lost): also a
+ * record gone meanwhile — the call that asked went on and ended, with this answer as far as can be
+ * known, so the POST is not told its answer came too late.
+ */
+export function recordedBy(record: PendingRecord | undefined, writeId: string, retried = false): boolean {
+  if (retried && !record) return true;
   if (record?.status !== 'recorded' || !record.answer) return false;
   try {
     return keptOf(record).recordedBy === writeId;

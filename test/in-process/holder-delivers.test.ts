@@ -139,3 +139,34 @@ it('the same answer POSTed again once it was recorded is still refused (400): on
   expect([...result.answerStatuses, ...repeats].sort()).toEqual([202, 400]);
   expect(result.response.result.content[0].text).toBe('executed: ls');
 });
+
+/**
+ * As LostResponse, one step further: by the time the SDK's retry of the write is refused, the holder
+ * has found the answer, delivered it, and its call has ended and removed its records.
+ */
+class LostResponseCallEnded extends MemorySessionStore {
+  retried = 0;
+  override async recordAnswer(...args: Parameters<MemorySessionStore['recordAnswer']>) {
+    const [sessionId, gatewayId] = args;
+    if (!(await super.recordAnswer(...args))) return false;
+    await eventually(async () => expect(await this.getPending(sessionId, gatewayId)).toBeUndefined());
+    this.retried++;
+    return 'retried' as const;
+  }
+}
+
+it('an answer whose write took, whose call then ended, and whose retried write was refused is still accepted (202)', async () => {
+  const store = new LostResponseCallEnded();
+  const holder = inProcessGateway({ targets: [{ name: 'demo', url: demo.url }] }, { store, keepAliveMs: 50 });
+  const { headers } = await holder.initSession({ capabilities: { elicitation: { form: {} } } });
+  const result = await callAndAnswerIn(
+    holder,
+    headers,
+    { id: 'ended', params: { name: 'demo___use_aws', arguments: { command: 'ls' } } },
+    () => ({ result: { action: 'accept', content: { confirm: true } } }),
+    { answerTo: holder.another() },
+  );
+  expect(store.retried).toBe(1);
+  expect(result.answerStatuses).toEqual([202]);
+  expect(result.response.result.content[0].text).toBe('executed: ls');
+});

@@ -46,6 +46,7 @@ import {
   type LoadedSession,
   type PendingRecord,
   type PendingWriteOutcome,
+  type RecordOutcome,
   type SessionRecord,
   type SessionStore,
   StoreUnavailableError,
@@ -333,7 +334,7 @@ export class MemorySessionStore implements SessionStore {
     answer: string,
     now = nowSeconds(),
     options: { principal?: string } = {},
-  ): Promise<boolean> {
+  ): Promise<RecordOutcome> {
     this.available();
     checkSize('the answer', { answer, gatewayId, pad: 'x'.repeat(1024) });
     const { principal } = options;

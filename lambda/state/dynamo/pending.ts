@@ -8,7 +8,7 @@ import {
   type TransitionName,
 } from '../pending-transitions';
 import { newClaimToken } from '../records';
-import type { PendingRecord, PendingStore, PendingWriteOutcome, SessionRecord } from '../store';
+import type { PendingRecord, PendingStore, PendingWriteOutcome, RecordOutcome, SessionRecord } from '../store';
 import { type DynamoTable, refusedItem } from './table';
 
 /**
@@ -131,11 +131,16 @@ export class DynamoPendingRecords implements Omit<PendingStore, 'admitBridgedCal
     answer: string,
     now = nowSeconds(),
     options: { principal?: string } = {},
-  ): Promise<boolean> {
+  ): Promise<RecordOutcome> {
     checkSize('the answer', { answer, gatewayId, pad: 'x'.repeat(1024) });
     const { principal } = options;
     const inputs = { now, nowMs: Date.now(), answer, principal };
-    return this.applied(sessionId, gatewayId, principal === undefined ? 'record' : 'recordForPrincipal', inputs);
+    const name = principal === undefined ? 'record' : 'recordForPrincipal';
+    const refusal = await pendingTransition(this.table, sessionId, gatewayId, name, inputs);
+    if (!refusal) return true;
+    // Refused on a retry: the SDK sent the write again after a reply it never got, which may have been
+    // this write applied (the record then went on without it: delivered, even removed with its call).
+    return (refusal.$metadata?.attempts ?? 1) > 1 ? 'retried' : false;
   }
 
   /** One transition of a pending record: false when the condition refused it. */
