@@ -1,7 +1,7 @@
 import { describeError } from '../observability/logger';
 import { rpcErrorOf } from '../protocol/errors';
 import type { JSONRPCNotification, ModernServerCapabilities } from '../protocol/types';
-import type { LegacySession } from '../targets/legacy-client';
+import type { LegacySession, LegacyTargetClient } from '../targets/legacy-client';
 import type { ModernDeps } from './deps';
 import { honourable, isEmptyFilter, LIST_FLAG_NAMES, LIST_FLAGS, type ListenFilter } from './listen-filter';
 
@@ -71,7 +71,7 @@ export async function listenAtLegacyTarget(
       await close();
       return undefined;
     }
-    const subscribed = await subscribe(deps, target, session, asked.resourceSubscriptions ?? [], signal);
+    const subscribed = await subscribe(deps, client, session, asked.resourceSubscriptions ?? [], signal);
     const acknowledged: ListenFilter = {};
     for (const flag of LIST_FLAG_NAMES) if (asked[flag]) acknowledged[flag] = true;
     if (subscribed.length) acknowledged.resourceSubscriptions = subscribed;
@@ -113,22 +113,21 @@ export async function listenAtLegacyTarget(
 /** `resources/subscribe` for each URI, one after another; the ones the target accepted. */
 async function subscribe(
   deps: ModernDeps,
-  target: string,
+  client: LegacyTargetClient,
   session: LegacySession,
   uris: string[],
   signal: AbortSignal,
 ): Promise<string[]> {
-  const client = deps.targets.legacyClient(target);
   const accepted: string[] = [];
   for (const uri of uris) {
     const response = await client
-      ?.request(
+      .request(
         session,
         { jsonrpc: '2.0', id: `gw-subscribe-${++nextSubscribeId}`, method: 'resources/subscribe', params: { uri } },
         { signal },
       )
       .catch((error: unknown) => {
-        deps.logger.warn('a listen subscription refused', { target, error: describeError(error) });
+        deps.logger.warn('a listen subscription refused', { target: client.name, error: describeError(error) });
         return undefined;
       });
     if (response && 'result' in response) accepted.push(uri);

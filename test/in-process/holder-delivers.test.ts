@@ -98,17 +98,22 @@ class LostResponse extends MemorySessionStore {
   }
 }
 
-it('an answer whose recording write took though its response was lost is accepted (202), and delivered once', async () => {
-  const store = new LostResponse();
+/** `demo___use_aws ls` on a holder over `store`, its confirmation accepted through another instance. */
+async function confirmedThroughAnother(store: MemorySessionStore, id: string) {
   const holder = inProcessGateway({ targets: [{ name: 'demo', url: demo.url }] }, { store, keepAliveMs: 50 });
   const { headers } = await holder.initSession({ capabilities: { elicitation: { form: {} } } });
-  const result = await callAndAnswerIn(
+  return callAndAnswerIn(
     holder,
     headers,
-    { id: 'lost', params: { name: 'demo___use_aws', arguments: { command: 'ls' } } },
+    { id, params: { name: 'demo___use_aws', arguments: { command: 'ls' } } },
     () => ({ result: { action: 'accept', content: { confirm: true } } }),
     { answerTo: holder.another() },
   );
+}
+
+it('an answer whose recording write took though its response was lost is accepted (202), and delivered once', async () => {
+  const store = new LostResponse();
+  const result = await confirmedThroughAnother(store, 'lost');
   expect(store.retried).toBeGreaterThanOrEqual(1);
   expect(result.answerStatuses).toEqual([202]);
   expect(result.response.result.content[0].text).toBe('executed: ls');
@@ -157,15 +162,7 @@ class LostResponseCallEnded extends MemorySessionStore {
 
 it('an answer whose write took, whose call then ended, and whose retried write was refused is still accepted (202)', async () => {
   const store = new LostResponseCallEnded();
-  const holder = inProcessGateway({ targets: [{ name: 'demo', url: demo.url }] }, { store, keepAliveMs: 50 });
-  const { headers } = await holder.initSession({ capabilities: { elicitation: { form: {} } } });
-  const result = await callAndAnswerIn(
-    holder,
-    headers,
-    { id: 'ended', params: { name: 'demo___use_aws', arguments: { command: 'ls' } } },
-    () => ({ result: { action: 'accept', content: { confirm: true } } }),
-    { answerTo: holder.another() },
-  );
+  const result = await confirmedThroughAnother(store, 'ended');
   expect(store.retried).toBe(1);
   expect(result.answerStatuses).toEqual([202]);
   expect(result.response.result.content[0].text).toBe('executed: ls');
