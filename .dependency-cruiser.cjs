@@ -9,6 +9,7 @@ const LAYERS = [
   ['config', 'observability'],
   ['http', 'scheduling'], // the exchange contract, responses, SSE writer, error responses; an owner's timers and background work (not MCP Tasks)
   ['state', 'crypto', 'auth'],
+  ['connections'], // per-user OAuth: the vault, the authorization server's client, consent links (targets call as the user)
   ['targets'], // one upstream interface per target; eras decided here
   ['policy'], // confirmTools, tool filtering
   ['catalog'], // list, expose, resolve across targets

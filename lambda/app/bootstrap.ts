@@ -17,11 +17,13 @@ import { createLogger, type GatewayLogger } from '../observability/logger';
 import { LATEST_LEGACY_VERSION, legacyVersionsOf } from '../protocol/versions';
 import { TaskIdSealer } from '../relay/task-ids';
 import type { Clock } from '../scheduling/clock';
+import type { ConnectionTable } from '../state/connection-table';
 import { createDocumentClient } from '../state/dynamo-client';
 import { DynamoSessionStore } from '../state/dynamo-store';
 import type { SessionStore } from '../state/store';
 import { OutboundCredentials, type OutboundCredentialsOptions } from '../targets/credentials';
 import { Targets } from '../targets/targets';
+import { buildConnections } from './connections';
 import type { GatewayDeps } from './deps';
 import { createGateway } from './gateway';
 
@@ -42,6 +44,10 @@ export interface BuildOptions {
   requestStateClock?: () => number;
   /** What waiting calls read the time from and schedule on; default Node's (tests drive a fake one). */
   clock?: Clock;
+  /** Where per-user connections are kept (default: the gateway table through `documentClient`). */
+  connectionTable?: ConnectionTable;
+  /** The clock of per-user connections (token expiry, consent links); default Date.now. */
+  connectionClock?: () => number;
 }
 
 /** Assembles the gateway from a validated configuration: the one place parts are wired together. */
@@ -54,20 +60,37 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
       operationTimeoutMs: config.storeOperationTimeoutMs,
     });
   const outbound = new OutboundCredentials({ ...options.outbound, logger });
-  const credentials = new Map(config.targets.map((target, index) => [target.name, outbound.forTarget(target, index)]));
+  const secrets = options.requestStateKeys ?? keySecretsFromConfig(config, logger);
+  const auth = createInboundAuth(config.auth, { ...options.inbound, logger });
+  const userConnections = buildConnections(config, {
+    documentClient: options.documentClient,
+    table: options.connectionTable,
+    secrets,
+    outbound,
+    auth,
+    logger,
+    now: options.connectionClock,
+  });
+  const credentials = new Map(
+    config.targets.map((target, index) => [
+      target.name,
+      userConnections?.credentials.get(target.name) ?? outbound.forTarget(target, index),
+    ]),
+  );
   const targets = new Targets(config.targets, {
     clientInfo: GATEWAY_INFO,
     logger,
     credentials,
+    connections: userConnections?.connections,
     legacyVersion: legacyVersionsOf(config.supportedVersions)[0] ?? LATEST_LEGACY_VERSION,
     limits: config.targetLimits,
     streams: { settleMs: config.targetStreamSettleMs },
   });
-  const secrets = options.requestStateKeys ?? keySecretsFromConfig(config, logger);
   const box = SealedBox.fromSecrets(secrets);
   return {
     config,
-    auth: createInboundAuth(config.auth, { ...options.inbound, logger }),
+    auth,
+    consentRoutes: userConnections?.routes,
     store,
     logger,
     targets,

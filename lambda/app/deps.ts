@@ -1,4 +1,5 @@
 import type { InboundAuth } from '../auth/inbound';
+import type { ConsentRoutes } from '../connections/consent-routes';
 import type { LegacyDeps } from '../legacy/deps';
 import type { ModernDeps } from '../modern/deps';
 
@@ -6,4 +7,6 @@ import type { ModernDeps } from '../modern/deps';
 export interface GatewayDeps extends LegacyDeps, ModernDeps {
   /** Inbound authentication: the principal of each request (lambda/auth/). */
   auth: InboundAuth;
+  /** The consent pages and `/connections` (only when a target has `userOAuth`). */
+  consentRoutes?: ConsentRoutes;
 }

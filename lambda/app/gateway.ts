@@ -1,3 +1,4 @@
+import { isConnectionsPath } from '../connections/consent-routes';
 import { errorResponse, methodNotAllowed, refuse } from '../http/errors';
 import type { ExchangeContext, ExchangeRequest, FetchHandler } from '../http/exchange';
 import { MCP_PATH } from '../http/paths';
@@ -43,6 +44,8 @@ export interface GatewayOptions {
 async function route(deps: GatewayDeps, request: ExchangeRequest, exchange: ExchangeContext): Promise<Response> {
   const url = new URL(request.url);
   if (url.pathname !== MCP_PATH) {
+    // Per-user connections: the consent pages (a browser, no token) and /connections (inbound auth).
+    if (deps.consentRoutes && isConnectionsPath(url.pathname)) return deps.consentRoutes(request, exchange, url);
     // Protected resource metadata (auth jwt) is the only other path, and needs no token.
     const metadata = await deps.auth.wellKnown(request, url);
     return metadata ?? refuse('NotFound', `Not found: the MCP endpoint is ${MCP_PATH}`);
@@ -51,7 +54,11 @@ async function route(deps: GatewayDeps, request: ExchangeRequest, exchange: Exch
   const auth = await deps.auth.authenticate(request, exchange);
   if (!auth.ok) return auth.response;
   const principal = auth.principal;
-  noteRequest({ principal });
+  noteRequest({
+    principal,
+    origin: url.origin,
+    sessionId: request.headers.get(MCP_HEADERS.sessionId) ?? undefined,
+  });
 
   // The standalone GET stream is bounded (it holds an invocation); 0 s turns it off.
   const allow = deps.config.clientStreamHoldSeconds > 0 ? 'GET, POST, DELETE' : 'POST, DELETE';
@@ -120,6 +127,13 @@ async function route(deps: GatewayDeps, request: ExchangeRequest, exchange: Exch
  * bridged calls reach the table through `bridgeStore`, which holds only their records.
  */
 function modernDeps(deps: GatewayDeps): ModernDeps {
-  const { store: _store, auth: _auth, activeCalls: _calls, sessionCache: _sessions, ...rest } = deps;
+  const {
+    store: _store,
+    auth: _auth,
+    activeCalls: _calls,
+    sessionCache: _sessions,
+    consentRoutes: _consentRoutes,
+    ...rest
+  } = deps;
   return rest;
 }

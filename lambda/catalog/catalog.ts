@@ -1,3 +1,4 @@
+import { ConnectionRequiredError } from '../connections/user-connections';
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import { recordTargetListFailure } from '../observability/metrics';
@@ -157,6 +158,11 @@ export class Catalog {
           return { target, era, items: listed, ttlMs: Number.isFinite(ttlMs) ? ttlMs : 0, cacheScope };
         } catch (caught) {
           if (scope.signal.aborted) throw caught;
+          // A per-user target this principal has not connected to lists nothing for it (not a failure).
+          if (caught instanceof ConnectionRequiredError) {
+            this.logger.debug('per-user target not listed: not connected', { target, method });
+            return undefined;
+          }
           const error = budget.aborted
             ? new DependencyFailedError(target, `did not list ${method} within ${limits.requestTimeoutMs} ms`, {
                 cause: caught,

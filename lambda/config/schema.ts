@@ -80,6 +80,27 @@ export const OAuthClientCredentialsSchema = z.strictObject({
 });
 
 /**
+ * Per-user OAuth to a target (the MCP authorization specification's client side, run by the gateway for
+ * each principal): the user connects an account once, in a browser, through URL elicitation; the
+ * gateway keeps the tokens per principal and target and calls the target as that user. Discovery is the
+ * specification's (RFC 9728 protected-resource metadata → RFC 8414 / OpenID metadata); the client is
+ * the pre-registered one when `clientId` is set, else the gateway registers itself (RFC 7591) where
+ * the authorization server offers it.
+ */
+export const UserOAuthSchema = z.strictObject({
+  /** A client registered at the target's authorization server for the gateway's callback URL. */
+  clientId: CredentialValueSchema.optional(),
+  /** Its secret (a confidential client); never inline. Without it the client is public (PKCE only). */
+  clientSecret: CredentialReferenceSchema.optional(),
+  /** Scopes asked for (default: the protected-resource metadata's `scopes_supported`, else none). */
+  scopes: z.array(z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'a scope token')).optional(),
+  /** The target's protected-resource metadata, when it is not at the well-known URL or in its 401. */
+  resourceMetadataUrl: secureUrl.optional(),
+  /** The authorization server's issuer, for a target that publishes no protected-resource metadata. */
+  authorizationServer: secureUrl.optional(),
+});
+
+/**
  * A tool-name glob for `targets[].tools`: matched against the target's own tool names (before any
  * `target___` prefix). `*` matches any run of characters, `?` one character; everything else is
  * literal, so other glob syntax (`[…]`, `{…}`, `!`) is refused rather than guessed at.
@@ -158,6 +179,11 @@ export const TargetConfigSchema = z.strictObject({
   /** OAuth 2.0 client credentials: the gateway's own access token for this target, as `Authorization: Bearer`. */
   oauth: OAuthClientCredentialsSchema.optional(),
   /**
+   * Per-user OAuth: each principal connects its own account at the target's authorization server
+   * (URL elicitation, a browser); the target is called with that principal's token, never another's.
+   */
+  userOAuth: UserOAuthSchema.optional(),
+  /**
    * Which protocol era the target speaks: 'auto' (default) probes once with `server/discover` and
    * falls back to `initialize`; 'legacy' (2025-11-25 and earlier) or 'modern' (2026-07-28) skip the probe.
    */
@@ -235,6 +261,40 @@ export const AuthConfigSchema = z.discriminatedUnion('type', [
   }),
   z.strictObject({ type: z.literal('iam') }),
 ]);
+
+const KMS_KEY_ARN_PATTERN = /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:(key|alias)\/.+$/;
+
+/**
+ * Where per-user connections (`targets[].userOAuth`) are started, proven and kept. The consent link a
+ * user opens is the gateway's own page, single-use, sealed to the principal, target and elicitation.
+ */
+export const ConnectionsConfigSchema = z.strictObject({
+  /**
+   * The gateway's public base URL (the function URL, or your domain in front of it), for the consent
+   * link and the OAuth callback (`<publicUrl>/connect/callback`, register it at the authorization
+   * server). Default: the origin of the request that needed the connection.
+   */
+  publicUrl: z.url({ protocol: /^https?$/ }).optional(),
+  /** How long a consent link stays usable (the user must finish within it). */
+  linkTtlSeconds: z.number().int().min(60).max(3600).default(600),
+  /** Stored connections unused this long are removed (DynamoDB TTL), refresh token and all. */
+  idleDays: z.number().int().min(1).max(400).default(90),
+  /** The KMS key that wraps each stored connection's data key (the CDK stack creates one). */
+  kmsKeyArn: z.string().regex(KMS_KEY_ARN_PATTERN, 'a KMS key or alias ARN').optional(),
+  /**
+   * Without `kmsKeyArn`: the key that wraps each connection's data key (≥ 32 characters; local runs).
+   * Default: derived from the requestState keys.
+   */
+  localKey: z.string().min(32).optional(),
+  /**
+   * With `auth.type: "jwt"`: the gateway's client at that identity provider, with which the consent
+   * page has the user sign in, so that only the principal the link was made for can connect
+   * (redirect URI `<publicUrl>/connect/identity`).
+   */
+  identityLogin: z
+    .strictObject({ clientId: CredentialValueSchema, clientSecret: CredentialReferenceSchema.optional() })
+    .optional(),
+});
 
 export const GatewayConfigSchema = z
   .strictObject({
@@ -382,6 +442,8 @@ export const GatewayConfigSchema = z
       .min(1024)
       .max(6 * 1024 * 1024)
       .default(4 * 1024 * 1024),
+    /** Per-user OAuth connections (targets[].userOAuth): consent links, their proof, the vault's key. */
+    connections: ConnectionsConfigSchema.default({ linkTtlSeconds: 600, idleDays: 90 }),
     /** Tools the gateway itself asks the user to confirm (form elicitation) before forwarding. */
     confirmTools: z.array(confirmToolPattern).default([]),
     /**
@@ -437,6 +499,20 @@ export const GatewayConfigSchema = z
       }
       seen.add(target.name);
       const headerNames = Object.keys(target.headers ?? {}).map((name) => name.toLowerCase());
+      if (target.userOAuth && (target.oauth || headerNames.includes('authorization'))) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['targets', index, 'userOAuth'],
+          message: 'userOAuth sets the Authorization header per user; drop "oauth" and any "authorization" header',
+        });
+      }
+      if (target.userOAuth?.clientSecret && target.userOAuth.clientId === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['targets', index, 'userOAuth', 'clientSecret'],
+          message: 'a clientSecret needs its clientId',
+        });
+      }
       if (target.oauth && headerNames.includes('authorization')) {
         ctx.addIssue({
           code: 'custom',
@@ -445,6 +521,18 @@ export const GatewayConfigSchema = z
         });
       }
     });
+    if (
+      config.auth.type === 'jwt' &&
+      !config.connections.identityLogin &&
+      config.targets.some((target) => target.userOAuth)
+    ) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['connections', 'identityLogin'],
+        message:
+          'targets with userOAuth behind JWT auth need connections.identityLogin: the consent page signs the user in to prove the link is theirs',
+      });
+    }
     // A released call's stream (its events and its record) must outlive the longest wait for an answer.
     if (config.streamRelease !== 'never' && config.pendingRequestTimeoutSeconds > config.streamLogTtlSeconds) {
       ctx.addIssue({
@@ -468,6 +556,8 @@ export type AuthConfig = z.output<typeof AuthConfigSchema>;
 export type CredentialValue = z.output<typeof CredentialValueSchema>;
 export type CredentialReference = z.output<typeof CredentialReferenceSchema>;
 export type OAuthClientCredentials = z.output<typeof OAuthClientCredentialsSchema>;
+export type UserOAuth = z.output<typeof UserOAuthSchema>;
+export type ConnectionsConfig = z.output<typeof ConnectionsConfigSchema>;
 export type ToolFilter = z.output<typeof ToolFilterSchema>;
 export type CorsConfig = z.output<typeof CorsConfigSchema>;
 
@@ -481,8 +571,11 @@ export function secretArnsIn(config: GatewayConfig): string[] {
   for (const target of config.targets) {
     Object.values(target.headers ?? {}).forEach(add);
     if (target.oauth) [target.oauth.clientId, target.oauth.clientSecret].forEach(add);
+    if (target.userOAuth) [target.userOAuth.clientId, target.userOAuth.clientSecret].forEach(add);
   }
   if (config.requestStateSecretArn) arns.add(config.requestStateSecretArn);
+  const login = config.connections.identityLogin;
+  if (login) [login.clientId, login.clientSecret].forEach(add);
   return [...arns];
 }
 

@@ -24,7 +24,23 @@ export const MetricName = {
   TargetListFailures: 'TargetListFailures',
   /** A reconnect (GET + Last-Event-ID) to a target's stream that ended before its response (SSE polling). */
   TargetStreamResumes: 'TargetStreamResumes',
+  /**
+   * Per-user OAuth connections, by `event`: `consentStarted` (a call needed a connection and the user
+   * got a consent link), `consentCompleted` (tokens stored), `consentFailed` (refused, expired,
+   * replayed or the authorization server failed), `refreshed`, `refreshFailed` (re-consent follows),
+   * `revoked`.
+   */
+  Connections: 'Connections',
 } as const;
 
 /** Dimension names (besides Powertools' own `service`). */
-export const MetricDimension = { method: 'method', code: 'code', target: 'target' } as const;
+export const MetricDimension = { method: 'method', code: 'code', target: 'target', event: 'event' } as const;
+
+/** The `event` values of the Connections metric. */
+export type ConnectionEvent =
+  | 'consentStarted'
+  | 'consentCompleted'
+  | 'consentFailed'
+  | 'refreshed'
+  | 'refreshFailed'
+  | 'revoked';

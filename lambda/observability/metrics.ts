@@ -1,7 +1,13 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { MetricUnit as MetricUnitValue } from '@aws-lambda-powertools/metrics/types';
 import { authoredErrorOf } from '../protocol/errors';
-import { DEFAULT_METRICS_NAMESPACE, DEFAULT_METRICS_SERVICE, MetricDimension, MetricName } from './metric-names';
+import {
+  type ConnectionEvent,
+  DEFAULT_METRICS_NAMESPACE,
+  DEFAULT_METRICS_SERVICE,
+  MetricDimension,
+  MetricName,
+} from './metric-names';
 
 /**
  * Gateway metrics as CloudWatch Embedded Metric Format (EMF) lines, written with Powertools Metrics.
@@ -109,6 +115,11 @@ export function recordTargetLatency(target: string, ms: number): void {
 /** The gateway reconnected to a target's stream that ended before the response. */
 export function recordTargetStreamResume(target: string): void {
   emit(MetricName.TargetStreamResumes, MetricUnit.Count, 1, { name: MetricDimension.target, value: target });
+}
+
+/** One event of a per-user OAuth connection (metric-names.ts lists them). */
+export function recordConnectionEvent(event: ConnectionEvent): void {
+  emit(MetricName.Connections, MetricUnit.Count, 1, { name: MetricDimension.event, value: event });
 }
 
 /** A target could not be listed (unreachable, failed, timed out) and was left out of a list. */

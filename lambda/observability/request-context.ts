@@ -23,6 +23,8 @@ import type { TraceContext } from './trace-context';
 export interface RequestFacts {
   principal?: string;
   sessionId?: string;
+  /** The origin the client reached the gateway at (consent links point there unless a public URL is configured). */
+  origin?: string;
   era?: 'legacy' | 'modern';
   method?: string;
   /** `request`, `notification` or `response` (a client's answer to a relayed request). */

@@ -42,6 +42,11 @@ export interface TargetCredentials {
   headers(): Promise<Record<string, string>>;
   /** The target answered 401: forget a cached access token so the next request fetches a new one. */
   rejected(): void;
+  /**
+   * The calling user's own token (targets[].userOAuth, connections/user-connections.ts): a 401 is
+   * answered by sending once more with fresh headers, which refresh it or ask the user to consent.
+   */
+  readonly perUser?: boolean;
 }
 
 /** Credentials could not be obtained (secret unreadable, token endpoint refused): the target is unusable for now. */
@@ -73,6 +78,11 @@ export class OutboundCredentials {
     this.logger = options.logger;
     this.now = options.now ?? Date.now;
     this.tokenTimeoutMs = options.tokenTimeoutMs ?? 10_000;
+  }
+
+  /** A configured value (string, environment or Secrets Manager reference), as text. */
+  async valueOf(value: CredentialValue, field: string): Promise<string> {
+    return this.resolve(this.prepare(value, field), field);
   }
 
   /** Builds one target's credentials; environment references are checked here (ConfigError naming the field). */

@@ -1,5 +1,6 @@
 import { setTimeout as abortableDelay } from 'node:timers/promises';
 import { DEFAULT_TARGET_LIMITS, type TargetConfig, type TargetLimits } from '../config/schema';
+import { ConnectionRequiredError } from '../connections/user-connections';
 import { recordTargetLatency, recordTargetStreamResume } from '../observability/metrics';
 import { currentRequest } from '../observability/request-context';
 import { DependencyFailedError } from '../protocol/errors';
@@ -87,6 +88,8 @@ export interface PostOptions {
    * GET stream): a request to the user holds it, a notification restarts it.
    */
   onClock?(clock: Pick<TargetClock, 'hold' | 'touch'>): void;
+  /** Sent again with fresh credentials after the target refused a user's token (401): not again. */
+  afterRejection?: boolean;
 }
 
 /**
@@ -142,6 +145,7 @@ export class TargetEndpoint {
     try {
       credentials = await this.credentials.headers();
     } catch (error) {
+      if (error instanceof ConnectionRequiredError) throw error; // the user consents (URL elicitation)
       const reason = error instanceof Error ? error.message : String(error);
       throw new DependencyFailedError(this.name, `outbound credentials unavailable: ${reason}`, { cause: error });
     }
@@ -404,7 +408,16 @@ export class TargetEndpoint {
     } catch (error) {
       throw this.failure(error, 'unreachable', options.signal);
     }
-    if (res.status === 401) this.credentials.rejected();
+    if (res.status === 401) {
+      this.credentials.rejected();
+      // A user's token the target refused (expired early, revoked): it is refreshed, or the user consents
+      // again (ConnectionRequiredError from the fresh headers); once, and only where nothing was done.
+      if (this.credentials.perUser && !options.afterRejection) {
+        res.discard();
+        const fresh = { ...headers, ...(await this.credentials.headers()) };
+        return this.fetch(method, fresh, body, { ...options, afterRejection: true }, idempotent);
+      }
+    }
     if (res.status === 404 && options.sessionBound) {
       res.discard();
       throw new TargetSessionExpiredError(this.name);
@@ -420,7 +433,7 @@ export class TargetEndpoint {
       return new DependencyFailedError(this.name, error.message, { cause: error });
     if (error instanceof BodyTooLargeError)
       return new DependencyFailedError(this.name, `sent ${error.message} (limits.maxMessageBytes)`, { cause: error });
-    if (error instanceof DependencyFailedError) return error;
+    if (error instanceof DependencyFailedError || error instanceof ConnectionRequiredError) return error;
     return new DependencyFailedError(this.name, reason, { cause: error });
   }
 }

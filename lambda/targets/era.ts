@@ -1,4 +1,5 @@
 import type { TargetConfig } from '../config/schema';
+import { ConnectionRequiredError } from '../connections/user-connections';
 import type { GatewayLogger } from '../observability/logger';
 import { DependencyFailedError } from '../protocol/errors';
 import type { DiscoverResult } from '../protocol/types';
@@ -124,6 +125,8 @@ export class EraProbe {
     } catch (error) {
       // Unreachable: no verdict (the call fails as DependencyFailed and the next one probes again).
       if (error instanceof DependencyFailedError && /unreachable/.test(error.message)) throw error;
+      // A per-user target this principal has not connected to: no verdict until someone can ask it.
+      if (error instanceof ConnectionRequiredError) throw error;
       verdict = { serves: false };
     }
     this.modern.set(target, { verdict, at: this.now() });

@@ -1,6 +1,11 @@
 import { DEFAULT_TARGET_LIMITS, limitsOf, type TargetConfig, type TargetLimits } from '../config/schema';
+import { ConnectionRequiredError, type UserConnections } from '../connections/user-connections';
 import type { GatewayLogger } from '../observability/logger';
-import { DependencyFailedError } from '../protocol/errors';
+import { elicitationModes } from '../protocol/capabilities';
+import { RpcCode } from '../protocol/codes';
+import { DependencyFailedError, GatewayError } from '../protocol/errors';
+import type { JSONRPCResponse } from '../protocol/jsonrpc';
+import { listingKindOf, RELAYED_CALL_METHODS } from '../protocol/methods';
 import type { Implementation, JSONRPCMessage } from '../protocol/types';
 import type { Era } from '../protocol/versions';
 import { NO_CREDENTIALS, type TargetCredentials } from './credentials';
@@ -36,6 +41,8 @@ export class Targets {
       streams?: StandaloneStreamsOptions;
       /** The gateway's `targetLimits` (a target's own `limits` override them). */
       limits?: TargetLimits;
+      /** Per-user connections (targets[].userOAuth): a call without one asks the user to connect. */
+      connections?: UserConnections;
     },
   ) {
     this.streams = new StandaloneStreams(options.logger, options.streams);
@@ -76,12 +83,14 @@ export class Targets {
       era = await this.eras.eraFor(name, caller.era, signal);
     } catch (error) {
       if (error instanceof DependencyFailedError) this.eras.forget(name);
+      // Nothing can be asked of a per-user target before this principal connects: every call consents.
+      if (error instanceof ConnectionRequiredError) return this.watched(consentOnly(name), caller);
       throw error;
     }
-    if (era === 'modern') return this.watched(new ModernTargetLink(modern, caller));
+    if (era === 'modern') return this.watched(new ModernTargetLink(modern, caller), caller);
     const version = caller.era === 'legacy' ? caller.protocolVersion : this.options.legacyVersion;
     if (caller.era === 'modern') {
-      return this.watched(new LegacyTargetLink(legacy, caller, version, this.options.logger, this.streams));
+      return this.watched(new LegacyTargetLink(legacy, caller, version, this.options.logger, this.streams), caller);
     }
     const targetLink = new LegacyTargetLink(
       legacy,
@@ -99,6 +108,7 @@ export class Targets {
         this.eras.noteLegacyUnsupported(name);
         return new ModernTargetLink(modern, caller);
       }),
+      caller,
     );
   }
 
@@ -124,9 +134,47 @@ export class Targets {
     return this.modern.get(name);
   }
 
-  /** A target that failed may have changed (redeployed, upgraded): its era is learned again next time. */
-  private watched(targetLink: TargetLink): TargetLink {
+  /**
+   * What a call that needs the principal's connection gets: a URL elicitation (-32042, the exception
+   * form of MCP 2025-11-25 URL mode) pointing at the gateway's consent page. A 2026-07-28 caller gets it
+   * as a URL round, as any target's -32042 (modern/outcome.ts). Lists leave the target out (the catalog),
+   * and a 2025 client that declared no URL elicitation is told what it is missing.
+   */
+  private consentResponse(target: string, request: TargetCallRequest, caller: Caller): JSONRPCResponse {
+    const connections = this.options.connections;
+    if (!connections || listingKindOf(request.method) !== undefined) throw new ConnectionRequiredError(target);
+    if (!RELAYED_CALL_METHODS.has(request.method)) {
+      throw new DependencyFailedError(target, `needs you to connect your account first (call one of its tools)`);
+    }
+    if (caller.era === 'legacy' && !elicitationModes(caller.capabilities).url) {
+      throw new GatewayError(
+        'ConnectionNeedsUrlElicitation',
+        `Target ${target} acts as you and needs you to connect your account in a browser, which takes URL-mode elicitation: this client did not declare the elicitation.url capability`,
+        { target, requiredCapabilities: { elicitation: { url: {} } } },
+      );
+    }
+    const { elicitationId, url, message } = connections.consent(target);
+    return {
+      jsonrpc: '2.0',
+      id: request.id ?? 0,
+      error: {
+        code: RpcCode.UrlElicitationRequired,
+        message: 'This request requires more information.',
+        data: { elicitations: [{ mode: 'url', elicitationId, url, message }] },
+      },
+    };
+  }
+
+  /**
+   * A target that failed may have changed (redeployed, upgraded): its era is learned again next time.
+   * A per-user target the principal has not connected to answers a call with URL elicitation.
+   */
+  private watched(targetLink: TargetLink, caller: Caller): TargetLink {
     const eras = this.eras;
+    const consent = (error: unknown, request: TargetCallRequest): JSONRPCResponse => {
+      if (!(error instanceof ConnectionRequiredError) || !this.options.connections) throw error;
+      return this.consentResponse(error.target, request, caller);
+    };
     return {
       get target() {
         return targetLink.target;
@@ -138,18 +186,36 @@ export class Targets {
         return targetLink.session;
       },
       reply: (message) => targetLink.reply(message),
-      serverCapabilities: (signal) => targetLink.serverCapabilities(signal),
+      // Unknown until the principal connects: nothing declared.
+      serverCapabilities: (signal) =>
+        targetLink.serverCapabilities(signal).catch((error: unknown) => {
+          if (error instanceof ConnectionRequiredError) return undefined;
+          throw error;
+        }),
       notify: (notification, signal) => targetLink.notify(notification, signal),
       call: async (request, options) => {
         try {
           return await targetLink.call(request, options);
         } catch (error) {
           if (error instanceof DependencyFailedError) eras.forget(targetLink.target);
-          throw error;
+          return consent(error, request);
         }
       },
     };
   }
+}
+
+/** The link of a per-user target the principal has not connected to: every call needs the connection. */
+function consentOnly(target: string): TargetLink {
+  const required = () => Promise.reject(new ConnectionRequiredError(target));
+  return {
+    target,
+    era: 'legacy',
+    call: required,
+    reply: required,
+    notify: required,
+    serverCapabilities: required,
+  };
 }
 
 /**

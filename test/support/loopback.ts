@@ -39,7 +39,7 @@ export function forwardTo(
       host: upstream.hostname,
       port: upstream.port,
       method: req.method,
-      path: options.verbatim ? req.url : upstream.pathname,
+      path: options.verbatim ? req.url : `${upstream.pathname}${upstream.search}`,
       headers: options.verbatim ? req.headers : { ...req.headers, host: upstream.host },
     },
     (answer) => {

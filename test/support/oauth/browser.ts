@@ -37,7 +37,17 @@ export async function consentAs(browser: Browser, url: string, login: string, un
         await name.fill(login);
         await page.locator('input[name="password"]').fill('any password');
       }
-      await Promise.all([page.waitForLoadState('load'), page.locator('button[type="submit"]').first().click()]);
+      const submit = page.locator('button[type="submit"]').first();
+      if (!(await submit.count())) {
+        const text = (
+          await page
+            .locator('body')
+            .innerText()
+            .catch(() => '')
+        ).slice(0, 500);
+        throw new Error(`consent stopped at ${page.url()}: ${text}`);
+      }
+      await Promise.all([page.waitForLoadState('load'), submit.click()]);
     }
     if (!page.url().startsWith(until)) throw new Error(`consent did not reach ${until}: at ${page.url()}`);
     return page.url();

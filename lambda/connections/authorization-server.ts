@@ -1,0 +1,318 @@
+import {
+  discoverAuthorizationServerMetadata,
+  discoverOAuthServerInfo,
+  exchangeAuthorization,
+  refreshAuthorization,
+  registerClient,
+  startAuthorization,
+} from '@modelcontextprotocol/sdk/client/auth.js';
+import type {
+  AuthorizationServerMetadata,
+  OAuthClientInformationMixed,
+  OAuthTokens,
+} from '@modelcontextprotocol/sdk/shared/auth.js';
+import type { CredentialValue, TargetConfig, UserOAuth } from '../config/schema';
+import type { SealedBox } from '../crypto/sealed-box';
+import type { GatewayLogger } from '../observability/logger';
+import type { ConnectionTable } from '../state/connection-table';
+
+/**
+ * One target's authorization server, as the MCP authorization specification has a client find and use
+ * it (https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization): the target's
+ * protected-resource metadata (RFC 9728: its 401's `resource_metadata`, else the well-known URL) names
+ * the authorization server, whose metadata (RFC 8414, else OpenID discovery) gives the endpoints; the
+ * client is the pre-registered one or one the gateway registers (RFC 7591); the grant is the
+ * authorization code with PKCE S256 and the resource indicator (RFC 8707) naming the target. The SDK's
+ * own client functions do each step (@modelcontextprotocol/sdk/client/auth.js), so the gateway
+ * discovers exactly as an SDK client would.
+ */
+
+/** What discovery found, kept per process (a failure is not kept: the next consent tries again). */
+export interface ServerInfo {
+  issuer: string;
+  metadata: AuthorizationServerMetadata;
+  /** The resource indicator: the protected-resource metadata's `resource`, else the target's URL. */
+  resource: string;
+  scopes?: string[];
+}
+
+/** The tokens a grant or a refresh returned, with absolute expiry (epoch ms). */
+export interface GrantedTokens {
+  accessToken: string;
+  refreshToken?: string;
+  expiresAt?: number;
+  scope?: string;
+}
+
+/** The authorization server failed or refused: the message is safe to show (no token, no description). */
+export class AuthorizationServerError extends Error {
+  /** The server refused the grant itself (RFC 6749 §5.2 `invalid_grant`): consent again, retrying will not help. */
+  readonly refusedGrant: boolean;
+
+  constructor(
+    readonly target: string,
+    message: string,
+    options?: { cause?: unknown; oauthError?: string },
+  ) {
+    super(`${target}: ${message}`, options);
+    this.name = 'AuthorizationServerError';
+    this.refusedGrant = options?.oauthError === 'invalid_grant';
+  }
+}
+
+export interface AuthorizationServerOptions {
+  table: ConnectionTable;
+  /** Seals the registration the gateway keeps in the table (it holds a client secret). */
+  box: SealedBox;
+  resolve: (value: CredentialValue, field: string) => Promise<string>;
+  logger: GatewayLogger;
+  now?: () => number;
+  /** Bound of one request to the authorization server or the target's metadata. */
+  timeoutMs?: number;
+}
+
+export class TargetAuthorizationServer {
+  private info?: Promise<ServerInfo>;
+  private readonly clients = new Map<string, Promise<OAuthClientInformationMixed>>();
+  private readonly fetchFn: typeof fetch;
+
+  constructor(
+    private readonly target: TargetConfig,
+    private readonly settings: UserOAuth,
+    private readonly options: AuthorizationServerOptions,
+  ) {
+    const timeoutMs = options.timeoutMs ?? 10_000;
+    // Every request bounded; redirects are not followed (metadata and tokens come from the URL asked).
+    this.fetchFn = (input, init) =>
+      fetch(input, { ...init, redirect: 'error', signal: init?.signal ?? AbortSignal.timeout(timeoutMs) });
+  }
+
+  get name(): string {
+    return this.target.name;
+  }
+
+  /** Discovery, once per process while it succeeds. */
+  server(): Promise<ServerInfo> {
+    this.info ??= this.discover().catch((error: unknown) => {
+      this.info = undefined;
+      throw error instanceof AuthorizationServerError
+        ? error
+        : new AuthorizationServerError(this.name, 'authorization server discovery failed', { cause: error });
+    });
+    return this.info;
+  }
+
+  /** The URL the browser goes to, and the PKCE verifier the callback needs. */
+  async authorizationUrl(redirectUri: string, state: string): Promise<{ url: string; codeVerifier: string }> {
+    const server = await this.server();
+    const clientInformation = await this.client(server, redirectUri);
+    const scope = (this.settings.scopes ?? server.scopes)?.join(' ') || undefined;
+    const { authorizationUrl, codeVerifier } = await startAuthorization(server.issuer, {
+      metadata: server.metadata,
+      clientInformation,
+      redirectUrl: redirectUri,
+      scope,
+      state,
+      resource: server.resource,
+    });
+    return { url: authorizationUrl.toString(), codeVerifier };
+  }
+
+  async exchange(code: string, codeVerifier: string, redirectUri: string): Promise<GrantedTokens> {
+    const server = await this.server();
+    const clientInformation = await this.client(server, redirectUri);
+    const startedAt = this.now();
+    const tokens = await exchangeAuthorization(server.issuer, {
+      metadata: server.metadata,
+      clientInformation,
+      authorizationCode: code,
+      codeVerifier,
+      redirectUri,
+      resource: server.resource,
+      fetchFn: this.fetchFn,
+    }).catch((error: unknown) => {
+      const oauthError = oauthErrorOf(error);
+      throw new AuthorizationServerError(this.name, `the code exchange failed (${oauthError})`, {
+        cause: error,
+        oauthError,
+      });
+    });
+    return granted(tokens, startedAt);
+  }
+
+  async refresh(refreshToken: string, redirectUri: string): Promise<GrantedTokens> {
+    const server = await this.server();
+    const clientInformation = await this.client(server, redirectUri);
+    const startedAt = this.now();
+    const tokens = await refreshAuthorization(server.issuer, {
+      metadata: server.metadata,
+      clientInformation,
+      refreshToken,
+      resource: server.resource,
+      fetchFn: this.fetchFn,
+    }).catch((error: unknown) => {
+      const oauthError = oauthErrorOf(error);
+      throw new AuthorizationServerError(this.name, `the refresh failed (${oauthError})`, { cause: error, oauthError });
+    });
+    // A server that does not rotate refresh tokens keeps the one it issued (OAuth 2.1 §4.3.1).
+    return { ...granted(tokens, startedAt), refreshToken: tokens.refresh_token ?? refreshToken };
+  }
+
+  /** RFC 7009 revocation where the server offers it (best effort: the stored connection is gone anyway). */
+  async revoke(token: string, redirectUri: string): Promise<boolean> {
+    const server = await this.server();
+    const endpoint = (server.metadata as { revocation_endpoint?: string }).revocation_endpoint;
+    if (!endpoint) return false;
+    const client = await this.client(server, redirectUri);
+    const body = new URLSearchParams({ token });
+    const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
+    if (client.client_secret) {
+      headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(client.client_id)}:${encodeURIComponent(client.client_secret)}`).toString('base64')}`;
+    } else body.set('client_id', client.client_id);
+    const res = await this.fetchFn(endpoint, { method: 'POST', headers, body }).catch(() => undefined);
+    await res?.body?.cancel().catch(() => undefined);
+    return res?.ok ?? false;
+  }
+
+  private now(): number {
+    return (this.options.now ?? Date.now)();
+  }
+
+  private async discover(): Promise<ServerInfo> {
+    const targetUrl = this.target.url;
+    if (this.settings.authorizationServer) {
+      const metadata = await discoverAuthorizationServerMetadata(this.settings.authorizationServer, {
+        fetchFn: this.fetchFn,
+      });
+      if (!metadata) throw new AuthorizationServerError(this.name, 'the authorization server publishes no metadata');
+      return { issuer: this.settings.authorizationServer, metadata, resource: targetUrl };
+    }
+    const resourceMetadataUrl = this.settings.resourceMetadataUrl
+      ? new URL(this.settings.resourceMetadataUrl)
+      : await this.challengeMetadataUrl();
+    const info = await discoverOAuthServerInfo(targetUrl, { resourceMetadataUrl, fetchFn: this.fetchFn });
+    if (!info.authorizationServerMetadata) {
+      throw new AuthorizationServerError(this.name, 'the authorization server publishes no metadata');
+    }
+    const resource = info.resourceMetadata?.resource ?? targetUrl;
+    // RFC 9728 §3.3: the metadata must be for this resource (a target must not send its users elsewhere).
+    if (info.resourceMetadata && !sameResource(resource, targetUrl)) {
+      throw new AuthorizationServerError(
+        this.name,
+        `the protected-resource metadata is for ${resource}, not for the target's URL`,
+      );
+    }
+    const scopes = info.resourceMetadata?.scopes_supported;
+    this.options.logger.info('target authorization server discovered', {
+      target: this.name,
+      issuer: info.authorizationServerUrl,
+    });
+    return {
+      issuer: info.authorizationServerUrl,
+      metadata: info.authorizationServerMetadata,
+      resource,
+      ...(scopes?.length ? { scopes } : {}),
+    };
+  }
+
+  /** The target's 401 names its metadata (`WWW-Authenticate: Bearer resource_metadata=…`); else the well-known URL. */
+  private async challengeMetadataUrl(): Promise<URL | undefined> {
+    const res = await this.fetchFn(this.target.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'ping' }),
+    }).catch(() => undefined);
+    if (!res) return undefined;
+    await res.body?.cancel().catch(() => undefined);
+    const header = res.headers.get('www-authenticate') ?? '';
+    const match = /resource_metadata="([^"]+)"/i.exec(header);
+    if (!match?.[1]) return undefined;
+    try {
+      return new URL(match[1], this.target.url);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The pre-registered client, or the gateway's own registration (kept in the table, one per server). */
+  private client(server: ServerInfo, redirectUri: string): Promise<OAuthClientInformationMixed> {
+    const key = `${server.issuer} ${redirectUri}`;
+    let client = this.clients.get(key);
+    if (!client) {
+      client = this.clientFor(server, redirectUri, key).catch((error: unknown) => {
+        this.clients.delete(key);
+        throw error instanceof AuthorizationServerError
+          ? error
+          : new AuthorizationServerError(this.name, 'client registration failed', { cause: error });
+      });
+      this.clients.set(key, client);
+    }
+    return client;
+  }
+
+  private async clientFor(server: ServerInfo, redirectUri: string, key: string): Promise<OAuthClientInformationMixed> {
+    const field = `targets.${this.name}.userOAuth`;
+    if (this.settings.clientId !== undefined) {
+      const client_id = await this.options.resolve(this.settings.clientId, `${field}.clientId`);
+      const client_secret = this.settings.clientSecret
+        ? await this.options.resolve(this.settings.clientSecret, `${field}.clientSecret`)
+        : undefined;
+      return client_secret ? { client_id, client_secret } : { client_id };
+    }
+    const kept = await this.options.table.readRegistration(this.name, key);
+    const opened = kept === undefined ? undefined : (this.options.box.open(kept) as OAuthClientInformationMixed);
+    if (opened?.client_id) return opened;
+    if (!server.metadata.registration_endpoint) {
+      throw new AuthorizationServerError(
+        this.name,
+        'the authorization server offers no dynamic registration: configure userOAuth.clientId (and clientSecret)',
+      );
+    }
+    const registered = await registerClient(server.issuer, {
+      metadata: server.metadata,
+      clientMetadata: {
+        client_name: 'MCP gateway',
+        redirect_uris: [redirectUri],
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'client_secret_basic',
+      },
+      fetchFn: this.fetchFn,
+    });
+    const client: OAuthClientInformationMixed = registered.client_secret
+      ? { client_id: registered.client_id, client_secret: registered.client_secret }
+      : { client_id: registered.client_id };
+    const winner = await this.options.table.keepRegistration(this.name, key, this.options.box.seal(client));
+    this.options.logger.info('registered at the target authorization server', { target: this.name });
+    return (this.options.box.open(winner) as OAuthClientInformationMixed | undefined) ?? client;
+  }
+}
+
+function granted(tokens: OAuthTokens, startedAt: number): GrantedTokens {
+  const expiresIn = Number(tokens.expires_in);
+  return {
+    accessToken: tokens.access_token,
+    ...(tokens.refresh_token ? { refreshToken: tokens.refresh_token } : {}),
+    ...(Number.isFinite(expiresIn) && expiresIn > 0 ? { expiresAt: startedAt + expiresIn * 1000 } : {}),
+    ...(tokens.scope ? { scope: tokens.scope } : {}),
+  };
+}
+
+/** Only an OAuth error code, never a description (it may echo request data). */
+function oauthErrorOf(error: unknown): string {
+  const code = (error as { errorCode?: unknown } | undefined)?.errorCode;
+  if (typeof code === 'string' && /^[\x20-\x7e]{1,64}$/.test(code)) return code;
+  return error instanceof Error && error.name === 'TimeoutError' ? 'timeout' : 'unreachable or refused';
+}
+
+/** The metadata's resource covers the target's URL (the same origin and a path prefix of it). */
+function sameResource(resource: string, targetUrl: string): boolean {
+  try {
+    const a = new URL(resource);
+    const b = new URL(targetUrl);
+    const path = a.pathname.replace(/\/$/, '');
+    return a.origin === b.origin && (b.pathname === path || b.pathname.startsWith(`${path}/`) || path === '');
+  } catch {
+    return false;
+  }
+}

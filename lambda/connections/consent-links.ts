@@ -1,0 +1,93 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { SealedBox } from '../crypto/sealed-box';
+
+/**
+ * The consent link and the states the browser carries through the flow, sealed (AES-256-GCM, the
+ * gateway's key) so that nothing in the browser can be forged or read: the principal, target and
+ * elicitation it is for, its expiry and a one-time value. The link itself is not pre-authenticated:
+ * whoever opens it must still show they are its principal (./consent-pages.ts), and the one-time value
+ * is spent when the browser leaves for the authorization server and again at the callback, so a link
+ * or a callback URL works once.
+ */
+
+export interface ConsentLink {
+  principal: string;
+  target: string;
+  elicitationId: string;
+  /** The 2025 session the elicitation was made in (its completion notification goes there). */
+  sessionId?: string;
+  /** Epoch ms. */
+  expiresAt: number;
+  /** The one-time value. */
+  nonce: string;
+}
+
+/** The OAuth `state` the authorization server hands back: the link, and what the code exchange needs. */
+export interface FlowState extends ConsentLink {
+  codeVerifier: string;
+  redirectUri: string;
+}
+
+/** The identity provider's login that proves the principal (inbound JWT auth): the link and its own PKCE. */
+export interface IdentityState extends ConsentLink {
+  codeVerifier: string;
+  oidcNonce: string;
+}
+
+type Sealed<K extends string, T> = T & { kind: K };
+
+export class ConsentLinks {
+  constructor(
+    private readonly box: SealedBox,
+    private readonly ttlMs: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  create(principal: string, target: string, sessionId?: string): ConsentLink {
+    return {
+      principal,
+      target,
+      elicitationId: randomUUID(),
+      ...(sessionId ? { sessionId } : {}),
+      expiresAt: this.now() + this.ttlMs,
+      nonce: randomBytes(16).toString('base64url'),
+    };
+  }
+
+  seal(link: ConsentLink): string {
+    return this.box.seal({ ...link, kind: 'link' } satisfies Sealed<'link', ConsentLink>);
+  }
+
+  sealFlow(state: FlowState): string {
+    return this.box.seal({ ...state, kind: 'flow' } satisfies Sealed<'flow', FlowState>);
+  }
+
+  sealIdentity(state: IdentityState): string {
+    return this.box.seal({ ...state, kind: 'identity' } satisfies Sealed<'identity', IdentityState>);
+  }
+
+  /** The link, or why not: `invalid` (not ours, tampered, malformed) or `expired`. */
+  open(text: unknown): ConsentLink | 'invalid' | 'expired' {
+    return this.opened(text, 'link', []);
+  }
+
+  openFlow(text: unknown): FlowState | 'invalid' | 'expired' {
+    return this.opened(text, 'flow', ['codeVerifier', 'redirectUri']);
+  }
+
+  openIdentity(text: unknown): IdentityState | 'invalid' | 'expired' {
+    return this.opened(text, 'identity', ['codeVerifier', 'oidcNonce']);
+  }
+
+  private opened<T extends ConsentLink>(text: unknown, kind: string, fields: string[]): T | 'invalid' | 'expired' {
+    const value = this.box.open(text) as Record<string, unknown> | undefined;
+    if (!value || value.kind !== kind) return 'invalid';
+    const strings = ['principal', 'target', 'elicitationId', 'nonce', ...fields];
+    if (!strings.every((field) => typeof value[field] === 'string') || typeof value.expiresAt !== 'number') {
+      return 'invalid';
+    }
+    if (this.now() >= value.expiresAt) return 'expired';
+    const { kind: _kind, ...rest } = value;
+    return rest as unknown as T;
+  }
+}

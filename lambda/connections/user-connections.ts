@@ -1,0 +1,241 @@
+import type { GatewayLogger } from '../observability/logger';
+import { describeError } from '../observability/logger';
+import { recordConnectionEvent } from '../observability/metrics';
+import { currentRequest } from '../observability/request-context';
+import { AuthorizationServerError, type GrantedTokens, type TargetAuthorizationServer } from './authorization-server';
+import type { ConsentLink, ConsentLinks, FlowState } from './consent-links';
+import type { Connection, ConnectionVault } from './vault';
+
+/**
+ * Per-user connections to targets (targets[].userOAuth): the credentials a target is called with are
+ * the calling principal's own token from the vault (refreshed shortly before it expires), and a
+ * principal without one gets a consent link instead. The principal is the request's, as inbound auth
+ * decided it (observability/request-context.ts holds it for the request and all it starts); work
+ * outside any request has none, and is never given anybody's token.
+ */
+
+/** The principal has no usable connection at `target`: the caller turns it into URL elicitation. */
+export class ConnectionRequiredError extends Error {
+  constructor(readonly target: string) {
+    super(`target ${target} needs the user's authorization`);
+    this.name = 'ConnectionRequiredError';
+  }
+}
+
+/** What a consent is shown as: one URL-mode elicitation. */
+export interface ConsentRequest {
+  elicitationId: string;
+  url: string;
+  message: string;
+}
+
+/** Refresh this long before expiry (at most a quarter of the token's lifetime). */
+const REFRESH_MARGIN_MS = 60_000;
+
+export const CONNECT_PATH = '/connect';
+export const CALLBACK_PATH = '/connect/callback';
+export const IDENTITY_PATH = '/connect/identity';
+export const CONNECTIONS_PATH = '/connections';
+
+export interface UserConnectionsOptions {
+  vault: ConnectionVault;
+  servers: ReadonlyMap<string, TargetAuthorizationServer>;
+  links: ConsentLinks;
+  /** The gateway's public base URL; default the origin of the request that needs it. */
+  publicUrl?: string;
+  logger: GatewayLogger;
+  now?: () => number;
+}
+
+export class UserConnections {
+  private readonly refreshing = new Map<string, Promise<Connection>>();
+  private readonly now: () => number;
+
+  constructor(private readonly options: UserConnectionsOptions) {
+    this.now = options.now ?? Date.now;
+  }
+
+  get links(): ConsentLinks {
+    return this.options.links;
+  }
+
+  /** Targets called as the user. */
+  has(target: string): boolean {
+    return this.options.servers.has(target);
+  }
+
+  server(target: string): TargetAuthorizationServer | undefined {
+    return this.options.servers.get(target);
+  }
+
+  /** The credentials of one per-user target, as the target clients use them (targets/credentials.ts). */
+  credentialsFor(target: string): { headers(): Promise<Record<string, string>>; rejected(): void; perUser: true } {
+    return {
+      perUser: true,
+      headers: async () => {
+        const principal = requestPrincipal();
+        const connection = await this.usable(principal, target);
+        return { authorization: `Bearer ${connection.accessToken}` };
+      },
+      // The target refused the token: read the vault again, and refresh before it is used again.
+      rejected: () => {
+        const principal = currentRequest()?.facts.principal;
+        if (principal) this.stale.add(staleKey(principal, target));
+        if (principal) this.options.vault.forget(principal, target);
+      },
+    };
+  }
+
+  private readonly stale = new Set<string>();
+
+  /** A consent link for the request's principal (and 2025 session), as the elicitation the client gets. */
+  consent(target: string): ConsentRequest {
+    const context = currentRequest();
+    const principal = requestPrincipal();
+    const link = this.options.links.create(principal, target, context?.facts.sessionId);
+    recordConnectionEvent('consentStarted');
+    this.options.logger.info('connection required: consent link issued', {
+      target,
+      elicitationId: link.elicitationId,
+    });
+    const url = new URL(CONNECT_PATH.slice(1), this.baseUrl(context?.facts.origin));
+    url.searchParams.set('link', this.options.links.seal(link));
+    return {
+      elicitationId: link.elicitationId,
+      url: url.toString(),
+      message: `Connect your account at ${target}: sign in there to let this gateway call it for you.`,
+    };
+  }
+
+  /** The OAuth callback URL (register it at the authorization server). */
+  redirectUri(origin?: string): string {
+    return new URL(CALLBACK_PATH.slice(1), this.baseUrl(origin)).toString();
+  }
+
+  /** Where the browser goes to consent: the authorization server's URL for this link. */
+  async authorizationUrl(link: ConsentLink, origin?: string): Promise<string> {
+    const server = this.requireServer(link.target);
+    const redirectUri = this.redirectUri(origin);
+    // The verifier rides in the sealed state: only this gateway can read it, and the state works once.
+    const pending: FlowState = { ...link, codeVerifier: '', redirectUri };
+    const { url, codeVerifier } = await server.authorizationUrl(redirectUri, 'pending');
+    const target = new URL(url);
+    target.searchParams.set('state', this.options.links.sealFlow({ ...pending, codeVerifier }));
+    return target.toString();
+  }
+
+  /** The callback's code, exchanged and stored under the state's principal. */
+  async complete(state: FlowState, code: string): Promise<void> {
+    const server = this.requireServer(state.target);
+    const tokens = await server.exchange(code, state.codeVerifier, state.redirectUri);
+    await this.store(state.principal, state.target, tokens, this.now());
+    this.stale.delete(staleKey(state.principal, state.target));
+  }
+
+  /** Removes a principal's connection (and revokes it at the authorization server where it can); true if there was one. */
+  async disconnect(principal: string, target: string, origin?: string): Promise<boolean> {
+    const connection = await this.options.vault.get(principal, target).catch(() => undefined);
+    const removed = await this.options.vault.remove(principal, target);
+    if (connection) {
+      const server = this.options.servers.get(target);
+      const token = connection.refreshToken ?? connection.accessToken;
+      await server?.revoke(token, this.redirectUri(origin)).catch(() => false);
+    }
+    if (removed) recordConnectionEvent('revoked');
+    return removed;
+  }
+
+  /** The principal's targets with a stored connection. */
+  async connected(principal: string): Promise<string[]> {
+    const stored = new Set(await this.options.vault.targetsOf(principal));
+    return [...this.options.servers.keys()].filter((target) => stored.has(target));
+  }
+
+  private async usable(principal: string, target: string): Promise<Connection> {
+    const connection = await this.options.vault.get(principal, target);
+    if (!connection) throw new ConnectionRequiredError(target);
+    const key = staleKey(principal, target);
+    if (!this.stale.has(key) && !this.dueForRefresh(connection)) return connection;
+    let refreshing = this.refreshing.get(key);
+    if (!refreshing) {
+      refreshing = this.refresh(principal, target, connection).finally(() => this.refreshing.delete(key));
+      this.refreshing.set(key, refreshing);
+    }
+    return refreshing;
+  }
+
+  private dueForRefresh(connection: Connection): boolean {
+    if (connection.expiresAt === undefined) return false;
+    const lifetime = connection.expiresAt - connection.connectedAt;
+    const margin = Math.min(REFRESH_MARGIN_MS, Math.max(0, lifetime / 4));
+    return this.now() >= connection.expiresAt - margin;
+  }
+
+  private async refresh(principal: string, target: string, connection: Connection): Promise<Connection> {
+    const key = staleKey(principal, target);
+    if (!connection.refreshToken) {
+      // Nothing to refresh with: the user consents again (the stored one is useless).
+      await this.options.vault.remove(principal, target).catch(() => false);
+      this.stale.delete(key);
+      throw new ConnectionRequiredError(target);
+    }
+    const server = this.requireServer(target);
+    try {
+      const tokens = await server.refresh(connection.refreshToken, this.redirectUri());
+      const refreshed = await this.store(principal, target, tokens, connection.connectedAt);
+      this.stale.delete(key);
+      recordConnectionEvent('refreshed');
+      return refreshed;
+    } catch (error) {
+      recordConnectionEvent('refreshFailed');
+      const refused = error instanceof AuthorizationServerError && error.refusedGrant;
+      this.options.logger.warn('connection refresh failed', { target, refused, error: describeError(error) });
+      if (refused) {
+        // The authorization server no longer honours the grant (revoked, expired): consent again.
+        await this.options.vault.remove(principal, target).catch(() => false);
+        this.stale.delete(key);
+        throw new ConnectionRequiredError(target);
+      }
+      // The server is down or failing: a token that has not expired yet is still worth a try.
+      if (!this.stale.has(key) && (connection.expiresAt === undefined || this.now() < connection.expiresAt))
+        return connection;
+      throw error;
+    }
+  }
+
+  private async store(principal: string, target: string, tokens: GrantedTokens, connectedAt: number) {
+    const connection: Connection = {
+      accessToken: tokens.accessToken,
+      ...(tokens.refreshToken ? { refreshToken: tokens.refreshToken } : {}),
+      ...(tokens.expiresAt !== undefined ? { expiresAt: tokens.expiresAt } : {}),
+      ...(tokens.scope ? { scope: tokens.scope } : {}),
+      connectedAt,
+    };
+    await this.options.vault.put(principal, target, connection);
+    return connection;
+  }
+
+  private requireServer(target: string): TargetAuthorizationServer {
+    const server = this.options.servers.get(target);
+    if (!server) throw new AuthorizationServerError(target, 'not a per-user OAuth target');
+    return server;
+  }
+
+  private baseUrl(origin?: string): string {
+    const base = this.options.publicUrl ?? origin;
+    if (!base) throw new Error('no public URL for consent links: set connections.publicUrl');
+    return base.endsWith('/') ? base : `${base}/`;
+  }
+}
+
+function requestPrincipal(): string {
+  const principal = currentRequest()?.facts.principal;
+  // Outside a request nobody is calling: no token is anybody's to use.
+  if (!principal)
+    throw new AuthorizationServerError('connections', 'no principal: a user token is used only in a request');
+  return principal;
+}
+
+function staleKey(principal: string, target: string): string {
+  return `${target}\u0000${principal}`;
+}
