@@ -105,7 +105,7 @@ withBrowser('per-user OAuth through the gateway', () => {
     const error = await client.callTool({ name: 'mine___whoami', arguments: {} }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(McpError);
     expect((error as McpError).code).toBe(-32042);
-    const [elicitation] = (error as UrlElicitationRequiredError).data.elicitations as Array<{
+    const [elicitation] = (error as UrlElicitationRequiredError).elicitations as Array<{
       mode: string;
       url: string;
       elicitationId: string;

@@ -40,10 +40,10 @@ export async function consentAs(browser: Browser, url: string, login: string, un
       const submit = page.locator('button[type="submit"]').first();
       if (!(await submit.count())) {
         const text = (
-          await page
+          (await page
             .locator('body')
-            .innerText()
-            .catch(() => '')
+            .textContent()
+            .catch(() => '')) ?? ''
         ).slice(0, 500);
         throw new Error(`consent stopped at ${page.url()}: ${text}`);
       }
