@@ -39,7 +39,7 @@ type Sealed<K extends string, T> = T & { kind: K };
 export class ConsentLinks {
   constructor(
     private readonly box: SealedBox,
-    private readonly ttlMs: number,
+    readonly ttlMs: number,
     private readonly now: () => number = Date.now,
   ) {}
 

@@ -77,11 +77,10 @@ export class UserConnections {
         const connection = await this.usable(principal, target);
         return { authorization: `Bearer ${connection.accessToken}` };
       },
-      // The target refused the token: read the vault again, and refresh before it is used again.
+      // The target refused the token: refresh before it is used again.
       rejected: () => {
         const principal = currentRequest()?.facts.principal;
         if (principal) this.stale.add(staleKey(principal, target));
-        if (principal) this.options.vault.forget(principal, target);
       },
     };
   }
@@ -105,6 +104,43 @@ export class UserConnections {
       url: url.toString(),
       message: `Connect your account at ${target}: sign in there to let this gateway call it for you.`,
     };
+  }
+
+  /** Whether the principal has a stored connection at `target` (not whether the target still honours it). */
+  async isConnected(principal: string, target: string): Promise<boolean> {
+    return (await this.options.vault.get(principal, target)) !== undefined;
+  }
+
+  /**
+   * Waits until the principal's connection at `target` is stored (the callback may land on any
+   * instance: the table is read every `pollMs`), until `until` (epoch ms) or `signal`. True when stored.
+   */
+  async waitForConnection(
+    principal: string,
+    target: string,
+    until: number,
+    signal: AbortSignal,
+    pollMs = 1000,
+  ): Promise<boolean> {
+    for (;;) {
+      if (await this.isConnected(principal, target)) return true;
+      const left = until - this.now();
+      if (left <= 0 || signal.aborted) return false;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, Math.min(pollMs, left));
+        function done() {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', done);
+          resolve();
+        }
+        signal.addEventListener('abort', done, { once: true });
+      });
+    }
+  }
+
+  /** How long a consent link stays usable (ms): the longest a call waits for its connection. */
+  get linkTtlMs(): number {
+    return this.options.links.ttlMs;
   }
 
   /** The OAuth callback URL (register it at the authorization server). */

@@ -4,9 +4,9 @@ import type { EncryptionContext, Envelope } from './envelope';
 /**
  * The token vault: one connection per principal and target, encrypted (./envelope.ts: a data key per
  * item, wrapped by KMS or the local key, the principal and target bound as encryption context) before
- * it reaches the table. What an instance decrypted is kept in its memory for `cacheMs` (one KMS Decrypt
- * per principal and target per half minute, not per call); a connection removed on another instance is
- * therefore used here for at most that long, and the target's own refusal (401) ends it sooner.
+ * it reaches the table. Every use reads the item (one consistent GetItem), so a connection removed or
+ * replaced on any instance is gone everywhere at once; what an instance decrypted is reused while the
+ * item is unchanged, so KMS is asked once per connection written, not per call.
  */
 
 /** A principal's authorization at one target, as the vault hands it out (never logged). */
@@ -24,14 +24,13 @@ export interface VaultOptions {
   /** A connection unused this long is removed by the table's TTL. */
   idleDays: number;
   now?: () => number;
-  /** How long a decrypted connection is reused by this instance. */
-  cacheMs?: number;
-  /** Entries kept at most (the oldest go first). */
+  /** Decrypted entries kept at most (the oldest go first). */
   cacheEntries?: number;
 }
 
 export class ConnectionVault {
-  private readonly cache = new Map<string, { connection: Connection; until: number }>();
+  /** Decrypted connections by principal and target, with the item they came from. */
+  private readonly cache = new Map<string, { connection: Connection; written: string }>();
   private readonly now: () => number;
 
   constructor(
@@ -44,11 +43,14 @@ export class ConnectionVault {
 
   async get(principal: string, target: string): Promise<Connection | undefined> {
     const key = cacheKey(principal, target);
-    const cached = this.cache.get(key);
-    if (cached && this.now() < cached.until) return cached.connection;
-    this.cache.delete(key);
     const stored = await this.table.read(principal, target);
-    if (!stored) return undefined;
+    if (!stored) {
+      this.cache.delete(key);
+      return undefined;
+    }
+    const written = `${stored.updatedAt}.${stored.wrappedKey}`;
+    const cached = this.cache.get(key);
+    if (cached?.written === written) return cached.connection;
     let connection: Connection;
     try {
       connection = JSON.parse(await this.envelope.open(stored, contextOf(principal, target))) as Connection;
@@ -56,7 +58,7 @@ export class ConnectionVault {
       // Not openable under this principal and target (moved, tampered, another key): as good as none.
       return undefined;
     }
-    this.remember(key, connection);
+    this.remember(key, connection, written);
     return connection;
   }
 
@@ -65,7 +67,7 @@ export class ConnectionVault {
     const now = this.now();
     const expiresAt = Math.floor(now / 1000) + this.options.idleDays * 24 * 3600;
     await this.table.write(principal, target, { ...sealed, updatedAt: now }, expiresAt);
-    this.remember(cacheKey(principal, target), connection);
+    this.remember(cacheKey(principal, target), connection, `${now}.${sealed.wrappedKey}`);
   }
 
   async remove(principal: string, target: string): Promise<boolean> {
@@ -73,18 +75,13 @@ export class ConnectionVault {
     return this.table.remove(principal, target);
   }
 
-  /** Forgets what this instance decrypted (the target refused the token: read the table again). */
-  forget(principal: string, target: string): void {
-    this.cache.delete(cacheKey(principal, target));
-  }
-
   targetsOf(principal: string): Promise<string[]> {
     return this.table.targetsOf(principal);
   }
 
-  private remember(key: string, connection: Connection): void {
+  private remember(key: string, connection: Connection, written: string): void {
     this.cache.delete(key);
-    this.cache.set(key, { connection, until: this.now() + (this.options.cacheMs ?? 30_000) });
+    this.cache.set(key, { connection, written });
     const max = this.options.cacheEntries ?? 1000;
     while (this.cache.size > max) {
       const oldest = this.cache.keys().next().value;

@@ -89,6 +89,81 @@ export class CallQuestions {
   }
 
   /**
+   * A per-user OAuth target (targets[].userOAuth) the session's principal has not connected to: the
+   * gateway asks for the connection itself, as URL-mode elicitation on the call's stream (the request
+   * form of MCP 2025-11-25 URL mode: the call stays open while the user signs in, as the reference
+   * samples and the SDKs' elicitation handlers expect). Accepting means the user went to the URL; the
+   * call then waits for the connection to be stored (by whichever instance the callback reached),
+   * tells the client `notifications/elicitation/complete`, and goes on to the target. Undefined: go on
+   * (connected, not a per-user target, or a request that cannot be asked on its stream: the target
+   * link answers it with -32042 or a clear error instead).
+   */
+  async connect(
+    asked?: Extract<WaitingStep, { kind: 'connect' }>,
+  ): Promise<JSONRPCMessage | undefined | typeof RELEASED> {
+    const { deps, loaded, request, target, accept } = this.call.input;
+    const connections = deps.targets.connections;
+    if (!connections?.has(target)) return undefined;
+    const principal = loaded.session.principal;
+    if (!asked) {
+      if (await connections.isConnected(principal, target)) return undefined;
+      if (!elicitationModes(loaded.session.clientCapabilities).url || !accept.sse) return undefined;
+    }
+    let step = asked;
+    let answers: QuestionAnswers;
+    if (step) answers = await this.awaitQuestions([step.request], step);
+    else {
+      const consent = connections.consent(target);
+      answers = await this.askQuestions(
+        [{ method: 'elicitation/create', params: { mode: 'url', ...consent } }],
+        'connection requested',
+        (sent) => {
+          step = { kind: 'connect', request: sent[0]!, elicitationId: consent.elicitationId };
+          return step;
+        },
+      );
+    }
+    if (answers === RELEASED) return RELEASED;
+    if (answers === 'timeout' || !Array.isArray(answers) || !step) throw new Error(`connection ended: ${this.call.endReason}`);
+    const [answer] = answers;
+    const action = answer && 'result' in answer ? (answer.result as { action?: unknown }).action : 'error';
+    this.call.log.info('connection request answered', { target, action: String(action) });
+    if (action !== 'accept') {
+      return rpcErrorOf(
+        request.id,
+        'ConnectionNotMade',
+        `Target ${target} acts as you, and you did not connect your account there (${String(action)}); nothing was sent to it`,
+        { target },
+      );
+    }
+    // The link stays usable this long from when it was asked: the sign-in cannot finish later.
+    const until = Math.min(step.request.askedAt + connections.linkTtlMs, this.call.input.exchange.deadline);
+    const stop = AbortSignal.any([this.call.targetAbort.signal, this.release.releaseWaits.signal]);
+    this.call.phase = 'question-wait';
+    const connected = await connections
+      .waitForConnection(principal, target, until, stop)
+      .finally(() => {
+        this.call.phase = 'other';
+      });
+    if (!connected) {
+      if (this.call.releasing) return RELEASED;
+      if (this.call.endReason) throw new Error(`connection ended: ${this.call.endReason}`);
+      return rpcErrorOf(
+        request.id,
+        'RequestTimeout',
+        `Timed out waiting for your account at ${target} to be connected; call again for a new link`,
+        { target },
+      );
+    }
+    this.call.stream()?.send({
+      jsonrpc: '2.0',
+      method: 'notifications/elicitation/complete',
+      params: { elicitationId: step.elicitationId },
+    });
+    return undefined;
+  }
+
+  /**
    * One input_required round of a 2026-07-28 target: every input request goes to the client as a
    * question; all answers → the responses under the target's keys. A kind the session did not
    * declare, or a client that cannot take a stream → CrossEraInputUnsupported, nothing is sent; a

@@ -249,6 +249,12 @@ class Relay {
       if (refusal) return refusal;
       from = undefined;
     }
+    if (!from || from.kind === 'connect') {
+      await this.input.sessionRead?.catch(() => undefined);
+      const refusal = await this.questions.connect(from?.kind === 'connect' ? from : undefined);
+      if (refusal) return refusal;
+      from = undefined;
+    }
     const signal = call.targetAbort.signal;
     const targetLink = call.targetLink ?? (await deps.targets.open(target, caller, signal));
     call.targetLink = targetLink;

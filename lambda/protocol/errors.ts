@@ -84,6 +84,8 @@ export const ERROR_TABLE = {
   MissingCapability: { code: RpcCode.MissingRequiredClientCapability, status: 400 },
   /** A 2025 client without URL elicitation calls a per-user target it has not connected to (in-band). */
   ConnectionNeedsUrlElicitation: { code: RpcCode.InvalidRequest, status: 200 },
+  /** The user declined or cancelled connecting an account at a per-user target (in-band). */
+  ConnectionNotMade: { code: RpcCode.InvalidRequest, status: 200 },
   RequestStateRefused: { code: RpcCode.InvalidParams, status: 400 },
   // Dependencies.
   DependencyFailed: { code: RpcCode.InternalError, status: 200, retryable: true, type: 'DependencyFailedException' },

@@ -55,6 +55,11 @@ export class Targets {
     this.eras = new EraProbe(new Map(configs.map((c) => [c.name, c])), this.modern, options.logger, options.eras);
   }
 
+  /** Per-user connections (targets[].userOAuth), when a target has them. */
+  get connections(): UserConnections | undefined {
+    return this.options.connections;
+  }
+
   get names(): string[] {
     return this.configs.map((c) => c.name);
   }

@@ -43,6 +43,11 @@ export interface WaitingRequest {
 export type WaitingStep =
   /** The gateway's own confirmation (confirmTools) was asked: await it, then call the target. */
   | { kind: 'confirm'; request: WaitingRequest }
+  /**
+   * The gateway asked the user to connect an account at a per-user OAuth target (URL elicitation):
+   * await the answer, then the stored connection, then call the target.
+   */
+  | { kind: 'connect'; request: WaitingRequest; elicitationId: string }
   /** A 2026-07-28 target's input round `round` was asked: await the answers, retry the target with them. */
   | {
       kind: 'input';

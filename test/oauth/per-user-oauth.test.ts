@@ -2,12 +2,13 @@ import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { McpError, type UrlElicitationRequiredError } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitationCompleteNotificationSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { Browser } from 'playwright-core';
 import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
 import { type GatewayUnderTest, startGateway } from '../support/gateways';
 import { forwardTo, freePort } from '../support/loopback';
 import { type AuthorizationServer, startAuthorizationServer } from '../support/oauth/authorization-server';
+import { type Json, initSession } from '../support/mcp-http';
 import { consentAs, startBrowser } from '../support/oauth/browser';
 import { type ProtectedTarget, startProtectedTarget } from '../support/oauth/protected-target';
 
@@ -90,45 +91,107 @@ withBrowser('per-user OAuth through the gateway', () => {
     delete process.env.PER_USER_TEST_CLIENT_SECRET;
   });
 
-  async function connectClient(): Promise<Client> {
+  /** The official v1 client, declaring URL elicitation; `onUrl` is the person's part. */
+  async function connectClient(onUrl: (url: string, elicitationId: string) => Promise<void>) {
     const client = new Client(
       { name: 'url-elicitation-client', version: '1.0.0' },
       { capabilities: { elicitation: { url: {} } } },
     );
+    const completed: string[] = [];
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      if (request.params.mode !== 'url') return { action: 'decline' };
+      await onUrl(request.params.url, request.params.elicitationId);
+      return { action: 'accept' };
+    });
+    client.setNotificationHandler(ElicitationCompleteNotificationSchema, (notification) => {
+      completed.push(notification.params.elicitationId);
+    });
     await client.connect(new StreamableHTTPClientTransport(new URL(`${front.base}/mcp`)));
-    return client;
+    return { client, completed };
   }
 
-  it('asks for the connection by URL elicitation, stores the tokens after consent, and calls as the user', async () => {
+  async function disconnect(target: string): Promise<number> {
+    return (await fetch(`${front.base}/connections/${target}`, { method: 'DELETE' })).status;
+  }
+
+  const connectHops = () =>
+    front.log
+      .filter((l) => l.path.startsWith('/connect'))
+      .map((l) => [l.path, instances.findIndex((i) => i.url === l.to)] as const);
+
+  it('a 2025 call asks for the connection on its stream (URL mode), waits for it, and goes on as the user', async () => {
     mcpTo = 0;
-    const client = await connectClient();
-    const error = await client.callTool({ name: 'mine___whoami', arguments: {} }).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(McpError);
-    expect((error as McpError).code).toBe(-32042);
-    const [elicitation] = (error as UrlElicitationRequiredError).elicitations as Array<{
-      mode: string;
-      url: string;
-      elicitationId: string;
-    }>;
-    expect(elicitation).toMatchObject({ mode: 'url' });
-    expect(elicitation!.url.startsWith(`${front.base}/connect?link=`)).toBe(true);
-    expect(target.stats().subjects).toEqual([]);
-
-    const landed = await consentAs(browser, elicitation!.url, 'alice', `${front.base}/connect/callback`);
-    expect(landed).toContain('/connect/callback');
-
-    mcpTo = 2;
-    const retried = await client.callTool({ name: 'mine___whoami', arguments: {} });
-    expect(retried.content).toEqual([{ type: 'text', text: 'alice' }]);
-    expect(
-      front.log
-        .filter((l) => l.path.startsWith('/connect'))
-        .map((l) => [l.path, instances.findIndex((i) => i.url === l.to)]),
-    ).toEqual([
+    front.log.length = 0;
+    const asked: Array<{ url: string; elicitationId: string }> = [];
+    let consent: Promise<string> | undefined;
+    // As many clients do: accept at once (the browser opens), while the person signs in.
+    const { client, completed } = await connectClient(async (url, elicitationId) => {
+      asked.push({ url, elicitationId });
+      consent = consentAs(browser, url, 'alice', `${front.base}/connect/callback`);
+    });
+    const result = await client.callTool({ name: 'mine___whoami', arguments: {} });
+    expect(result.content).toEqual([{ type: 'text', text: 'alice' }]);
+    await consent;
+    expect(asked).toHaveLength(1);
+    expect(asked[0]!.url.startsWith(`${front.base}/connect?link=`)).toBe(true);
+    // The user's token reached the target only after the consent, and only alice's.
+    expect(target.stats().subjects).toEqual(expect.arrayContaining(['alice']));
+    expect(new Set(target.stats().subjects)).toEqual(new Set(['alice']));
+    expect(completed).toEqual([asked[0]!.elicitationId]);
+    // The page on one instance, the callback on another, the call held on a third.
+    expect(connectHops()).toEqual([
       ['/connect', 1],
       ['/connect', 1],
       ['/connect/callback', 2],
     ]);
+    // Connected: the next call asks nothing.
+    expect((await client.callTool({ name: 'mine___whoami', arguments: {} })).content).toEqual([
+      { type: 'text', text: 'alice' },
+    ]);
+    expect(asked).toHaveLength(1);
     await client.close();
+    expect(await disconnect('mine')).toBe(204);
+  });
+
+  it('a request that takes no stream gets -32042 (exception form), and the call retried on another instance succeeds', async () => {
+    mcpTo = 0;
+    front.log.length = 0;
+    const { headers } = await initSession(`${front.base}/mcp`, { capabilities: { elicitation: { url: {} } } });
+    const call = (id: number) =>
+      fetch(`${front.base}/mcp`, {
+        method: 'POST',
+        headers: { ...headers, accept: 'application/json', 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'mine___whoami', arguments: {} } }),
+      }).then(async (res) => ({ status: res.status, body: (await res.json()) as Json }));
+    const first = await call(1);
+    expect(first.status).toBe(200);
+    expect(first.body.error.code).toBe(-32042);
+    const [elicitation] = first.body.error.data.elicitations;
+    expect(elicitation).toMatchObject({ mode: 'url', elicitationId: expect.any(String), message: expect.any(String) });
+    await consentAs(browser, elicitation.url, 'alice', `${front.base}/connect/callback`);
+    mcpTo = 2;
+    const retried = await call(2);
+    expect(retried.body.result.content).toEqual([{ type: 'text', text: 'alice' }]);
+    expect(connectHops()).toEqual([
+      ['/connect', 1],
+      ['/connect', 1],
+      ['/connect/callback', 2],
+    ]);
+    expect(await disconnect('mine')).toBe(204);
+  });
+
+  it('a 2025 client without URL elicitation is told what it lacks, and no link is made', async () => {
+    mcpTo = 0;
+    const { headers } = await initSession(`${front.base}/mcp`, { capabilities: { elicitation: { form: {} } } });
+    const res = await fetch(`${front.base}/mcp`, {
+      method: 'POST',
+      headers: { ...headers, accept: 'application/json, text/event-stream', 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'mine___whoami', arguments: {} } }),
+    });
+    const text = await res.text();
+    const body = JSON.parse(text.includes('data:') ? text.split('data: ').pop()!.trim() : text) as Json;
+    expect(body.error.code).toBe(-32600);
+    expect(body.error.message).toMatch(/elicitation\.url/);
+    expect(body.error.data.requiredCapabilities).toEqual({ elicitation: { url: {} } });
   });
 });
