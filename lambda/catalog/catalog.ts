@@ -1,4 +1,4 @@
-import { ConnectionRequiredError } from '../connections/user-connections';
+import { ConnectionRequiredError, connectTool } from '../connections/user-connections';
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import { recordTargetListFailure } from '../observability/metrics';
@@ -48,6 +48,8 @@ export interface TargetList<K extends ListingKind> {
   /** Cacheability as 2026-07-28 results declare it (0 / private for legacy targets). */
   ttlMs: number;
   cacheScope: 'public' | 'private';
+  /** A per-user target the principal has not connected to: only its connect tool is listed, nothing cached. */
+  unconnected?: boolean;
 }
 
 export interface AggregatedList {
@@ -158,10 +160,11 @@ export class Catalog {
           return { target, era, items: listed, ttlMs: Number.isFinite(ttlMs) ? ttlMs : 0, cacheScope };
         } catch (caught) {
           if (scope.signal.aborted) throw caught;
-          // A per-user target this principal has not connected to lists nothing for it (not a failure).
+          // A per-user target this principal has not connected to: its connect tool (not a failure).
           if (caught instanceof ConnectionRequiredError) {
-            this.logger.debug('per-user target not listed: not connected', { target, method });
-            return undefined;
+            this.logger.debug('per-user target not connected: its connect tool listed', { target, method });
+            const items = (kind === 'tools' ? [connectTool(target)] : []) as NonNullable<TargetListing[K]>;
+            return { target, era: 'legacy', items, ttlMs: 0, cacheScope: 'private', unconnected: true };
           }
           const error = budget.aborted
             ? new DependencyFailedError(target, `did not list ${method} within ${limits.requestTimeoutMs} ms`, {
@@ -245,7 +248,7 @@ export class Catalog {
     const names = targets ?? this.targets.names;
     const cached = names.map((target) => ({ target, items: this.cache.get(target, kind) }));
     if (!refresh && cached.every((entry) => entry.items !== undefined)) {
-      return cached as Array<{ target: string; items: NonNullable<TargetListing[K]> }>;
+      return cached as Array<{ target: string; items: NonNullable<TargetListing[K]>; unconnected?: boolean }>;
     }
     return this.list(kind, scope, names);
   }
@@ -287,15 +290,21 @@ export class Catalog {
         if (offers(await this.listing(listKind, scope, [target]), target, name)) return { target, name };
         const fresh = await this.listing(listKind, scope, [target], true);
         if (offers(fresh, target, name)) return { target, name };
-        // The target could not be listed: route anyway, so the client learns which dependency failed.
-        if (!fresh.some((l) => l.target === target)) return { target, name };
+        // The target could not be listed: route anyway, so the client learns which dependency failed
+        // (or, a per-user target not connected to, is asked to connect).
+        if (!fresh.some((l) => l.target === target && !l.unconnected)) return { target, name };
       }
     }
     const lists = await this.listing(listKind, scope);
     const entries = lists.flatMap(({ target, items }) => items.map((item) => ({ target, name: item.name })));
     const resolution = resolveName(called, entries, this.targets.names, kind);
-    if (!resolution.ok)
+    if (!resolution.ok) {
+      // A name no listed target offers may be one of the one per-user target the principal has not
+      // connected to (its tools are unknown until then): the call goes there and asks to connect.
+      const unconnected = lists.filter((l) => l.unconnected);
+      if (unconnected.length === 1) return { target: unconnected[0]!.target, name: called };
       throw new GatewayError('InvalidParams', resolution.message, { candidates: resolution.candidates });
+    }
     return { target: resolution.target, name: resolution.name };
   }
 

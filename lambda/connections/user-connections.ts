@@ -29,6 +29,22 @@ export interface ConsentRequest {
   message: string;
 }
 
+/**
+ * The tool a per-user target shows in place of its own while the principal has not connected to it:
+ * calling it asks for the connection (as any call of the target would), and once connected says so
+ * without reaching the target. Its own tools are listed from then on. (A target's own tool of this
+ * name is shadowed by it.)
+ */
+export const CONNECT_TOOL = 'connect_account';
+
+export function connectTool(target: string): { name: string; description: string; inputSchema: { type: 'object' } } {
+  return {
+    name: CONNECT_TOOL,
+    description: `Connect your account at ${target}. ${target} acts as you, so its tools are listed once you have signed in there; calling this asks you to sign in (a link to open in your browser).`,
+    inputSchema: { type: 'object' },
+  };
+}
+
 /** Refresh this long before expiry (at most a quarter of the token's lifetime). */
 const REFRESH_MARGIN_MS = 60_000;
 

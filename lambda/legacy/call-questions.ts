@@ -124,7 +124,8 @@ export class CallQuestions {
       );
     }
     if (answers === RELEASED) return RELEASED;
-    if (answers === 'timeout' || !Array.isArray(answers) || !step) throw new Error(`connection ended: ${this.call.endReason}`);
+    if (answers === 'timeout' || !Array.isArray(answers) || !step)
+      throw new Error(`connection ended: ${this.call.endReason}`);
     const [answer] = answers;
     const action = answer && 'result' in answer ? (answer.result as { action?: unknown }).action : 'error';
     this.call.log.info('connection request answered', { target, action: String(action) });
@@ -140,11 +141,9 @@ export class CallQuestions {
     const until = Math.min(step.request.askedAt + connections.linkTtlMs, this.call.input.exchange.deadline);
     const stop = AbortSignal.any([this.call.targetAbort.signal, this.release.releaseWaits.signal]);
     this.call.phase = 'question-wait';
-    const connected = await connections
-      .waitForConnection(principal, target, until, stop)
-      .finally(() => {
-        this.call.phase = 'other';
-      });
+    const connected = await connections.waitForConnection(principal, target, until, stop).finally(() => {
+      this.call.phase = 'other';
+    });
     if (!connected) {
       if (this.call.releasing) return RELEASED;
       if (this.call.endReason) throw new Error(`connection ended: ${this.call.endReason}`);
@@ -155,11 +154,15 @@ export class CallQuestions {
         { target },
       );
     }
-    this.call.stream()?.send({
+    const stream = this.call.stream();
+    stream?.send({
       jsonrpc: '2.0',
       method: 'notifications/elicitation/complete',
       params: { elicitationId: step.elicitationId },
     });
+    // The target's own tools replace its connect tool in the list (declared only when list changes can be sent).
+    if (deps.config.clientStreamHoldSeconds > 0)
+      stream?.send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
     return undefined;
   }
 

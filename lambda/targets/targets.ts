@@ -1,5 +1,5 @@
 import { DEFAULT_TARGET_LIMITS, limitsOf, type TargetConfig, type TargetLimits } from '../config/schema';
-import { ConnectionRequiredError, type UserConnections } from '../connections/user-connections';
+import { CONNECT_TOOL, ConnectionRequiredError, type UserConnections } from '../connections/user-connections';
 import type { GatewayLogger } from '../observability/logger';
 import { elicitationModes } from '../protocol/capabilities';
 import { RpcCode } from '../protocol/codes';
@@ -139,6 +139,31 @@ export class Targets {
     return this.modern.get(name);
   }
 
+  private isConnectToolCall(target: string, request: TargetCallRequest): boolean {
+    return (
+      request.method === 'tools/call' &&
+      request.params.name === CONNECT_TOOL &&
+      this.options.connections?.has(target) === true
+    );
+  }
+
+  /** The connect tool (listed while not connected): connected now, or the consent (thrown, as any call's). */
+  private async connectToolCall(target: string, request: TargetCallRequest): Promise<JSONRPCResponse> {
+    await this.options.connections?.credentialsFor(target).headers();
+    return {
+      jsonrpc: '2.0',
+      id: request.id ?? 0,
+      result: {
+        content: [
+          {
+            type: 'text',
+            text: `Your account at ${target} is connected. List the tools again: its own tools are available now.`,
+          },
+        ],
+      },
+    };
+  }
+
   /**
    * What a call that needs the principal's connection gets: a URL elicitation (-32042, the exception
    * form of MCP 2025-11-25 URL mode) pointing at the gateway's consent page. A 2026-07-28 caller gets it
@@ -200,6 +225,8 @@ export class Targets {
       notify: (notification, signal) => targetLink.notify(notification, signal),
       call: async (request, options) => {
         try {
+          if (this.isConnectToolCall(targetLink.target, request))
+            return await this.connectToolCall(targetLink.target, request);
           return await targetLink.call(request, options);
         } catch (error) {
           if (error instanceof DependencyFailedError) eras.forget(targetLink.target);

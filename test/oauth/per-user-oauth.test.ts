@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitationCompleteNotificationSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -7,8 +8,8 @@ import type { Browser } from 'playwright-core';
 import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
 import { type GatewayUnderTest, startGateway } from '../support/gateways';
 import { forwardTo, freePort } from '../support/loopback';
+import { initSession, type Json } from '../support/mcp-http';
 import { type AuthorizationServer, startAuthorizationServer } from '../support/oauth/authorization-server';
-import { type Json, initSession } from '../support/mcp-http';
 import { consentAs, startBrowser } from '../support/oauth/browser';
 import { type ProtectedTarget, startProtectedTarget } from '../support/oauth/protected-target';
 
@@ -161,7 +162,12 @@ withBrowser('per-user OAuth through the gateway', () => {
       fetch(`${front.base}/mcp`, {
         method: 'POST',
         headers: { ...headers, accept: 'application/json', 'content-type': 'application/json' },
-        body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'mine___whoami', arguments: {} } }),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id,
+          method: 'tools/call',
+          params: { name: 'mine___whoami', arguments: {} },
+        }),
       }).then(async (res) => ({ status: res.status, body: (await res.json()) as Json }));
     const first = await call(1);
     expect(first.status).toBe(200);
@@ -180,13 +186,62 @@ withBrowser('per-user OAuth through the gateway', () => {
     expect(await disconnect('mine')).toBe(204);
   });
 
+  it.each([
+    ['v2 default', undefined],
+    ['v2 pinned to 2026-07-28', { pin: '2026-07-28' as const }],
+  ] as const)(
+    'the official v2 client (%s): the URL round is answered after the sign-in, its retry answers as the user',
+    async (_name, pin) => {
+      mcpTo = 0;
+      const asked: string[] = [];
+      const client = new V2Client(
+        { name: 'v2-url-client', version: '1.0.0' },
+        { capabilities: { elicitation: { url: {} } }, ...(pin ? { versionNegotiation: { mode: pin } } : {}) },
+      );
+      client.setRequestHandler('elicitation/create', async (request) => {
+        const params = request.params as { mode?: string; url?: string };
+        if (params.mode !== 'url' || !params.url) return { action: 'decline' as const };
+        asked.push(params.url);
+        await consentAs(browser, params.url, 'alice', `${front.base}/connect/callback`);
+        return { action: 'accept' as const };
+      });
+      await client.connect(new V2Transport(new URL(`${front.base}/mcp`)));
+      const result = await client.callTool({ name: 'mine___whoami', arguments: {} });
+      expect(result.content).toEqual([{ type: 'text', text: 'alice' }]);
+      expect(asked).toHaveLength(1);
+      expect(asked[0]!.startsWith(`${front.base}/connect?link=`)).toBe(true);
+      await client.close();
+      expect(await disconnect('mine')).toBe(204);
+    },
+  );
+
+  it('lists a connect tool in place of the tools of a target not connected to, and its own tools once connected', async () => {
+    mcpTo = 0;
+    const { client } = await connectClient(async (url) => {
+      await consentAs(browser, url, 'alice', `${front.base}/connect/callback`);
+    });
+    const before = (await client.listTools()).tools.map((t) => t.name);
+    expect(before).toEqual(['mine___connect_account']);
+    const connected = await client.callTool({ name: 'mine___connect_account', arguments: {} });
+    expect((connected.content as Array<{ text: string }>)[0]!.text).toMatch(/connected/);
+    const after = (await client.listTools()).tools.map((t) => t.name).sort();
+    expect(after).toEqual(['mine___access_github_repo', 'mine___whoami']);
+    await client.close();
+    expect(await disconnect('mine')).toBe(204);
+  });
+
   it('a 2025 client without URL elicitation is told what it lacks, and no link is made', async () => {
     mcpTo = 0;
     const { headers } = await initSession(`${front.base}/mcp`, { capabilities: { elicitation: { form: {} } } });
     const res = await fetch(`${front.base}/mcp`, {
       method: 'POST',
       headers: { ...headers, accept: 'application/json, text/event-stream', 'content-type': 'application/json' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'mine___whoami', arguments: {} } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'mine___whoami', arguments: {} },
+      }),
     });
     const text = await res.text();
     const body = JSON.parse(text.includes('data:') ? text.split('data: ').pop()!.trim() : text) as Json;

@@ -11,6 +11,8 @@ played here, around the sample, never inside it:
   it answers (its `print` of "Form elicitation received" returns after THINK_SECONDS);
 - `webbrowser.open(url)` is the person opening the consent page and clicking "allow" (a form POST from
   the page's origin, as a browser sends it); `input()` is the person pressing Enter THINK_SECONDS later.
+  With SAMPLE_BROWSER=relay the page is a real browser's business: `webbrowser.open(url)` prints
+  `OPEN <url>` and returns once a line arrives on stdin (the test drives Chromium meanwhile).
 An exception the sample raises ends this process with its traceback (exit 1), as it would for a user.
 """
 
@@ -52,8 +54,15 @@ def main(sample_path, gateway_url, think_seconds, session_id=None):
 
     builtins.print = print_then_think
     builtins.input = press_enter_later
-    webbrowser.open = click_allow
+    webbrowser.open = relay_to_browser if os.environ.get("SAMPLE_BROWSER") == "relay" else click_allow
     exec(compile(code, sample_path, "exec"), {"__name__": "__main__"})
+
+
+def relay_to_browser(url, *args, **kwargs):
+    sys.__stdout__.write(f"OPEN {url}\n")
+    sys.__stdout__.flush()
+    sys.stdin.readline()
+    return True
 
 
 def click_allow(url, *args, **kwargs):
