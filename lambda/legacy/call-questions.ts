@@ -113,6 +113,8 @@ export class CallQuestions {
     let answers: QuestionAnswers;
     if (step) answers = await this.awaitQuestions([step.request], step);
     else {
+      // The gateway's own question goes to the client: not before the session's read (read-ahead).
+      await this.call.input.sessionRead?.catch(() => undefined);
       const consent = connections.consent(target);
       answers = await this.askQuestions(
         [{ method: 'elicitation/create', params: { mode: 'url', ...consent } }],

@@ -250,7 +250,6 @@ class Relay {
       from = undefined;
     }
     if (!from || from.kind === 'connect') {
-      await this.input.sessionRead?.catch(() => undefined);
       const refusal = await this.questions.connect(from?.kind === 'connect' ? from : undefined);
       if (refusal) return refusal;
       from = undefined;
