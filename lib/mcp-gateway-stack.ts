@@ -70,6 +70,13 @@ export class McpGatewayStack extends Stack {
       description: 'The DynamoDB table holding sessions and pending requests',
     });
     new CfnOutput(this, 'FunctionName', { value: form.functionName, description: form.functionNameDescription });
+    if (gateway.connectionsKey) {
+      new CfnOutput(this, 'ConnectionsKeyArn', {
+        value: gateway.connectionsKey.keyArn,
+        description:
+          "The KMS key that wraps users' stored connections (targets with userOAuth); the configuration's connections.kmsKeyArn (keep it in a configuration edited in AppConfig)",
+      });
+    }
     if (gateway.appConfig) {
       new CfnOutput(this, 'AppConfig', {
         value: gateway.appConfig.locator,

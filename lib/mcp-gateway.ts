@@ -15,6 +15,7 @@ import * as codedeploy from 'aws-cdk-lib/aws-codedeploy';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as s3assets from 'aws-cdk-lib/aws-s3-assets';
@@ -49,6 +50,19 @@ export const TABLE_ACTIONS = [
 
 /** The only Secrets Manager action granted, on the named secrets only. */
 export const SECRET_ACTIONS = ['secretsmanager:GetSecretValue'] as const;
+
+/**
+ * The KMS actions the connection vault performs (lambda/connections/envelope.ts: a data key per stored
+ * connection, unwrapped to read it), granted on the connections key only, with targets that have
+ * `userOAuth`. `test/cdk/connections.test.ts` compares this list with the KMS commands the code sends.
+ */
+export const CONNECTIONS_KEY_ACTIONS = ['kms:Decrypt', 'kms:GenerateDataKey'] as const;
+
+/**
+ * The `purpose` of the encryption context every vault call carries (`contextOf` in
+ * lambda/connections/vault.ts); the key grant requires it, so the role cannot use the key for anything else.
+ */
+export const CONNECTIONS_KEY_PURPOSE = 'mcp-gateway/connection';
 
 /** The table's keys and TTL attribute are the runtime's own (lambda/state/table-schema.ts). */
 export { TTL_ATTRIBUTE };
@@ -146,7 +160,10 @@ export interface McpGatewayProps {
   readonly reservedConcurrency?: number;
   /** E-mail address subscribed to the alarm topic. @default - alarms notify nobody */
   readonly alarmEmail?: string;
-  /** Applies to the table, the log group, the generated secret and the AppConfig resources. @default RemovalPolicy.RETAIN */
+  /**
+   * Applies to the table, the log group, the generated secret, the connections key and the AppConfig
+   * resources. @default RemovalPolicy.RETAIN
+   */
   readonly removalPolicy?: RemovalPolicy;
   /**
    * Secrets Manager secrets the function may read (outbound credentials, the requestState sealing key),
@@ -180,8 +197,8 @@ export interface McpGatewayProps {
   readonly gradualDeployment?: codedeploy.ILambdaDeploymentConfig;
   /**
    * Attach the function to a VPC (to reach targets in a private network). The subnets then need a route
-   * to DynamoDB (a gateway endpoint or NAT), Secrets Manager and, with `configSource: 'appconfig'`,
-   * AppConfig (interface endpoints or NAT), and to every target. @default - no VPC
+   * to DynamoDB (a gateway endpoint or NAT), Secrets Manager, AppConfig (`configSource: 'appconfig'`) and
+   * KMS (`userOAuth`) (interface endpoints or NAT), and to every target. @default - no VPC
    */
   readonly vpc?: ec2.IVpc;
   /** The subnets, with `vpc`. @default - the VPC's private subnets */
@@ -249,6 +266,12 @@ export abstract class GatewayBase extends Construct {
   readonly logGroup: logs.LogGroup;
   /** The requestState key secret the function reads through GATEWAY_REQUEST_STATE_SECRET_ARN, if any. */
   readonly requestStateSecret?: secretsmanager.ISecret;
+  /**
+   * The KMS key that wraps the users' stored connections (`targets[].userOAuth`), created when a target
+   * has `userOAuth` and the configuration names no `connections.kmsKeyArn`; its ARN is the deployed
+   * configuration's `connections.kmsKeyArn`. Undefined otherwise (a named key is granted, not created).
+   */
+  readonly connectionsKey?: kms.IKey;
   /** With `configSource: 'appconfig'`. */
   readonly appConfig?: GatewayAppConfig;
   readonly metricsNamespace: string;
@@ -276,14 +299,18 @@ export abstract class GatewayBase extends Construct {
 
     // Each step below builds one part; the constructor only assigns what they return, in dependency order.
     this.table = this.createTable(input.tableName, removalPolicy);
-    this.config = { ...parsed, tableName: this.table.tableName };
+    this.connectionsKey = this.createConnectionsKey(parsed, removalPolicy);
+    // What the function reads: the configuration with the created key's ARN, if a key was created.
+    const deployed = this.connectionsKey ? withConnectionsKeyArn(parsed, this.connectionsKey.keyArn) : parsed;
+    this.config = { ...deployed, tableName: this.table.tableName };
     this.logGroup = new logs.LogGroup(this, 'Logs', { retention: this.logRetention, removalPolicy });
     this.role = this.createRole();
     this.requestStateSecret = this.requestStateKey(parsed, props, removalPolicy);
     this.grantSecrets(parsed, props);
+    this.grantConnectionsKey(deployed);
     if (this.configSource === 'appconfig') {
       // Read by exactly this function, this profile.
-      this.appConfig = new GatewayAppConfig(this, 'AppConfig', { config: parsed, removalPolicy });
+      this.appConfig = new GatewayAppConfig(this, 'AppConfig', { config: deployed, removalPolicy });
       this.appConfig.grantRead(this.role);
     }
   }
@@ -332,7 +359,11 @@ export abstract class GatewayBase extends Construct {
       environment[CONFIG_ENV] = Stack.of(this).toJsonString(this.config);
     }
     if (this.requestStateSecret) environment[REQUEST_STATE_SECRET_ENV] = this.requestStateSecret.secretFullArn!;
-    checkEnvironmentSize({ ...environment, ...added }, this.parsedConfig, props.config?.tableName);
+    // The created key's ARN is known at deploy time only: counted at the length of the longest key ARN.
+    const sized = this.connectionsKey
+      ? withConnectionsKeyArn(this.parsedConfig, LONGEST_KEY_ARN_STAND_IN)
+      : this.parsedConfig;
+    checkEnvironmentSize({ ...environment, ...added }, sized, props.config?.tableName);
     warnAboutInlineSecrets(this, this.parsedConfig, this.configSource);
     return environment;
   }
@@ -399,6 +430,53 @@ export abstract class GatewayBase extends Construct {
       });
     }
     return secret;
+  }
+
+  /**
+   * The key that wraps each user's stored connection (envelope encryption, lambda/connections/envelope.ts),
+   * when a target has `userOAuth` and the configuration names none: without it the function would fall
+   * back to a key derived from the requestState key. Kept like the table (same removal policy): a
+   * retained table's connections open only with this key.
+   */
+  private createConnectionsKey(parsed: GatewayConfig, removalPolicy: RemovalPolicy): kms.Key | undefined {
+    if (!hasUserOAuth(parsed) || parsed.connections.kmsKeyArn !== undefined) return undefined;
+    return new kms.Key(this, 'ConnectionsKey', {
+      description:
+        "MCP gateway: wraps the data keys of per-user OAuth connections (each user's target tokens) stored in the gateway's table",
+      enableKeyRotation: true,
+      removalPolicy,
+    });
+  }
+
+  /**
+   * With `userOAuth` targets: `kms:GenerateDataKey` and `kms:Decrypt` on the connections key (created or
+   * named), only with the vault's encryption context (`purpose`). An alias ARN names no key an IAM
+   * policy can hold, so a named alias is granted on the keys of its account and Region, for requests
+   * that name that alias (`kms:RequestAlias`; the function always names the key as configured).
+   */
+  private grantConnectionsKey(deployed: GatewayConfig): void {
+    const keyArn = deployed.connections.kmsKeyArn;
+    if (!hasUserOAuth(deployed) || keyArn === undefined) return;
+    const conditions: Record<string, Record<string, string>> = {
+      StringEquals: { 'kms:EncryptionContext:purpose': CONNECTIONS_KEY_PURPOSE },
+    };
+    const alias = Token.isUnresolved(keyArn) ? null : KMS_ALIAS_ARN.exec(keyArn);
+    const resource = alias ? `arn:${alias[1]}:kms:${alias[2]}:${alias[3]}:key/*` : keyArn;
+    if (alias) conditions.StringEquals['kms:RequestAlias'] = `alias/${alias[4]}`;
+    this.role.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'GatewayConnectionsKey',
+        actions: [...CONNECTIONS_KEY_ACTIONS],
+        resources: [resource],
+        conditions,
+      }),
+    );
+    if (alias) {
+      Validations.of(this.role.node.findChild('DefaultPolicy')).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::${resource}]`,
+        reason: `connections.kmsKeyArn names an alias, and IAM cannot grant on an alias: kms:GenerateDataKey and kms:Decrypt are granted on the keys of account ${alias[3]} in ${alias[2]} only for requests that name alias/${alias[4]} (kms:RequestAlias) with the connection vault's encryption context.`,
+      });
+    }
   }
 
   /** Only the named secrets: those the configuration references, `secretArns`, and the requestState key. */
@@ -707,6 +785,22 @@ function checkEnvironmentSize(
   }
 }
 
+/** An alias ARN in `connections.kmsKeyArn` (the schema also accepts key ARNs): partition, Region, account, name. */
+const KMS_ALIAS_ARN = /^arn:(aws[a-z-]*):kms:([a-z0-9-]+):(\d{12}):alias\/(.+)$/;
+
+/** Longer than any KMS key ARN (partition, Region and a multi-Region key id at their longest). */
+const LONGEST_KEY_ARN_STAND_IN = `arn:aws-iso-b:kms:${'x'.repeat(20)}:123456789012:key/mrk-${'0'.repeat(32)}`;
+
+/** Per-user OAuth is configured: the function keeps users' tokens (the connection vault). */
+function hasUserOAuth(config: GatewayConfig): boolean {
+  return config.targets.some((target) => target.userOAuth !== undefined);
+}
+
+/** The configuration with `connections.kmsKeyArn` set (the created key's ARN). */
+function withConnectionsKeyArn(config: GatewayConfig, kmsKeyArn: string): GatewayConfig {
+  return { ...config, connections: { ...config.connections, kmsKeyArn } };
+}
+
 /** Reads a configuration field by name (fields evolve with the schema; absent ones read as undefined). */
 function configField(config: GatewayConfig, key: string): unknown {
   return (config as unknown as Record<string, unknown>)[key];
@@ -765,6 +859,12 @@ function warnAboutInlineSecrets(scope: Construct, config: GatewayConfig, source:
     Annotations.of(scope).addWarningV2(
       'mcp-gateway:inline-request-state-keys',
       `requestStateKeys are stored in plain text in the CloudFormation template and ${where}; prefer requestStateSecretArn (or neither: the stack then generates a secret).`,
+    );
+  }
+  if (config.connections.localKey !== undefined) {
+    Annotations.of(scope).addWarningV2(
+      'mcp-gateway:inline-connections-local-key',
+      `connections.localKey is stored in plain text in the CloudFormation template and ${where}, and a deployed gateway with userOAuth targets encrypts connections with a KMS key instead (connections.kmsKeyArn, or the key the stack creates); remove it.`,
     );
   }
 }

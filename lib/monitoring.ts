@@ -324,9 +324,15 @@ export class GatewayMonitoring extends Construct {
           this.props.table.metric('ReadThrottleEvents', { statistic: 'Sum', period: five }),
           this.props.table.metric('WriteThrottleEvents', { statistic: 'Sum', period: five }),
         ],
-        width: 12,
+        width: 8,
       }),
-      new cloudwatch.AlarmStatusWidget({ title: 'Alarms', alarms: this.alarms, width: 12 }),
+      new cloudwatch.GraphWidget({
+        // Per-user OAuth (targets with userOAuth): consents started, completed, failed; refreshes; revocations.
+        title: 'Per-user connections (by event)',
+        left: [this.search(MetricName.Connections, MetricDimension.event, 'Sum', 'connections')],
+        width: 8,
+      }),
+      new cloudwatch.AlarmStatusWidget({ title: 'Alarms', alarms: this.alarms, width: 8 }),
     );
     return dashboard;
   }
