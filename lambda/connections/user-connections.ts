@@ -2,6 +2,8 @@ import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import { recordConnectionEvent } from '../observability/metrics';
 import { currentRequest } from '../observability/request-context';
+import { poll } from '../scheduling/backoff';
+import { type Clock, systemClock } from '../scheduling/clock';
 import { AuthorizationServerError, type GrantedTokens, type TargetAuthorizationServer } from './authorization-server';
 import type { ConsentLink, ConsentLinks, FlowState } from './consent-links';
 import type { Connection, ConnectionVault } from './vault';
@@ -129,29 +131,22 @@ export class UserConnections {
 
   /**
    * Waits until the principal's connection at `target` is stored (the callback may land on any
-   * instance: the table is read every `pollMs`), until `until` (epoch ms) or `signal`. True when stored.
+   * instance: the table is read, every second at first, then every 5 s while the person takes long),
+   * until `until` (epoch ms) or `signal`. True when stored.
    */
   async waitForConnection(
     principal: string,
     target: string,
     until: number,
     signal: AbortSignal,
-    pollMs = 1000,
+    clock: Clock = systemClock,
   ): Promise<boolean> {
-    for (;;) {
-      if (await this.isConnected(principal, target)) return true;
-      const left = until - this.now();
-      if (left <= 0 || signal.aborted) return false;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, Math.min(pollMs, left));
-        function done() {
-          clearTimeout(timer);
-          signal.removeEventListener('abort', done);
-          resolve();
-        }
-        signal.addEventListener('abort', done, { once: true });
-      });
-    }
+    const outcome = await poll(
+      async () => ((await this.isConnected(principal, target)) ? true : undefined),
+      { firstMs: 1000, factor: 1.25, maxMs: 5000 },
+      { until, signal, clock },
+    );
+    return 'value' in outcome;
   }
 
   /** How long a consent link stays usable (ms): the longest a call waits for its connection. */
