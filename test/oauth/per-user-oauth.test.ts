@@ -11,6 +11,7 @@ import { forwardTo, freePort } from '../support/loopback';
 import { initSession, type Json } from '../support/mcp-http';
 import { type AuthorizationServer, startAuthorizationServer } from '../support/oauth/authorization-server';
 import { consentAs, startBrowser } from '../support/oauth/browser';
+import { type ProtectedModernTarget, startProtectedModernTarget } from '../support/oauth/protected-modern-target';
 import { type ProtectedTarget, startProtectedTarget } from '../support/oauth/protected-target';
 
 /**
@@ -30,6 +31,7 @@ withBrowser('per-user OAuth through the gateway', () => {
   let dynamo: CountedDynamo;
   let as: AuthorizationServer;
   let target: ProtectedTarget;
+  let modernTarget: ProtectedModernTarget;
   let browser: Browser;
   const instances: GatewayUnderTest[] = [];
   let front: { base: string; log: Array<{ path: string; to: string }>; close(): Promise<void> };
@@ -42,12 +44,18 @@ withBrowser('per-user OAuth through the gateway', () => {
     const publicUrl = `http://127.0.0.1:${frontPort}`;
     as = await startAuthorizationServer({ redirectUris: [`${publicUrl}/connect/callback`] });
     target = await startProtectedTarget(as.issuer);
+    modernTarget = await startProtectedModernTarget(as.issuer);
     process.env.PER_USER_TEST_CLIENT_SECRET = as.clientSecret;
     const config = {
       targets: [
         {
           name: 'mine',
           url: target.url,
+          userOAuth: { clientId: as.clientId, clientSecret: { fromEnv: 'PER_USER_TEST_CLIENT_SECRET' } },
+        },
+        {
+          name: 'modern',
+          url: modernTarget.url,
           userOAuth: { clientId: as.clientId, clientSecret: { fromEnv: 'PER_USER_TEST_CLIENT_SECRET' } },
         },
       ],
@@ -87,6 +95,7 @@ withBrowser('per-user OAuth through the gateway', () => {
     await front?.close();
     for (const instance of instances) await instance.close();
     await target?.close();
+    await modernTarget?.close();
     await as?.close();
     await dynamo?.close();
     delete process.env.PER_USER_TEST_CLIENT_SECRET;
@@ -221,14 +230,51 @@ withBrowser('per-user OAuth through the gateway', () => {
       await consentAs(browser, url, 'alice', `${front.base}/connect/callback`);
     });
     const before = (await client.listTools()).tools.map((t) => t.name);
-    expect(before).toEqual(['mine___connect_account']);
+    expect(before).toEqual(['mine___connect_account', 'modern___connect_account']);
     const connected = await client.callTool({ name: 'mine___connect_account', arguments: {} });
     expect((connected.content as Array<{ text: string }>)[0]!.text).toMatch(/connected/);
     const after = (await client.listTools()).tools.map((t) => t.name).sort();
-    expect(after).toEqual(['mine___access_github_repo', 'mine___whoami']);
+    expect(after).toEqual(['mine___access_github_repo', 'mine___whoami', 'modern___connect_account']);
     await client.close();
     expect(await disconnect('mine')).toBe(204);
   });
+
+  it.each([
+    ['the v1 client (2025-11-25, bridged to the target)', 'v1'],
+    ['the v2 client pinned to 2026-07-28', 'v2'],
+  ] as const)(
+    'a 2026-07-28 target protected by the v2 SDK, called by %s, is called as the user',
+    async (_name, kind) => {
+      mcpTo = 0;
+      const signIn = (url: string) => consentAs(browser, url, 'alice', `${front.base}/connect/callback`);
+      let text: unknown;
+      if (kind === 'v1') {
+        const { client, completed } = await connectClient(async (url) => {
+          await signIn(url);
+        });
+        text = (await client.callTool({ name: 'modern___whoami', arguments: {} })).content;
+        expect(completed).toHaveLength(1);
+        await client.close();
+      } else {
+        const client = new V2Client(
+          { name: 'v2-url-client', version: '1.0.0' },
+          { capabilities: { elicitation: { url: {} } }, versionNegotiation: { mode: { pin: '2026-07-28' } } },
+        );
+        client.setRequestHandler('elicitation/create', async (request) => {
+          const params = request.params as { mode?: string; url?: string };
+          if (params.mode !== 'url' || !params.url) return { action: 'decline' as const };
+          await signIn(params.url);
+          return { action: 'accept' as const };
+        });
+        await client.connect(new V2Transport(new URL(`${front.base}/mcp`)));
+        text = (await client.callTool({ name: 'modern___whoami', arguments: {} })).content;
+        await client.close();
+      }
+      expect(text).toEqual([{ type: 'text', text: 'alice' }]);
+      expect(new Set(modernTarget.stats().subjects)).toEqual(new Set(['alice']));
+      expect(await disconnect('modern')).toBe(204);
+    },
+  );
 
   it('a 2025 client without URL elicitation is told what it lacks, and no link is made', async () => {
     mcpTo = 0;
