@@ -38,6 +38,8 @@ export interface ServerInfo {
 
 /** The tokens a grant or a refresh returned, with absolute expiry (epoch ms). */
 export interface GrantedTokens {
+  /** Epoch ms the tokens were asked for (their lifetime runs from here). */
+  issuedAt?: number;
   accessToken: string;
   refreshToken?: string;
   expiresAt?: number;
@@ -291,6 +293,7 @@ export class TargetAuthorizationServer {
 function granted(tokens: OAuthTokens, startedAt: number): GrantedTokens {
   const expiresIn = Number(tokens.expires_in);
   return {
+    issuedAt: startedAt,
     accessToken: tokens.access_token,
     ...(tokens.refresh_token ? { refreshToken: tokens.refresh_token } : {}),
     ...(Number.isFinite(expiresIn) && expiresIn > 0 ? { expiresAt: startedAt + expiresIn * 1000 } : {}),

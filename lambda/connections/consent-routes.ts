@@ -74,16 +74,8 @@ export function createConsentRoutes(options: ConsentRoutesOptions): ConsentRoute
 
   /** Spends the link's one-time value and sends the browser to the authorization server. */
   const depart = async (link: ConsentLink, origin: string): Promise<Response> => {
-    const first = await options.table.useOnce(`depart:${link.nonce}`, Math.ceil(link.expiresAt / 1000) + 60);
-    if (!first) {
-      return failed(
-        409,
-        'This link was already used',
-        'Call the tool again from your MCP client to get a new link.',
-        'link reused',
-        link.target,
-      );
-    }
+    // Where to send the browser first: a link is spent only by a departure, so after "try again
+    // later" (its authorization server unreachable) the same link still works.
     let location: string;
     try {
       location = await connections.authorizationUrl(link, origin);
@@ -97,6 +89,16 @@ export function createConsentRoutes(options: ConsentRoutesOptions): ConsentRoute
         `${link.target} cannot be connected right now`,
         'Its authorization server could not be reached or refused the gateway. Try again later; nothing was stored.',
         'authorization server',
+        link.target,
+      );
+    }
+    const first = await options.table.useOnce(`depart:${link.nonce}`, Math.ceil(link.expiresAt / 1000) + 60);
+    if (!first) {
+      return failed(
+        409,
+        'This link was already used',
+        'Call the tool again from your MCP client to get a new link.',
+        'link reused',
         link.target,
       );
     }

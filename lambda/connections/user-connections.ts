@@ -213,7 +213,7 @@ export class UserConnections {
 
   private dueForRefresh(connection: Connection): boolean {
     if (connection.expiresAt === undefined) return false;
-    const lifetime = connection.expiresAt - connection.connectedAt;
+    const lifetime = connection.expiresAt - (connection.issuedAt ?? connection.connectedAt);
     const margin = Math.min(REFRESH_MARGIN_MS, Math.max(0, lifetime / 4));
     return this.now() >= connection.expiresAt - margin;
   }
@@ -221,7 +221,9 @@ export class UserConnections {
   private async refresh(principal: string, target: string, connection: Connection): Promise<Connection> {
     const key = staleKey(principal, target);
     if (!connection.refreshToken) {
-      // Nothing to refresh with: the user consents again (the stored one is useless).
+      // Nothing to refresh with: used while it lasts, then the user consents again.
+      if (!this.stale.has(key) && connection.expiresAt !== undefined && this.now() < connection.expiresAt)
+        return connection;
       await this.options.vault.remove(principal, target).catch(() => false);
       this.stale.delete(key);
       throw new ConnectionRequiredError(target);
@@ -252,6 +254,7 @@ export class UserConnections {
 
   private async store(principal: string, target: string, tokens: GrantedTokens, connectedAt: number) {
     const connection: Connection = {
+      issuedAt: tokens.issuedAt ?? this.now(),
       accessToken: tokens.accessToken,
       ...(tokens.refreshToken ? { refreshToken: tokens.refreshToken } : {}),
       ...(tokens.expiresAt !== undefined ? { expiresAt: tokens.expiresAt } : {}),

@@ -18,6 +18,8 @@ export interface Connection {
   scope?: string;
   /** Epoch ms of the consent. */
   connectedAt: number;
+  /** Epoch ms the access token was asked for (its lifetime runs from here; absent: `connectedAt`). */
+  issuedAt?: number;
 }
 
 export interface VaultOptions {
