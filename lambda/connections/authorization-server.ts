@@ -121,41 +121,33 @@ export class TargetAuthorizationServer {
   }
 
   async exchange(code: string, codeVerifier: string, redirectUri: string): Promise<GrantedTokens> {
-    const server = await this.server();
-    const clientInformation = await this.client(server, redirectUri);
-    const startedAt = this.now();
-    const tokens = await exchangeAuthorization(server.issuer, {
-      metadata: server.metadata,
-      clientInformation,
-      authorizationCode: code,
-      codeVerifier,
+    const { tokens, startedAt } = await this.tokenRequest(
+      'the code exchange',
       redirectUri,
-      resource: server.resource,
-      fetchFn: this.fetchFn,
-    }).catch((error: unknown) => {
-      const oauthError = oauthErrorOf(error);
-      throw new AuthorizationServerError(this.name, `the code exchange failed (${oauthError})`, {
-        cause: error,
-        oauthError,
-      });
-    });
+      (server, clientInformation) =>
+        exchangeAuthorization(server.issuer, {
+          metadata: server.metadata,
+          clientInformation,
+          authorizationCode: code,
+          codeVerifier,
+          redirectUri,
+          resource: server.resource,
+          fetchFn: this.fetchFn,
+        }),
+    );
     return granted(tokens, startedAt);
   }
 
   async refresh(refreshToken: string, redirectUri: string): Promise<GrantedTokens> {
-    const server = await this.server();
-    const clientInformation = await this.client(server, redirectUri);
-    const startedAt = this.now();
-    const tokens = await refreshAuthorization(server.issuer, {
-      metadata: server.metadata,
-      clientInformation,
-      refreshToken,
-      resource: server.resource,
-      fetchFn: this.fetchFn,
-    }).catch((error: unknown) => {
-      const oauthError = oauthErrorOf(error);
-      throw new AuthorizationServerError(this.name, `the refresh failed (${oauthError})`, { cause: error, oauthError });
-    });
+    const { tokens, startedAt } = await this.tokenRequest('the refresh', redirectUri, (server, clientInformation) =>
+      refreshAuthorization(server.issuer, {
+        metadata: server.metadata,
+        clientInformation,
+        refreshToken,
+        resource: server.resource,
+        fetchFn: this.fetchFn,
+      }),
+    );
     // A server that does not rotate refresh tokens keeps the one it issued (OAuth 2.1 §4.3.1).
     return { ...granted(tokens, startedAt), refreshToken: tokens.refresh_token ?? refreshToken };
   }
@@ -174,6 +166,23 @@ export class TargetAuthorizationServer {
     const res = await this.fetchFn(endpoint, { method: 'POST', headers, body }).catch(() => undefined);
     await res?.body?.cancel().catch(() => undefined);
     return res?.ok ?? false;
+  }
+
+  /** One token endpoint request with this target's client; a failure names only its OAuth error code. */
+  private async tokenRequest(
+    what: string,
+    redirectUri: string,
+    request: (server: ServerInfo, client: OAuthClientInformationMixed) => Promise<OAuthTokens>,
+  ): Promise<{ tokens: OAuthTokens; startedAt: number }> {
+    const server = await this.server();
+    const client = await this.client(server, redirectUri);
+    const startedAt = this.now();
+    try {
+      return { tokens: await request(server, client), startedAt };
+    } catch (error) {
+      const oauthError = oauthErrorOf(error);
+      throw new AuthorizationServerError(this.name, `${what} failed (${oauthError})`, { cause: error, oauthError });
+    }
   }
 
   private now(): number {

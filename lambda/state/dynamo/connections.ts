@@ -19,17 +19,18 @@ const REGISTRATION_TTL_SECONDS = 365 * 24 * 3600;
 export class DynamoConnectionTable implements ConnectionTable {
   constructor(private readonly table: DynamoTable) {}
 
-  async read(principal: string, target: string): Promise<StoredConnection | undefined> {
+  /** One consistent GetItem. */
+  private async item(pk: string, sk: string): Promise<Record<string, unknown> | undefined> {
     const { Item } = await this.table.guarded((abortSignal) =>
-      this.table.client.send(
-        new GetCommand({
-          TableName: this.table.name,
-          Key: { pk: connectionPk(principal), sk: connectionSk(target) },
-          ConsistentRead: true,
-        }),
-        { abortSignal },
-      ),
+      this.table.client.send(new GetCommand({ TableName: this.table.name, Key: { pk, sk }, ConsistentRead: true }), {
+        abortSignal,
+      }),
     );
+    return Item;
+  }
+
+  async read(principal: string, target: string): Promise<StoredConnection | undefined> {
+    const Item = await this.item(connectionPk(principal), connectionSk(target));
     if (!Item) return undefined;
     const { ciphertext, wrappedKey, keyId, updatedAt } = Item as Record<string, unknown>;
     if (typeof ciphertext !== 'string' || typeof wrappedKey !== 'string' || typeof keyId !== 'string') {
@@ -90,16 +91,7 @@ export class DynamoConnectionTable implements ConnectionTable {
   }
 
   async readRegistration(target: string, issuer: string): Promise<string | undefined> {
-    const { Item } = await this.table.guarded((abortSignal) =>
-      this.table.client.send(
-        new GetCommand({
-          TableName: this.table.name,
-          Key: { pk: registrationPk(target), sk: registrationSk(issuer) },
-          ConsistentRead: true,
-        }),
-        { abortSignal },
-      ),
-    );
+    const Item = await this.item(registrationPk(target), registrationSk(issuer));
     return typeof Item?.sealed === 'string' ? Item.sealed : undefined;
   }
 
