@@ -44,7 +44,8 @@ async function listModern(client: ModernTargetClient, signal: AbortSignal): Prom
 /**
  * Lists every target once at start-up (no client capabilities) and reports what operators should fix
  * early: unreachable targets and exposed names over 64 characters. A target that refuses the 2025
- * handshake (2026-07-28 only) is listed with 2026-07-28 requests: it is reachable.
+ * handshake (2026-07-28 only) is listed with 2026-07-28 requests: it is reachable. Per-user targets
+ * are not listed.
  */
 export async function reportTargetsAtStartup(
   deps: GatewayDeps,
@@ -53,11 +54,13 @@ export async function reportTargetsAtStartup(
   const version = legacyVersionsOf(deps.config.supportedVersions)[0] ?? LATEST_LEGACY_VERSION;
   const entries: NamedEntry[] = [];
   const reachable: string[] = [];
+  // A per-user target (userOAuth) is called with a user's own token, and nobody calls at start-up.
+  const perUser = new Set(deps.config.targets.filter((target) => target.userOAuth).map((target) => target.name));
   await Promise.all(
     deps.targets.names.map(async (name) => {
       const legacy = deps.targets.legacyClient(name);
       const modern = deps.targets.modernClient(name);
-      if (!legacy || !modern) return;
+      if (!legacy || !modern || perUser.has(name)) return;
       const signal = AbortSignal.timeout(timeoutMs);
       try {
         const names = await listLegacy(legacy, version, signal).catch((error: unknown) => {

@@ -29,6 +29,8 @@ export interface ProtectedTarget {
 export interface ProtectedTargetStats {
   /** The subjects of the tokens of requests accepted, in order. */
   subjects: string[];
+  /** Those tokens' ids (`jti`), in the same order: which token each request carried, never the token. */
+  tokenIds: string[];
   /** Requests refused 401 (no token, a bad or expired one). */
   refused: number;
 }
@@ -42,7 +44,7 @@ export async function startProtectedTarget(
   issuer: string,
   options: ProtectedTargetOptions = {},
 ): Promise<ProtectedTarget> {
-  const stats: ProtectedTargetStats = { subjects: [], refused: 0 };
+  const stats: ProtectedTargetStats = { subjects: [], tokenIds: [], refused: 0 };
   const keys = createRemoteJWKSet(new URL(`${issuer}/jwks`));
   const transports = new Map<string, StreamableHTTPServerTransport>();
   let base = '';
@@ -56,12 +58,12 @@ export async function startProtectedTarget(
     res.end(JSON.stringify({ error: error ?? 'unauthorized' }));
   };
 
-  const subjectOf = async (req: IncomingMessage): Promise<string | undefined> => {
+  const verified = async (req: IncomingMessage): Promise<{ sub: string; jti: string } | undefined> => {
     const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
     if (!token) return undefined;
     try {
       const { payload } = await jwtVerify(token, keys, { issuer, audience: resource() });
-      return typeof payload.sub === 'string' ? payload.sub : undefined;
+      return typeof payload.sub === 'string' ? { sub: payload.sub, jti: String(payload.jti ?? '') } : undefined;
     } catch {
       return undefined;
     }
@@ -91,9 +93,11 @@ export async function startProtectedTarget(
       );
       return;
     }
-    const sub = await subjectOf(req);
-    if (!sub) return refuse(res, req.headers.authorization ? 'invalid_token' : undefined);
+    const token = await verified(req);
+    if (!token) return refuse(res, req.headers.authorization ? 'invalid_token' : undefined);
+    const { sub } = token;
     stats.subjects.push(sub);
+    stats.tokenIds.push(token.jti);
     const authInfo = { token: '', clientId: '', scopes: ['mcp:tools'], extra: { sub } };
     (req as IncomingMessage & { auth?: typeof authInfo }).auth = authInfo;
     const sessionId = req.headers['mcp-session-id'] as string | undefined;

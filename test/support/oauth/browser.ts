@@ -21,37 +21,57 @@ export async function startBrowser(): Promise<Browser> {
   });
 }
 
+/** Where a browser walk ended: the page's URL, its HTTP status and its text (the first 2,000 characters). */
+export interface LandedPage {
+  url: string;
+  status: number;
+  text: string;
+}
+
 /**
- * Opens `url` in a fresh browser profile and consents as `login` at the authorization server's
- * sign-in and consent pages (oidc-provider's development pages: a login name, any password, then
- * "Continue"), until the browser lands on a URL starting with `until`. Returns that URL.
+ * Opens `url` in a fresh browser profile and walks the authorization server's sign-in and consent
+ * pages as `login` (oidc-provider's development pages: a login name, any password, then "Continue"),
+ * submitting each page's form, until the browser lands on a URL starting with `until` or on a page
+ * with nothing to submit (a refusal). Returns that page.
  */
-export async function consentAs(browser: Browser, url: string, login: string, until: string): Promise<string> {
+export async function browseAs(browser: Browser, url: string, login: string, until: string): Promise<LandedPage> {
   const context = await browser.newContext();
   try {
     const page = await context.newPage();
+    // The status of the document shown: the last main-frame navigation's answer.
+    let status = 0;
+    page.on('response', (response) => {
+      if (response.request().isNavigationRequest() && response.frame() === page.mainFrame()) status = response.status();
+    });
+    const landed = async (): Promise<LandedPage> => {
+      // The URL changes when the document commits: read it once it has loaded.
+      await page.waitForLoadState('load', { timeout: 10_000 }).catch(() => undefined);
+      const text = await page.textContent('body', { timeout: 5_000 }).catch((error: unknown) => `(unread: ${error})`);
+      return { url: page.url(), status, text: (text ?? '').slice(0, 2000) };
+    };
     await page.goto(url);
-    for (let step = 0; step < 5 && !page.url().startsWith(until); step++) {
+    for (let step = 0; step < 6 && !page.url().startsWith(until); step++) {
       const name = page.locator('input[name="login"]');
       if (await name.count()) {
         await name.fill(login);
         await page.locator('input[name="password"]').fill('any password');
       }
       const submit = page.locator('button[type="submit"]').first();
-      if (!(await submit.count())) {
-        const text = (
-          (await page
-            .locator('body')
-            .textContent()
-            .catch(() => '')) ?? ''
-        ).slice(0, 500);
-        throw new Error(`consent stopped at ${page.url()}: ${text}`);
-      }
+      if (!(await submit.count())) return await landed();
       await Promise.all([page.waitForLoadState('load'), submit.click()]);
     }
-    if (!page.url().startsWith(until)) throw new Error(`consent did not reach ${until}: at ${page.url()}`);
-    return page.url();
+    return await landed();
   } finally {
     await context.close();
   }
+}
+
+/**
+ * Consents as `login` (browseAs) until the browser lands on a URL starting with `until`; returns
+ * that URL, and throws with the page it stopped at otherwise.
+ */
+export async function consentAs(browser: Browser, url: string, login: string, until: string): Promise<string> {
+  const page = await browseAs(browser, url, login, until);
+  if (!page.url.startsWith(until)) throw new Error(`consent stopped at ${page.url}: ${page.text.slice(0, 500)}`);
+  return page.url;
 }

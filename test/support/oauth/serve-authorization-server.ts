@@ -5,8 +5,13 @@
  * - resource indicators (RFC 8707): a token is issued for the resource asked for, as a JWT whose
  *   audience is that resource, which the protected target verifies;
  * - one pre-registered confidential client, and dynamic registration (RFC 7591);
+ * - token revocation (RFC 7009);
  * - the library's development login and consent pages (any login name, no password check): the
  *   browser tests sign in as a named user there.
+ * Two test-only endpoints stand in for what a test cannot see or do through OAuth itself:
+ * `GET /test/stats` (the clients registered, by name; refresh grants served; grants revoked) and
+ * `POST /test/revoke-grants?account=<sub>` (what a user does at the server's own account page:
+ * withdraw every grant of that account, so its refresh tokens are refused from then on).
  * Settings from the environment: PORT, CLIENT_ID, CLIENT_SECRET, REDIRECT_URIS (JSON), ACCESS_TOKEN_TTL (s).
  * Prints `ready <issuer>` once it listens.
  */
@@ -40,6 +45,7 @@ const provider = new Provider(issuer, {
   features: {
     devInteractions: { enabled: true },
     registration: { enabled: true },
+    revocation: { enabled: true },
     resourceIndicators: {
       enabled: true,
       defaultResource: async () => undefined,
@@ -55,6 +61,54 @@ const provider = new Provider(issuer, {
 });
 provider.on('server_error', (_ctx, error) => console.error('server_error', error));
 
-const server = createServer(provider.callback());
+/** What the tests read at /test/stats: names and counts only, never a token or a secret. */
+const stats = { registrations: [] as string[], refreshes: 0, revokedGrants: 0 };
+/** Grant ids by account, for /test/revoke-grants. */
+const grants = new Map<string, Set<string>>();
+provider.on('registration_create.success', (_ctx, client) => {
+  stats.registrations.push(client.clientName ?? '');
+});
+provider.on('grant.success', (ctx) => {
+  if (ctx.oidc.params?.grant_type === 'refresh_token') stats.refreshes++;
+});
+provider.on('grant.saved', (grant) => {
+  if (!grant.accountId) return;
+  const ids = grants.get(grant.accountId) ?? new Set<string>();
+  grants.set(grant.accountId, ids.add(grant.jti));
+});
+provider.on('grant.revoked', () => {
+  stats.revokedGrants++;
+});
+
+async function revokeGrantsOf(account: string): Promise<number> {
+  const ids = [...(grants.get(account) ?? [])];
+  grants.delete(account);
+  for (const id of ids) {
+    // As the revocation endpoint revokes a grant (oidc-provider's helpers/revoke.js): its tokens, then the grant.
+    await provider.AccessToken.revokeByGrantId(id);
+    await provider.RefreshToken.revokeByGrantId(id);
+    await provider.AuthorizationCode.revokeByGrantId(id);
+    await provider.Grant.adapter.destroy(id);
+  }
+  stats.revokedGrants += ids.length;
+  return ids.length;
+}
+
+const oidc = provider.callback();
+const server = createServer((req, res) => {
+  const url = new URL(req.url ?? '/', issuer);
+  if (url.pathname === '/test/stats' && req.method === 'GET') {
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(stats));
+    return;
+  }
+  if (url.pathname === '/test/revoke-grants' && req.method === 'POST') {
+    revokeGrantsOf(url.searchParams.get('account') ?? '').then(
+      (revoked) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ revoked })),
+      (error: unknown) => res.writeHead(500).end(String(error)),
+    );
+    return;
+  }
+  oidc(req, res);
+});
 server.listen(port, '127.0.0.1', () => console.log(`ready ${issuer}`));
 process.on('SIGTERM', () => server.close(() => process.exit(0)));

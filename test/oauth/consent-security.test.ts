@@ -1,0 +1,473 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:http';
+import {
+  discoverAuthorizationServerMetadata,
+  exchangeAuthorization,
+  registerClient,
+  startAuthorization,
+} from '@modelcontextprotocol/sdk/client/auth.js';
+import type { Browser } from 'playwright-core';
+import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
+import { type GatewayUnderTest, startGateway } from '../support/gateways';
+import { forwardTo, freePort, listen } from '../support/loopback';
+import { initSession, type Json, post } from '../support/mcp-http';
+import { type AuthorizationServer, startAuthorizationServer } from '../support/oauth/authorization-server';
+import { browseAs, consentAs, startBrowser } from '../support/oauth/browser';
+import { type ProtectedTarget, startProtectedTarget } from '../support/oauth/protected-target';
+import { authorizationServerStats, revokeGrantsOf } from '../support/oauth/test-endpoints';
+
+/**
+ * What the per-user consent flow refuses, and what it keeps, with real parts only: oidc-provider as
+ * the targets' authorization server (and as the identity provider of inbound JWT auth), official-SDK
+ * MCP servers protected by it, gateway instances on one DynamoDB behind one public URL, raw 2025-11-25
+ * calls that take no stream (a missing connection is the -32042 exception form), and people in
+ * headless Chromium. Each case has its own target, so what one stores is no other's concern; every
+ * caller of the gateway without inbound auth is the one principal `anonymous`.
+ */
+
+jest.setTimeout(60_000);
+
+const withBrowser =
+  existsSync(process.env.CHROMIUM_PATH ?? '/usr/bin/chromium') || process.env.CI ? describe : describe.skip;
+
+/** The short-lived tokens' lifetime (s): long enough for one call, short enough to wait out. */
+const SHORT_TTL_SECONDS = 3;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)));
+
+/** A loopback front on `port` sending each request to the instance `pick` names, as one public site. */
+async function startFront(port: number, pick: (path: string) => GatewayUnderTest): Promise<() => Promise<void>> {
+  const publicOrigin = `http://127.0.0.1:${port}`;
+  const server = createServer((req, res) => {
+    const path = req.url ?? '/';
+    const instance = pick(path);
+    // The browser's form posts carry the public origin, which the instance (under its own host) sees as its own.
+    if (req.headers.origin === publicOrigin) req.headers.origin = new URL(instance.url).origin;
+    req.pipe(forwardTo(new URL(path, instance.url), req, res));
+  });
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', () => resolve()));
+  return () =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+}
+
+/** A 2025 session with URL elicitation whose calls take no stream (JSON only): the -32042 exception form. */
+async function caller(mcpUrl: string, headers: Record<string, string> = {}): Promise<(tool: string) => Promise<Json>> {
+  const { headers: session } = await initSession(mcpUrl, { capabilities: { elicitation: { url: {} } }, headers });
+  let id = 0;
+  return async (tool) => {
+    const res = await post(
+      mcpUrl,
+      { ...session, accept: 'application/json' },
+      { jsonrpc: '2.0', id: ++id, method: 'tools/call', params: { name: tool, arguments: {} } },
+    );
+    return (await res.json()) as Json;
+  };
+}
+
+/** The consent link of a call refused for want of a connection (it must be that refusal). */
+function consentLinkOf(answer: Json): string {
+  expect(answer.error?.code).toBe(-32042);
+  const [elicitation] = answer.error.data.elicitations as Array<{ mode: string; url: string }>;
+  expect(elicitation?.mode).toBe('url');
+  return elicitation!.url;
+}
+
+/** The text a whoami call answered: whose token the target saw. */
+function answerOf(answer: Json): string {
+  expect(answer.error).toBeUndefined();
+  return String(answer.result.content[0].text);
+}
+
+/** The confirmation page's form, posted as the browser posts it. */
+function confirm(base: string, link: string): Promise<Response> {
+  return fetch(`${base}/connect`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ link, confirm: 'yes' }).toString(),
+    redirect: 'manual',
+  });
+}
+
+async function connectedTargets(base: string, headers: Record<string, string> = {}): Promise<string[]> {
+  const res = await fetch(`${base}/connections`, { headers });
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { connections: Array<{ target: string }> }).connections.map((c) => c.target);
+}
+
+/** One character of a sealed value's ciphertext changed (the 4th dot-separated part: gw1.kid.iv.ciphertext). */
+function tampered(sealed: string): string {
+  const parts = sealed.split('.');
+  const body = parts[3]!;
+  const at = Math.floor(body.length / 2);
+  parts[3] = `${body.slice(0, at)}${body[at] === 'A' ? 'B' : 'A'}${body.slice(at + 1)}`;
+  return parts.join('.');
+}
+
+const sealedLinkOf = (url: string) => new URL(url).searchParams.get('link')!;
+
+withBrowser('consent security: what the per-user consent flow refuses and keeps', () => {
+  let dynamo: CountedDynamo;
+  let browser: Browser;
+  /** The targets' authorization server, also the identity provider of the JWT-authenticated gateway. */
+  let as: AuthorizationServer;
+  /** Access tokens of SHORT_TTL_SECONDS. */
+  let shortAs: AuthorizationServer;
+  /** Stopped before anything asked it anything. */
+  let goneAs: AuthorizationServer;
+  /** One target per case (what one case stores is no other's concern); `signedIn` is the JWT gateway's. */
+  let targets: Record<
+    'mine' | 'removable' | 'refreshing' | 'revoked' | 'registered' | 'unreachable' | 'signedIn',
+    ProtectedTarget
+  >;
+  /** Two instances of one gateway (auth none) on one table: pages on the first, callbacks on the second. */
+  const instances: GatewayUnderTest[] = [];
+  /** Another gateway with `mine`, under a requestState key of its own. */
+  let otherKey: GatewayUnderTest;
+  /** Inbound JWT auth, the identity login at `as`. */
+  let jwtGateway: GatewayUnderTest;
+  let publicUrl: string;
+  let jwtPublicUrl: string;
+  /** alice's MCP client at `as`: a public client whose callback is a page of its own. */
+  let app: { clientId: string; callback: string };
+  const closers: Array<() => Promise<void>> = [];
+
+  beforeAll(async () => {
+    dynamo = await startCountedDynamo();
+    const port = await freePort();
+    let jwtPort = await freePort();
+    while (jwtPort === port) jwtPort = await freePort();
+    publicUrl = `http://127.0.0.1:${port}`;
+    jwtPublicUrl = `http://127.0.0.1:${jwtPort}`;
+    const appCallback = await listen(createServer((_req, res) => res.writeHead(200).end('signed in')));
+    closers.push(appCallback.close);
+    [as, shortAs, goneAs] = await Promise.all([
+      startAuthorizationServer({
+        redirectUris: [`${publicUrl}/connect/callback`, `${jwtPublicUrl}/connect/callback`],
+      }),
+      startAuthorizationServer({
+        redirectUris: [`${publicUrl}/connect/callback`],
+        accessTokenTtlSeconds: SHORT_TTL_SECONDS,
+      }),
+      startAuthorizationServer({ redirectUris: [`${publicUrl}/connect/callback`] }),
+    ]);
+    targets = {
+      mine: await startProtectedTarget(as.issuer),
+      removable: await startProtectedTarget(as.issuer),
+      registered: await startProtectedTarget(as.issuer),
+      signedIn: await startProtectedTarget(as.issuer),
+      refreshing: await startProtectedTarget(shortAs.issuer),
+      revoked: await startProtectedTarget(shortAs.issuer),
+      unreachable: await startProtectedTarget(goneAs.issuer),
+    };
+    await goneAs.close();
+
+    // Clients of `as` registered the way any client registers (RFC 7591): the gateway's identity login, alice's app.
+    const metadata = await discoverAuthorizationServerMetadata(as.issuer);
+    const identityClient = await registerClient(as.issuer, {
+      metadata,
+      clientMetadata: {
+        client_name: 'gateway sign-in',
+        redirect_uris: [`${jwtPublicUrl}/connect/identity`],
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'client_secret_basic',
+      },
+    });
+    const appClient = await registerClient(as.issuer, {
+      metadata,
+      clientMetadata: {
+        client_name: 'alice app',
+        redirect_uris: [`${appCallback.base}/callback`],
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'none',
+      },
+    });
+    app = { clientId: appClient.client_id, callback: `${appCallback.base}/callback` };
+
+    process.env.CONSENT_SECURITY_AS_SECRET = as.clientSecret;
+    process.env.CONSENT_SECURITY_SHORT_AS_SECRET = shortAs.clientSecret;
+    process.env.CONSENT_SECURITY_GONE_AS_SECRET = goneAs.clientSecret;
+    process.env.CONSENT_SECURITY_IDENTITY_SECRET = identityClient.client_secret ?? '';
+    const preRegistered = (server: AuthorizationServer, secretEnv: string) => ({
+      clientId: server.clientId,
+      clientSecret: { fromEnv: secretEnv },
+    });
+    const perUserTargets = [
+      { name: 'mine', url: targets.mine.url, userOAuth: preRegistered(as, 'CONSENT_SECURITY_AS_SECRET') },
+      { name: 'removable', url: targets.removable.url, userOAuth: preRegistered(as, 'CONSENT_SECURITY_AS_SECRET') },
+      // No client: the gateway registers itself at the authorization server (RFC 7591).
+      { name: 'registered', url: targets.registered.url, userOAuth: {} },
+      {
+        name: 'refreshing',
+        url: targets.refreshing.url,
+        userOAuth: preRegistered(shortAs, 'CONSENT_SECURITY_SHORT_AS_SECRET'),
+      },
+      {
+        name: 'revoked',
+        url: targets.revoked.url,
+        userOAuth: preRegistered(shortAs, 'CONSENT_SECURITY_SHORT_AS_SECRET'),
+      },
+      {
+        name: 'unreachable',
+        url: targets.unreachable.url,
+        userOAuth: preRegistered(goneAs, 'CONSENT_SECURITY_GONE_AS_SECRET'),
+      },
+    ];
+    const config = {
+      targets: perUserTargets,
+      connections: { publicUrl },
+      logLevel: 'SILENT' as const,
+      requestStateKeys: { current: 'consent-security-key-of-the-public-gateway-0123' },
+    };
+    for (let i = 0; i < 2; i++) instances.push(await startGateway('local server', config, dynamo.endpoint));
+    otherKey = await startGateway(
+      'local server',
+      {
+        targets: perUserTargets.filter((t) => t.name === 'mine'),
+        logLevel: 'SILENT',
+        requestStateKeys: { current: 'another-gateway-with-a-key-of-its-own-4567' },
+      },
+      dynamo.endpoint,
+    );
+    jwtGateway = await startGateway(
+      'local server',
+      {
+        auth: {
+          type: 'jwt',
+          discoveryUrl: `${as.issuer}/.well-known/openid-configuration`,
+          allowedAudiences: [`${jwtPublicUrl}/mcp`],
+        },
+        targets: [
+          { name: 'mine', url: targets.signedIn.url, userOAuth: preRegistered(as, 'CONSENT_SECURITY_AS_SECRET') },
+        ],
+        connections: {
+          publicUrl: jwtPublicUrl,
+          identityLogin: {
+            clientId: identityClient.client_id,
+            clientSecret: { fromEnv: 'CONSENT_SECURITY_IDENTITY_SECRET' },
+          },
+        },
+        logLevel: 'SILENT',
+        requestStateKeys: { current: 'consent-security-key-of-the-jwt-gateway-89ab' },
+      },
+      dynamo.endpoint,
+    );
+    closers.push(
+      await startFront(port, (path) => (path.startsWith('/connect/callback') ? instances[1]! : instances[0]!)),
+    );
+    closers.push(await startFront(jwtPort, () => jwtGateway));
+    browser = await startBrowser();
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    for (const close of closers) await close();
+    for (const gateway of [...instances, otherKey, jwtGateway]) await gateway?.close();
+    for (const target of Object.values(targets ?? {})) await target.close();
+    await Promise.all([as?.close(), shortAs?.close(), goneAs?.close()]);
+    await dynamo?.close();
+    for (const name of ['AS', 'SHORT_AS', 'GONE_AS', 'IDENTITY']) delete process.env[`CONSENT_SECURITY_${name}_SECRET`];
+  });
+
+  const callback = () => `${publicUrl}/connect/callback`;
+
+  it('a forged callback (a random or an altered state) is refused 400, and nothing is stored', async () => {
+    const call = await caller(`${publicUrl}/mcp`);
+    const random = await fetch(`${callback()}?code=x&state=${randomBytes(64).toString('base64url')}`);
+    expect(random.status).toBe(400);
+    expect(await random.text()).toContain('This link is not valid');
+
+    // A real state, as the authorization server would hand it back, with one character changed.
+    const departed = await confirm(publicUrl, sealedLinkOf(consentLinkOf(await call('mine___whoami'))));
+    expect(departed.status).toBe(303);
+    const state = new URL(departed.headers.get('location')!).searchParams.get('state')!;
+    const altered = await fetch(`${callback()}?code=x&state=${encodeURIComponent(tampered(state))}`);
+    expect(altered.status).toBe(400);
+
+    expect(await connectedTargets(publicUrl)).not.toContain('mine');
+    consentLinkOf(await call('mine___whoami'));
+    expect(targets.mine.stats().subjects).toEqual([]);
+  });
+
+  it('a consent link works once: confirming it again after the departure is refused 409', async () => {
+    const call = await caller(`${publicUrl}/mcp`);
+    const link = sealedLinkOf(consentLinkOf(await call('mine___whoami')));
+    const first = await confirm(publicUrl, link);
+    expect(first.status).toBe(303);
+    expect(first.headers.get('location')!.startsWith(`${as.issuer}/`)).toBe(true);
+    const again = await confirm(publicUrl, link);
+    expect(again.status).toBe(409);
+    expect(await again.text()).toContain('This link was already used');
+  });
+
+  it("a link sealed by another gateway's key, or altered, is refused 400 (opened or confirmed)", async () => {
+    const foreign = sealedLinkOf(consentLinkOf(await (await caller(otherKey.url))('mine___whoami')));
+    const own = sealedLinkOf(consentLinkOf(await (await caller(`${publicUrl}/mcp`))('mine___whoami')));
+    for (const link of [foreign, tampered(own)]) {
+      const opened = await fetch(`${publicUrl}/connect?link=${encodeURIComponent(link)}`);
+      expect(opened.status).toBe(400);
+      expect(await opened.text()).toContain('This link is not valid');
+      expect((await confirm(publicUrl, link)).status).toBe(400);
+    }
+    // The unaltered link still opens: the refusals were for the key and the change.
+    expect((await fetch(`${publicUrl}/connect?link=${encodeURIComponent(own)}`)).status).toBe(200);
+  });
+
+  it('a replayed callback is refused 409 on any instance, and the stored connection stays as it was', async () => {
+    const call = await caller(`${publicUrl}/mcp`);
+    const landed = await consentAs(browser, consentLinkOf(await call('mine___whoami')), 'alice', callback());
+    expect(answerOf(await call('mine___whoami'))).toBe('alice');
+    // (The target's earlier 401s were the gateway's discovery, which asks without a token.)
+    const before = targets.mine.stats();
+    const stored = before.tokenIds.at(-1);
+
+    const replayed = await fetch(landed);
+    expect(replayed.status).toBe(409);
+    // The one-time value is spent in the table: the instance that did not take the callback refuses it too.
+    const { pathname, search } = new URL(landed);
+    expect((await fetch(`${new URL(instances[0]!.url).origin}${pathname}${search}`)).status).toBe(409);
+
+    expect(answerOf(await call('mine___whoami'))).toBe('alice');
+    expect(await connectedTargets(publicUrl)).toContain('mine');
+    const after = targets.mine.stats();
+    // The same token as before the replays: nothing was exchanged or stored again.
+    expect(new Set(after.tokenIds.slice(before.tokenIds.length))).toEqual(new Set([stored]));
+    expect(new Set(after.subjects)).toEqual(new Set(['alice']));
+    expect(after.refused).toBe(before.refused);
+  });
+
+  it('the user removes a connection: 204, revoked at the authorization server, asked again; a second removal is 404', async () => {
+    const call = await caller(`${publicUrl}/mcp`);
+    await consentAs(browser, consentLinkOf(await call('removable___whoami')), 'alice', callback());
+    expect(answerOf(await call('removable___whoami'))).toBe('alice');
+    const revokedBefore = (await authorizationServerStats(as.issuer)).revokedGrants;
+
+    const removed = await fetch(`${publicUrl}/connections/removable`, { method: 'DELETE' });
+    expect(removed.status).toBe(204);
+    expect((await authorizationServerStats(as.issuer)).revokedGrants).toBe(revokedBefore + 1);
+    consentLinkOf(await call('removable___whoami'));
+    expect(await connectedTargets(publicUrl)).not.toContain('removable');
+    expect((await fetch(`${publicUrl}/connections/removable`, { method: 'DELETE' })).status).toBe(404);
+  });
+
+  it('an expired access token is refreshed before the call: the same user, a new token, no new consent', async () => {
+    const call = await caller(`${publicUrl}/mcp`);
+    await consentAs(browser, consentLinkOf(await call('refreshing___whoami')), 'alice', callback());
+    expect(answerOf(await call('refreshing___whoami'))).toBe('alice');
+    // Every token issued until now has expired once this has passed (its exp ≤ issue + TTL, in whole seconds).
+    const issuedBy = Date.now();
+    await sleep(issuedBy + (SHORT_TTL_SECONDS + 1) * 1000 - Date.now());
+    const refreshes = (await authorizationServerStats(shortAs.issuer)).refreshes;
+    const before = targets.refreshing.stats();
+
+    expect(answerOf(await call('refreshing___whoami'))).toBe('alice');
+    const after = targets.refreshing.stats();
+    const sent = after.tokenIds.slice(before.tokenIds.length);
+    expect(sent.length).toBeGreaterThan(0);
+    // Tokens the target had not seen, from a refresh (the same user's grant), and none sent expired first.
+    for (const id of sent) expect(before.tokenIds).not.toContain(id);
+    expect((await authorizationServerStats(shortAs.issuer)).refreshes).toBeGreaterThan(refreshes);
+    expect(after.refused).toBe(before.refused);
+    expect(new Set(after.subjects)).toEqual(new Set(['alice']));
+    expect(await connectedTargets(publicUrl)).toContain('refreshing');
+  });
+
+  it('a refresh the authorization server refuses (grant revoked there) removes the connection: consent is asked again', async () => {
+    const call = await caller(`${publicUrl}/mcp`);
+    await consentAs(browser, consentLinkOf(await call('revoked___whoami')), 'bob', callback());
+    expect(answerOf(await call('revoked___whoami'))).toBe('bob');
+    const issuedBy = Date.now();
+    expect(await revokeGrantsOf(shortAs.issuer, 'bob')).toBeGreaterThan(0);
+    await sleep(issuedBy + (SHORT_TTL_SECONDS + 1) * 1000 - Date.now());
+    const refused = targets.revoked.stats().refused;
+
+    consentLinkOf(await call('revoked___whoami'));
+    expect(await connectedTargets(publicUrl)).not.toContain('revoked');
+    // The expired token was never sent: the refusal came from the authorization server, before the target.
+    expect(targets.revoked.stats().refused).toBe(refused);
+    expect(new Set(targets.revoked.stats().subjects)).toEqual(new Set(['bob']));
+  });
+
+  it('without a configured client the gateway registers itself once (RFC 7591); the other instance uses that registration', async () => {
+    const gatewayRegistrations = async () =>
+      (await authorizationServerStats(as.issuer)).registrations.filter((name) => name === 'MCP gateway');
+    expect(await gatewayRegistrations()).toEqual([]);
+    const call = await caller(`${publicUrl}/mcp`);
+    // The departure (registration) on the first instance, the code exchange on the second: the code is
+    // bound to the client it was issued to, so the exchange works only with the same registration.
+    const landed = await browseAs(browser, consentLinkOf(await call('registered___whoami')), 'carol', callback());
+    expect(landed.url.startsWith(callback())).toBe(true);
+    expect(landed.status).toBe(200);
+    expect(landed.text).toContain('Connected to registered');
+    expect(answerOf(await call('registered___whoami'))).toBe('carol');
+    expect(await gatewayRegistrations()).toHaveLength(1);
+  });
+
+  it('an authorization server down before any discovery: confirming shows a 502 page, and nothing is stored', async () => {
+    const call = await caller(`${publicUrl}/mcp`);
+    const link = sealedLinkOf(consentLinkOf(await call('unreachable___whoami')));
+    const page = await fetch(`${publicUrl}/connect?link=${encodeURIComponent(link)}`);
+    expect(page.status).toBe(200);
+    await page.body?.cancel();
+
+    const confirmed = await confirm(publicUrl, link);
+    expect(confirmed.status).toBe(502);
+    expect(await confirmed.text()).toContain('unreachable cannot be connected right now');
+    // "Try again later" holds: the link was not spent by a departure that could not happen.
+    const retried = await confirm(publicUrl, link);
+    expect(retried.status).toBe(502);
+    await retried.body?.cancel();
+    expect(await connectedTargets(publicUrl)).not.toContain('unreachable');
+    consentLinkOf(await call('unreachable___whoami'));
+    expect(targets.unreachable.stats().subjects).toEqual([]);
+  });
+
+  it('with inbound JWT auth, a link opened by another person is refused 403 and stays usable by its own', async () => {
+    // alice's access token for the gateway, as her MCP client gets it: the code flow at the same
+    // provider, the resource indicator naming the gateway's MCP endpoint (a JWT with that audience).
+    const metadata = await discoverAuthorizationServerMetadata(as.issuer);
+    const resource = new URL(`${jwtPublicUrl}/mcp`);
+    const clientInformation = { client_id: app.clientId };
+    const login = await startAuthorization(as.issuer, {
+      metadata,
+      clientInformation,
+      redirectUrl: app.callback,
+      scope: 'mcp:tools',
+      resource,
+    });
+    const signedIn = new URL(await consentAs(browser, login.authorizationUrl.href, 'alice', app.callback));
+    const tokens = await exchangeAuthorization(as.issuer, {
+      metadata,
+      clientInformation,
+      authorizationCode: signedIn.searchParams.get('code')!,
+      codeVerifier: login.codeVerifier,
+      redirectUri: app.callback,
+      resource,
+    });
+    const alice = { authorization: `Bearer ${tokens.access_token}` };
+    const call = await caller(`${jwtPublicUrl}/mcp`, alice);
+    expect((await fetch(`${jwtPublicUrl}/connections`)).status).toBe(401);
+
+    const link = consentLinkOf(await call('mine___whoami'));
+    const mallory = await browseAs(browser, link, 'mallory', `${jwtPublicUrl}/connect/callback`);
+    expect(mallory.url.startsWith(`${jwtPublicUrl}/connect/identity`)).toBe(true);
+    expect(mallory.status).toBe(403);
+    expect(mallory.text).toContain('This link is not yours');
+    expect(await connectedTargets(jwtPublicUrl, alice)).toEqual([]);
+    consentLinkOf(await call('mine___whoami'));
+    expect(targets.signedIn.stats().subjects).toEqual([]);
+
+    // mallory's attempt spent nothing: the same link, opened by alice, connects her.
+    const own = await browseAs(browser, link, 'alice', `${jwtPublicUrl}/connect/callback`);
+    expect(own.status).toBe(200);
+    expect(own.text).toContain('Connected to mine');
+    expect(answerOf(await call('mine___whoami'))).toBe('alice');
+    expect(await connectedTargets(jwtPublicUrl, alice)).toEqual(['mine']);
+    expect(new Set(targets.signedIn.stats().subjects)).toEqual(new Set(['alice']));
+  });
+});
