@@ -5,12 +5,11 @@ import { join } from 'node:path';
 
 /**
  * A real OAuth 2.1 authorization server on loopback (oidc-provider, with its development sign-in pages:
- * any login name, any password), in a process of its own because oidc-provider is ESM only. Its program
- * stays with the tests that shape it, test/support/oauth/serve-authorization-server.ts (started by
- * path, not imported: dev/ imports nothing of test/); `npm run oauth:demo` and the tests start it here.
+ * any login name, any password), in a process of its own because oidc-provider is ESM only
+ * (./serve-authorization-server.ts); `npm run oauth:demo` and the tests start it here.
  */
 
-const PROGRAM = join(__dirname, '../../test/support/oauth/serve-authorization-server.ts');
+const PROGRAM = join(__dirname, 'serve-authorization-server.ts');
 
 /** How long the server may take to print `ready` (a cold tsx compile on a slow machine). */
 const START_TIMEOUT_MS = 30_000;

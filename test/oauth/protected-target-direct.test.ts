@@ -16,7 +16,7 @@ import { type ProtectedTarget, startProtectedTarget } from '../support/oauth/pro
 
 /**
  * The per-user OAuth test parts, proven directly before a gateway stands between them: a real
- * authorization server (oidc-provider, ./support/oauth/serve-authorization-server.ts), an official-SDK
+ * authorization server (oidc-provider, dev/oauth-demo/serve-authorization-server.ts), an official-SDK
  * MCP server protected by it (bearer JWTs for its resource, protected-resource metadata, 401 with
  * `WWW-Authenticate`), and a person consenting in headless Chromium. The official v1 client's own
  * OAuth support finds the authorization server from the 401, sends the person to consent (PKCE S256,

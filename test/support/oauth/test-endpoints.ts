@@ -1,5 +1,5 @@
 /**
- * The support authorization server's test-only endpoints (./serve-authorization-server.ts): what a
+ * The support authorization server's test-only endpoints (dev/oauth-demo/serve-authorization-server.ts): what a
  * test cannot see or do through OAuth itself. Read with the issuer's URL.
  */
 

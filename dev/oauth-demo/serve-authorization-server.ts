@@ -1,6 +1,6 @@
 /**
- * A real OAuth 2.1 authorization server on loopback for the per-user OAuth tests: `oidc-provider`
- * (ESM only, so run as a process of its own: test/support/oauth/authorization-server.ts starts it).
+ * A real OAuth 2.1 authorization server on loopback, for `npm run oauth:demo` and the per-user OAuth
+ * tests: `oidc-provider` (ESM only, so run as a process of its own: ./authorization-server.ts starts it).
  * - the authorization-code grant with PKCE (S256, required) and refresh tokens;
  * - resource indicators (RFC 8707): a token is issued for the resource asked for, as a JWT whose
  *   audience is that resource, which the protected target verifies;
