@@ -6,6 +6,8 @@
  *   audience is that resource, which the protected target verifies;
  * - one pre-registered confidential client, and dynamic registration (RFC 7591);
  * - token revocation (RFC 7009);
+ * - with CLIENT_ID_METADATA_DOCUMENTS=1, Client ID Metadata Documents (an https client id whose
+ *   document it fetches; NODE_EXTRA_CA_CERTS names a test certificate it should trust);
  * - the library's development login and consent pages (any login name, no password check): the
  *   browser tests sign in as a named user there.
  * Two test-only endpoints stand in for what a test cannot see or do through OAuth itself:
@@ -42,10 +44,24 @@ const provider = new Provider(issuer, {
   // Refresh tokens for every client allowed the grant (without asking for offline_access).
   issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
   ttl: { AccessToken: accessTokenTtl },
+  // Its outgoing requests (a client's metadata document) may go to loopback, where this server's clients
+  // live: oidc-provider refuses special-use addresses by default (SSRF protection), as a real one should.
+  ...(process.env.CLIENT_ID_METADATA_DOCUMENTS === '1'
+    ? {
+        fetch: (url: URL | string | Request, options?: RequestInit) => {
+          const { dispatcher: _checked, ...rest } = (options ?? {}) as RequestInit & { dispatcher?: unknown };
+          return fetch(url, rest);
+        },
+      }
+    : {}),
   features: {
     devInteractions: { enabled: true },
     registration: { enabled: true },
     revocation: { enabled: true },
+    // Client ID Metadata Documents (an https URL as client id, its document fetched), when asked for.
+    ...(process.env.CLIENT_ID_METADATA_DOCUMENTS === '1'
+      ? { clientIdMetadataDocument: { enabled: true, ack: 'draft-02' } }
+      : {}),
     resourceIndicators: {
       enabled: true,
       defaultResource: async () => undefined,

@@ -6,7 +6,7 @@ import { ConsentLinks } from '../connections/consent-links';
 import { type ConsentRoutes, createConsentRoutes } from '../connections/consent-routes';
 import { Envelope, KmsKeySource, LocalKeySource } from '../connections/envelope';
 import { IdentityLogin } from '../connections/identity-login';
-import { UserConnections } from '../connections/user-connections';
+import { clientMetadataUrlOf, UserConnections } from '../connections/user-connections';
 import { ConnectionVault } from '../connections/vault';
 import { type KeySecrets, SealedBox } from '../crypto/sealed-box';
 import type { GatewayLogger } from '../observability/logger';
@@ -73,6 +73,7 @@ export function buildConnections(
         resolve,
         logger: options.logger,
         now: options.now,
+        clientMetadataUrl: clientMetadataUrlOf(settings.publicUrl),
       }),
     ]),
   );

@@ -71,6 +71,11 @@ export interface AuthorizationServerOptions {
   now?: () => number;
   /** Bound of one request to the authorization server or the target's metadata. */
   timeoutMs?: number;
+  /**
+   * The URL of the gateway's Client ID Metadata Document (an https URL under the configured public URL),
+   * offered as the client id where the authorization server supports such documents; absent: not offered.
+   */
+  clientMetadataUrl?: string;
 }
 
 export class TargetAuthorizationServer {
@@ -270,6 +275,11 @@ export class TargetAuthorizationServer {
         : undefined;
       return client_secret ? { client_id, client_secret } : { client_id };
     }
+    // A Client ID Metadata Document (the MCP authorization spec's preferred way for a client the server
+    // does not know): the client id is the document's URL, nothing to register or keep. A public client.
+    const metadataUrl = this.options.clientMetadataUrl;
+    if (metadataUrl && server.metadata.client_id_metadata_document_supported === true)
+      return { client_id: metadataUrl };
     const kept = await this.options.table.readRegistration(this.name, key);
     const opened = kept === undefined ? undefined : (this.options.box.open(kept) as OAuthClientInformationMixed);
     if (opened?.client_id) return opened;

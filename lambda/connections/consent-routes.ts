@@ -11,7 +11,14 @@ import { AuthorizationServerError } from './authorization-server';
 import type { ConsentLink } from './consent-links';
 import { confirmationPage, connectedPage, refusedPage } from './consent-pages';
 import type { IdentityLogin } from './identity-login';
-import { CALLBACK_PATH, CONNECT_PATH, CONNECTIONS_PATH, IDENTITY_PATH, type UserConnections } from './user-connections';
+import {
+  CALLBACK_PATH,
+  CLIENT_METADATA_PATH,
+  CONNECT_PATH,
+  CONNECTIONS_PATH,
+  IDENTITY_PATH,
+  type UserConnections,
+} from './user-connections';
 
 /**
  * The browser's side of a per-user connection, and the user's own management of theirs:
@@ -51,6 +58,7 @@ export function isConnectionsPath(pathname: string): boolean {
     pathname === CALLBACK_PATH ||
     pathname === IDENTITY_PATH ||
     pathname === CONNECTIONS_PATH ||
+    pathname === CLIENT_METADATA_PATH ||
     pathname.startsWith(`${CONNECTIONS_PATH}/`)
   );
 }
@@ -263,6 +271,11 @@ export function createConsentRoutes(options: ConsentRoutesOptions): ConsentRoute
         return request.method === 'GET' ? identityCallback(url) : methodNotAllowed('GET');
       case CALLBACK_PATH:
         return request.method === 'GET' ? callback(url) : methodNotAllowed('GET');
+      case CLIENT_METADATA_PATH: {
+        const document = connections.clientMetadata();
+        if (!document) return refuse('NotFound', 'Not found: no client metadata document without an https publicUrl');
+        return jsonResponse(200, document, { 'cache-control': 'public, max-age=3600' });
+      }
       default:
         return manage(request, exchange, url);
     }

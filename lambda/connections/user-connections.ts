@@ -47,6 +47,12 @@ export function connectTool(target: string): { name: string; description: string
   };
 }
 
+/** The Client ID Metadata Document's URL under `publicUrl`: only an https one (a client id must be). */
+export function clientMetadataUrlOf(publicUrl: string | undefined): string | undefined {
+  if (!publicUrl?.startsWith('https:')) return undefined;
+  return new URL(CLIENT_METADATA_PATH.slice(1), publicUrl.endsWith('/') ? publicUrl : `${publicUrl}/`).toString();
+}
+
 /** Refresh this long before expiry (at most a quarter of the token's lifetime). */
 const REFRESH_MARGIN_MS = 60_000;
 
@@ -54,6 +60,8 @@ export const CONNECT_PATH = '/connect';
 export const CALLBACK_PATH = '/connect/callback';
 export const IDENTITY_PATH = '/connect/identity';
 export const CONNECTIONS_PATH = '/connections';
+/** The gateway's OAuth Client ID Metadata Document (its URL is the client id). */
+export const CLIENT_METADATA_PATH = '/connect/client.json';
 
 export interface UserConnectionsOptions {
   vault: ConnectionVault;
@@ -152,6 +160,28 @@ export class UserConnections {
   /** How long a consent link stays usable (ms): the longest a call waits for its connection. */
   get linkTtlMs(): number {
     return this.options.links.ttlMs;
+  }
+
+  /**
+   * The URL of the gateway's Client ID Metadata Document: only under a configured https public URL
+   * (a client id must be one stable https URL, and the authorization server fetches it).
+   */
+  get clientMetadataUrl(): string | undefined {
+    return clientMetadataUrlOf(this.options.publicUrl);
+  }
+
+  /** The document itself (draft-ietf-oauth-client-id-metadata-document): a public client, code + refresh. */
+  clientMetadata(): Record<string, unknown> | undefined {
+    const clientId = this.clientMetadataUrl;
+    if (!clientId) return undefined;
+    return {
+      client_id: clientId,
+      client_name: 'MCP gateway',
+      redirect_uris: [this.redirectUri()],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    };
   }
 
   /** The OAuth callback URL (register it at the authorization server). */
