@@ -205,7 +205,7 @@ export class UserConnections {
   async complete(state: FlowState, code: string): Promise<void> {
     const server = this.requireServer(state.target);
     const tokens = await server.exchange(code, state.codeVerifier, state.redirectUri);
-    await this.store(state.principal, state.target, tokens, this.now());
+    await this.store(state.principal, state.target, tokens, this.now(), state.redirectUri);
     this.stale.delete(staleKey(state.principal, state.target));
   }
 
@@ -216,7 +216,7 @@ export class UserConnections {
     if (connection) {
       const server = this.options.servers.get(target);
       const token = connection.refreshToken ?? connection.accessToken;
-      await server?.revoke(token, this.redirectUri(origin)).catch(() => false);
+      await server?.revoke(token, connection.redirectUri ?? this.redirectUri(origin)).catch(() => false);
     }
     if (removed) recordConnectionEvent('revoked');
     return removed;
@@ -260,8 +260,10 @@ export class UserConnections {
     }
     const server = this.requireServer(target);
     try {
-      const tokens = await server.refresh(connection.refreshToken, this.redirectUri());
-      const refreshed = await this.store(principal, target, tokens, connection.connectedAt);
+      // The client the grant was made to (its callback names it), whatever origin this request came by.
+      const redirectUri = connection.redirectUri ?? this.redirectUri(currentRequest()?.facts.origin);
+      const tokens = await server.refresh(connection.refreshToken, redirectUri);
+      const refreshed = await this.store(principal, target, tokens, connection.connectedAt, redirectUri);
       this.stale.delete(key);
       recordConnectionEvent('refreshed');
       return refreshed;
@@ -282,8 +284,15 @@ export class UserConnections {
     }
   }
 
-  private async store(principal: string, target: string, tokens: GrantedTokens, connectedAt: number) {
+  private async store(
+    principal: string,
+    target: string,
+    tokens: GrantedTokens,
+    connectedAt: number,
+    redirectUri: string,
+  ) {
     const connection: Connection = {
+      redirectUri,
       issuedAt: tokens.issuedAt ?? this.now(),
       accessToken: tokens.accessToken,
       ...(tokens.refreshToken ? { refreshToken: tokens.refreshToken } : {}),

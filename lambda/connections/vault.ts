@@ -20,6 +20,8 @@ export interface Connection {
   connectedAt: number;
   /** Epoch ms the access token was asked for (its lifetime runs from here; absent: `connectedAt`). */
   issuedAt?: number;
+  /** The callback the grant was made for: it names the client, which refreshes and revokes it. */
+  redirectUri?: string;
 }
 
 export interface VaultOptions {

@@ -21,12 +21,20 @@ export interface GatewayProcess {
 export async function startGatewayProcess(
   config: GatewayConfigInput,
   dynamodbEndpoint: string,
-  options: { lambda?: boolean; env?: Record<string, string> } = {},
+  options: { lambda?: boolean; env?: Record<string, string>; port?: number } = {},
 ): Promise<GatewayProcess> {
   const file = join(mkdtempSync(join(tmpdir(), 'gw-fault-')), 'config.json');
   writeFileSync(file, JSON.stringify(config));
   const args = ['--import', 'tsx', 'dev/cli.ts', ...(options.lambda ? ['--lambda'] : [])];
-  args.push('--port', '0', '--no-demo', '--config', file, '--dynamodb-endpoint', dynamodbEndpoint);
+  args.push(
+    '--port',
+    String(options.port ?? 0),
+    '--no-demo',
+    '--config',
+    file,
+    '--dynamodb-endpoint',
+    dynamodbEndpoint,
+  );
   const child = spawn(process.execPath, args, {
     cwd: join(__dirname, '../..'),
     env: { ...process.env, GATEWAY_LOG_LEVEL: 'SILENT', ...options.env },
