@@ -119,7 +119,7 @@ export function createConsentRoutes(options: ConsentRoutesOptions): ConsentRoute
       if (typeof link === 'string') return linkRefusal(link);
       if (options.identity) {
         const oidcNonce = randomBytes(16).toString('base64url');
-        const redirectUri = new URL(IDENTITY_PATH.slice(1), base(connections, url)).toString();
+        const redirectUri = connections.urlOf(IDENTITY_PATH, url.origin);
         try {
           // The verifier must ride in the state, which needs the URL's verifier: seal after.
           const pending = await options.identity.loginUrl(redirectUri, 'pending', oidcNonce);
@@ -173,7 +173,7 @@ export function createConsentRoutes(options: ConsentRoutesOptions): ConsentRoute
       return failed(400, 'Sign-in did not complete', 'Nothing was connected.', 'identity: no code', state.target);
     let principal: string;
     try {
-      const redirectUri = new URL(IDENTITY_PATH.slice(1), base(connections, url)).toString();
+      const redirectUri = connections.urlOf(IDENTITY_PATH, url.origin);
       principal = await options.identity.principalOf(code, state.codeVerifier, redirectUri, state.oidcNonce);
     } catch (error) {
       logger.warn('identity sign-in failed', { error: describeError(error) });
@@ -287,9 +287,4 @@ function redirect(location: string): Response {
     status: 303,
     headers: { location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' },
   });
-}
-
-function base(connections: UserConnections, url: URL): string {
-  // The callback's own URL is the one registered: derive siblings from the configured base or this origin.
-  return connections.redirectUri(url.origin).replace(/connect\/callback$/, '');
 }

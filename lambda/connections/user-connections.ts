@@ -123,7 +123,7 @@ export class UserConnections {
       target,
       elicitationId: link.elicitationId,
     });
-    const url = new URL(CONNECT_PATH.slice(1), this.baseUrl(context?.facts.origin));
+    const url = new URL(this.urlOf(CONNECT_PATH, context?.facts.origin));
     url.searchParams.set('link', this.options.links.seal(link));
     return {
       elicitationId: link.elicitationId,
@@ -186,7 +186,12 @@ export class UserConnections {
 
   /** The OAuth callback URL (register it at the authorization server). */
   redirectUri(origin?: string): string {
-    return new URL(CALLBACK_PATH.slice(1), this.baseUrl(origin)).toString();
+    return this.urlOf(CALLBACK_PATH, origin);
+  }
+
+  /** One of the gateway's own paths under its public URL (default: the request's origin). */
+  urlOf(path: string, origin?: string): string {
+    return new URL(path.slice(1), this.baseUrl(origin)).toString();
   }
 
   /** Where the browser goes to consent: the authorization server's URL for this link. */
