@@ -132,6 +132,12 @@ export class UserConnections {
     };
   }
 
+  /** Whether the request's principal has a stored connection at `target`. */
+  async callerConnected(target: string): Promise<boolean> {
+    const principal = currentRequest()?.facts.principal;
+    return principal !== undefined && (await this.isConnected(principal, target));
+  }
+
   /** Whether the principal has a stored connection at `target` (not whether the target still honours it). */
   async isConnected(principal: string, target: string): Promise<boolean> {
     return (await this.options.vault.get(principal, target)) !== undefined;

@@ -84,13 +84,19 @@ export class Targets {
     const modern = this.modern.get(name);
     if (!legacy || !modern) throw new DependencyFailedError(name, 'not configured');
     let era: Era;
-    try {
-      era = await this.eras.eraFor(name, caller.era, signal);
-    } catch (error) {
-      if (error instanceof DependencyFailedError) this.eras.forget(name);
-      // Nothing can be asked of a per-user target before this principal connects: every call consents.
-      if (error instanceof ConnectionRequiredError) return this.watched(consentOnly(name), caller);
-      throw error;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        era = await this.eras.eraFor(name, caller.era, signal);
+        break;
+      } catch (error) {
+        if (error instanceof DependencyFailedError) this.eras.forget(name);
+        if (!(error instanceof ConnectionRequiredError)) throw error;
+        // The era probe is shared by the requests that wait for it, and ran as whoever asked first: one
+        // not connected fails it for all. A caller with its own connection probes again, as itself.
+        if (attempt === 1 && (await this.options.connections?.callerConnected(name))) continue;
+        // Nothing can be asked of a per-user target before this principal connects: every call consents.
+        return this.watched(consentOnly(name), caller);
+      }
     }
     if (era === 'modern') return this.watched(new ModernTargetLink(modern, caller), caller);
     const version = caller.era === 'legacy' ? caller.protocolVersion : this.options.legacyVersion;

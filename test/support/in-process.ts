@@ -5,6 +5,7 @@ import { type GatewayConfigInput, parseConfig } from '../../lambda/config/schema
 import type { ExchangeContext, FetchHandler } from '../../lambda/http/exchange';
 import type { GatewayLogger } from '../../lambda/observability/logger';
 import type { Clock } from '../../lambda/scheduling/clock';
+import type { ConnectionTable } from '../../lambda/state/connection-table';
 import { JSON_AND_SSE, type Json, type RelayedCall, readMessage, relayedCallOf, sseEvents } from './mcp-http';
 import { MemorySessionStore } from './memory-store';
 
@@ -33,6 +34,8 @@ export interface InProcessOptions {
   deadlineMs?: number;
   /** The waiting calls' clock (test/support/fake-clock.ts drives one); default Node's. */
   clock?: Clock;
+  /** Where per-user connections are kept (targets with `userOAuth`). */
+  connectionTable?: ConnectionTable;
 }
 
 /** What one request adds to the exchange: the client's abort signal, a deadline, a platform principal. */
@@ -69,6 +72,7 @@ export function inProcessGateway(config: GatewayConfigInput, options: InProcessO
     logger: options.logger ?? QUIET,
     keepAliveMs: options.keepAliveMs,
     clock: options.clock,
+    connectionTable: options.connectionTable,
   });
   const handler = createGateway(deps);
 
