@@ -115,3 +115,52 @@ describe('targetLimits and targets[].limits', () => {
     expect(() => parseConfig(raw)).toThrow(new RegExp(path.replace(/\./g, '\\.')));
   });
 });
+
+describe('targets[].userOAuth and connections', () => {
+  const url = 'https://docs.example.com/mcp';
+  const jwt = { type: 'jwt', discoveryUrl: 'https://idp.example.com/.well-known/openid-configuration' };
+
+  it('accepts a per-user target with nothing else: the gateway discovers and registers itself', () => {
+    const config = parseConfig({ targets: [{ name: 'docs', url, userOAuth: {} }] });
+    expect(config.targets[0]!.userOAuth).toEqual({});
+    expect(config.connections).toEqual({ linkTtlSeconds: 600, idleDays: 90 });
+  });
+
+  it('refuses a second way to set the Authorization header on a per-user target', () => {
+    expect(() =>
+      parseConfig({
+        targets: [{ name: 'docs', url, userOAuth: {}, headers: { Authorization: 'Bearer shared' } }],
+      }),
+    ).toThrow(/targets\.0\.userOAuth: userOAuth sets the Authorization header per user/);
+  });
+
+  it('refuses a client secret without its client id, and an inline one', () => {
+    expect(() =>
+      parseConfig({ targets: [{ name: 'docs', url, userOAuth: { clientSecret: { fromEnv: 'SECRET' } } }] }),
+    ).toThrow(/userOAuth\.clientSecret: a clientSecret needs its clientId/);
+    expect(() =>
+      parseConfig({ targets: [{ name: 'docs', url, userOAuth: { clientId: 'gw', clientSecret: 'inline' } }] }),
+    ).toThrow(/userOAuth\.clientSecret/);
+  });
+
+  it('behind JWT auth, requires the sign-in that proves a consent link is its principal’s', () => {
+    expect(() => parseConfig({ auth: jwt, targets: [{ name: 'docs', url, userOAuth: {} }] })).toThrow(
+      /connections\.identityLogin: targets with userOAuth behind JWT auth need connections\.identityLogin/,
+    );
+    const config = parseConfig({
+      auth: jwt,
+      targets: [{ name: 'docs', url, userOAuth: {} }],
+      connections: { identityLogin: { clientId: 'gateway-login' } },
+    });
+    expect(config.connections.identityLogin).toEqual({ clientId: 'gateway-login' });
+  });
+
+  it('takes a KMS key or alias ARN only, and a local key of at least 32 characters', () => {
+    expect(() => parseConfig({ connections: { kmsKeyArn: 'my-key' } })).toThrow(/connections\.kmsKeyArn/);
+    expect(
+      parseConfig({ connections: { kmsKeyArn: 'arn:aws:kms:eu-west-1:123456789012:alias/connections' } }).connections
+        .kmsKeyArn,
+    ).toBe('arn:aws:kms:eu-west-1:123456789012:alias/connections');
+    expect(() => parseConfig({ connections: { localKey: 'short' } })).toThrow(/connections\.localKey/);
+  });
+});
