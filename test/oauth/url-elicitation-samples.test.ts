@@ -15,8 +15,8 @@ import { type ProtectedTarget, startProtectedTarget } from '../support/oauth/pro
  * is the gateway's consent page, and the person signs in at a real authorization server in Chromium
  * (SAMPLE_BROWSER=relay: the sample's `webbrowser.open` hands the URL to this test and waits). Also
  * the Python SDK's client with the page's elicitation handler. The gateway registers itself at the
- * authorization server (RFC 7591): no client is configured. Through the local server and the
- * function URL in the Lambda runtime (the consent pages' form POST goes through it too).
+ * authorization server (RFC 7591): no client is configured. Through the local server, the function
+ * URL in the Lambda runtime and the Web Function (the consent pages' form POST goes through each).
  */
 
 jest.setTimeout(120_000);
@@ -68,7 +68,7 @@ function runPython(args: string[], browser: Browser, login: string, callbackPref
   });
 }
 
-const kinds: GatewayKind[] = ['local server', 'lambda runtime'];
+const kinds: GatewayKind[] = ['local server', 'lambda runtime', 'web function'];
 
 ready.each(kinds)('URL-mode samples against a target that acts as the user, through the %s', (kind) => {
   let dynamo: CountedDynamo;
