@@ -80,6 +80,10 @@ export function createConsentRoutes(options: ConsentRoutesOptions): ConsentRoute
       ? failed(410, 'This link has expired', 'Call the tool again from your MCP client to get a new link.', 'expired')
       : failed(400, 'This link is not valid', 'Use the link your MCP client showed you, unchanged.', 'invalid link');
 
+  /** A link's one-time value, spent at one step (false: already spent there); kept a minute past the link. */
+  const spend = (step: 'depart' | 'callback', link: ConsentLink) =>
+    options.table.useOnce(`${step}:${link.nonce}`, Math.ceil(link.expiresAt / 1000) + 60);
+
   /** Spends the link's one-time value and sends the browser to the authorization server. */
   const depart = async (link: ConsentLink, origin: string): Promise<Response> => {
     // Where to send the browser first: a link is spent only by a departure, so after "try again
@@ -100,7 +104,7 @@ export function createConsentRoutes(options: ConsentRoutesOptions): ConsentRoute
         link.target,
       );
     }
-    const first = await options.table.useOnce(`depart:${link.nonce}`, Math.ceil(link.expiresAt / 1000) + 60);
+    const first = await spend('depart', link);
     if (!first) {
       return failed(
         409,
@@ -201,7 +205,7 @@ export function createConsentRoutes(options: ConsentRoutesOptions): ConsentRoute
   const callback = async (url: URL): Promise<Response> => {
     const state = links.openFlow(url.searchParams.get('state'));
     if (typeof state === 'string') return linkRefusal(state);
-    const first = await options.table.useOnce(`callback:${state.nonce}`, Math.ceil(state.expiresAt / 1000) + 60);
+    const first = await spend('callback', state);
     if (!first)
       return failed(
         409,

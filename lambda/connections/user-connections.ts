@@ -6,7 +6,7 @@ import { poll } from '../scheduling/backoff';
 import { type Clock, systemClock } from '../scheduling/clock';
 import { AuthorizationServerError, type GrantedTokens, type TargetAuthorizationServer } from './authorization-server';
 import type { ConsentLink, ConsentLinks, FlowState } from './consent-links';
-import type { Connection, ConnectionVault } from './vault';
+import { type Connection, type ConnectionVault, connectionKey } from './vault';
 
 /**
  * Per-user connections to targets (targets[].userOAuth): the credentials a target is called with are
@@ -50,7 +50,7 @@ export function connectTool(target: string): { name: string; description: string
 /** The Client ID Metadata Document's URL under `publicUrl`: only an https one (a client id must be). */
 export function clientMetadataUrlOf(publicUrl: string | undefined): string | undefined {
   if (!publicUrl?.startsWith('https:')) return undefined;
-  return new URL(CLIENT_METADATA_PATH.slice(1), publicUrl.endsWith('/') ? publicUrl : `${publicUrl}/`).toString();
+  return pathUnder(publicUrl, CLIENT_METADATA_PATH);
 }
 
 /** Refresh this long before expiry (at most a quarter of the token's lifetime). */
@@ -106,7 +106,7 @@ export class UserConnections {
       // The target refused the token: refresh before it is used again.
       rejected: () => {
         const principal = currentRequest()?.facts.principal;
-        if (principal) this.stale.add(staleKey(principal, target));
+        if (principal) this.stale.add(connectionKey(principal, target));
       },
     };
   }
@@ -197,7 +197,9 @@ export class UserConnections {
 
   /** One of the gateway's own paths under its public URL (default: the request's origin). */
   urlOf(path: string, origin?: string): string {
-    return new URL(path.slice(1), this.baseUrl(origin)).toString();
+    const base = this.options.publicUrl ?? origin;
+    if (!base) throw new Error('no public URL for consent links: set connections.publicUrl');
+    return pathUnder(base, path);
   }
 
   /** Where the browser goes to consent: the authorization server's URL for this link. */
@@ -217,7 +219,7 @@ export class UserConnections {
     const server = this.requireServer(state.target);
     const tokens = await server.exchange(code, state.codeVerifier, state.redirectUri);
     await this.store(state.principal, state.target, tokens, this.now(), state.redirectUri);
-    this.stale.delete(staleKey(state.principal, state.target));
+    this.stale.delete(connectionKey(state.principal, state.target));
   }
 
   /** Removes a principal's connection (and revokes it at the authorization server where it can); true if there was one. */
@@ -242,7 +244,7 @@ export class UserConnections {
   private async usable(principal: string, target: string): Promise<Connection> {
     const connection = await this.options.vault.get(principal, target);
     if (!connection) throw new ConnectionRequiredError(target);
-    const key = staleKey(principal, target);
+    const key = connectionKey(principal, target);
     if (!this.stale.has(key) && !this.dueForRefresh(connection)) return connection;
     let refreshing = this.refreshing.get(key);
     if (!refreshing) {
@@ -260,7 +262,7 @@ export class UserConnections {
   }
 
   private async refresh(principal: string, target: string, connection: Connection): Promise<Connection> {
-    const key = staleKey(principal, target);
+    const key = connectionKey(principal, target);
     if (!connection.refreshToken) {
       // Nothing to refresh with: used while it lasts, then the user consents again.
       if (!this.stale.has(key) && connection.expiresAt !== undefined && this.now() < connection.expiresAt)
@@ -320,12 +322,6 @@ export class UserConnections {
     if (!server) throw new AuthorizationServerError(target, 'not a per-user OAuth target');
     return server;
   }
-
-  private baseUrl(origin?: string): string {
-    const base = this.options.publicUrl ?? origin;
-    if (!base) throw new Error('no public URL for consent links: set connections.publicUrl');
-    return base.endsWith('/') ? base : `${base}/`;
-  }
 }
 
 function requestPrincipal(): string {
@@ -336,6 +332,7 @@ function requestPrincipal(): string {
   return principal;
 }
 
-function staleKey(principal: string, target: string): string {
-  return `${target}\u0000${principal}`;
+/** A path of the gateway's under its base URL, which may itself have a path (a custom domain's stage). */
+function pathUnder(base: string, path: string): string {
+  return new URL(path.slice(1), base.endsWith('/') ? base : `${base}/`).toString();
 }

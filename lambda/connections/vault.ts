@@ -46,7 +46,7 @@ export class ConnectionVault {
   }
 
   async get(principal: string, target: string): Promise<Connection | undefined> {
-    const key = cacheKey(principal, target);
+    const key = connectionKey(principal, target);
     const stored = await this.table.read(principal, target);
     if (!stored) {
       this.cache.delete(key);
@@ -71,11 +71,11 @@ export class ConnectionVault {
     const now = this.now();
     const expiresAt = Math.floor(now / 1000) + this.options.idleDays * 24 * 3600;
     await this.table.write(principal, target, { ...sealed, updatedAt: now }, expiresAt);
-    this.remember(cacheKey(principal, target), connection, `${now}.${sealed.wrappedKey}`);
+    this.remember(connectionKey(principal, target), connection, `${now}.${sealed.wrappedKey}`);
   }
 
   async remove(principal: string, target: string): Promise<boolean> {
-    this.cache.delete(cacheKey(principal, target));
+    this.cache.delete(connectionKey(principal, target));
     return this.table.remove(principal, target);
   }
 
@@ -95,7 +95,8 @@ export class ConnectionVault {
   }
 }
 
-function cacheKey(principal: string, target: string): string {
+/** One principal's connection at one target, as a key in memory (never stored). */
+export function connectionKey(principal: string, target: string): string {
   return `${target}\u0000${principal}`;
 }
 
