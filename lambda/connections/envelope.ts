@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
-import { DecryptCommand, GenerateDataKeyCommand, KMSClient } from '@aws-sdk/client-kms';
+import type { KMSClient } from '@aws-sdk/client-kms';
 
 /**
  * Envelope encryption of what the vault keeps: each item has a data key of its own (AES-256-GCM), and
@@ -8,6 +8,8 @@ import { DecryptCommand, GenerateDataKeyCommand, KMSClient } from '@aws-sdk/clie
  * embedded run, tests). The encryption context (principal and target) is bound to both layers: an item
  * copied under another principal or target does not open.
  */
+
+type KmsModule = typeof import('@aws-sdk/client-kms');
 
 export type EncryptionContext = Record<string, string>;
 
@@ -81,14 +83,19 @@ export class LocalKeySource implements KeySource {
 }
 
 /** A KMS key: GenerateDataKey per item, Decrypt with the same encryption context to read it. */
+/**
+ * A KMS key: GenerateDataKey per item, Decrypt with the same encryption context to read it. The KMS
+ * client is loaded on first use (a dynamic import, a chunk of its own in the bundle), so a gateway
+ * without per-user targets, or a cold start that reads no connection, does not load it.
+ */
 export class KmsKeySource implements KeySource {
-  constructor(
-    private readonly keyArn: string,
-    private readonly kms: Pick<KMSClient, 'send'> = new KMSClient({ maxAttempts: 3 }),
-  ) {}
+  private client?: Promise<KmsModule & { kms: KMSClient }>;
+
+  constructor(private readonly keyArn: string) {}
 
   async newDataKey(context: EncryptionContext): Promise<DataKey> {
-    const out = await this.kms.send(
+    const { kms, GenerateDataKeyCommand } = await this.loaded();
+    const out = await kms.send(
       new GenerateDataKeyCommand({ KeyId: this.keyArn, KeySpec: 'AES_256', EncryptionContext: context }),
       { abortSignal: AbortSignal.timeout(5000) },
     );
@@ -101,12 +108,21 @@ export class KmsKeySource implements KeySource {
   }
 
   async unwrap(wrapped: Buffer, _keyId: string, context: EncryptionContext): Promise<Buffer> {
-    const out = await this.kms.send(
+    const { kms, DecryptCommand } = await this.loaded();
+    const out = await kms.send(
       new DecryptCommand({ KeyId: this.keyArn, CiphertextBlob: wrapped, EncryptionContext: context }),
       { abortSignal: AbortSignal.timeout(5000) },
     );
     if (!out.Plaintext) throw new Error('KMS Decrypt returned no key');
     return Buffer.from(out.Plaintext);
+  }
+
+  private loaded() {
+    this.client ??= import('@aws-sdk/client-kms').then((sdk) => ({
+      ...sdk,
+      kms: new sdk.KMSClient({ maxAttempts: 3 }),
+    }));
+    return this.client;
   }
 }
 
