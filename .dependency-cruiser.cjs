@@ -7,7 +7,7 @@
 const LAYERS = [
   ['protocol'], // MCP vocabulary: imports nothing from the project
   ['config', 'observability'],
-  ['http', 'scheduling'], // the exchange contract, responses, SSE writer, error responses; an owner's timers and background work (not MCP Tasks)
+  ['http', 'scheduling', 'outbound'], // outbound: the one policy for URLs others choose; the exchange contract, responses, SSE writer, error responses; an owner's timers and background work (not MCP Tasks)
   ['state', 'crypto', 'auth'],
   ['connections'], // per-user OAuth: the vault, the authorization server's client, consent links (targets call as the user)
   ['targets'], // one upstream interface per target; eras decided here

@@ -17,7 +17,7 @@ const START_TIMEOUT_MS = 30_000;
 const STOP_GRACE_MS = 5_000;
 
 export interface AuthorizationServerOptions {
-  /** The pre-registered client's redirect URIs (the gateway's `<publicUrl>/connect/callback`). */
+  /** The pre-registered client's redirect URIs (the gateway's `<publicUrl>/connect/callback/<target>`). */
   redirectUris: string[];
   /** Default 3600. */
   accessTokenTtlSeconds?: number;

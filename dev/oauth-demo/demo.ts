@@ -55,7 +55,7 @@ export async function startOAuthDemo(options: OAuthDemoOptions = {}): Promise<OA
     // The authorization server must know the callback before it starts, so the gateway's address is fixed first.
     const gatewayUrl = `http://127.0.0.1:${port}`;
     const as: AuthorizationServer = await startAuthorizationServer({
-      redirectUris: [`${gatewayUrl}/connect/callback`],
+      redirectUris: [`${gatewayUrl}/connect/callback/${DEMO_TARGET}`],
     });
     closers.push(as.close);
     const target: ProtectedTarget = await startProtectedTarget(as.issuer);
@@ -68,7 +68,12 @@ export async function startOAuthDemo(options: OAuthDemoOptions = {}): Promise<OA
           {
             name: DEMO_TARGET,
             url: target.url,
-            userOAuth: { clientId: as.clientId, clientSecret: { fromEnv: CLIENT_SECRET_ENV } },
+            userOAuth: {
+              clientId: as.clientId,
+              clientSecret: { fromEnv: CLIENT_SECRET_ENV },
+              // A client secret goes only to the issuer it was issued by.
+              authorizationServer: as.issuer,
+            },
           },
         ],
         // The callback registered above, whatever host name a client reaches the gateway by.

@@ -14,6 +14,7 @@ import { ListenPlaces } from '../modern/listen-places';
 import { RequestStateSealer } from '../modern/request-state';
 import { createActiveTracer } from '../observability/active-tracing';
 import { createLogger, type GatewayLogger } from '../observability/logger';
+import type { Resolver } from '../outbound/policed-fetch';
 import { LATEST_LEGACY_VERSION, legacyVersionsOf } from '../protocol/versions';
 import { TaskIdSealer } from '../relay/task-ids';
 import type { Clock } from '../scheduling/clock';
@@ -48,6 +49,13 @@ export interface BuildOptions {
   connectionTable?: ConnectionTable;
   /** The clock of per-user connections (token expiry, consent links); default Date.now. */
   connectionClock?: () => number;
+  /**
+   * The Lambda Runtime API's `host:port`, which the outbound policy never reaches; default the AWS
+   * runtime's own `AWS_LAMBDA_RUNTIME_API`.
+   */
+  runtimeApi?: string;
+  /** Name resolution of the outbound policy (tests point a name where they want); default the system's. */
+  outboundResolver?: Resolver;
 }
 
 /** Assembles the gateway from a validated configuration: the one place parts are wired together. */
@@ -70,6 +78,9 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
     auth,
     logger,
     now: options.connectionClock,
+    // The AWS runtime's own variable (not the gateway's: config/environment.ts names only those).
+    runtimeApi: options.runtimeApi ?? process.env.AWS_LAMBDA_RUNTIME_API,
+    resolve: options.outboundResolver,
   });
   const credentials = new Map(
     config.targets.map((target, index) => [

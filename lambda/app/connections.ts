@@ -10,6 +10,8 @@ import { clientMetadataUrlOf, UserConnections } from '../connections/user-connec
 import { ConnectionVault } from '../connections/vault';
 import { type KeySecrets, SealedBox } from '../crypto/sealed-box';
 import type { GatewayLogger } from '../observability/logger';
+import { policedFetch, type Resolver } from '../outbound/policed-fetch';
+import { OutboundPolicy } from '../outbound/policy';
 import type { ConnectionTable } from '../state/connection-table';
 import { DynamoConnectionTable } from '../state/dynamo/connections';
 import { DynamoTable } from '../state/dynamo/table';
@@ -36,6 +38,25 @@ export interface ConnectionsBuildOptions {
   auth: InboundAuth;
   logger: GatewayLogger;
   now?: () => number;
+  /** `AWS_LAMBDA_RUNTIME_API` where the gateway runs in Lambda: never reached, whatever a URL says. */
+  runtimeApi?: string;
+  /** Name resolution of the outbound policy (tests); default the system resolver. */
+  resolve?: Resolver;
+}
+
+/**
+ * The outbound policy of this configuration: its own origins (targets, configured authorization
+ * servers and metadata, the JWT issuer's discovery) and `outbound.allowedOrigins` are the operator's choice.
+ */
+export function outboundPolicyOf(config: GatewayConfig, runtimeApi?: string): OutboundPolicy {
+  const named = [...config.outbound.allowedOrigins];
+  for (const target of config.targets) {
+    named.push(target.url);
+    if (target.userOAuth?.authorizationServer) named.push(target.userOAuth.authorizationServer);
+    if (target.userOAuth?.resourceMetadataUrl) named.push(target.userOAuth.resourceMetadataUrl);
+  }
+  if (config.auth.type === 'jwt') named.push(config.auth.discoveryUrl);
+  return new OutboundPolicy({ allowedOrigins: named, runtimeApi });
 }
 
 export function buildConnections(
@@ -64,6 +85,8 @@ export function buildConnections(
   });
   const resolve = (value: Parameters<OutboundCredentials['valueOf']>[0], field: string) =>
     options.outbound.valueOf(value, field);
+  const policy = outboundPolicyOf(config, options.runtimeApi);
+  const fetch = policedFetch(policy, { resolve: options.resolve });
   const servers = new Map(
     targets.map((target) => [
       target.name,
@@ -73,7 +96,10 @@ export function buildConnections(
         resolve,
         logger: options.logger,
         now: options.now,
-        clientMetadataUrl: clientMetadataUrlOf(settings.publicUrl),
+        fetch,
+        allowsBrowserRedirect: (url) => policy.allowsBrowserRedirect(url),
+        allowedIssuers: config.outbound.authorizationServers,
+        clientMetadataUrl: clientMetadataUrlOf(settings.publicUrl, target.name),
       }),
     ]),
   );
@@ -85,7 +111,7 @@ export function buildConnections(
     logger: options.logger,
     now: options.now,
   });
-  const identity = identityLogin(config.auth, settings.identityLogin, resolve);
+  const identity = identityLogin(config.auth, settings.identityLogin, resolve, fetch);
   const routes = createConsentRoutes({ connections, table, auth: options.auth, identity, logger: options.logger });
   const credentials = new Map<string, TargetCredentials>();
   targets.forEach((target) => {
@@ -109,9 +135,10 @@ function identityLogin(
   auth: AuthConfig,
   login: GatewayConfig['connections']['identityLogin'],
   resolve: (value: NonNullable<typeof login>['clientId'], field: string) => Promise<string>,
+  fetch: typeof globalThis.fetch,
 ): IdentityLogin | undefined {
   if (auth.type !== 'jwt' || !login) return undefined;
-  return new IdentityLogin(auth.discoveryUrl, async () => {
+  return new IdentityLogin(auth.discoveryUrl, fetch, async () => {
     const client_id = await resolve(login.clientId, 'connections.identityLogin.clientId');
     const client_secret = login.clientSecret
       ? await resolve(login.clientSecret, 'connections.identityLogin.clientSecret')

@@ -296,6 +296,34 @@ export const ConnectionsConfigSchema = z.strictObject({
     .optional(),
 });
 
+/** An origin the gateway may reach: `http(s)://host[:port]`, nothing after it. */
+const outboundOrigin = z
+  .url({ protocol: /^https?$/, error: 'an http(s) origin' })
+  .refine((value) => new URL(value).origin === value.replace(/\/$/, ''), {
+    error: 'an origin only: scheme://host[:port], no path, query or credentials',
+  });
+
+/**
+ * What the gateway may reach of the URLs others choose: a target's protected-resource metadata, an
+ * authorization server's metadata and endpoints (lambda/outbound/policy.ts). By default only https URLs
+ * whose names resolve to public addresses; the origins the configuration itself names (targets,
+ * `userOAuth.authorizationServer`, `userOAuth.resourceMetadataUrl`, the JWT issuer's discovery URL) are
+ * trusted as the operator's own choice.
+ */
+export const OutboundConfigSchema = z.strictObject({
+  /**
+   * Further origins that may be reached although they are plain http or resolve to a loopback, private
+   * or link-local address (an authorization server inside your network, a local one in development).
+   * Never the Lambda Runtime API.
+   */
+  allowedOrigins: z.array(outboundOrigin).max(100).default([]),
+  /**
+   * The authorization servers (issuer identifiers) per-user targets may send users to; empty: any that
+   * passes the policy. A target's own `userOAuth.authorizationServer` is always allowed.
+   */
+  authorizationServers: z.array(secureUrl).max(100).default([]),
+});
+
 export const GatewayConfigSchema = z
   .strictObject({
     targets: z.array(TargetConfigSchema).default([]),
@@ -444,6 +472,8 @@ export const GatewayConfigSchema = z
       .default(4 * 1024 * 1024),
     /** Per-user OAuth connections (targets[].userOAuth): consent links, their proof, the vault's key. */
     connections: ConnectionsConfigSchema.default({ linkTtlSeconds: 600, idleDays: 90 }),
+    /** The outbound policy for URLs targets and authorization servers choose. */
+    outbound: OutboundConfigSchema.default({ allowedOrigins: [], authorizationServers: [] }),
     /** Tools the gateway itself asks the user to confirm (form elicitation) before forwarding. */
     confirmTools: z.array(confirmToolPattern).default([]),
     /**
@@ -513,6 +543,14 @@ export const GatewayConfigSchema = z
           message: 'a clientSecret needs its clientId',
         });
       }
+      if (target.userOAuth?.clientSecret && target.userOAuth.authorizationServer === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['targets', index, 'userOAuth', 'authorizationServer'],
+          message:
+            'a clientSecret is sent only to the authorization server it was issued by: name its issuer in authorizationServer',
+        });
+      }
       if (target.oauth && headerNames.includes('authorization')) {
         ctx.addIssue({
           code: 'custom',
@@ -558,6 +596,7 @@ export type CredentialReference = z.output<typeof CredentialReferenceSchema>;
 export type OAuthClientCredentials = z.output<typeof OAuthClientCredentialsSchema>;
 export type UserOAuth = z.output<typeof UserOAuthSchema>;
 export type ConnectionsConfig = z.output<typeof ConnectionsConfigSchema>;
+export type OutboundConfig = z.output<typeof OutboundConfigSchema>;
 export type ToolFilter = z.output<typeof ToolFilterSchema>;
 export type CorsConfig = z.output<typeof CorsConfigSchema>;
 

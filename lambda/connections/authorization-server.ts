@@ -1,6 +1,6 @@
 import {
   discoverAuthorizationServerMetadata,
-  discoverOAuthServerInfo,
+  discoverOAuthProtectedResourceMetadata,
   exchangeAuthorization,
   refreshAuthorization,
   registerClient,
@@ -14,6 +14,7 @@ import type {
 import type { CredentialValue, TargetConfig, UserOAuth } from '../config/schema';
 import type { SealedBox } from '../crypto/sealed-box';
 import type { GatewayLogger } from '../observability/logger';
+import { OutboundRefusedError } from '../outbound/policy';
 import type { ConnectionTable } from '../state/connection-table';
 
 /**
@@ -25,11 +26,22 @@ import type { ConnectionTable } from '../state/connection-table';
  * authorization code with PKCE S256 and the resource indicator (RFC 8707) naming the target. The SDK's
  * own client functions do each step (@modelcontextprotocol/sdk/client/auth.js), so the gateway
  * discovers exactly as an SDK client would.
+ *
+ * What the target and its authorization server say is not trusted (the gateway talks to many of them,
+ * any of which may be hostile): every request goes through the outbound policy (`fetch`,
+ * ../outbound/); the metadata's `issuer` must be the URL it was found under (RFC 8414 §3.3), else
+ * discovery fails; an operator's list of authorization servers, where set, bounds the issuers; a
+ * configured client secret goes only to the issuer it was configured for; the browser is sent only to an
+ * https authorization endpoint; the code of a consent is sent only to the issuer the browser was sent to
+ * (`exchange`'s `issuer`: the callback checks RFC 9207's `iss` against it, ./consent-routes.ts).
  */
 
 /** What discovery found, kept per process (a failure is not kept: the next consent tries again). */
 export interface ServerInfo {
+  /** The issuer: the URL its metadata was found under, which its metadata names itself. */
   issuer: string;
+  /** It sends `iss` with every authorization response (RFC 9207): one without it is refused. */
+  issRequired: boolean;
   metadata: AuthorizationServerMetadata;
   /** The resource indicator: the protected-resource metadata's `resource`, else the target's URL. */
   resource: string;
@@ -69,10 +81,14 @@ export interface AuthorizationServerOptions {
   resolve: (value: CredentialValue, field: string) => Promise<string>;
   logger: GatewayLogger;
   now?: () => number;
-  /** Bound of one request to the authorization server or the target's metadata. */
-  timeoutMs?: number;
+  /** Every request to the target's metadata and its authorization server (the outbound policy's fetch). */
+  fetch: typeof fetch;
+  /** Where the browser may be sent (the outbound policy's rule for browser redirects). */
+  allowsBrowserRedirect: (url: URL) => boolean;
+  /** The operator's list of issuers a per-user target may use; empty or absent: any that passes the policy. */
+  allowedIssuers?: readonly string[];
   /**
-   * The URL of the gateway's Client ID Metadata Document (an https URL under the configured public URL),
+   * The URL of this target's Client ID Metadata Document (an https URL under the configured public URL),
    * offered as the client id where the authorization server supports such documents; absent: not offered.
    */
   clientMetadataUrl?: string;
@@ -88,10 +104,8 @@ export class TargetAuthorizationServer {
     private readonly settings: UserOAuth,
     private readonly options: AuthorizationServerOptions,
   ) {
-    const timeoutMs = options.timeoutMs ?? 10_000;
-    // Every request bounded; redirects are not followed (metadata and tokens come from the URL asked).
-    this.fetchFn = (input, init) =>
-      fetch(input, { ...init, redirect: 'error', signal: init?.signal ?? AbortSignal.timeout(timeoutMs) });
+    // Bounded in time and size, no redirects, no address the policy refuses.
+    this.fetchFn = options.fetch;
   }
 
   get name(): string {
@@ -102,9 +116,14 @@ export class TargetAuthorizationServer {
   server(): Promise<ServerInfo> {
     this.info ??= this.discover().catch((error: unknown) => {
       this.info = undefined;
-      throw error instanceof AuthorizationServerError
-        ? error
-        : new AuthorizationServerError(this.name, 'authorization server discovery failed', { cause: error });
+      if (error instanceof AuthorizationServerError) throw error;
+      throw new AuthorizationServerError(
+        this.name,
+        error instanceof OutboundRefusedError
+          ? `authorization server discovery failed (${error.message})`
+          : 'authorization server discovery failed',
+        { cause: error },
+      );
     });
     return this.info;
   }
@@ -125,7 +144,15 @@ export class TargetAuthorizationServer {
     return { url: authorizationUrl.toString(), codeVerifier };
   }
 
-  async exchange(code: string, codeVerifier: string, redirectUri: string): Promise<GrantedTokens> {
+  /**
+   * The callback's code, exchanged at the token endpoint of `issuer` only (the one the browser was sent
+   * to): should this instance's discovery now name another server, the code and its verifier stay here.
+   */
+  async exchange(code: string, codeVerifier: string, redirectUri: string, issuer: string): Promise<GrantedTokens> {
+    const current = await this.server();
+    if (!sameIssuer(current.issuer, issuer)) {
+      throw new AuthorizationServerError(this.name, 'its authorization server changed while the user signed in');
+    }
     const { tokens, startedAt } = await this.tokenRequest(
       'the code exchange',
       redirectUri,
@@ -196,39 +223,85 @@ export class TargetAuthorizationServer {
 
   private async discover(): Promise<ServerInfo> {
     const targetUrl = this.target.url;
-    if (this.settings.authorizationServer) {
-      const metadata = await discoverAuthorizationServerMetadata(this.settings.authorizationServer, {
-        fetchFn: this.fetchFn,
-      });
-      if (!metadata) throw new AuthorizationServerError(this.name, 'the authorization server publishes no metadata');
-      return { issuer: this.settings.authorizationServer, metadata, resource: targetUrl };
-    }
+    let resource = targetUrl;
+    let scopes: string[] | undefined;
     const resourceMetadataUrl = this.settings.resourceMetadataUrl
       ? new URL(this.settings.resourceMetadataUrl)
       : await this.challengeMetadataUrl();
-    const info = await discoverOAuthServerInfo(targetUrl, { resourceMetadataUrl, fetchFn: this.fetchFn });
-    if (!info.authorizationServerMetadata) {
-      throw new AuthorizationServerError(this.name, 'the authorization server publishes no metadata');
+    const resourceMetadata = await this.resourceMetadata(resourceMetadataUrl);
+    if (resourceMetadata) {
+      resource = resourceMetadata.resource;
+      // RFC 9728 §3.3: the metadata must be for this resource (a target must not send its users elsewhere).
+      if (!sameResource(resource, targetUrl)) {
+        throw new AuthorizationServerError(
+          this.name,
+          `the protected-resource metadata is for ${resource}, not for the target's URL`,
+        );
+      }
+      scopes = resourceMetadata.scopes_supported;
     }
-    const resource = info.resourceMetadata?.resource ?? targetUrl;
-    // RFC 9728 §3.3: the metadata must be for this resource (a target must not send its users elsewhere).
-    if (info.resourceMetadata && !sameResource(resource, targetUrl)) {
+    // A configured issuer pins the authorization server, whatever the target's metadata names; without
+    // protected-resource metadata, the target's origin is its authorization server (as the SDK does).
+    const issuer =
+      this.settings.authorizationServer ??
+      resourceMetadata?.authorization_servers?.[0] ??
+      String(new URL('/', targetUrl));
+    this.checkAllowed(issuer);
+    const metadata = await discoverAuthorizationServerMetadata(issuer, { fetchFn: this.fetchFn });
+    if (!metadata) throw new AuthorizationServerError(this.name, 'the authorization server publishes no metadata');
+    // RFC 8414 §3.3: metadata whose issuer is not where it was found speaks for another server.
+    if (!sameIssuer(metadata.issuer, issuer)) {
       throw new AuthorizationServerError(
         this.name,
-        `the protected-resource metadata is for ${resource}, not for the target's URL`,
+        `the authorization server metadata found under ${issuer} names another issuer (${metadata.issuer})`,
       );
     }
-    const scopes = info.resourceMetadata?.scopes_supported;
-    this.options.logger.info('target authorization server discovered', {
-      target: this.name,
-      issuer: info.authorizationServerUrl,
-    });
+    const authorize = safeUrl(metadata.authorization_endpoint);
+    if (!authorize || !this.options.allowsBrowserRedirect(authorize)) {
+      throw new AuthorizationServerError(this.name, 'its authorization endpoint is not an https URL');
+    }
+    this.options.logger.info('target authorization server discovered', { target: this.name, issuer: metadata.issuer });
     return {
-      issuer: info.authorizationServerUrl,
-      metadata: info.authorizationServerMetadata,
+      issuer: metadata.issuer,
+      issRequired:
+        (metadata as { authorization_response_iss_parameter_supported?: unknown })
+          .authorization_response_iss_parameter_supported === true,
+      metadata,
       resource,
       ...(scopes?.length ? { scopes } : {}),
     };
+  }
+
+  /** The target's protected-resource metadata; undefined where it publishes none (a refusal by the policy is an error). */
+  private async resourceMetadata(url: URL | undefined) {
+    try {
+      return await discoverOAuthProtectedResourceMetadata(this.target.url, { resourceMetadataUrl: url }, this.fetchFn);
+    } catch (error) {
+      if (error instanceof OutboundRefusedError) throw error;
+      return undefined;
+    }
+  }
+
+  /**
+   * The issuer may be used: on the operator's list where there is one (the target's configured issuer
+   * is on it), and the issuer a configured client secret was issued by (config requires it be named).
+   */
+  private checkAllowed(issuer: string): void {
+    const configured = this.settings.authorizationServer;
+    if (this.settings.clientSecret && (!configured || !sameIssuer(issuer, configured))) {
+      throw new AuthorizationServerError(
+        this.name,
+        'its client secret is only for the configured authorization server',
+      );
+    }
+    const allowed = this.options.allowedIssuers ?? [];
+    if (allowed.length === 0 || (configured && sameIssuer(issuer, configured))) return;
+    if (!allowed.some((one) => sameIssuer(one, issuer))) {
+      throw new AuthorizationServerError(
+        this.name,
+        `its authorization server ${issuer} is not in outbound.authorizationServers`,
+      );
+    }
   }
 
   /** The target's 401 names its metadata (`WWW-Authenticate: Bearer resource_metadata=…`); else the well-known URL. */
@@ -237,7 +310,10 @@ export class TargetAuthorizationServer {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'ping' }),
-    }).catch(() => undefined);
+    }).catch((error: unknown) => {
+      if (error instanceof OutboundRefusedError) throw error;
+      return undefined;
+    });
     if (!res) return undefined;
     await res.body?.cancel().catch(() => undefined);
     const header = res.headers.get('www-authenticate') ?? '';
@@ -325,6 +401,23 @@ function oauthErrorOf(error: unknown): string {
   const code = (error as { errorCode?: unknown } | undefined)?.errorCode;
   if (typeof code === 'string' && /^[\x20-\x7e]{1,64}$/.test(code)) return code;
   return error instanceof Error && error.name === 'TimeoutError' ? 'timeout' : 'unreachable or refused';
+}
+
+/**
+ * Two issuer identifiers are the same (RFC 8414 §3.3 asks for identical strings; a lone trailing slash
+ * after an origin-only issuer is the one difference tolerated, as URL serialization adds it).
+ */
+export function sameIssuer(a: string, b: string): boolean {
+  const bare = (value: string) => (/^https?:\/\/[^/]+\/$/i.test(value) ? value.slice(0, -1) : value);
+  return bare(a) === bare(b);
+}
+
+function safeUrl(value: unknown): URL | undefined {
+  try {
+    return typeof value === 'string' ? new URL(value) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The metadata's resource covers the target's URL (the same origin and a path prefix of it). */

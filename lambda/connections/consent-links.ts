@@ -22,16 +22,27 @@ export interface ConsentLink {
   nonce: string;
 }
 
-/** The OAuth `state` the authorization server hands back: the link, and what the code exchange needs. */
+/**
+ * The OAuth `state` the authorization server hands back: the link, the browser it was started in, the
+ * authorization server it went to, and what the code exchange needs.
+ */
 export interface FlowState extends ConsentLink {
   codeVerifier: string;
+  /** This target's own callback (a distinct redirect URI per target: an answer for another cannot land here). */
   redirectUri: string;
+  /** The issuer the browser was sent to: the answer must come from it (RFC 9207 `iss`) and the code goes only to its token endpoint. */
+  issuer: string;
+  /** The issuer advertised `authorization_response_iss_parameter_supported`: an answer without `iss` is refused. */
+  issRequired: boolean;
+  /** The digest of the browser binding (./browser-binding.ts): the callback must come from the same browser. */
+  browser: string;
 }
 
-/** The identity provider's login that proves the principal (inbound JWT auth): the link and its own PKCE. */
+/** The identity provider's login that proves the principal (inbound JWT auth): the link, its own PKCE, the browser. */
 export interface IdentityState extends ConsentLink {
   codeVerifier: string;
   oidcNonce: string;
+  browser: string;
 }
 
 type Sealed<K extends string, T> = T & { kind: K };
@@ -72,11 +83,12 @@ export class ConsentLinks {
   }
 
   openFlow(text: unknown): FlowState | 'invalid' | 'expired' {
-    return this.opened(text, 'flow', ['codeVerifier', 'redirectUri']);
+    const state = this.opened<FlowState>(text, 'flow', ['codeVerifier', 'redirectUri', 'issuer', 'browser']);
+    return typeof state === 'string' || typeof state.issRequired === 'boolean' ? state : 'invalid';
   }
 
   openIdentity(text: unknown): IdentityState | 'invalid' | 'expired' {
-    return this.opened(text, 'identity', ['codeVerifier', 'oidcNonce']);
+    return this.opened(text, 'identity', ['codeVerifier', 'oidcNonce', 'browser']);
   }
 
   private opened<T extends ConsentLink>(text: unknown, kind: string, fields: string[]): T | 'invalid' | 'expired' {

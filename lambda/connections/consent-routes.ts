@@ -7,8 +7,17 @@ import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import { recordConnectionEvent } from '../observability/metrics';
 import type { ConnectionTable } from '../state/connection-table';
-import { AuthorizationServerError } from './authorization-server';
-import type { ConsentLink } from './consent-links';
+import { AuthorizationServerError, sameIssuer } from './authorization-server';
+import {
+  type BindingCookie,
+  bindingCookieFor,
+  bindingDigest,
+  bindingOf,
+  newBinding,
+  sameBrowser,
+  setBindingCookie,
+} from './browser-binding';
+import type { ConsentLink, FlowState } from './consent-links';
 import { confirmationPage, connectedPage, refusedPage } from './consent-pages';
 import type { IdentityLogin } from './identity-login';
 import {
@@ -28,11 +37,16 @@ import {
  *   sent to sign in at that identity provider first (./identity-login.ts); otherwise it gets a page
  *   naming the target and the principal, and must confirm (POST).
  * - `POST /connect` (the confirmation) and `GET /connect/identity` (the identity provider's callback,
- *   whose subject must be the link's principal): the link's one-time value is spent, and the browser
- *   goes to the target's authorization server with a sealed `state`.
- * - `GET /connect/callback`: the state opens (sealed, unexpired), its one-time value is spent again
- *   (a replayed callback is refused), the code is exchanged and the tokens stored under the state's
- *   principal — never under whoever's browser it is. Nothing is stored when any step fails.
+ *   whose subject must be the link's principal, from the browser that was sent to sign in): the link's
+ *   one-time value is spent, and the browser goes to the target's authorization server with a sealed
+ *   `state` bound to that browser (./browser-binding.ts) and to that authorization server.
+ * - `GET /connect/callback/<target>` (each target its own redirect URI): the state opens (sealed,
+ *   unexpired, for this target), the browser is the one the state was sealed to, its one-time value is
+ *   spent again (a replayed callback is refused), the answer is from the issuer the browser was sent to
+ *   (RFC 9207 `iss`: required where the server advertises it, compared whenever present), the code is
+ *   exchanged at that issuer only and the tokens stored under the state's principal. Nothing is stored
+ *   when any step fails.
+ * - `GET /connect/client/<target>.json`: the target's Client ID Metadata Document (https public URL only).
  * - `GET /connections` and `DELETE /connections/<target>` (inbound auth, like the MCP endpoint): the
  *   principal's connected targets, and removing one (revoked at the authorization server too, RFC 7009,
  *   where it offers revocation).
@@ -56,9 +70,10 @@ export function isConnectionsPath(pathname: string): boolean {
   return (
     pathname === CONNECT_PATH ||
     pathname === CALLBACK_PATH ||
+    pathname.startsWith(`${CALLBACK_PATH}/`) ||
     pathname === IDENTITY_PATH ||
     pathname === CONNECTIONS_PATH ||
-    pathname === CLIENT_METADATA_PATH ||
+    pathname.startsWith(`${CLIENT_METADATA_PATH}/`) ||
     pathname.startsWith(`${CONNECTIONS_PATH}/`)
   );
 }
@@ -84,13 +99,40 @@ export function createConsentRoutes(options: ConsentRoutesOptions): ConsentRoute
   const spend = (step: 'depart' | 'callback', link: ConsentLink) =>
     options.table.useOnce(`${step}:${link.nonce}`, Math.ceil(link.expiresAt / 1000) + 60);
 
-  /** Spends the link's one-time value and sends the browser to the authorization server. */
-  const depart = async (link: ConsentLink, origin: string): Promise<Response> => {
+  /**
+   * The browser's binding at this gateway's public origin: the one it holds, else a new one. Undefined
+   * where none can be kept (plain http off loopback): no consent there.
+   */
+  const binding = (request: ExchangeRequest, origin: string): { cookie: BindingCookie; value: string } | undefined => {
+    const cookie = bindingCookieFor(new URL(connections.urlOf('/', origin)));
+    if (!cookie) return undefined;
+    return { cookie, value: bindingOf(request.headers.get('cookie'), cookie) ?? newBinding() };
+  };
+
+  const noBinding = (target: string) =>
+    failed(
+      400,
+      'This gateway needs https for sign-in',
+      'A consent is accepted only over https (or on this machine). Ask the operator to serve the gateway over https.',
+      'no browser binding (plain http)',
+      target,
+    );
+
+  /** The browser's binding cookie, (re)set for as long as the link lives. */
+  const bindingHeader = (bound: { cookie: BindingCookie; value: string }) =>
+    setBindingCookie(bound.cookie, bound.value, links.ttlMs / 1000 + 60);
+
+  /** Spends the link's one-time value and sends the browser, bound to it, to the authorization server. */
+  const depart = async (
+    link: ConsentLink,
+    origin: string,
+    bound: { cookie: BindingCookie; value: string },
+  ): Promise<Response> => {
     // Where to send the browser first: a link is spent only by a departure, so after "try again
     // later" (its authorization server unreachable) the same link still works.
     let location: string;
     try {
-      location = await connections.authorizationUrl(link, origin);
+      location = await connections.authorizationUrl(link, bindingDigest(bound.value), origin);
     } catch (error) {
       logger.warn('authorization server unavailable for a consent', {
         target: link.target,
@@ -114,7 +156,7 @@ export function createConsentRoutes(options: ConsentRoutesOptions): ConsentRoute
         link.target,
       );
     }
-    return redirect(location);
+    return redirect(location, bindingHeader(bound));
   };
 
   const start = async (request: ExchangeRequest, url: URL): Promise<Response> => {
@@ -122,6 +164,8 @@ export function createConsentRoutes(options: ConsentRoutesOptions): ConsentRoute
       const link = links.open(url.searchParams.get('link'));
       if (typeof link === 'string') return linkRefusal(link);
       if (options.identity) {
+        const bound = binding(request, url.origin);
+        if (!bound) return noBinding(link.target);
         const oidcNonce = randomBytes(16).toString('base64url');
         const redirectUri = connections.urlOf(IDENTITY_PATH, url.origin);
         try {
@@ -130,9 +174,14 @@ export function createConsentRoutes(options: ConsentRoutesOptions): ConsentRoute
           const login = new URL(pending.url);
           login.searchParams.set(
             'state',
-            links.sealIdentity({ ...link, codeVerifier: pending.codeVerifier, oidcNonce }),
+            links.sealIdentity({
+              ...link,
+              codeVerifier: pending.codeVerifier,
+              oidcNonce,
+              browser: bindingDigest(bound.value),
+            }),
           );
-          return redirect(login.toString());
+          return redirect(login.toString(), bindingHeader(bound));
         } catch (error) {
           logger.warn('identity provider unavailable for a consent', { error: describeError(error) });
           return failed(
@@ -164,14 +213,29 @@ export function createConsentRoutes(options: ConsentRoutesOptions): ConsentRoute
       if (form.get('confirm') !== 'yes') return failed(400, 'Not confirmed', 'Nothing was connected.', 'not confirmed');
       const link = links.open(form.get('link'));
       if (typeof link === 'string') return linkRefusal(link);
-      return depart(link, url.origin);
+      const bound = binding(request, url.origin);
+      if (!bound) return noBinding(link.target);
+      return depart(link, url.origin, bound);
     }
     return methodNotAllowed('GET, POST');
   };
 
-  const identityCallback = async (url: URL): Promise<Response> => {
+  /** A callback in a browser the flow was not started in: someone else's consent, forwarded (login CSRF). */
+  const otherBrowser = (target: string) =>
+    failed(
+      403,
+      'This sign-in did not start in this browser',
+      `To connect ${target}, call the tool again from your own MCP client and open the link it shows in this browser. Nothing was stored.`,
+      'another browser',
+      target,
+    );
+
+  const identityCallback = async (request: ExchangeRequest, url: URL): Promise<Response> => {
     const state = links.openIdentity(url.searchParams.get('state'));
     if (typeof state === 'string') return linkRefusal(state);
+    const bound = binding(request, url.origin);
+    if (!bound || !sameBrowser(bindingOf(request.headers.get('cookie'), bound.cookie), state.browser))
+      return otherBrowser(state.target);
     const code = url.searchParams.get('code');
     if (!code || !options.identity)
       return failed(400, 'Sign-in did not complete', 'Nothing was connected.', 'identity: no code', state.target);
@@ -198,13 +262,32 @@ export function createConsentRoutes(options: ConsentRoutesOptions): ConsentRoute
         state.target,
       );
     }
-    const { codeVerifier: _verifier, oidcNonce: _nonce, ...link } = state;
-    return depart(link, url.origin);
+    // The principal just proved and this browser travel on together: the same binding goes into the flow's state.
+    const { codeVerifier: _verifier, oidcNonce: _nonce, browser: _browser, ...link } = state;
+    return depart(link, url.origin, bound);
   };
 
-  const callback = async (url: URL): Promise<Response> => {
+  /** The authorization response came from the issuer the browser was sent to (RFC 9207; mix-up, RFC 9700 §4.4). */
+  const fromItsIssuer = (state: FlowState, url: URL): boolean => {
+    const iss = url.searchParams.get('iss');
+    return iss === null ? !state.issRequired : sameIssuer(iss, state.issuer);
+  };
+
+  const callback = async (request: ExchangeRequest, url: URL): Promise<Response> => {
     const state = links.openFlow(url.searchParams.get('state'));
     if (typeof state === 'string') return linkRefusal(state);
+    // Each target has its own redirect URI: a state that arrives at another's was sent there by someone.
+    if (new URL(state.redirectUri).pathname !== url.pathname)
+      return failed(
+        400,
+        'This link is not valid',
+        'Use the link your MCP client showed you, unchanged.',
+        'callback of another target',
+        state.target,
+      );
+    const bound = binding(request, url.origin);
+    if (!bound || !sameBrowser(bindingOf(request.headers.get('cookie'), bound.cookie), state.browser))
+      return otherBrowser(state.target);
     const first = await spend('callback', state);
     if (!first)
       return failed(
@@ -212,6 +295,14 @@ export function createConsentRoutes(options: ConsentRoutesOptions): ConsentRoute
         'Already done',
         'This sign-in was already completed or refused. Nothing more was stored.',
         'callback replayed',
+        state.target,
+      );
+    if (!fromItsIssuer(state, url))
+      return failed(
+        400,
+        `${state.target} was not connected`,
+        `This answer did not come from the authorization server ${state.target} sent you to. Nothing was stored; call the tool again for a new link.`,
+        'issuer mismatch',
         state.target,
       );
     const error = url.searchParams.get('error');
@@ -250,7 +341,11 @@ export function createConsentRoutes(options: ConsentRoutesOptions): ConsentRoute
     return connectedPage(state.target);
   };
 
-  const manage = async (request: ExchangeRequest, exchange: ExchangeContext, url: URL): Promise<Response> => {
+  /** `/connections`: a principal's own list (never cached anywhere: it names who is connected where). */
+  const manage = async (request: ExchangeRequest, exchange: ExchangeContext, url: URL): Promise<Response> =>
+    noStore(await managed(request, exchange, url));
+
+  const managed = async (request: ExchangeRequest, exchange: ExchangeContext, url: URL): Promise<Response> => {
     const auth = await options.auth.authenticate(request, exchange);
     if (!auth.ok) return auth.response;
     if (url.pathname === CONNECTIONS_PATH) {
@@ -259,7 +354,9 @@ export function createConsentRoutes(options: ConsentRoutesOptions): ConsentRoute
         connections: (await connections.connected(auth.principal)).map((target) => ({ target })),
       });
     }
-    const target = decodeURIComponent(url.pathname.slice(CONNECTIONS_PATH.length + 1));
+    const target = decodedSegment(url.pathname.slice(CONNECTIONS_PATH.length + 1));
+    if (target === undefined)
+      return refuse('InvalidRequest', 'Bad request: the target name is not valid percent-encoding');
     if (!connections.has(target)) return refuse('NotFound', `Not found: ${target} is not a per-user OAuth target`);
     if (request.method !== 'DELETE') return methodNotAllowed('DELETE');
     const removed = await connections.disconnect(auth.principal, target, url.origin);
@@ -267,28 +364,48 @@ export function createConsentRoutes(options: ConsentRoutesOptions): ConsentRoute
     return removed ? new Response(null, { status: 204 }) : refuse('NotFound', `Not found: no connection at ${target}`);
   };
 
+  const clientDocument = (url: URL): Response => {
+    const name = /^([A-Za-z0-9-]{1,64})\.json$/.exec(url.pathname.slice(CLIENT_METADATA_PATH.length + 1))?.[1];
+    const document = name ? connections.clientMetadata(name) : undefined;
+    if (!document)
+      return refuse(
+        'NotFound',
+        'Not found: no such client metadata document (one per per-user target, https publicUrl only)',
+      );
+    return jsonResponse(200, document, { 'cache-control': 'public, max-age=3600' });
+  };
+
   return async (request: ExchangeRequest, exchange: ExchangeContext, url: URL): Promise<Response> => {
-    switch (url.pathname) {
-      case CONNECT_PATH:
-        return start(request, url);
-      case IDENTITY_PATH:
-        return request.method === 'GET' ? identityCallback(url) : methodNotAllowed('GET');
-      case CALLBACK_PATH:
-        return request.method === 'GET' ? callback(url) : methodNotAllowed('GET');
-      case CLIENT_METADATA_PATH: {
-        const document = connections.clientMetadata();
-        if (!document) return refuse('NotFound', 'Not found: no client metadata document without an https publicUrl');
-        return jsonResponse(200, document, { 'cache-control': 'public, max-age=3600' });
-      }
-      default:
-        return manage(request, exchange, url);
-    }
+    if (url.pathname === CONNECT_PATH) return start(request, url);
+    if (url.pathname === IDENTITY_PATH)
+      return request.method === 'GET' ? identityCallback(request, url) : methodNotAllowed('GET');
+    if (url.pathname.startsWith(`${CALLBACK_PATH}/`))
+      return request.method === 'GET' ? callback(request, url) : methodNotAllowed('GET');
+    if (url.pathname.startsWith(`${CLIENT_METADATA_PATH}/`))
+      return request.method === 'GET' ? clientDocument(url) : methodNotAllowed('GET');
+    if (url.pathname === CALLBACK_PATH)
+      return refusedPage(400, 'This link is not valid', 'Call the tool again from your MCP client for a new link.');
+    return manage(request, exchange, url);
   };
 }
 
-function redirect(location: string): Response {
+function redirect(location: string, setCookie: string): Response {
   return new Response(null, {
     status: 303,
-    headers: { location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' },
+    headers: { location, 'set-cookie': setCookie, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' },
   });
+}
+
+function noStore(response: Response): Response {
+  response.headers.set('cache-control', 'no-store');
+  return response;
+}
+
+/** A path segment percent-decoded; undefined when it is not valid percent-encoding (`%E0%A4%A`). */
+function decodedSegment(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
 }

@@ -3,7 +3,7 @@ import type {
   AuthorizationServerMetadata,
   OAuthClientInformationMixed,
 } from '@modelcontextprotocol/sdk/shared/auth.js';
-import { createRemoteJWKSet, jwtVerify } from 'jose';
+import { createRemoteJWKSet, customFetch, jwtVerify } from 'jose';
 
 /**
  * The proof that whoever opened a consent link is the link's principal, with inbound JWT auth: the
@@ -24,8 +24,9 @@ export class IdentityLogin {
 
   constructor(
     private readonly discoveryUrl: string,
+    /** The outbound policy's fetch: the provider's metadata names the endpoints it is asked at. */
+    private readonly fetchFn: typeof fetch,
     private readonly client: () => Promise<OAuthClientInformationMixed>,
-    private readonly timeoutMs = 10_000,
   ) {}
 
   /** The identity provider's login URL for this state, and the PKCE verifier its callback needs. */
@@ -61,9 +62,6 @@ export class IdentityLogin {
     return `${payload.iss}#${payload.sub}`;
   }
 
-  private readonly fetchFn: typeof fetch = (input, init) =>
-    fetch(input, { ...init, redirect: 'error', signal: init?.signal ?? AbortSignal.timeout(this.timeoutMs) });
-
   private discovered(): Promise<Discovery> {
     this.discovery ??= (async () => {
       const res = await this.fetchFn(this.discoveryUrl, { headers: { accept: 'application/json' } });
@@ -72,7 +70,10 @@ export class IdentityLogin {
       if (!metadata.issuer || !metadata.authorization_endpoint || !metadata.token_endpoint || !metadata.jwks_uri) {
         throw new Error('identity provider discovery lacks issuer, endpoints or jwks_uri');
       }
-      return { issuer: metadata.issuer, metadata, jwks: createRemoteJWKSet(new URL(metadata.jwks_uri)) };
+      const jwks = createRemoteJWKSet(new URL(metadata.jwks_uri), {
+        [customFetch]: (url, options) => this.fetchFn(url, options as RequestInit),
+      });
+      return { issuer: metadata.issuer, metadata, jwks };
     })().catch((error: unknown) => {
       this.discovery = undefined;
       throw error;

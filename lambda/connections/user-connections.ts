@@ -47,21 +47,29 @@ export function connectTool(target: string): { name: string; description: string
   };
 }
 
-/** The Client ID Metadata Document's URL under `publicUrl`: only an https one (a client id must be). */
-export function clientMetadataUrlOf(publicUrl: string | undefined): string | undefined {
+/**
+ * A target's Client ID Metadata Document URL under `publicUrl`: only an https one (a client id must be).
+ * One per target, naming only that target's callback: an authorization server that accepts it for one
+ * target's consent cannot be made to send the code to another target's callback.
+ */
+export function clientMetadataUrlOf(publicUrl: string | undefined, target: string): string | undefined {
   if (!publicUrl?.startsWith('https:')) return undefined;
-  return pathUnder(publicUrl, CLIENT_METADATA_PATH);
+  return pathUnder(publicUrl, clientMetadataPath(target));
 }
 
 /** Refresh this long before expiry (at most a quarter of the token's lifetime). */
 const REFRESH_MARGIN_MS = 60_000;
 
 export const CONNECT_PATH = '/connect';
+/** Each target's OAuth callback is `<CALLBACK_PATH>/<target>` (a distinct redirect URI per target). */
 export const CALLBACK_PATH = '/connect/callback';
 export const IDENTITY_PATH = '/connect/identity';
 export const CONNECTIONS_PATH = '/connections';
-/** The gateway's OAuth Client ID Metadata Document (its URL is the client id). */
-export const CLIENT_METADATA_PATH = '/connect/client.json';
+/** Each target's OAuth Client ID Metadata Document is `<CLIENT_METADATA_PATH>/<target>.json` (its URL is the client id). */
+export const CLIENT_METADATA_PATH = '/connect/client';
+
+export const callbackPath = (target: string) => `${CALLBACK_PATH}/${target}`;
+export const clientMetadataPath = (target: string) => `${CLIENT_METADATA_PATH}/${target}.json`;
 
 export interface UserConnectionsOptions {
   vault: ConnectionVault;
@@ -168,31 +176,28 @@ export class UserConnections {
     return this.options.links.ttlMs;
   }
 
-  /**
-   * The URL of the gateway's Client ID Metadata Document: only under a configured https public URL
-   * (a client id must be one stable https URL, and the authorization server fetches it).
-   */
-  get clientMetadataUrl(): string | undefined {
-    return clientMetadataUrlOf(this.options.publicUrl);
+  /** A target's Client ID Metadata Document URL: only under a configured https public URL (./authorization-server.ts). */
+  clientMetadataUrl(target: string): string | undefined {
+    return clientMetadataUrlOf(this.options.publicUrl, target);
   }
 
-  /** The document itself (draft-ietf-oauth-client-id-metadata-document): a public client, code + refresh. */
-  clientMetadata(): Record<string, unknown> | undefined {
-    const clientId = this.clientMetadataUrl;
+  /** A target's document (draft-ietf-oauth-client-id-metadata-document): a public client, code + refresh, its one callback. */
+  clientMetadata(target: string): Record<string, unknown> | undefined {
+    const clientId = this.has(target) ? this.clientMetadataUrl(target) : undefined;
     if (!clientId) return undefined;
     return {
       client_id: clientId,
-      client_name: 'MCP gateway',
-      redirect_uris: [this.redirectUri()],
+      client_name: `MCP gateway (${target})`,
+      redirect_uris: [this.redirectUri(target)],
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
       token_endpoint_auth_method: 'none',
     };
   }
 
-  /** The OAuth callback URL (register it at the authorization server). */
-  redirectUri(origin?: string): string {
-    return this.urlOf(CALLBACK_PATH, origin);
+  /** A target's OAuth callback URL (register it at that target's authorization server). */
+  redirectUri(target: string, origin?: string): string {
+    return this.urlOf(callbackPath(target), origin);
   }
 
   /** One of the gateway's own paths under its public URL (default: the request's origin). */
@@ -202,22 +207,33 @@ export class UserConnections {
     return pathUnder(base, path);
   }
 
-  /** Where the browser goes to consent: the authorization server's URL for this link. */
-  async authorizationUrl(link: ConsentLink, origin?: string): Promise<string> {
+  /**
+   * Where the browser goes to consent: the authorization server's URL for this link, with the state
+   * sealed to the browser (`browser`: the binding's digest) and to the issuer it is sent to.
+   */
+  async authorizationUrl(link: ConsentLink, browser: string, origin?: string): Promise<string> {
     const server = this.requireServer(link.target);
-    const redirectUri = this.redirectUri(origin);
+    const redirectUri = this.redirectUri(link.target, origin);
+    const info = await server.server();
     // The verifier rides in the sealed state: only this gateway can read it, and the state works once.
-    const pending: FlowState = { ...link, codeVerifier: '', redirectUri };
     const { url, codeVerifier } = await server.authorizationUrl(redirectUri, 'pending');
+    const state: FlowState = {
+      ...link,
+      codeVerifier,
+      redirectUri,
+      issuer: info.issuer,
+      issRequired: info.issRequired,
+      browser,
+    };
     const target = new URL(url);
-    target.searchParams.set('state', this.options.links.sealFlow({ ...pending, codeVerifier }));
+    target.searchParams.set('state', this.options.links.sealFlow(state));
     return target.toString();
   }
 
-  /** The callback's code, exchanged and stored under the state's principal. */
+  /** The callback's code, exchanged at the state's issuer and stored under the state's principal. */
   async complete(state: FlowState, code: string): Promise<void> {
     const server = this.requireServer(state.target);
-    const tokens = await server.exchange(code, state.codeVerifier, state.redirectUri);
+    const tokens = await server.exchange(code, state.codeVerifier, state.redirectUri, state.issuer);
     await this.store(state.principal, state.target, tokens, this.now(), state.redirectUri);
     this.stale.delete(connectionKey(state.principal, state.target));
   }
@@ -229,7 +245,7 @@ export class UserConnections {
     if (connection) {
       const server = this.options.servers.get(target);
       const token = connection.refreshToken ?? connection.accessToken;
-      await server?.revoke(token, connection.redirectUri ?? this.redirectUri(origin)).catch(() => false);
+      await server?.revoke(token, connection.redirectUri ?? this.redirectUri(target, origin)).catch(() => false);
     }
     if (removed) recordConnectionEvent('revoked');
     return removed;
@@ -274,7 +290,7 @@ export class UserConnections {
     const server = this.requireServer(target);
     try {
       // The client the grant was made to (its callback names it), whatever origin this request came by.
-      const redirectUri = connection.redirectUri ?? this.redirectUri(currentRequest()?.facts.origin);
+      const redirectUri = connection.redirectUri ?? this.redirectUri(target, currentRequest()?.facts.origin);
       const tokens = await server.refresh(connection.refreshToken, redirectUri);
       const refreshed = await this.store(principal, target, tokens, connection.connectedAt, redirectUri);
       this.stale.delete(key);

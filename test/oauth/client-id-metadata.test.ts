@@ -17,7 +17,7 @@ import { authorizationServerStats } from '../support/oauth/test-endpoints';
  * The gateway as a client its target's authorization server has never seen, by a Client ID Metadata
  * Document (the MCP authorization specification's preferred way): where the server says it supports
  * them (oidc-provider's `clientIdMetadataDocument`), the gateway's client id is the https URL of a
- * document it serves itself, `<publicUrl>/connect/client.json`, which the server fetches; nothing is
+ * document it serves itself, `<publicUrl>/connect/client/<target>.json`, which the server fetches; nothing is
  * registered or kept. The public URL is an https front with a certificate made for this test, which
  * the authorization server trusts (NODE_EXTRA_CA_CERTS) and the browser is told to accept.
  */
@@ -75,6 +75,7 @@ withBrowser('a Client ID Metadata Document as the gateway client', () => {
       'local server',
       {
         targets: [{ name: 'mine', url: target.url, userOAuth: {} }],
+        outbound: { allowedOrigins: [as.issuer] },
         connections: { publicUrl },
         logLevel: 'SILENT',
       },
@@ -84,7 +85,7 @@ withBrowser('a Client ID Metadata Document as the gateway client', () => {
       { key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) },
       (req, res) => {
         const path = req.url ?? '/';
-        if (path.startsWith('/connect/client.json')) fetchedDocument.push(String(req.headers['user-agent'] ?? ''));
+        if (path.startsWith('/connect/client/mine.json')) fetchedDocument.push(String(req.headers['user-agent'] ?? ''));
         if (req.headers.origin === publicUrl) req.headers.origin = new URL(gateway.url).origin;
         req.pipe(forwardTo(new URL(path, gateway.url), req, res));
       },
@@ -108,11 +109,14 @@ withBrowser('a Client ID Metadata Document as the gateway client', () => {
   });
 
   it('serves its document, is known to the authorization server by it, and the user connects', async () => {
-    const document = (await (await fetch(`${gateway.url.replace(/\/mcp$/, '')}/connect/client.json`)).json()) as Json;
+    const document = (await (
+      await fetch(`${gateway.url.replace(/\/mcp$/, '')}/connect/client/mine.json`)
+    ).json()) as Json;
     expect(document).toEqual({
-      client_id: `${publicUrl}/connect/client.json`,
-      client_name: 'MCP gateway',
-      redirect_uris: [`${publicUrl}/connect/callback`],
+      client_id: `${publicUrl}/connect/client/mine.json`,
+      client_name: 'MCP gateway (mine)',
+      // Only this target's own callback: a code for another target's consent cannot be sent here.
+      redirect_uris: [`${publicUrl}/connect/callback/mine`],
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
       token_endpoint_auth_method: 'none',

@@ -146,13 +146,16 @@ withBrowser('consent security: what the per-user consent flow refuses and keeps'
     closers.push(appCallback.close);
     [as, shortAs, goneAs] = await Promise.all([
       startAuthorizationServer({
-        redirectUris: [`${publicUrl}/connect/callback`, `${jwtPublicUrl}/connect/callback`],
+        redirectUris: [
+          ...['mine', 'removable'].map((target) => `${publicUrl}/connect/callback/${target}`),
+          `${jwtPublicUrl}/connect/callback/mine`,
+        ],
       }),
       startAuthorizationServer({
-        redirectUris: [`${publicUrl}/connect/callback`],
+        redirectUris: ['refreshing', 'revoked'].map((target) => `${publicUrl}/connect/callback/${target}`),
         accessTokenTtlSeconds: SHORT_TTL_SECONDS,
       }),
-      startAuthorizationServer({ redirectUris: [`${publicUrl}/connect/callback`] }),
+      startAuthorizationServer({ redirectUris: [`${publicUrl}/connect/callback/unreachable`] }),
     ]);
     targets = {
       mine: await startProtectedTarget(as.issuer),
@@ -196,6 +199,7 @@ withBrowser('consent security: what the per-user consent flow refuses and keeps'
     const preRegistered = (server: AuthorizationServer, secretEnv: string) => ({
       clientId: server.clientId,
       clientSecret: { fromEnv: secretEnv },
+      authorizationServer: server.issuer,
     });
     const perUserTargets = [
       { name: 'mine', url: targets.mine.url, userOAuth: preRegistered(as, 'CONSENT_SECURITY_AS_SECRET') },
@@ -220,6 +224,8 @@ withBrowser('consent security: what the per-user consent flow refuses and keeps'
     ];
     const config = {
       targets: perUserTargets,
+      // `registered` finds its authorization server through the target's metadata: on loopback, allowed by name.
+      outbound: { allowedOrigins: [as.issuer] },
       connections: { publicUrl },
       logLevel: 'SILENT' as const,
       requestStateKeys: { current: 'consent-security-key-of-the-public-gateway-0123' },
@@ -320,17 +326,25 @@ withBrowser('consent security: what the per-user consent flow refuses and keeps'
 
   it('a replayed callback is refused 409 on any instance, and the stored connection stays as it was', async () => {
     const call = await caller(`${publicUrl}/mcp`);
-    const landed = await consentAs(browser, consentLinkOf(await call('mine___whoami')), 'alice', callback());
+    const page = await browseAs(browser, consentLinkOf(await call('mine___whoami')), 'alice', callback());
+    const landed = page.url;
+    expect(page.text).toContain('Connected to mine');
     expect(answerOf(await call('mine___whoami'))).toBe('alice');
     // (The target's earlier 401s were the gateway's discovery, which asks without a token.)
     const before = targets.mine.stats();
     const stored = before.tokenIds.at(-1);
 
-    const replayed = await fetch(landed);
+    // Replayed by the same browser (its binding cookie with it): the one-time value is spent.
+    const replayed = await fetch(landed, { headers: { cookie: page.cookie } });
     expect(replayed.status).toBe(409);
     // The one-time value is spent in the table: the instance that did not take the callback refuses it too.
     const { pathname, search } = new URL(landed);
-    expect((await fetch(`${new URL(instances[0]!.url).origin}${pathname}${search}`)).status).toBe(409);
+    const elsewhere = await fetch(`${new URL(instances[0]!.url).origin}${pathname}${search}`, {
+      headers: { cookie: page.cookie },
+    });
+    expect(elsewhere.status).toBe(409);
+    // Replayed from anywhere else (no binding): refused before anything is looked at.
+    expect((await fetch(landed)).status).toBe(403);
 
     expect(answerOf(await call('mine___whoami'))).toBe('alice');
     expect(await connectedTargets(publicUrl)).toContain('mine');

@@ -42,7 +42,9 @@ withBrowser('per-user OAuth through the gateway', () => {
     dynamo = await startCountedDynamo();
     const frontPort = await freePort();
     const publicUrl = `http://127.0.0.1:${frontPort}`;
-    as = await startAuthorizationServer({ redirectUris: [`${publicUrl}/connect/callback`] });
+    as = await startAuthorizationServer({
+      redirectUris: [`${publicUrl}/connect/callback/mine`, `${publicUrl}/connect/callback/modern`],
+    });
     target = await startProtectedTarget(as.issuer);
     modernTarget = await startProtectedModernTarget(as.issuer);
     process.env.PER_USER_TEST_CLIENT_SECRET = as.clientSecret;
@@ -51,12 +53,20 @@ withBrowser('per-user OAuth through the gateway', () => {
         {
           name: 'mine',
           url: target.url,
-          userOAuth: { clientId: as.clientId, clientSecret: { fromEnv: 'PER_USER_TEST_CLIENT_SECRET' } },
+          userOAuth: {
+            clientId: as.clientId,
+            clientSecret: { fromEnv: 'PER_USER_TEST_CLIENT_SECRET' },
+            authorizationServer: as.issuer,
+          },
         },
         {
           name: 'modern',
           url: modernTarget.url,
-          userOAuth: { clientId: as.clientId, clientSecret: { fromEnv: 'PER_USER_TEST_CLIENT_SECRET' } },
+          userOAuth: {
+            clientId: as.clientId,
+            clientSecret: { fromEnv: 'PER_USER_TEST_CLIENT_SECRET' },
+            authorizationServer: as.issuer,
+          },
         },
       ],
       connections: { publicUrl },
@@ -152,7 +162,7 @@ withBrowser('per-user OAuth through the gateway', () => {
     expect(connectHops()).toEqual([
       ['/connect', 1],
       ['/connect', 1],
-      ['/connect/callback', 2],
+      ['/connect/callback/mine', 2],
     ]);
     // Connected: the next call asks nothing.
     expect((await client.callTool({ name: 'mine___whoami', arguments: {} })).content).toEqual([
@@ -190,7 +200,7 @@ withBrowser('per-user OAuth through the gateway', () => {
     expect(connectHops()).toEqual([
       ['/connect', 1],
       ['/connect', 1],
-      ['/connect/callback', 2],
+      ['/connect/callback/mine', 2],
     ]);
     expect(await disconnect('mine')).toBe(204);
   });

@@ -38,6 +38,7 @@ withBrowser('a call released while its user connects', () => {
     target = await startProtectedTarget(as.issuer);
     const config = {
       targets: [{ name: 'mine', url: target.url, userOAuth: {} }],
+      outbound: { allowedOrigins: [as.issuer] },
       logLevel: 'SILENT' as const,
       streamRelease: 'always' as const,
       streamReleaseAfterSeconds: 0.5,

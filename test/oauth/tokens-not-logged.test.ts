@@ -38,7 +38,7 @@ withBrowser('secrets in the logs of a connection', () => {
     const port = await freePort();
     as = await startAuthorizationServer({
       clientId: 'gateway-logs',
-      redirectUris: [`http://127.0.0.1:${port}/connect/callback`],
+      redirectUris: [`http://127.0.0.1:${port}/connect/callback/mine`],
       accessTokenTtlSeconds: 2,
     });
     target = await startProtectedTarget(as.issuer);
@@ -48,7 +48,11 @@ withBrowser('secrets in the logs of a connection', () => {
           {
             name: 'mine',
             url: target.url,
-            userOAuth: { clientId: 'gateway-logs', clientSecret: { fromEnv: 'LOGS_TEST_CLIENT_SECRET' } },
+            userOAuth: {
+              clientId: 'gateway-logs',
+              clientSecret: { fromEnv: 'LOGS_TEST_CLIENT_SECRET' },
+              authorizationServer: as.issuer,
+            },
           },
         ],
         logLevel: 'DEBUG',

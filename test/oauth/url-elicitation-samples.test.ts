@@ -86,6 +86,8 @@ ready.each(kinds)('URL-mode samples against a target that acts as the user, thro
       kind,
       {
         targets: [{ name: 'github', url: target.url, userOAuth: {} }],
+        // The authorization server the target names is on loopback: reachable only when the operator says so.
+        outbound: { allowedOrigins: [as.issuer] },
         toolNamePrefix: 'conditional',
         logLevel: 'SILENT',
       },

@@ -23,11 +23,15 @@ export async function startBrowser(options: { trustAnyCertificate?: boolean } = 
   });
 }
 
-/** Where a browser walk ended: the page's URL, its HTTP status and its text (the first 2,000 characters). */
+/**
+ * Where a browser walk ended: the page's URL, its HTTP status, its text (the first 2,000 characters),
+ * and the cookies the browser held for that URL (as a `Cookie` header: what it would send there again).
+ */
 export interface LandedPage {
   url: string;
   status: number;
   text: string;
+  cookie: string;
 }
 
 /**
@@ -49,7 +53,9 @@ export async function browseAs(browser: Browser, url: string, login: string, unt
       // The URL changes when the document commits: read it once it has loaded.
       await page.waitForLoadState('load', { timeout: 10_000 }).catch(() => undefined);
       const text = await page.textContent('body', { timeout: 5_000 }).catch((error: unknown) => `(unread: ${error})`);
-      return { url: page.url(), status, text: (text ?? '').slice(0, 2000) };
+      const cookies = await context.cookies(page.url()).catch(() => []);
+      const cookie = cookies.map(({ name, value }) => `${name}=${value}`).join('; ');
+      return { url: page.url(), status, text: (text ?? '').slice(0, 2000), cookie };
     };
     await page.goto(url);
     for (let step = 0; step < 6 && !page.url().startsWith(until); step++) {
