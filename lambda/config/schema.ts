@@ -495,7 +495,8 @@ export const GatewayConfigSchema = z
     /**
      * Tasks extension (2026-07-28): the longest a task id the gateway hands out stays valid. A task id
      * is the target's own, sealed to the target and the principal (nothing is stored); it lives as
-     * long as the target's `ttlMs` says, and never longer than this (nor forever when it says null).
+     * long as the target's `ttlMs` says, and never longer than this (nor forever when it says null),
+     * counted on the gateway's clock: a target's `createdAt` in the future counts as the gateway's now.
      */
     taskIdMaxTtlSeconds: z
       .number()

@@ -15,7 +15,7 @@ import type { LegacyDeps } from './deps';
  *
  * - The id is the target's own, sealed with the target and the session's principal (relay/task-ids.ts,
  *   the keys of `requestState`), valid for the task's `ttl` from its `createdAt` (at most
- *   `taskIdMaxTtlSeconds`). Nothing is stored: any instance opens it. The sealed target is tagged
+ *   `taskIdMaxTtlSeconds`; a `createdAt` in the future counts as the gateway's now). Nothing is stored: any instance opens it. The sealed target is tagged
  *   `legacy/` (target names have no `/`), so the 2026-07-28 path never routes a 2025 task's id, nor this
  *   path a Tasks-extension id.
  * - Where a target's id goes to the client it is replaced: a `CreateTaskResult` (`task.taskId`), the

@@ -41,14 +41,16 @@ export class TaskIdSealer {
   /**
    * The gateway's id for a target's task: valid while the target keeps the task (`ttlMs` from its
    * `createdAt`, as the spec gives it), at most `maxTtlSeconds` from its creation; null ttl: the maximum.
-   * The same task sealed again (another poll, another instance) gets the same id: everything sealed comes
-   * from the task itself and the seal is deterministic, so a client matching notifications or listings to
-   * its tasks by id finds one id per task. A task that names no `createdAt` is counted from now (its id
-   * then differs from one seal to the next).
+   * The gateway's clock bounds it: a `createdAt` later than the gateway's now (a target's clock ahead, or
+   * a lie) counts as now, so no id outlives now + `maxTtlSeconds` (nor now + `ttlMs`), whatever the target
+   * says. The same task sealed again (another poll, another instance) gets the same id: everything sealed
+   * comes from the task itself and the seal is deterministic, so a client matching notifications or
+   * listings to its tasks by id finds one id per task. A task that names no `createdAt`, or one still in
+   * the future, is counted from now (its id then differs from one seal to the next).
    */
   seal(binding: TaskBinding, task: { ttlMs?: unknown; createdAt?: unknown }, now = this.clock()): string {
     const created = typeof task.createdAt === 'string' ? Date.parse(task.createdAt) : Number.NaN;
-    const from = Number.isFinite(created) ? created : now;
+    const from = Number.isFinite(created) ? Math.min(created, now) : now;
     const cap = Math.floor(from / 1000) + this.maxTtlSeconds;
     const ends =
       typeof task.ttlMs === 'number' && Number.isFinite(task.ttlMs) && task.ttlMs >= 0

@@ -6,6 +6,9 @@ import { type FunctionUrlEventOptions, toFunctionUrlEvent } from './function-url
 /** Lambda's limit on a synchronous invocation's request payload (the event), function URLs included. */
 export const MAX_PAYLOAD_BYTES = 6 * 1024 * 1024;
 const LOOPBACK_NAMES = ['127.0.0.1', 'localhost', '[::1]'];
+const TOO_LARGE = `{"Message":"Request must be smaller than ${MAX_PAYLOAD_BYTES} bytes for the InvokeWithResponseStream operation"}`;
+/** How long a refused request's connection is kept for its client to read the 413 and leave. */
+const REFUSED_LINGER_MS = 5000;
 
 export interface FrontEnd {
   url: string;
@@ -41,27 +44,31 @@ export async function startFrontEnd(invoke: Invoke, options: FrontEndOptions): P
   let allowedHosts: string[] = [];
   const originAllowed = options.originAllowed ?? (() => false);
   const inflight = new Set<Promise<void>>();
-  const server: Server = createServer((req, res) => {
-    const run = handle(req, res).catch(() => {
+  const serve = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean) => {
+    const run = handle(req, res, expectsContinue).catch(() => {
       if (!res.headersSent) res.writeHead(502, { 'content-type': 'application/json' }).end(INTERNAL_ERROR);
       else res.destroy();
     });
     inflight.add(run);
     void run.finally(() => inflight.delete(run));
-  });
+  };
+  const server: Server = createServer((req, res) => serve(req, res, false));
+  // `Expect: 100-continue`: a body declared too large is refused before the client sends it.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => serve(req, res, true));
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async function handle(req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): Promise<void> {
     if (options.refuseForeignHosts !== false && !hostAndOriginAllowed(req, allowedHosts, originAllowed)) {
       res.writeHead(403, { 'content-type': 'application/json' }).end('{"Message":"Forbidden"}');
       return;
     }
+    if (Number(req.headers['content-length'] ?? 0) > MAX_PAYLOAD_BYTES) return refuseTooLarge(req, res);
+    if (expectsContinue) res.writeContinue();
     const body = await readBody(req, MAX_PAYLOAD_BYTES);
-    const event = body && toFunctionUrlEvent(req, body, options);
-    if (!event || Buffer.byteLength(JSON.stringify(event)) > MAX_PAYLOAD_BYTES) {
-      res.writeHead(413, { 'content-type': 'application/json', connection: 'close' });
-      res.end(
-        `{"Message":"Request must be smaller than ${MAX_PAYLOAD_BYTES} bytes for the InvokeWithResponseStream operation"}`,
-      );
+    if (body === undefined) return refuseTooLarge(req, res);
+    const event = toFunctionUrlEvent(req, body, options);
+    if (Buffer.byteLength(JSON.stringify(event)) > MAX_PAYLOAD_BYTES) {
+      // The whole body was read: the connection may close as soon as the 413 is out.
+      res.writeHead(413, { 'content-type': 'application/json', connection: 'close' }).end(TOO_LARGE);
       return;
     }
     await invoke(event, res);
@@ -105,19 +112,40 @@ function hostAndOriginAllowed(
 }
 
 /**
- * The request body, or undefined past `limit`. The rest of an oversized body is read and dropped
- * (up to 16 times the limit), so the client can send it all and then read the 413.
+ * 413 at once, and no more of the body read: the request is paused (the socket with it, once its small
+ * buffer is full), so the client's sending stalls instead of the front end taking it in. The response is
+ * written whole but not ended: ending it would close the connection with the client's bytes unread, and
+ * a client still sending would then meet a reset before it read the 413. The connection closes when the
+ * client leaves (`Connection: close` asks it to), else after `REFUSED_LINGER_MS`.
  */
+function refuseTooLarge(req: IncomingMessage, res: ServerResponse): void {
+  req.pause();
+  if (res.destroyed) return;
+  res.writeHead(413, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(TOO_LARGE),
+    connection: 'close',
+  });
+  res.write(TOO_LARGE);
+  const linger = setTimeout(() => res.destroy(), REFUSED_LINGER_MS).unref();
+  res.on('close', () => clearTimeout(linger));
+}
+
+/** The request body, or undefined as soon as it passes `limit` (nothing more is read: the request is left paused). */
 function readBody(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    req.on('data', (chunk: Buffer) => {
+    const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size <= limit) chunks.push(chunk);
-      else if (size > 16 * limit) req.destroy();
-    });
-    req.on('end', () => resolve(size > limit ? undefined : Buffer.concat(chunks)));
+      if (size <= limit) return void chunks.push(chunk);
+      req.off('data', onData);
+      req.pause();
+      chunks.length = 0;
+      resolve(undefined);
+    };
+    req.on('data', onData);
+    req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
     req.on('close', () => {
       if (!req.complete) reject(new Error('the client went away before sending its whole request'));

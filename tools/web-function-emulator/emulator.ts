@@ -42,6 +42,8 @@ export interface WebFunctionEmulatorOptions {
   shutdownGraceMs?: number;
   /** At most this many environments at once; a request needing another gets 429. Default: no limit. */
   maxEnvironments?: number;
+  /** The largest request body let in; more gets 413. Default 6 MB (6291456 bytes), Lambda's request payload limit. */
+  maxRequestBytes?: number;
   /** An environment whose server does not accept connections within this is killed; default 10 000. */
   initTimeoutMs?: number;
   /** Each environment's stdout/stderr line, prefixed `[env N]`; default: the emulator's stderr. */
@@ -85,6 +87,8 @@ export interface WebFunctionStats {
   kills: number;
   /** Requests answered 429 (`maxEnvironments` reached). */
   throttled: number;
+  /** Requests answered 413 (a body over `maxRequestBytes`). */
+  tooLarge: number;
 }
 
 export interface WebFunctionEmulator {
@@ -100,6 +104,10 @@ export interface WebFunctionEmulator {
 }
 
 const POLL_MS = 20;
+/** Lambda's limit on a request payload. */
+const MAX_REQUEST_BYTES = 6 * 1024 * 1024;
+/** How long a refused request's connection is kept for its client to read the 413 and leave. */
+const REFUSED_LINGER_MS = 5000;
 /** After an environment exits, how long its forwarded requests get to see their sockets end by themselves. */
 const EXIT_SETTLE_MS = 500;
 const BAD_GATEWAY = '{"Message":"Bad Gateway","Type":"ServiceException"}';
@@ -182,6 +190,11 @@ export async function startWebFunctionEmulator(options: WebFunctionEmulatorOptio
   const graceMs = options.shutdownGraceMs ?? 1000;
   const initTimeoutMs = options.initTimeoutMs ?? 10_000;
   const maxEnvironments = options.maxEnvironments ?? Number.POSITIVE_INFINITY;
+  const maxRequestBytes = options.maxRequestBytes ?? MAX_REQUEST_BYTES;
+  if (!Number.isInteger(maxRequestBytes) || maxRequestBytes < 0) {
+    throw new RangeError(`maxRequestBytes must be a non-negative integer, not ${maxRequestBytes}`);
+  }
+  const tooLargeBody = `{"Message":"Request must be smaller than ${maxRequestBytes} bytes"}`;
   const entry = resolvePath(options.entry);
   const nodeBinary = options.nodeBinary ?? process.execPath;
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
@@ -197,18 +210,26 @@ export async function startWebFunctionEmulator(options: WebFunctionEmulatorOptio
     sigterms: 0,
     kills: 0,
     throttled: 0,
+    tooLarge: 0,
   };
   let nextId = 1;
   let closed = false;
 
   const server: Server = createServer((req, res) => {
-    handle(req, res).catch(() => answer(res, 502, BAD_GATEWAY));
+    handle(req, res, false).catch(() => answer(res, 502, BAD_GATEWAY));
+  });
+  // `Expect: 100-continue`: a body declared too large is refused before the client sends it.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    handle(req, res, true).catch(() => answer(res, 502, BAD_GATEWAY));
   });
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async function handle(req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): Promise<void> {
     if (closed) return answer(res, 503, '{"Message":"Service Unavailable"}');
+    if (Number(req.headers['content-length'] ?? 0) > maxRequestBytes) return refuseTooLarge(req, res);
+    if (expectsContinue) res.writeContinue();
     // Half-duplex: the environment gets nothing before the whole body is in.
-    const body = await readBody(req);
+    const body = await readBody(req, maxRequestBytes);
+    if (body === 'too large') return refuseTooLarge(req, res);
     if (body === undefined || res.destroyed) return;
     const environment = route();
     if (!environment) {
@@ -224,6 +245,27 @@ export async function startWebFunctionEmulator(options: WebFunctionEmulatorOptio
     res.on('close', () => finish(exchange));
     // A queued request is forwarded when its environment becomes ready (boot).
     if (environment.state === 'ready') forward(exchange);
+  }
+
+  /**
+   * 413 at once, and no more of the body read: the request is paused (the socket with it, once its small
+   * buffer is full), so the client's sending stalls instead of the front end taking it in. The response
+   * is written whole but not ended: ending it would close the connection with the client's bytes unread,
+   * and a client still sending would then meet a reset before it read the 413. The connection closes
+   * when the client leaves (`Connection: close` asks it to), else after `REFUSED_LINGER_MS`.
+   */
+  function refuseTooLarge(req: IncomingMessage, res: ServerResponse): void {
+    counts.tooLarge++;
+    req.pause();
+    if (res.destroyed) return;
+    res.writeHead(413, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(tooLargeBody),
+      connection: 'close',
+    });
+    res.write(tooLargeBody);
+    const linger = setTimeout(() => res.destroy(), REFUSED_LINGER_MS).unref();
+    res.on('close', () => clearTimeout(linger));
   }
 
   /**
@@ -441,6 +483,7 @@ export async function startWebFunctionEmulator(options: WebFunctionEmulatorOptio
       sigterms: counts.sigterms,
       kills: counts.kills,
       throttled: counts.throttled,
+      tooLarge: counts.tooLarge,
     }),
     async scaleIn() {
       const idle = [...live].filter((environment) => environment.state === 'ready' && environment.exchanges.size === 0);
@@ -460,11 +503,23 @@ function answer(res: ServerResponse, status: number, json: string): void {
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) }).end(json);
 }
 
-/** The whole request body, or undefined if the client left before sending it. */
-function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
+/**
+ * The whole request body; `too large` as soon as it passes `limit` (nothing more is read: the request is
+ * left paused); undefined if the client left before sending it.
+ */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too large' | undefined> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) return void chunks.push(chunk);
+      req.off('data', onData);
+      req.pause();
+      chunks.length = 0;
+      resolve('too large');
+    };
+    req.on('data', onData);
     req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', () => resolve(undefined));
     req.on('close', () => {

@@ -74,11 +74,18 @@ export class TaskBook {
   private readonly tasks = new Map<string, TaskRecord>();
   private closed = false;
 
-  constructor(private readonly timing: { ttlMs: number | null; pollIntervalMs: number }) {}
+  constructor(
+    private readonly timing: {
+      ttlMs: number | null;
+      pollIntervalMs: number;
+      /** Added to the `createdAt` a task reports (a target whose clock is ahead, or one that lies). */
+      createdAtSkewMs?: number;
+    },
+  ) {}
 
   /** A new working task, stored before its CreateTaskResult is sent (a tasks/get right after it resolves). */
   create(tool: string): TaskRecord {
-    const now = new Date().toISOString();
+    const now = new Date(Date.now() + (this.timing.createdAtSkewMs ?? 0)).toISOString();
     const task: TaskRecord = {
       tool,
       taskId: randomUUID(),

@@ -46,6 +46,8 @@ export interface TasksServerOptions {
   pollIntervalMs?: number;
   /** `ttlMs` of every task (null: unlimited); default 60 000. */
   ttlMs?: number | null;
+  /** How far ahead of this server's clock the `createdAt` of its tasks is (a skewed or lying target); default 0. */
+  createdAtSkewMs?: number;
   /** How long `slow_sum` and `needs_tasks` work before completing; default 100 ms. */
   workMs?: number;
   /** How long every other step takes (to `input_required`, to the result after an answer, to `failed`); default 20 ms. */
@@ -121,7 +123,7 @@ export async function startTasksServer(options: TasksServerOptions = {}): Promis
   const ttlMs = options.ttlMs === undefined ? 60_000 : options.ttlMs;
   const workMs = options.workMs ?? 100;
   const stepMs = options.stepMs ?? 20;
-  const book = new TaskBook({ ttlMs, pollIntervalMs });
+  const book = new TaskBook({ ttlMs, pollIntervalMs, createdAtSkewMs: options.createdAtSkewMs });
   const received: ReceivedRequest[] = [];
 
   const later = (task: TaskRecord, ms: number, step: () => void) => book.later(task, ms, step);

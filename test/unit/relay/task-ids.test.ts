@@ -45,6 +45,19 @@ describe('a task id the gateway hands out', () => {
     }
   });
 
+  it("counts from the gateway's clock, not a createdAt in the future: the id still expires at now + the cap", () => {
+    const farFuture = new Date(NOW + 365 * 86_400_000).toISOString();
+    for (const ttlMs of [null, 90 * 86_400_000]) {
+      const id = sealer.seal(binding, { ttlMs, createdAt: farFuture });
+      expect(sealer.open(id, 'alice', NOW + MAX_TTL_SECONDS * 1000 - 1000).ok).toBe(true);
+      expect(sealer.open(id, 'alice', NOW + MAX_TTL_SECONDS * 1000)).toEqual({ ok: false, reason: 'expired' });
+    }
+    // The target's own ttl, measured from the gateway's now as well.
+    const id = sealer.seal(binding, { ttlMs: 60_000, createdAt: new Date(NOW + 86_400_000).toISOString() });
+    expect(sealer.open(id, 'alice', NOW + 59_000).ok).toBe(true);
+    expect(sealer.open(id, 'alice', NOW + 60_000)).toEqual({ ok: false, reason: 'expired' });
+  });
+
   it('is no requestState, and a requestState is no task id (same keys, different payloads)', () => {
     const states = new RequestStateSealer(box, 600, () => NOW);
     const state = states.seal(
