@@ -45,16 +45,30 @@ export async function startAuthorizationServer(options: AuthorizationServerOptio
   const clientId = options.clientId ?? 'gateway';
   const clientSecret = options.clientSecret ?? randomBytes(24).toString('base64url');
   const port = options.port || (await freeLoopbackPort());
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', PROGRAM], {
-    env: {
-      ...process.env,
-      ...options.env,
-      PORT: String(port),
-      CLIENT_ID: clientId,
-      CLIENT_SECRET: clientSecret,
-      REDIRECT_URIS: JSON.stringify(options.redirectUris),
-      ACCESS_TOKEN_TTL: String(options.accessTokenTtlSeconds ?? 3600),
-    },
+  const server = await startReadyProcess(PROGRAM, {
+    ...options.env,
+    PORT: String(port),
+    CLIENT_ID: clientId,
+    CLIENT_SECRET: clientSecret,
+    REDIRECT_URIS: JSON.stringify(options.redirectUris),
+    ACCESS_TOKEN_TTL: String(options.accessTokenTtlSeconds ?? 3600),
+  });
+  return { issuer: server.ready, clientId, clientSecret, pid: server.pid, close: server.close };
+}
+
+/** A server program run as a process of its own, once it printed `ready <value>`. */
+export interface ReadyProcess {
+  /** What it printed after `ready` (its base URL). */
+  ready: string;
+  pid: number;
+  /** Stops it (SIGTERM, then SIGKILL past a grace period). */
+  close(): Promise<void>;
+}
+
+/** Runs a TypeScript server program (through tsx) with `env` added, until it prints `ready <value>`. */
+export async function startReadyProcess(program: string, env: Record<string, string>): Promise<ReadyProcess> {
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', program], {
+    env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -81,25 +95,25 @@ export async function startAuthorizationServer(options: AuthorizationServerOptio
   };
 
   try {
-    const issuer = await new Promise<string>((resolve, reject) => {
+    const ready = await new Promise<string>((resolve, reject) => {
       const timer = setTimeout(
-        () => reject(new Error(`the authorization server did not start within ${START_TIMEOUT_MS} ms: ${output}`)),
+        () => reject(new Error(`${program} did not start within ${START_TIMEOUT_MS} ms: ${output}`)),
         START_TIMEOUT_MS,
       );
       const onData = () => {
-        const ready = /ready (\S+)/.exec(output);
-        if (!ready?.[1]) return;
+        const match = /ready (\S+)/.exec(output);
+        if (!match?.[1]) return;
         clearTimeout(timer);
         child.stdout?.off('data', onData);
-        resolve(ready[1]);
+        resolve(match[1]);
       };
       child.stdout?.on('data', onData);
       void exited.then(() => {
         clearTimeout(timer);
-        reject(new Error(`the authorization server exited (${child.exitCode ?? child.signalCode}): ${output}`));
+        reject(new Error(`${program} exited (${child.exitCode ?? child.signalCode}): ${output}`));
       });
     });
-    return { issuer, clientId, clientSecret, pid: child.pid ?? 0, close };
+    return { ready, pid: child.pid ?? 0, close };
   } catch (error) {
     await close();
     throw error;

@@ -99,6 +99,9 @@ export class ExecutionEnvironment {
     return this.child?.pid;
   }
 
+  /** Its Runtime API (`host:port`), what the function's `AWS_LAMBDA_RUNTIME_API` says; set once it booted. */
+  runtimeApi = '';
+
   /** Busy, but its response is complete: it will ask for its next event (and freeze) in a moment. */
   get finishing(): boolean {
     return this.state === 'busy' && this.active?.complete === true;
@@ -115,13 +118,14 @@ export class ExecutionEnvironment {
     this.server.listen(0, '127.0.0.1');
     await once(this.server, 'listening');
     const { port } = this.server.address() as AddressInfo;
+    this.runtimeApi = `127.0.0.1:${port}`;
     const started = Date.now();
     const ready = new Promise<void>((resolve, reject) => {
       this.initialized = { resolve, reject };
     });
     const child = spawn(this.spec.node, [...this.nodeFlags(), this.spec.ric], {
       cwd: this.spec.taskRoot,
-      env: this.processEnvironment(`127.0.0.1:${port}`),
+      env: this.processEnvironment(this.runtimeApi),
       stdio: ['ignore', 'pipe', 'pipe'],
       // Its own process group: if the front end dies, the kernel sends a stopped, orphaned group
       // SIGHUP + SIGCONT, so a frozen environment does not outlive it.

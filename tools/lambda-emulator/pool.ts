@@ -22,6 +22,8 @@ export interface EnvironmentInfo {
   state: EnvironmentState;
   invocations: number;
   initMs: number;
+  /** Its Runtime API, `host:port` (what a function must never be made to call itself). */
+  runtimeApi: string;
 }
 
 export interface LambdaModeStats {
@@ -187,6 +189,7 @@ export class EnvironmentPool {
         state: environment.state,
         invocations: environment.invocations,
         initMs: environment.initMs,
+        runtimeApi: environment.runtimeApi,
       })),
     };
   }
