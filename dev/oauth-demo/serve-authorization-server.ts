@@ -10,11 +10,16 @@
  *   document it fetches; NODE_EXTRA_CA_CERTS names a test certificate it should trust);
  * - the library's development login and consent pages (any login name, no password check): the
  *   browser tests sign in as a named user there.
+ * - with ROTATE_REFRESH_TOKENS=1, a new refresh token on every refresh (`rotateRefreshToken: true`; by
+ *   default oidc-provider rotates only a public client's): the one used is spent, and using it again is
+ *   refused (`invalid_grant`) and taken as theft — oidc-provider revokes the whole grant, the tokens
+ *   issued since included (OAuth 2.1 §4.3.1, RFC 9700 §4.14.2).
  * Two test-only endpoints stand in for what a test cannot see or do through OAuth itself:
- * `GET /test/stats` (the clients registered, by name; refresh grants served; grants revoked) and
+ * `GET /test/stats` (the clients registered, by name; refresh grants served and refused; grants revoked) and
  * `POST /test/revoke-grants?account=<sub>` (what a user does at the server's own account page:
  * withdraw every grant of that account, so its refresh tokens are refused from then on).
- * Settings from the environment: PORT, CLIENT_ID, CLIENT_SECRET, REDIRECT_URIS (JSON), ACCESS_TOKEN_TTL (s).
+ * Settings from the environment: PORT, CLIENT_ID, CLIENT_SECRET, REDIRECT_URIS (JSON), ACCESS_TOKEN_TTL (s),
+ * ROTATE_REFRESH_TOKENS (1: rotate).
  * Prints `ready <issuer>` once it listens.
  */
 import { createServer } from 'node:http';
@@ -44,6 +49,7 @@ const provider = new Provider(issuer, {
   // Refresh tokens for every client allowed the grant (without asking for offline_access).
   issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
   ttl: { AccessToken: accessTokenTtl },
+  ...(process.env.ROTATE_REFRESH_TOKENS === '1' ? { rotateRefreshToken: true } : {}),
   // Its outgoing requests (a client's metadata document) may go to loopback, where this server's clients
   // live: oidc-provider refuses special-use addresses by default (SSRF protection), as a real one should.
   ...(process.env.CLIENT_ID_METADATA_DOCUMENTS === '1'
@@ -78,7 +84,7 @@ const provider = new Provider(issuer, {
 provider.on('server_error', (_ctx, error) => console.error('server_error', error));
 
 /** What the tests read at /test/stats: names and counts only, never a token or a secret. */
-const stats = { registrations: [] as string[], refreshes: 0, revokedGrants: 0 };
+const stats = { registrations: [] as string[], refreshes: 0, refreshesRefused: 0, revokedGrants: 0 };
 /** Grant ids by account, for /test/revoke-grants. */
 const grants = new Map<string, Set<string>>();
 provider.on('registration_create.success', (_ctx, client) => {
@@ -86,6 +92,9 @@ provider.on('registration_create.success', (_ctx, client) => {
 });
 provider.on('grant.success', (ctx) => {
   if (ctx.oidc.params?.grant_type === 'refresh_token') stats.refreshes++;
+});
+provider.on('grant.error', (ctx) => {
+  if (ctx.oidc?.params?.grant_type === 'refresh_token') stats.refreshesRefused++;
 });
 provider.on('grant.saved', (grant) => {
   if (!grant.accountId) return;

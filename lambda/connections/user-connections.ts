@@ -1,12 +1,13 @@
+import { randomUUID } from 'node:crypto';
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import { recordConnectionEvent } from '../observability/metrics';
 import { currentRequest } from '../observability/request-context';
-import { poll } from '../scheduling/backoff';
+import { type BackoffShape, poll } from '../scheduling/backoff';
 import { type Clock, systemClock } from '../scheduling/clock';
 import { AuthorizationServerError, type GrantedTokens, type TargetAuthorizationServer } from './authorization-server';
 import type { ConsentLink, ConsentLinks, FlowState } from './consent-links';
-import { type Connection, type ConnectionVault, connectionKey } from './vault';
+import { type Connection, type ConnectionVault, connectionKey, type VaultEntry } from './vault';
 
 /**
  * Per-user connections to targets (targets[].userOAuth): the credentials a target is called with are
@@ -60,6 +61,17 @@ export function clientMetadataUrlOf(publicUrl: string | undefined, target: strin
 /** Refresh this long before expiry (at most a quarter of the token's lifetime). */
 const REFRESH_MARGIN_MS = 60_000;
 
+/**
+ * How long one instance's refresh lease lasts: one token request (the authorization server's requests
+ * are bounded at 10 s, authorization-server.ts; discovery is done before the lease is taken) and margin
+ * for sealing and writing the result. Another instance takes the lease over only once it lapsed.
+ */
+export const REFRESH_LEASE_MS = 15_000;
+/** How a call waits for another instance's refresh: reads of the item, soon at first (a refresh takes well under a second). */
+const LEASE_WAIT: BackoffShape = { firstMs: 100, factor: 1.5, maxMs: 1000 };
+/** Leases waited out (instances that died while refreshing) before a call gives up waiting. */
+const LEASE_ROUNDS = 3;
+
 export const CONNECT_PATH = '/connect';
 /** Each target's OAuth callback is `<CALLBACK_PATH>/<target>` (a distinct redirect URI per target). */
 export const CALLBACK_PATH = '/connect/callback';
@@ -79,14 +91,23 @@ export interface UserConnectionsOptions {
   publicUrl?: string;
   logger: GatewayLogger;
   now?: () => number;
+  /** What a wait for another instance's refresh sleeps on (its time is `now`'s when that is given). */
+  clock?: Clock;
 }
 
 export class UserConnections {
   private readonly refreshing = new Map<string, Promise<Connection>>();
   private readonly now: () => number;
+  private readonly clock: Clock;
 
   constructor(private readonly options: UserConnectionsOptions) {
-    this.now = options.now ?? Date.now;
+    const clock = options.clock ?? systemClock;
+    this.now = options.now ?? (() => clock.now());
+    this.clock = {
+      setTimeout: (fn, ms) => clock.setTimeout(fn, ms),
+      clearTimeout: (handle) => clock.clearTimeout(handle),
+      now: this.now,
+    };
   }
 
   get links(): ConsentLinks {
@@ -258,13 +279,13 @@ export class UserConnections {
   }
 
   private async usable(principal: string, target: string): Promise<Connection> {
-    const connection = await this.options.vault.get(principal, target);
-    if (!connection) throw new ConnectionRequiredError(target);
+    const entry = await this.options.vault.read(principal, target);
+    if (!entry) throw new ConnectionRequiredError(target);
     const key = connectionKey(principal, target);
-    if (!this.stale.has(key) && !this.dueForRefresh(connection)) return connection;
+    if (!this.stale.has(key) && !this.dueForRefresh(entry.connection)) return entry.connection;
     let refreshing = this.refreshing.get(key);
     if (!refreshing) {
-      refreshing = this.refresh(principal, target, connection).finally(() => this.refreshing.delete(key));
+      refreshing = this.refresh(principal, target, entry).finally(() => this.refreshing.delete(key));
       this.refreshing.set(key, refreshing);
     }
     return refreshing;
@@ -277,50 +298,160 @@ export class UserConnections {
     return this.now() >= connection.expiresAt - margin;
   }
 
-  private async refresh(principal: string, target: string, connection: Connection): Promise<Connection> {
-    const key = connectionKey(principal, target);
-    if (!connection.refreshToken) {
+  /**
+   * One refresh of the connection across every instance: a refresh token may work once (a server that
+   * rotates them refuses, or takes as theft, its second use), so the instance that takes the item's
+   * lease refreshes, and the others wait for what it stores.
+   */
+  private async refresh(principal: string, target: string, read: VaultEntry): Promise<Connection> {
+    let entry = read;
+    for (let round = 0; round < LEASE_ROUNDS; round++) {
+      const { refreshToken } = entry.connection;
       // Nothing to refresh with: used while it lasts, then the user consents again.
-      if (!this.stale.has(key) && connection.expiresAt !== undefined && this.now() < connection.expiresAt)
-        return connection;
-      await this.options.vault.remove(principal, target).catch(() => false);
-      this.stale.delete(key);
-      throw new ConnectionRequiredError(target);
+      if (!refreshToken) return this.usableUntilExpiry(principal, target, entry);
+      if (!entry.lease || entry.lease.until <= this.now()) {
+        const server = this.requireServer(target);
+        try {
+          // Discovery before the lease, so that the lease covers the token request only.
+          await server.server();
+        } catch (error) {
+          return this.unrefreshed(principal, target, entry.connection, error);
+        }
+        const holder = randomUUID();
+        const lease = { holder, until: this.now() + REFRESH_LEASE_MS };
+        if (await this.options.vault.takeLease(principal, target, entry.version, lease, this.now())) {
+          return this.refreshHolding(principal, target, entry, refreshToken, holder);
+        }
+      }
+      // Another instance holds the lease, or has just stored the connection anew: what it stores is used.
+      const next = await this.refreshedElsewhere(principal, target, entry);
+      if (!sameWrite(next, entry)) return this.replaced(principal, target, next);
+      entry = next;
     }
+    return this.unrefreshed(
+      principal,
+      target,
+      entry.connection,
+      new AuthorizationServerError(target, 'the refresh under way on another instance did not finish'),
+    );
+  }
+
+  /**
+   * Waits (reading the item) while another instance's lease on the write `entry` lasts: the item as
+   * stored once it is another write, or as it is when the lease lapsed (or at the wait's end).
+   */
+  private async refreshedElsewhere(principal: string, target: string, entry: VaultEntry): Promise<VaultEntry> {
+    let last = entry;
+    const outcome = await poll(
+      async () => {
+        const current = await this.options.vault.read(principal, target);
+        // Removed meanwhile (refused at the authorization server, or disconnected): consent again.
+        if (!current) throw new ConnectionRequiredError(target);
+        last = current;
+        const held = current.lease !== undefined && current.lease.until > this.now();
+        return !sameWrite(current, entry) || !held ? current : undefined;
+      },
+      LEASE_WAIT,
+      { until: (entry.lease?.until ?? this.now()) + REFRESH_LEASE_MS, clock: this.clock },
+    );
+    return 'value' in outcome ? outcome.value : last;
+  }
+
+  /** The refresh, holding the item's lease: stored only while the lease is still this refresh's. */
+  private async refreshHolding(
+    principal: string,
+    target: string,
+    entry: VaultEntry,
+    refreshToken: string,
+    holder: string,
+  ): Promise<Connection> {
+    const { connection } = entry;
+    const key = connectionKey(principal, target);
     const server = this.requireServer(target);
+    // The client the grant was made to (its callback names it), whatever origin this request came by.
+    const redirectUri = connection.redirectUri ?? this.redirectUri(target, currentRequest()?.facts.origin);
+    let tokens: GrantedTokens;
     try {
-      // The client the grant was made to (its callback names it), whatever origin this request came by.
-      const redirectUri = connection.redirectUri ?? this.redirectUri(target, currentRequest()?.facts.origin);
-      const tokens = await server.refresh(connection.refreshToken, redirectUri);
-      const refreshed = await this.store(principal, target, tokens, connection.connectedAt, redirectUri);
-      this.stale.delete(key);
-      recordConnectionEvent('refreshed');
-      return refreshed;
+      tokens = await server.refresh(refreshToken, redirectUri);
     } catch (error) {
       recordConnectionEvent('refreshFailed');
       const refused = error instanceof AuthorizationServerError && error.refusedGrant;
       this.options.logger.warn('connection refresh failed', { target, refused, error: describeError(error) });
-      if (refused) {
-        // The authorization server no longer honours the grant (revoked, expired): consent again.
-        await this.options.vault.remove(principal, target).catch(() => false);
-        this.stale.delete(key);
-        throw new ConnectionRequiredError(target);
-      }
-      // The server is down or failing: a token that has not expired yet is still worth a try.
-      if (!this.stale.has(key) && (connection.expiresAt === undefined || this.now() < connection.expiresAt))
-        return connection;
-      throw error;
+      // The authorization server no longer honours the grant (revoked, expired): consent again.
+      if (refused) return this.removeUnlessReplaced(principal, target, entry);
+      await this.options.vault.releaseLease(principal, target, holder).catch(() => undefined);
+      return this.unrefreshed(principal, target, connection, error);
     }
+    this.stale.delete(key);
+    recordConnectionEvent('refreshed');
+    const refreshed = await this.store(principal, target, tokens, connection.connectedAt, redirectUri, holder).catch(
+      (error: unknown) => {
+        // The table failed the write: the new tokens still serve this call (the old refresh token may be spent).
+        this.options.logger.warn('refreshed connection not stored', { target, error: describeError(error) });
+        return undefined;
+      },
+    );
+    if (!refreshed) return this.toConnection(tokens, connection.connectedAt, redirectUri);
+    if (refreshed.stored) return refreshed.connection;
+    // The lease lapsed before the write (the refresh took longer than it lasts): what is stored now wins.
+    this.options.logger.warn('refreshed connection not stored: its refresh lease lapsed', { target });
+    const current = await this.options.vault.read(principal, target);
+    if (!current) throw new ConnectionRequiredError(target);
+    return sameWrite(current, entry) ? refreshed.connection : current.connection;
   }
 
+  /** A connection without a refresh token: used while it lasts, then removed (unless replaced meanwhile). */
+  private async usableUntilExpiry(principal: string, target: string, entry: VaultEntry): Promise<Connection> {
+    const { connection } = entry;
+    const key = connectionKey(principal, target);
+    if (!this.stale.has(key) && connection.expiresAt !== undefined && this.now() < connection.expiresAt)
+      return connection;
+    return this.removeUnlessReplaced(principal, target, entry);
+  }
+
+  /**
+   * Gives up the write `entry` (its grant refused, or its token spent): removed only if it is still the
+   * stored one, else the connection another instance stored meanwhile is used.
+   */
+  private async removeUnlessReplaced(principal: string, target: string, entry: VaultEntry): Promise<Connection> {
+    const removed = await this.options.vault.remove(principal, target, entry.version).catch(() => false);
+    if (!removed) {
+      const current = await this.options.vault.read(principal, target).catch(() => undefined);
+      if (current && !sameWrite(current, entry)) return this.replaced(principal, target, current);
+    }
+    this.stale.delete(connectionKey(principal, target));
+    throw new ConnectionRequiredError(target);
+  }
+
+  /** Another write of the connection than the one refreshed (another instance's refresh, or a new consent). */
+  private replaced(principal: string, target: string, entry: VaultEntry): Connection {
+    this.stale.delete(connectionKey(principal, target));
+    return entry.connection;
+  }
+
+  /** The refresh failed (the server is down or failing): a token that has not expired yet is still worth a try. */
+  private unrefreshed(principal: string, target: string, connection: Connection, error: unknown): Connection {
+    const lasts = connection.expiresAt === undefined || this.now() < connection.expiresAt;
+    if (!this.stale.has(connectionKey(principal, target)) && lasts) return connection;
+    throw error;
+  }
+
+  /** Stores the tokens (with `leaseHolder`, only while that refresh lease holds: `stored` false otherwise). */
   private async store(
     principal: string,
     target: string,
     tokens: GrantedTokens,
     connectedAt: number,
     redirectUri: string,
-  ) {
-    const connection: Connection = {
+    leaseHolder?: string,
+  ): Promise<{ connection: Connection; stored: boolean }> {
+    const connection = this.toConnection(tokens, connectedAt, redirectUri);
+    const stored = await this.options.vault.put(principal, target, connection, leaseHolder);
+    return { connection, stored };
+  }
+
+  private toConnection(tokens: GrantedTokens, connectedAt: number, redirectUri: string): Connection {
+    return {
       redirectUri,
       issuedAt: tokens.issuedAt ?? this.now(),
       accessToken: tokens.accessToken,
@@ -329,8 +460,6 @@ export class UserConnections {
       ...(tokens.scope ? { scope: tokens.scope } : {}),
       connectedAt,
     };
-    await this.options.vault.put(principal, target, connection);
-    return connection;
   }
 
   private requireServer(target: string): TargetAuthorizationServer {
@@ -338,6 +467,11 @@ export class UserConnections {
     if (!server) throw new AuthorizationServerError(target, 'not a per-user OAuth target');
     return server;
   }
+}
+
+/** Whether two reads are of the same write of the connection. */
+function sameWrite(a: VaultEntry, b: VaultEntry): boolean {
+  return a.version.updatedAt === b.version.updatedAt && a.version.wrappedKey === b.version.wrappedKey;
 }
 
 function requestPrincipal(): string {

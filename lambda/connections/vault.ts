@@ -1,4 +1,4 @@
-import type { ConnectionTable } from '../state/connection-table';
+import type { ConnectionTable, ConnectionVersion, RefreshLease } from '../state/connection-table';
 import type { EncryptionContext, Envelope } from './envelope';
 
 /**
@@ -6,7 +6,9 @@ import type { EncryptionContext, Envelope } from './envelope';
  * item, wrapped by KMS or the local key, the principal and target bound as encryption context) before
  * it reaches the table. Every use reads the item (one consistent GetItem), so a connection removed or
  * replaced on any instance is gone everywhere at once; what an instance decrypted is reused while the
- * item is unchanged, so KMS is asked once per connection written, not per call.
+ * item is unchanged, so KMS is asked once per connection written, not per call. A connection is read
+ * with its version (which write it is) and the refresh lease on it, so that a refresh can be one
+ * instance's at a time and a removal can be of the write that was read only.
  */
 
 /** A principal's authorization at one target, as the vault hands it out (never logged). */
@@ -22,6 +24,13 @@ export interface Connection {
   issuedAt?: number;
   /** The callback the grant was made for: it names the client, which refreshes and revokes it. */
   redirectUri?: string;
+}
+
+/** A connection as read from the table: which write it is, and who is refreshing it, if anyone. */
+export interface VaultEntry {
+  connection: Connection;
+  version: ConnectionVersion;
+  lease?: RefreshLease;
 }
 
 export interface VaultOptions {
@@ -46,15 +55,22 @@ export class ConnectionVault {
   }
 
   async get(principal: string, target: string): Promise<Connection | undefined> {
+    return (await this.read(principal, target))?.connection;
+  }
+
+  /** The connection with its version and lease; undefined when there is none (or it does not open). */
+  async read(principal: string, target: string): Promise<VaultEntry | undefined> {
     const key = connectionKey(principal, target);
     const stored = await this.table.read(principal, target);
     if (!stored) {
       this.cache.delete(key);
       return undefined;
     }
-    const written = `${stored.updatedAt}.${stored.wrappedKey}`;
+    const version = { updatedAt: stored.updatedAt, wrappedKey: stored.wrappedKey };
+    const lease = stored.lease ? { lease: stored.lease } : {};
+    const written = writtenOf(version);
     const cached = this.cache.get(key);
-    if (cached?.written === written) return cached.connection;
+    if (cached?.written === written) return { connection: cached.connection, version, ...lease };
     let connection: Connection;
     try {
       connection = JSON.parse(await this.envelope.open(stored, contextOf(principal, target))) as Connection;
@@ -63,20 +79,43 @@ export class ConnectionVault {
       return undefined;
     }
     this.remember(key, connection, written);
-    return connection;
+    return { connection, version, ...lease };
   }
 
-  async put(principal: string, target: string, connection: Connection): Promise<void> {
+  /**
+   * Stores (replaces) the connection. With `leaseHolder`, only while that refresh lease is still held
+   * on the item: false, and nothing stored, when it is not (the lease lapsed and was taken, or the
+   * connection was removed or written anew meanwhile).
+   */
+  async put(principal: string, target: string, connection: Connection, leaseHolder?: string): Promise<boolean> {
     const sealed = await this.envelope.seal(JSON.stringify(connection), contextOf(principal, target));
     const now = this.now();
     const expiresAt = Math.floor(now / 1000) + this.options.idleDays * 24 * 3600;
-    await this.table.write(principal, target, { ...sealed, updatedAt: now }, expiresAt);
-    this.remember(connectionKey(principal, target), connection, `${now}.${sealed.wrappedKey}`);
+    const version = { updatedAt: now, wrappedKey: sealed.wrappedKey };
+    const written = await this.table.write(principal, target, { ...sealed, updatedAt: now }, expiresAt, leaseHolder);
+    if (written) this.remember(connectionKey(principal, target), connection, writtenOf(version));
+    return written;
   }
 
-  async remove(principal: string, target: string): Promise<boolean> {
+  /** Removes the connection (with `version`, only while it is still that write); true when removed. */
+  async remove(principal: string, target: string, version?: ConnectionVersion): Promise<boolean> {
     this.cache.delete(connectionKey(principal, target));
-    return this.table.remove(principal, target);
+    return this.table.remove(principal, target, version);
+  }
+
+  /** Takes the refresh lease on the write `version`, unless another instance holds one that lasts past `now`. */
+  takeLease(
+    principal: string,
+    target: string,
+    version: ConnectionVersion,
+    lease: RefreshLease,
+    now: number,
+  ): Promise<boolean> {
+    return this.table.takeLease(principal, target, version, lease, now);
+  }
+
+  releaseLease(principal: string, target: string, holder: string): Promise<void> {
+    return this.table.releaseLease(principal, target, holder);
   }
 
   targetsOf(principal: string): Promise<string[]> {
@@ -93,6 +132,11 @@ export class ConnectionVault {
       this.cache.delete(oldest);
     }
   }
+}
+
+/** What the cache compares: a write has its own time and data key. */
+function writtenOf(version: ConnectionVersion): string {
+  return `${version.updatedAt}.${version.wrappedKey}`;
 }
 
 /** One principal's connection at one target, as a key in memory (never stored). */

@@ -3,9 +3,10 @@ import { createHash } from 'node:crypto';
 /**
  * Where per-user connections (targets[].userOAuth) are kept: one item per principal and target,
  * holding only ciphertext (the connections/ layer encrypts before it writes, so the table never sees
- * a token), a marker per consent link used (single use across instances), and the gateway's own
- * registration at a target's authorization server when it registered itself (RFC 7591), so that every
- * instance presents the same client.
+ * a token) and, while one instance refreshes it, that instance's refresh lease; a marker per consent
+ * link used (single use across instances), and the gateway's own registration at a target's
+ * authorization server when it registered itself (RFC 7591), so that every instance presents the same
+ * client.
  */
 
 /** A stored connection: an envelope (the ciphertext and its wrapped data key), as connections/ wrote it. */
@@ -20,12 +21,54 @@ export interface StoredConnection {
   updatedAt: number;
 }
 
+/** Which write of a connection an instance read: any later write changes it (a new data key each time). */
+export type ConnectionVersion = Pick<StoredConnection, 'updatedAt' | 'wrappedKey'>;
+
+/**
+ * One instance's right to refresh a connection (one refresh at a time across instances: a refresh token
+ * that a server rotates works once, and its reuse may revoke the whole grant).
+ */
+export interface RefreshLease {
+  /** A random id of the refresh that holds it. */
+  holder: string;
+  /** Epoch ms it lapses (another instance may take it from then on). */
+  until: number;
+}
+
+/** A connection as read: the envelope, and the refresh lease on it, if one was taken since the write. */
+export interface ReadConnection extends StoredConnection {
+  lease?: RefreshLease;
+}
+
 export interface ConnectionTable {
-  read(principal: string, target: string): Promise<StoredConnection | undefined>;
-  /** Writes (replaces) the principal's connection; the item expires `expiresAt` (epoch seconds) unless written again. */
-  write(principal: string, target: string, stored: StoredConnection, expiresAt: number): Promise<void>;
-  /** Removes it; true when there was one. */
-  remove(principal: string, target: string): Promise<boolean>;
+  read(principal: string, target: string): Promise<ReadConnection | undefined>;
+  /**
+   * Writes (replaces) the principal's connection, dropping any lease; the item expires `expiresAt`
+   * (epoch seconds) unless written again. With `leaseHolder`, only while the item still carries that
+   * holder's lease (false, and nothing written, when it does not).
+   */
+  write(
+    principal: string,
+    target: string,
+    stored: StoredConnection,
+    expiresAt: number,
+    leaseHolder?: string,
+  ): Promise<boolean>;
+  /** Removes it (with `version`, only while it is still that write); true when it was removed. */
+  remove(principal: string, target: string, version?: ConnectionVersion): Promise<boolean>;
+  /**
+   * Takes the refresh lease: only while the item is still `version` and no lease on it lasts past `now`
+   * (epoch ms). False when another instance holds one or wrote the connection since.
+   */
+  takeLease(
+    principal: string,
+    target: string,
+    version: ConnectionVersion,
+    lease: RefreshLease,
+    now: number,
+  ): Promise<boolean>;
+  /** Gives the lease up (a refresh that stored nothing), if `holder` still has it. */
+  releaseLease(principal: string, target: string, holder: string): Promise<void>;
   /** Every target the principal has a connection at. */
   targetsOf(principal: string): Promise<string[]>;
   /** Marks a one-time value used; false when it already was (a replay). Kept until `expiresAt` (epoch seconds). */

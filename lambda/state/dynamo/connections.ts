@@ -1,9 +1,12 @@
-import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import {
   CONNECTION_PREFIX,
   type ConnectionTable,
+  type ConnectionVersion,
   connectionPk,
   connectionSk,
+  type ReadConnection,
+  type RefreshLease,
   registrationPk,
   registrationSk,
   type StoredConnection,
@@ -29,40 +32,106 @@ export class DynamoConnectionTable implements ConnectionTable {
     return Item;
   }
 
-  async read(principal: string, target: string): Promise<StoredConnection | undefined> {
+  async read(principal: string, target: string): Promise<ReadConnection | undefined> {
     const Item = await this.item(connectionPk(principal), connectionSk(target));
     if (!Item) return undefined;
-    const { ciphertext, wrappedKey, keyId, updatedAt } = Item as Record<string, unknown>;
+    const { ciphertext, wrappedKey, keyId, updatedAt, leaseHolder, leaseUntil } = Item as Record<string, unknown>;
     if (typeof ciphertext !== 'string' || typeof wrappedKey !== 'string' || typeof keyId !== 'string') {
       throw new Error(`malformed connection item for target ${target}`);
     }
-    return { ciphertext, wrappedKey, keyId, updatedAt: typeof updatedAt === 'number' ? updatedAt : 0 };
+    const lease =
+      typeof leaseHolder === 'string' && typeof leaseUntil === 'number'
+        ? { lease: { holder: leaseHolder, until: leaseUntil } }
+        : {};
+    return { ciphertext, wrappedKey, keyId, updatedAt: typeof updatedAt === 'number' ? updatedAt : 0, ...lease };
   }
 
-  async write(principal: string, target: string, stored: StoredConnection, expiresAt: number): Promise<void> {
-    await this.table.guarded((abortSignal) =>
+  write(
+    principal: string,
+    target: string,
+    stored: StoredConnection,
+    expiresAt: number,
+    leaseHolder?: string,
+  ): Promise<boolean> {
+    // A PutItem replaces the whole item: the lease attributes go with the write.
+    return this.table.applied((abortSignal) =>
       this.table.client.send(
         new PutCommand({
           TableName: this.table.name,
           Item: { pk: connectionPk(principal), sk: connectionSk(target), ...stored, expiresAt },
+          ...(leaseHolder === undefined
+            ? {}
+            : { ConditionExpression: 'leaseHolder = :holder', ExpressionAttributeValues: { ':holder': leaseHolder } }),
         }),
         { abortSignal },
       ),
     );
   }
 
-  async remove(principal: string, target: string): Promise<boolean> {
+  async remove(principal: string, target: string, version?: ConnectionVersion): Promise<boolean> {
+    const key = { pk: connectionPk(principal), sk: connectionSk(target) };
+    if (version) {
+      const condition = versionCondition(version);
+      return this.table.applied((abortSignal) =>
+        this.table.client.send(
+          new DeleteCommand({
+            TableName: this.table.name,
+            Key: key,
+            ConditionExpression: condition.expression,
+            ExpressionAttributeValues: condition.values,
+          }),
+          { abortSignal },
+        ),
+      );
+    }
     const { Attributes } = await this.table.guarded((abortSignal) =>
+      this.table.client.send(new DeleteCommand({ TableName: this.table.name, Key: key, ReturnValues: 'ALL_OLD' }), {
+        abortSignal,
+      }),
+    );
+    return Attributes !== undefined;
+  }
+
+  takeLease(
+    principal: string,
+    target: string,
+    version: ConnectionVersion,
+    lease: RefreshLease,
+    now: number,
+  ): Promise<boolean> {
+    const condition = versionCondition(version);
+    return this.table.applied((abortSignal) =>
       this.table.client.send(
-        new DeleteCommand({
+        new UpdateCommand({
           TableName: this.table.name,
           Key: { pk: connectionPk(principal), sk: connectionSk(target) },
-          ReturnValues: 'ALL_OLD',
+          UpdateExpression: 'SET leaseHolder = :holder, leaseUntil = :until',
+          ConditionExpression: `${condition.expression} AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)`,
+          ExpressionAttributeValues: {
+            ...condition.values,
+            ':holder': lease.holder,
+            ':until': lease.until,
+            ':now': now,
+          },
         }),
         { abortSignal },
       ),
     );
-    return Attributes !== undefined;
+  }
+
+  async releaseLease(principal: string, target: string, holder: string): Promise<void> {
+    await this.table.applied((abortSignal) =>
+      this.table.client.send(
+        new UpdateCommand({
+          TableName: this.table.name,
+          Key: { pk: connectionPk(principal), sk: connectionSk(target) },
+          UpdateExpression: 'REMOVE leaseHolder, leaseUntil',
+          ConditionExpression: 'leaseHolder = :holder',
+          ExpressionAttributeValues: { ':holder': holder },
+        }),
+        { abortSignal },
+      ),
+    );
   }
 
   async targetsOf(principal: string): Promise<string[]> {
@@ -110,4 +179,15 @@ export class DynamoConnectionTable implements ConnectionTable {
     if (kept) return sealed;
     return (await this.readRegistration(target, issuer)) ?? sealed;
   }
+}
+
+/** The item is still the write that was read (an item without `updatedAt`, from before it was kept, reads as 0). */
+function versionCondition(version: ConnectionVersion): { expression: string; values: Record<string, unknown> } {
+  return {
+    expression: `wrappedKey = :wrappedKey AND ${version.updatedAt === 0 ? 'attribute_not_exists(updatedAt)' : 'updatedAt = :updatedAt'}`,
+    values: {
+      ':wrappedKey': version.wrappedKey,
+      ...(version.updatedAt === 0 ? {} : { ':updatedAt': version.updatedAt }),
+    },
+  };
 }

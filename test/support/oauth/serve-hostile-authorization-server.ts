@@ -26,12 +26,12 @@ const base = `http://127.0.0.1:${port}`;
 const honestIssuer = process.env.HONEST_ISSUER ?? '';
 const steer = process.env.STEER_URL ?? 'http://127.0.0.1:9';
 
-interface Record {
+interface Seen {
   tokenRequests: Array<{ persona: string; code: boolean; verifier: boolean }>;
   redeemed: Array<{ ok: boolean; subject?: string }>;
   authorizeRequests: number;
 }
-const record: Record = { tokenRequests: [], redeemed: [], authorizeRequests: 0 };
+const record: Seen = { tokenRequests: [], redeemed: [], authorizeRequests: 0 };
 
 function metadataOf(persona: string): Record<string, unknown> {
   const issuer = `${base}/${persona}`;
@@ -46,7 +46,8 @@ function metadataOf(persona: string): Record<string, unknown> {
     token_endpoint_auth_methods_supported: ['none', 'client_secret_basic'],
   };
   if (persona === 'liar') return { ...common, issuer: honestIssuer };
-  if (persona === 'steer') return { ...common, token_endpoint: `${steer}/token`, registration_endpoint: `${steer}/register` };
+  if (persona === 'steer')
+    return { ...common, token_endpoint: `${steer}/token`, registration_endpoint: `${steer}/register` };
   if (persona === 'scheme') return { ...common, authorization_endpoint: 'ms-msdt:/id PCWDiagnostic /skip force' };
   return common;
 }
@@ -79,13 +80,17 @@ async function redeem(form: URLSearchParams): Promise<void> {
   });
   const tokens = (await res.json().catch(() => ({}))) as { access_token?: string };
   const payload = tokens.access_token?.split('.')[1];
-  const subject = payload ? (JSON.parse(Buffer.from(payload, 'base64url').toString()) as { sub?: string }).sub : undefined;
+  const subject = payload
+    ? (JSON.parse(Buffer.from(payload, 'base64url').toString()) as { sub?: string }).sub
+    : undefined;
   record.redeemed.push({ ok: res.ok, ...(subject ? { subject } : {}) });
 }
 
 const server = createServer((req, res) => {
   const url = new URL(req.url ?? '/', base);
-  const wellKnown = /^\/\.well-known\/(?:oauth-authorization-server|openid-configuration)\/([a-z]+)$/.exec(url.pathname);
+  const wellKnown = /^\/\.well-known\/(?:oauth-authorization-server|openid-configuration)\/([a-z]+)$/.exec(
+    url.pathname,
+  );
   if (wellKnown?.[1]) {
     if (wellKnown[1] === 'bounce') {
       res.writeHead(302, { location: `${steer}/metadata` }).end();

@@ -8,6 +8,8 @@ export interface AuthorizationServerStats {
   registrations: string[];
   /** Refresh-token grants served. */
   refreshes: number;
+  /** Refresh-token grants refused (a spent, revoked or unknown refresh token: `invalid_grant`). */
+  refreshesRefused: number;
   /** Grants revoked: by the revocation endpoint (RFC 7009) and by revokeGrantsOf. */
   revokedGrants: number;
 }

@@ -44,6 +44,7 @@ function setUp() {
   const endpoint = new TokenEndpoint();
   const server = {
     name: 'docs',
+    server: async () => ({}),
     refresh: (token: string) => endpoint.refresh(token),
   } as unknown as TargetAuthorizationServer;
   const connections = new UserConnections({

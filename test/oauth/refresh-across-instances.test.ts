@@ -1,0 +1,177 @@
+import { existsSync } from 'node:fs';
+import type { Browser } from 'playwright-core';
+import {
+  type DynamoProcess,
+  type GatewayProcess,
+  startDynamoProcess,
+  startGatewayProcess,
+} from '../support/gateway-process';
+import { freePort } from '../support/loopback';
+import { initSession, type Json, post } from '../support/mcp-http';
+import { type AuthorizationServer, startAuthorizationServer } from '../support/oauth/authorization-server';
+import { consentAs, startBrowser } from '../support/oauth/browser';
+import { type ProtectedTarget, startProtectedTarget } from '../support/oauth/protected-target';
+import { authorizationServerStats } from '../support/oauth/test-endpoints';
+
+/**
+ * One refresh of a user's connection at a time across every instance, with real parts: oidc-provider
+ * rotating refresh tokens (a refresh token works once; using it again is refused and taken as theft:
+ * the whole grant is revoked), an official-SDK MCP target that verifies the user's JWT, two gateway
+ * processes on one DynamoDB (dynalite), and the user's consent in Chromium. The access token expires,
+ * then both instances are called at once, round after round: one of them refreshes, the other uses what
+ * it stored; the user is never asked again and the authorization server sees one refresh per round.
+ */
+
+jest.setTimeout(180_000);
+
+const withBrowser =
+  existsSync(process.env.CHROMIUM_PATH ?? '/usr/bin/chromium') || process.env.CI ? describe : describe.skip;
+
+/** The access tokens' lifetime (s): long enough for a round's calls, short enough to wait out. */
+const TTL_SECONDS = 2;
+const ROUNDS = 5;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)));
+
+/** A 2025 session with URL elicitation whose calls take no stream (a missing connection is -32042). */
+async function caller(mcpUrl: string): Promise<(tool: string) => Promise<Json>> {
+  const { headers } = await initSession(mcpUrl, { capabilities: { elicitation: { url: {} } } });
+  let id = 0;
+  return async (tool) => {
+    const res = await post(
+      mcpUrl,
+      { ...headers, accept: 'application/json' },
+      { jsonrpc: '2.0', id: ++id, method: 'tools/call', params: { name: tool, arguments: {} } },
+    );
+    return (await res.json()) as Json;
+  };
+}
+
+/** The text a whoami call answered (whose token the target saw); any error, a consent asked included, fails. */
+function answerOf(answer: Json): string {
+  expect(answer.error).toBeUndefined();
+  return String(answer.result.content[0].text);
+}
+
+/** A whoami answer as a failure shows it: the user it answered as, or the error (-32042: consent asked). */
+function shownAs(answer: Json): string {
+  return answer.error ? `error ${answer.error.code}` : String(answer.result.content[0].text);
+}
+
+async function connectedTargets(origin: string): Promise<string[]> {
+  const res = await fetch(`${origin}/connections`);
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { connections: Array<{ target: string }> }).connections.map((c) => c.target);
+}
+
+withBrowser('a connection refreshed by two instances at once', () => {
+  let dynamo: DynamoProcess;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    dynamo = await startDynamoProcess();
+    browser = await startBrowser();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await dynamo?.close();
+  });
+
+  describe.each([
+    ['two `npm start` processes', false],
+    ['two `npm start -- --lambda` processes', true],
+  ])('%s on one table, the authorization server rotating refresh tokens', (_kind, lambda) => {
+    let as: AuthorizationServer;
+    let target: ProtectedTarget;
+    const instances: GatewayProcess[] = [];
+    // A target of its own per kind: the connection the other kind stored (same principal, one table) is not this one.
+    const name = lambda ? 'mine-lambda' : 'mine';
+    const tool = `${name}___whoami`;
+
+    beforeAll(async () => {
+      const port = await freePort();
+      const clientId = lambda ? 'gateway-lambda' : 'gateway';
+      as = await startAuthorizationServer({
+        clientId,
+        redirectUris: [`http://127.0.0.1:${port}/connect/callback/${name}`],
+        accessTokenTtlSeconds: TTL_SECONDS,
+        env: { ROTATE_REFRESH_TOKENS: '1' },
+      });
+      target = await startProtectedTarget(as.issuer);
+      const config = {
+        targets: [
+          {
+            name,
+            url: target.url,
+            userOAuth: {
+              clientId,
+              clientSecret: { fromEnv: 'REFRESH_TEST_CLIENT_SECRET' },
+              authorizationServer: as.issuer,
+            },
+          },
+        ],
+        // One public URL for both: the grant's callback is the first instance's, where the user consents.
+        connections: { publicUrl: `http://127.0.0.1:${port}` },
+        logLevel: 'SILENT' as const,
+        requestStateKeys: { current: 'refresh-across-instances-key-of-one-gateway-0123' },
+      };
+      const env = { REFRESH_TEST_CLIENT_SECRET: as.clientSecret };
+      instances.push(await startGatewayProcess(config, dynamo.endpoint, { lambda, env, port }));
+      instances.push(await startGatewayProcess(config, dynamo.endpoint, { lambda, env }));
+    });
+    afterAll(async () => {
+      for (const instance of instances) await instance.stop();
+      await target?.close();
+      await as?.close();
+    });
+
+    it(`every round (${ROUNDS}) both calls answer as the user, after one refresh, and the connection stays`, async () => {
+      const [first, second] = instances as [GatewayProcess, GatewayProcess];
+      const origin = new URL(first.url).origin;
+      const callFirst = await caller(first.url);
+      const callSecond = await caller(second.url);
+
+      const asked = await callFirst(tool);
+      expect(asked.error?.code).toBe(-32042);
+      const [elicitation] = asked.error.data.elicitations as Array<{ url: string }>;
+      await consentAs(browser, elicitation!.url, 'alice', `${origin}/connect/callback`);
+      expect(answerOf(await callFirst(tool))).toBe('alice');
+      // The second instance finds the target's authorization server too (its discovery asks the target without a token).
+      expect(answerOf(await callSecond(tool))).toBe('alice');
+      let lastIssued = Date.now();
+
+      for (let round = 1; round <= ROUNDS; round++) {
+        // Every token issued so far has expired once this has passed (its exp ≤ issue + TTL, in whole seconds).
+        await sleep(lastIssued + (TTL_SECONDS + 1) * 1000 - Date.now());
+        const before = await authorizationServerStats(as.issuer);
+        const seen = target.stats().tokenIds;
+
+        const answers = await Promise.all([callFirst(tool), callSecond(tool)]);
+        lastIssued = Date.now();
+
+        expect({ round, answers: answers.map(shownAs) }).toEqual({ round, answers: ['alice', 'alice'] });
+        const after = await authorizationServerStats(as.issuer);
+        // One refresh: the other instance used what the first stored, and never spent a refresh token twice.
+        expect({ round, refreshes: after.refreshes - before.refreshes }).toEqual({ round, refreshes: 1 });
+        expect({
+          round,
+          refused: after.refreshesRefused - before.refreshesRefused,
+          revoked: after.revokedGrants - before.revokedGrants,
+        }).toEqual({
+          round,
+          refused: 0,
+          revoked: 0,
+        });
+        // Both calls carried the one token of this round's refresh (the waiting instance used what the other stored).
+        const sent = new Set(target.stats().tokenIds.slice(seen.length));
+        expect({ round, tokens: sent.size, new: [...sent].every((id) => !seen.includes(id)) }).toEqual({
+          round,
+          tokens: 1,
+          new: true,
+        });
+        expect(await connectedTargets(origin)).toEqual([name]);
+      }
+      expect(new Set(target.stats().subjects)).toEqual(new Set(['alice']));
+    });
+  });
+});
