@@ -8,6 +8,7 @@ import { DependencyFailedError, GatewayError } from '../protocol/errors';
 import { LIST_METHODS, type ListingKind } from '../protocol/methods';
 import type { Prompt, Resource, ResourceTemplate, Tool } from '../protocol/types';
 import type { Era } from '../protocol/versions';
+import { SingleFlight, untilAborted } from '../scheduling/single-flight';
 import type { Caller } from '../targets/target-link';
 import type { Targets } from '../targets/targets';
 import { CatalogCache, type TargetListing } from './cache';
@@ -79,6 +80,8 @@ export class Catalog {
   private reportedLongNames = false;
   private readonly filters: ToolFilters;
   private readonly failures = new Map<string, ListFailure>();
+  /** The routing listings being fetched live: one per (kind, target, caller) at a time. */
+  private readonly listings = new SingleFlight<TargetList<ListingKind> | undefined>();
 
   constructor(
     private readonly targets: Targets,
@@ -114,72 +117,77 @@ export class Catalog {
 
   /** One kind from the given targets (default: all), in parallel; a failing target is left out (logged). */
   async list<K extends ListingKind>(kind: K, scope: CatalogScope, only?: string[]): Promise<Array<TargetList<K>>> {
-    const { method, field } = LIST_METHODS[kind];
     const names = this.targets.names.filter((name) => !only || only.includes(name));
-    const lists = await Promise.all(
-      names.map(async (target): Promise<TargetList<K> | undefined> => {
-        // One budget for the whole listing (era probe, session, every page): a late target is left out
-        // well inside the client's and the function's deadline, as a failing one is.
-        const limits = this.targets.limits(target);
-        const budget = AbortSignal.timeout(limits.requestTimeoutMs);
-        const signal = AbortSignal.any([scope.signal, budget]);
-        try {
-          const targetLink = await this.targets.open(target, scope.caller, signal);
-          const items: unknown[] = [];
-          let bytes = 0;
-          let ttlMs = Number.POSITIVE_INFINITY;
-          let cacheScope: 'public' | 'private' = 'public';
-          let cursor: string | undefined;
-          for (let page = 0; page < MAX_PAGES; page++) {
-            const response = await targetLink.call({ method, params: cursor ? { cursor } : {} }, { signal });
-            if ('error' in response) {
-              this.logger.debug('target did not list', { target, method, code: response.error.code });
-              break;
-            }
-            const result = response.result as Record<string, unknown>;
-            const page = Array.isArray(result[field]) ? (result[field] as unknown[]) : [];
-            // Every list a client asks for is fetched live and held while it is aggregated: bounded per target.
-            bytes += JSON.stringify(page).length;
-            if (items.length + page.length > limits.maxListItems)
-              throw new DependencyFailedError(target, `listed over ${limits.maxListItems} items (limits.maxListItems)`);
-            if (bytes > limits.maxListBytes)
-              throw new DependencyFailedError(target, `listed over ${limits.maxListBytes} bytes (limits.maxListBytes)`);
-            items.push(...page);
-            const modern = targetLink.era === 'modern';
-            ttlMs = Math.min(ttlMs, modern && typeof result.ttlMs === 'number' && result.ttlMs >= 0 ? result.ttlMs : 0);
-            if (!(modern && result.cacheScope === 'public')) cacheScope = 'private';
-            cursor = typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
-            if (!cursor) break;
-          }
-          // Filtered tools never enter the cache, so no name (prefixed or bare) routes to them.
-          const listed = (kind === 'tools' ? this.filters.keep(target, items as Tool[]) : items) as NonNullable<
-            TargetListing[K]
-          >;
-          this.cache.put(target, kind, listed);
-          const era = targetLink.era;
-          return { target, era, items: listed, ttlMs: Number.isFinite(ttlMs) ? ttlMs : 0, cacheScope };
-        } catch (caught) {
-          if (scope.signal.aborted) throw caught;
-          // A per-user target this principal has not connected to: its connect tool (not a failure).
-          if (caught instanceof ConnectionRequiredError) {
-            this.logger.debug('per-user target not connected: its connect tool listed', { target, method });
-            const items = (kind === 'tools' ? [connectTool(target)] : []) as NonNullable<TargetListing[K]>;
-            return { target, era: 'legacy', items, ttlMs: 0, cacheScope: 'private', unconnected: true };
-          }
-          const error = budget.aborted
-            ? new DependencyFailedError(target, `did not list ${method} within ${limits.requestTimeoutMs} ms`, {
-                cause: caught,
-              })
-            : caught;
-          const { name, message } = describeError(error);
-          this.failures.set(target, { message, at: new Date().toISOString() });
-          recordTargetListFailure(target);
-          this.logger.warn('target skipped in an aggregated list', { target, method, error: { name, message } });
-          return undefined;
-        }
-      }),
-    );
+    const lists = await Promise.all(names.map((target) => this.listTarget(kind, target, scope)));
     return lists.filter((list): list is TargetList<K> => list !== undefined);
+  }
+
+  /** One target's listing of one kind, live (every page), cached for routing; undefined when it failed (logged). */
+  private async listTarget<K extends ListingKind>(
+    kind: K,
+    target: string,
+    scope: CatalogScope,
+  ): Promise<TargetList<K> | undefined> {
+    const { method, field } = LIST_METHODS[kind];
+    // One budget for the whole listing (era probe, session, every page): a late target is left out
+    // well inside the client's and the function's deadline, as a failing one is.
+    const limits = this.targets.limits(target);
+    const budget = AbortSignal.timeout(limits.requestTimeoutMs);
+    const signal = AbortSignal.any([scope.signal, budget]);
+    try {
+      const targetLink = await this.targets.open(target, scope.caller, signal);
+      const items: unknown[] = [];
+      let bytes = 0;
+      let ttlMs = Number.POSITIVE_INFINITY;
+      let cacheScope: 'public' | 'private' = 'public';
+      let cursor: string | undefined;
+      for (let page = 0; page < MAX_PAGES; page++) {
+        const response = await targetLink.call({ method, params: cursor ? { cursor } : {} }, { signal });
+        if ('error' in response) {
+          this.logger.debug('target did not list', { target, method, code: response.error.code });
+          break;
+        }
+        const result = response.result as Record<string, unknown>;
+        const page = Array.isArray(result[field]) ? (result[field] as unknown[]) : [];
+        // Every list a client asks for is fetched live and held while it is aggregated: bounded per target.
+        bytes += JSON.stringify(page).length;
+        if (items.length + page.length > limits.maxListItems)
+          throw new DependencyFailedError(target, `listed over ${limits.maxListItems} items (limits.maxListItems)`);
+        if (bytes > limits.maxListBytes)
+          throw new DependencyFailedError(target, `listed over ${limits.maxListBytes} bytes (limits.maxListBytes)`);
+        items.push(...page);
+        const modern = targetLink.era === 'modern';
+        ttlMs = Math.min(ttlMs, modern && typeof result.ttlMs === 'number' && result.ttlMs >= 0 ? result.ttlMs : 0);
+        if (!(modern && result.cacheScope === 'public')) cacheScope = 'private';
+        cursor = typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
+        if (!cursor) break;
+      }
+      // Filtered tools never enter the cache, so no name (prefixed or bare) routes to them.
+      const listed = (kind === 'tools' ? this.filters.keep(target, items as Tool[]) : items) as NonNullable<
+        TargetListing[K]
+      >;
+      this.cache.put(target, kind, listed);
+      const era = targetLink.era;
+      return { target, era, items: listed, ttlMs: Number.isFinite(ttlMs) ? ttlMs : 0, cacheScope };
+    } catch (caught) {
+      if (scope.signal.aborted) throw caught;
+      // A per-user target this principal has not connected to: its connect tool (not a failure).
+      if (caught instanceof ConnectionRequiredError) {
+        this.logger.debug('per-user target not connected: its connect tool listed', { target, method });
+        const items = (kind === 'tools' ? [connectTool(target)] : []) as NonNullable<TargetListing[K]>;
+        return { target, era: 'legacy', items, ttlMs: 0, cacheScope: 'private', unconnected: true };
+      }
+      const error = budget.aborted
+        ? new DependencyFailedError(target, `did not list ${method} within ${limits.requestTimeoutMs} ms`, {
+            cause: caught,
+          })
+        : caught;
+      const { name, message } = describeError(error);
+      this.failures.set(target, { message, at: new Date().toISOString() });
+      recordTargetListFailure(target);
+      this.logger.warn('target skipped in an aggregated list', { target, method, error: { name, message } });
+      return undefined;
+    }
   }
 
   /** The aggregated list a client gets: items under their public names, and the combined cacheability. */
@@ -243,14 +251,30 @@ export class Catalog {
     return exposed;
   }
 
-  /** Listings of one kind: this instance's recent ones, or live. */
+  /**
+   * Listings of one kind for routing: this instance's recent one of each target, or live. A live one is
+   * shared by every lookup of the same caller that misses meanwhile (a listen naming N resources, N
+   * parallel calls): N misses cost one listing of each target, not N. Shared, it follows no lookup's
+   * signal, only its budget (`requestTimeoutMs`); a lookup that goes away stops waiting for it.
+   */
   private async listing<K extends ListingKind>(kind: K, scope: CatalogScope, targets?: string[], refresh = false) {
     const names = targets ?? this.targets.names;
-    const cached = names.map((target) => ({ target, items: this.cache.get(target, kind) }));
-    if (!refresh && cached.every((entry) => entry.items !== undefined)) {
-      return cached as Array<{ target: string; items: NonNullable<TargetListing[K]>; unconnected?: boolean }>;
-    }
-    return this.list(kind, scope, names);
+    const shared = { caller: scope.caller, signal: new AbortController().signal };
+    const lists = await untilAborted(
+      Promise.all(
+        names.map((target) => {
+          const items = refresh ? undefined : this.cache.get(target, kind);
+          if (items !== undefined) return { target, items, unconnected: false };
+          // Keyed by the caller too: a listing is fetched as its caller (its session, its own credentials).
+          const key = `${kind}\u0000${target}\u0000${scope.caller.sessions.scope}`;
+          return this.listings.run(key, () => this.listTarget(kind, target, shared)) as Promise<
+            TargetList<K> | undefined
+          >;
+        }),
+      ),
+      scope.signal,
+    );
+    return lists.filter((list) => list !== undefined);
   }
 
   /**
@@ -313,14 +337,8 @@ export class Catalog {
     if (typeof uri !== 'string' || uri.length === 0) {
       throw new GatewayError('InvalidParams', 'Invalid params: uri must be a non-empty string');
     }
-    const resources = await this.listing('resources', scope);
-    const exact = resources.find(({ items }) => items.some((r) => r.uri === uri));
-    if (exact) return this.routed(exact.target);
-    const templates = await this.listing('resourceTemplates', scope);
-    const templated = templates.find(({ items }) => items.some((t) => matchesTemplate(t.uriTemplate, uri)));
-    if (templated) return this.routed(templated.target);
-    const [only, ...others] = this.targets.names;
-    if (only !== undefined && others.length === 0) return this.routed(only);
+    const target = (await this.placeResources([uri], scope)).get(uri);
+    if (target !== undefined) return this.routed(target);
     // Each era's own code: 2025 has -32002; 2026-07-28 reports a missing resource as invalid params.
     throw new GatewayError(
       scope.caller.era === 'legacy' ? 'ResourceNotFound' : 'InvalidParams',
@@ -329,6 +347,37 @@ export class Catalog {
         uri,
       },
     );
+  }
+
+  /**
+   * The targets of many resource URIs at once (a listen's), each placed as resolveResource places one:
+   * an exact listed resource first (the first target in configuration order), then the first target
+   * with a matching template, else the only target if there is one. One listing of each kind per
+   * target, however many URIs; templates only for URIs no target lists. A URI placed nowhere is absent.
+   */
+  async placeResources(uris: readonly string[], scope: CatalogScope): Promise<Map<string, string>> {
+    const placed = new Map<string, string>();
+    const wanted = uris.filter((uri) => uri.length > 0);
+    if (wanted.length === 0) return placed;
+    const owners = new Map<string, string>();
+    for (const { target, items } of await this.listing('resources', scope)) {
+      for (const resource of items) if (!owners.has(resource.uri)) owners.set(resource.uri, target);
+    }
+    const rest: string[] = [];
+    for (const uri of wanted) {
+      const owner = owners.get(uri);
+      if (owner !== undefined) placed.set(uri, owner);
+      else rest.push(uri);
+    }
+    if (rest.length === 0) return placed;
+    const templates = await this.listing('resourceTemplates', scope);
+    const [only, ...others] = this.targets.names;
+    for (const uri of rest) {
+      const owner = templates.find(({ items }) => items.some((t) => matchesTemplate(t.uriTemplate, uri)))?.target;
+      if (owner !== undefined) placed.set(uri, owner);
+      else if (only !== undefined && others.length === 0) placed.set(uri, only);
+    }
+    return placed;
   }
 
   /** The target that owns a resource template (completion/complete with ref/resource). */

@@ -427,6 +427,17 @@ export const GatewayConfigSchema = z
      */
     maxListensPerPrincipal: z.number().int().min(1).max(1000).default(10),
     /**
+     * Resource URIs one `subscriptions/listen` may name (`notifications.resourceSubscriptions`, each of
+     * at most 8000 characters); more is refused (-32602) before any target is asked. A client
+     * subscribes to the resources it shows or works on: thousands in one request are an attack.
+     */
+    maxResourceSubscriptionsPerListen: z.number().int().min(1).max(10_000).default(100),
+    /**
+     * Task ids one `subscriptions/listen` may name (`notifications.taskIds`, Tasks extension); more is
+     * refused (-32602) before any target is asked. Each is unsealed to find its target.
+     */
+    maxTaskIdsPerListen: z.number().int().min(1).max(10_000).default(100),
+    /**
      * Largest outcome (the target's result, or its next round's requests) a bridged 2026-07-28 call
      * hands from the invocation holding it to the client's retry, stored in parts of under 400 KB;
      * beyond it the retry gets a non-retryable 413 `OutcomeTooLarge`.

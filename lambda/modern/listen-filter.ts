@@ -27,7 +27,30 @@ export type ListFlag = keyof typeof LIST_FLAGS;
 
 export const LIST_FLAG_NAMES = Object.keys(LIST_FLAGS) as ListFlag[];
 
-export function parseListenFilter(params: Record<string, unknown>): ListenFilter {
+/**
+ * The longest resource URI a listen may name: what RFC 9110 §4.1 recommends every sender and recipient
+ * support (8000 octets). Each URI is sent to its target and matched against the targets' templates.
+ */
+export const MAX_LISTEN_URI_LENGTH = 8000;
+
+/** How much one listen may ask for (`maxResourceSubscriptionsPerListen`, `maxTaskIdsPerListen`). */
+export interface ListenLimits {
+  resourceSubscriptions: number;
+  taskIds: number;
+}
+
+/** What each list of a listen names, and the setting that bounds it, for the refusal's message. */
+const LISTS = {
+  resourceSubscriptions: { items: 'resource URIs', setting: 'maxResourceSubscriptionsPerListen' },
+  taskIds: { items: 'task ids', setting: 'maxTaskIdsPerListen' },
+} as const;
+
+/**
+ * The filter of a listen, refused with -32602 (InvalidParams) before anything else is done when it is
+ * malformed or asks for more than `limits` allow: every URI costs a lookup, a place in the request to
+ * its target and in the acknowledgement; every task id an unsealing.
+ */
+export function parseListenFilter(params: Record<string, unknown>, limits: ListenLimits): ListenFilter {
   const raw = params.notifications;
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     throw new GatewayError('InvalidParams', "Invalid params: 'notifications' is required (a subscription filter)");
@@ -40,8 +63,31 @@ export function parseListenFilter(params: Record<string, unknown>): ListenFilter
   for (const list of ['resourceSubscriptions', 'taskIds'] as const) {
     const value = source[list];
     if (value === undefined) continue;
-    if (!Array.isArray(value) || !value.every((item) => typeof item === 'string')) {
-      throw new GatewayError('InvalidParams', `Invalid params: notifications.${list} must be an array of strings`);
+    const field = `notifications.${list}`;
+    if (!Array.isArray(value)) {
+      throw new GatewayError('InvalidParams', `Invalid params: ${field} must be an array of strings`);
+    }
+    // Counted before anything is looked at, duplicates included: the request's size is what is bounded.
+    if (value.length > limits[list]) {
+      const { items, setting } = LISTS[list];
+      throw new GatewayError(
+        'InvalidParams',
+        `Invalid params: ${field}: at most ${limits[list]} ${items} per listen (${setting}); ${value.length} given`,
+        { field, limit: limits[list] },
+      );
+    }
+    if (!value.every((item) => typeof item === 'string')) {
+      throw new GatewayError('InvalidParams', `Invalid params: ${field} must be an array of strings`);
+    }
+    if (list === 'resourceSubscriptions') {
+      const long = value.findIndex((uri: string) => uri.length > MAX_LISTEN_URI_LENGTH);
+      if (long >= 0) {
+        throw new GatewayError(
+          'InvalidParams',
+          `Invalid params: ${field}[${long}]: a resource URI is at most ${MAX_LISTEN_URI_LENGTH} characters`,
+          { field, limit: MAX_LISTEN_URI_LENGTH },
+        );
+      }
     }
     if (value.length > 0) filter[list] = [...new Set(value as string[])];
   }

@@ -61,15 +61,20 @@ async function plan(
   caller: Caller,
   signal: AbortSignal,
 ): Promise<TargetListen[]> {
-  // The resources and tasks each target owns (a URI the catalog cannot place is honoured by none).
+  // The resources and tasks each target owns (a URI the catalog cannot place is honoured by none). All
+  // URIs are placed at once, against one listing of each target: they cost no request of their own.
   const uris = new Map<string, string[]>();
-  const placed = await Promise.all(
-    (filter.resourceSubscriptions ?? []).map(async (uri) => ({
-      uri,
-      target: await deps.catalog.resolveResource(uri, { caller, signal }).catch(() => undefined),
-    })),
-  );
-  for (const { uri, target } of placed) if (target) uris.set(target, [...(uris.get(target) ?? []), uri]);
+  const requested = filter.resourceSubscriptions ?? [];
+  const placed = await deps.catalog
+    .placeResources(requested, { caller, signal })
+    .catch(() => new Map<string, string>());
+  for (const uri of requested) {
+    const target = placed.get(uri);
+    if (target === undefined) continue;
+    const own = uris.get(target) ?? [];
+    own.push(uri);
+    uris.set(target, own);
+  }
   const tasks = new Map<string, Map<string, string>>();
   for (const gatewayId of filter.taskIds ?? []) {
     const opened = deps.taskIds.open(gatewayId, principal);

@@ -73,8 +73,12 @@ const handlers: { readonly [M in ModernMethod]: ModernHandler } = {
   'tasks/update': task,
   'tasks/cancel': task,
   'subscriptions/listen': async ({ input, request, caller, scope, handOver }) => {
-    // Refused before any stream: a malformed filter, or one listen too many for the caller.
-    const filter = parseListenFilter(request.params);
+    // Refused before any stream: a malformed filter, one over the limits, or one listen too many for the caller.
+    const { config } = input.deps;
+    const filter = parseListenFilter(request.params, {
+      resourceSubscriptions: config.maxResourceSubscriptionsPerListen,
+      taskIds: config.maxTaskIdsPerListen,
+    });
     const release = input.deps.listens.take(input.principal);
     handOver();
     return serveListen(input.deps, request, filter, input.principal, caller, {

@@ -4,6 +4,7 @@ import type { GatewayLogger } from '../observability/logger';
 import { DependencyFailedError } from '../protocol/errors';
 import type { DiscoverResult } from '../protocol/types';
 import { type Era, MODERN_PROTOCOL_VERSION } from '../protocol/versions';
+import { SingleFlight } from '../scheduling/single-flight';
 import type { ModernTargetClient } from './modern-client';
 
 /**
@@ -42,7 +43,8 @@ export interface EraProbeOptions {
 export class EraProbe {
   private readonly modern = new Map<string, { verdict: ModernVerdict; at: number }>();
   private readonly legacyRefused = new Map<string, number>();
-  private readonly probing = new Map<string, Promise<ModernVerdict>>();
+  /** One probe per target at a time, whoever waits for it. */
+  private readonly probing = new SingleFlight<ModernVerdict>();
   private readonly ttlMs: number;
   private readonly timeoutMs: number;
   private readonly now: () => number;
@@ -77,15 +79,9 @@ export class EraProbe {
     if (configured === 'legacy') return { serves: false };
     const known = this.modern.get(target);
     if (known && this.now() - known.at < this.ttlMs) return known.verdict;
-    let probing = this.probing.get(target);
-    if (!probing) {
-      // Shared by every request that waits for it, so it follows none of their signals (only its own
-      // timeout): one request going away must not fail the others.
-      probing = this.probe(target).finally(() => this.probing.delete(target));
-      probing.catch(() => undefined); // awaited below by whoever still waits
-      this.probing.set(target, probing);
-    }
-    const verdict = await untilAborted(probing, signal);
+    // Shared by every request that waits for it, so it follows none of their signals (only its own
+    // timeout): one request going away must not fail the others.
+    const verdict = await this.probing.run(target, () => this.probe(target), signal);
     // Configured modern: the probe only supplied the DiscoverResult.
     return configured === 'modern' ? { ...verdict, serves: true } : verdict;
   }
@@ -133,26 +129,6 @@ export class EraProbe {
     this.logger.info('target era detected', { target, era: verdict.serves ? 'modern' : 'legacy' });
     return verdict;
   }
-}
-
-/** `promise`, or the abort of `signal` (with its reason) if that comes first. */
-function untilAborted<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
-  if (!signal) return promise;
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
 }
 
 function classify(response: { result?: unknown; error?: { code: number; data?: unknown } }): ModernVerdict {

@@ -6,9 +6,9 @@ import type { GatewayConfigInput } from '../../lambda/config/schema';
 
 /**
  * A gateway as its own process — `npm start` (`--no-demo --port 0 --config F --dynamodb-endpoint URL`),
- * optionally `--lambda` — that a fault test can stop gracefully (SIGTERM) or kill outright (SIGKILL),
- * as an instance of a deployment dies. Also dynalite as its own process, to pause (SIGSTOP) as a
- * DynamoDB that stops answering.
+ * optionally `--lambda`, optionally under node flags (a heap cap) — that a fault test can stop
+ * gracefully (SIGTERM) or kill outright (SIGKILL), as an instance of a deployment dies. Also dynalite
+ * as its own process, to pause (SIGSTOP) as a DynamoDB that stops answering.
  */
 export interface GatewayProcess {
   url: string;
@@ -21,11 +21,17 @@ export interface GatewayProcess {
 export async function startGatewayProcess(
   config: GatewayConfigInput,
   dynamodbEndpoint: string,
-  options: { lambda?: boolean; env?: Record<string, string>; port?: number } = {},
+  options: {
+    lambda?: boolean;
+    env?: Record<string, string>;
+    port?: number;
+    /** Flags for node itself, before the script (e.g. `--max-old-space-size=256`: a memory cap). */
+    nodeFlags?: string[];
+  } = {},
 ): Promise<GatewayProcess> {
   const file = join(mkdtempSync(join(tmpdir(), 'gw-fault-')), 'config.json');
   writeFileSync(file, JSON.stringify(config));
-  const args = ['--import', 'tsx', 'dev/cli.ts', ...(options.lambda ? ['--lambda'] : [])];
+  const args = [...(options.nodeFlags ?? []), '--import', 'tsx', 'dev/cli.ts', ...(options.lambda ? ['--lambda'] : [])];
   args.push(
     '--port',
     String(options.port ?? 0),

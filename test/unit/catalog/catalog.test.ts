@@ -79,8 +79,9 @@ function fakeTargets(
   return { ...state, catalog };
 }
 
-function scope(era: Era = 'legacy'): CatalogScope {
-  return { caller: { era } as Caller, signal: new AbortController().signal };
+/** A caller's scope; `who` names the caller (its target sessions), whose live listings are shared. */
+function scope(era: Era = 'legacy', who = 'client', signal = new AbortController().signal): CatalogScope {
+  return { caller: { era, sessions: { scope: who } } as Caller, signal };
 }
 
 /** The GatewayError a promise rejects with. */
@@ -217,6 +218,94 @@ describe('resolving a resource URI', () => {
   it('a template named exactly (completion/complete) goes to the target that owns it', async () => {
     const f = fakeTargets(listings());
     expect(await f.catalog.resolveTemplate('file:///{path}', scope())).toBe('db');
+  });
+});
+
+describe('placing many resource URIs at once (a listen)', () => {
+  const listings = (): Record<string, Listings> => ({
+    files: {
+      resources: Array.from({ length: 50 }, (_, i) => ({ uri: `file:///${i}.txt`, name: `f${i}` })),
+      resourceTemplates: [{ uriTemplate: 'db://{table}/{id}', name: 'row' }],
+    },
+    db: {
+      resources: [
+        { uri: 'db://users/1', name: 'exact' },
+        { uri: 'file:///0.txt', name: 'second owner' },
+      ],
+      resourceTemplates: [{ uriTemplate: 'file:///{path}', name: 'any file' }],
+    },
+  });
+
+  it('places each as resolveResource would, with one listing of each kind per target however many URIs', async () => {
+    const f = fakeTargets(listings());
+    const uris = [...Array.from({ length: 50 }, (_, i) => `file:///${i}.txt`), 'db://users/1', 'db://orders/7'];
+    const placed = await f.catalog.placeResources([...uris, 'https://x/y', ''], scope('modern'));
+    expect(placed.get('file:///0.txt')).toBe('files'); // the first target in configuration order
+    expect(placed.get('file:///49.txt')).toBe('files');
+    expect(placed.get('db://users/1')).toBe('db'); // exact, before files' matching template
+    expect(placed.get('db://orders/7')).toBe('files'); // by template
+    expect(placed.has('https://x/y')).toBe(false);
+    expect(placed.has('')).toBe(false);
+    expect(placed.size).toBe(52);
+    // resources once per target, templates once per target (for the URIs no target lists).
+    expect(f.listed).toEqual({ files: 2, db: 2 });
+  });
+
+  it('lists no templates when every URI is listed', async () => {
+    const f = fakeTargets(listings());
+    await f.catalog.placeResources(['file:///1.txt', 'db://users/1'], scope());
+    expect(f.listed).toEqual({ files: 1, db: 1 });
+  });
+
+  it('with one target, every URI is placed there', async () => {
+    const f = fakeTargets({ only: { resources: [] } });
+    expect([...(await f.catalog.placeResources(['a://1', 'b://2'], scope())).values()]).toEqual(['only', 'only']);
+  });
+});
+
+describe('live listings for routing, one per target at a time', () => {
+  const listings = (): Record<string, Listings> => ({
+    notes: { tools: [tool('add')], resources: [{ uri: 'note://1', name: 'one' }] },
+    mail: { tools: [tool('send')], resources: [] },
+  });
+
+  it('concurrent lookups of one caller on a cold cache share one listing of each target', async () => {
+    const f = fakeTargets(listings());
+    // Each lookup is a request of its own (its own signal), of the same caller.
+    await Promise.all([
+      ...Array.from({ length: 100 }, () => f.catalog.resolveResource('note://1', scope('modern'))),
+      ...Array.from({ length: 100 }, () => f.catalog.resolveNamed('notes___add', 'tool', scope('modern'))),
+    ]);
+    // One resources listing of each target, one tools listing of notes (a prefixed name lists its target only).
+    expect(f.listed).toEqual({ notes: 2, mail: 1 });
+  });
+
+  it('another caller lists for itself (a listing is fetched as its caller)', async () => {
+    const f = fakeTargets(listings());
+    await Promise.all([
+      f.catalog.resolveResource('note://1', scope('modern', 'alice')),
+      f.catalog.resolveResource('note://1', scope('modern', 'bob')),
+    ]);
+    expect(f.listed).toEqual({ notes: 2, mail: 2 });
+  });
+
+  it('a lookup whose request ends stops waiting; the others sharing the listing are answered', async () => {
+    const f = fakeTargets(listings());
+    const leaving = new AbortController();
+    const gone = f.catalog.resolveResource('note://1', scope('modern', 'client', leaving.signal));
+    const staying = f.catalog.resolveResource('note://1', scope('modern', 'client'));
+    leaving.abort(new Error('client gone'));
+    await expect(gone).rejects.toThrow('client gone');
+    expect(await staying).toBe('notes');
+    expect(f.listed).toEqual({ notes: 1, mail: 1 });
+  });
+
+  it('a cached target is not listed again when another one misses', async () => {
+    const f = fakeTargets(listings());
+    await f.catalog.resolveResource('note://1', scope());
+    f.catalog.listingChanged('mail', ['resources']);
+    await f.catalog.resolveResource('note://1', scope());
+    expect(f.listed).toEqual({ notes: 1, mail: 2 });
   });
 });
 
