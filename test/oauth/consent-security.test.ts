@@ -11,9 +11,16 @@ import type { Browser } from 'playwright-core';
 import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
 import { type GatewayUnderTest, startGateway } from '../support/gateways';
 import { forwardTo, freePort, listen } from '../support/loopback';
-import { initSession, type Json, post } from '../support/mcp-http';
 import { type AuthorizationServer, startAuthorizationServer } from '../support/oauth/authorization-server';
 import { browseAs, consentAs, startBrowser } from '../support/oauth/browser';
+import {
+  answerOf,
+  caller,
+  confirm,
+  connectedTargets,
+  consentLinkOf,
+  sealedLinkOf,
+} from '../support/oauth/consent-calls';
 import { type ProtectedTarget, startProtectedTarget } from '../support/oauth/protected-target';
 import { authorizationServerStats, revokeGrantsOf } from '../support/oauth/test-endpoints';
 
@@ -54,50 +61,6 @@ async function startFront(port: number, pick: (path: string) => GatewayUnderTest
     });
 }
 
-/** A 2025 session with URL elicitation whose calls take no stream (JSON only): the -32042 exception form. */
-async function caller(mcpUrl: string, headers: Record<string, string> = {}): Promise<(tool: string) => Promise<Json>> {
-  const { headers: session } = await initSession(mcpUrl, { capabilities: { elicitation: { url: {} } }, headers });
-  let id = 0;
-  return async (tool) => {
-    const res = await post(
-      mcpUrl,
-      { ...session, accept: 'application/json' },
-      { jsonrpc: '2.0', id: ++id, method: 'tools/call', params: { name: tool, arguments: {} } },
-    );
-    return (await res.json()) as Json;
-  };
-}
-
-/** The consent link of a call refused for want of a connection (it must be that refusal). */
-function consentLinkOf(answer: Json): string {
-  expect(answer.error?.code).toBe(-32042);
-  const [elicitation] = answer.error.data.elicitations as Array<{ mode: string; url: string }>;
-  expect(elicitation?.mode).toBe('url');
-  return elicitation!.url;
-}
-
-/** The text a whoami call answered: whose token the target saw. */
-function answerOf(answer: Json): string {
-  expect(answer.error).toBeUndefined();
-  return String(answer.result.content[0].text);
-}
-
-/** The confirmation page's form, posted as the browser posts it. */
-function confirm(base: string, link: string): Promise<Response> {
-  return fetch(`${base}/connect`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ link, confirm: 'yes' }).toString(),
-    redirect: 'manual',
-  });
-}
-
-async function connectedTargets(base: string, headers: Record<string, string> = {}): Promise<string[]> {
-  const res = await fetch(`${base}/connections`, { headers });
-  expect(res.status).toBe(200);
-  return ((await res.json()) as { connections: Array<{ target: string }> }).connections.map((c) => c.target);
-}
-
 /** One character of a sealed value's ciphertext changed (the 4th dot-separated part: gw1.kid.iv.ciphertext). */
 function tampered(sealed: string): string {
   const parts = sealed.split('.');
@@ -106,8 +69,6 @@ function tampered(sealed: string): string {
   parts[3] = `${body.slice(0, at)}${body[at] === 'A' ? 'B' : 'A'}${body.slice(at + 1)}`;
   return parts.join('.');
 }
-
-const sealedLinkOf = (url: string) => new URL(url).searchParams.get('link')!;
 
 withBrowser('consent security: what the per-user consent flow refuses and keeps', () => {
   let dynamo: CountedDynamo;

@@ -6,8 +6,7 @@
  *
  * - `mixup`: an honest-looking server whose authorize endpoint bounces the browser to the honest
  *   server (HONEST_ISSUER) with the gateway's state, PKCE challenge and redirect URI, its own client
- *   there (HONEST_CLIENT_ID, registered with the gateway's callbacks) and the honest target's resource
- *   (HONEST_RESOURCE); its token endpoint takes whatever code and verifier it is sent and redeems them at
+ *   there (registered with the gateway's callbacks) and the honest target's resource; its token endpoint takes whatever code and verifier it is sent and redeems them at
  *   the honest server (authorization-server mix-up, RFC 9700 §4.4).
  * - `liar`: metadata whose `issuer` is the honest server's, though found under this one (RFC 8414 §3.3).
  * - `steer`: metadata naming a token and a registration endpoint at STEER_URL (a loopback recorder).
@@ -16,8 +15,10 @@
  *
  * Dynamic registration (RFC 7591) gives any caller a client id. `GET /test/record` tells what it was
  * sent: token requests (whether they carried a code and a verifier), and whether a redemption at the
- * honest server succeeded, with the subject of the token it got. Settings from the environment: PORT,
- * HONEST_ISSUER, HONEST_CLIENT_ID, HONEST_RESOURCE, STEER_URL. Prints `ready <base>` once it listens.
+ * honest server succeeded, with the subject of the token it got; `POST /test/configure` (JSON
+ * `{honestClientId, honestResource}`) names its client at the honest server and the resource it asks
+ * for there, known only once the gateway it attacks is running. Settings from the environment: PORT,
+ * HONEST_ISSUER, STEER_URL. Prints `ready <base>` once it listens.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 
@@ -25,6 +26,8 @@ const port = Number(process.env.PORT);
 const base = `http://127.0.0.1:${port}`;
 const honestIssuer = process.env.HONEST_ISSUER ?? '';
 const steer = process.env.STEER_URL ?? 'http://127.0.0.1:9';
+/** Its own client at the honest server, and the honest target's resource it asks for (POST /test/configure). */
+const honest = { clientId: '', resource: '' };
 
 interface Seen {
   tokenRequests: Array<{ persona: string; code: boolean; verifier: boolean }>;
@@ -74,8 +77,8 @@ async function redeem(form: URLSearchParams): Promise<void> {
       code: form.get('code') ?? '',
       code_verifier: form.get('code_verifier') ?? '',
       redirect_uri: form.get('redirect_uri') ?? '',
-      client_id: process.env.HONEST_CLIENT_ID ?? '',
-      resource: process.env.HONEST_RESOURCE ?? '',
+      client_id: honest.clientId,
+      resource: honest.resource,
     }),
   });
   const tokens = (await res.json().catch(() => ({}))) as { access_token?: string };
@@ -103,6 +106,15 @@ const server = createServer((req, res) => {
     json(res, 200, record);
     return;
   }
+  if (url.pathname === '/test/configure' && req.method === 'POST') {
+    void bodyOf(req).then((text) => {
+      const asked = JSON.parse(text) as { honestClientId: string; honestResource: string };
+      honest.clientId = asked.honestClientId;
+      honest.resource = asked.honestResource;
+      json(res, 200, honest);
+    });
+    return;
+  }
   const [, persona, endpoint] = url.pathname.split('/');
   if (endpoint === 'register' && req.method === 'POST') {
     void bodyOf(req).then(() => json(res, 201, { client_id: `registered-at-${persona}`, redirect_uris: [] }));
@@ -111,11 +123,12 @@ const server = createServer((req, res) => {
   if (endpoint === 'authorize') {
     record.authorizeRequests++;
     // The gateway's own request, sent on to the honest server with this server's client and another resource.
-    const honest = new URL(`${honestIssuer}/auth`);
-    for (const [name, value] of url.searchParams) honest.searchParams.set(name, value);
-    honest.searchParams.set('client_id', process.env.HONEST_CLIENT_ID ?? '');
-    honest.searchParams.set('resource', process.env.HONEST_RESOURCE ?? '');
-    res.writeHead(302, { location: honest.toString() }).end();
+    const bounced = new URL(`${honestIssuer}/auth`);
+    for (const [name, value] of url.searchParams) bounced.searchParams.set(name, value);
+    bounced.searchParams.set('client_id', honest.clientId);
+    bounced.searchParams.set('resource', honest.resource);
+    bounced.searchParams.set('scope', 'mcp:tools');
+    res.writeHead(302, { location: bounced.toString() }).end();
     return;
   }
   if (endpoint === 'token' && req.method === 'POST') {
