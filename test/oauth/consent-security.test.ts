@@ -1,16 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
-import {
-  discoverAuthorizationServerMetadata,
-  exchangeAuthorization,
-  registerClient,
-  startAuthorization,
-} from '@modelcontextprotocol/sdk/client/auth.js';
+import { discoverAuthorizationServerMetadata, registerClient } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { Browser } from 'playwright-core';
 import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
 import { type GatewayUnderTest, startGateway } from '../support/gateways';
-import { forwardTo, freePort, listen } from '../support/loopback';
+import { forwardTo, freePort } from '../support/loopback';
 import { type AuthorizationServer, startAuthorizationServer } from '../support/oauth/authorization-server';
 import { browseAs, consentAs, startBrowser } from '../support/oauth/browser';
 import {
@@ -21,6 +16,7 @@ import {
   consentLinkOf,
   sealedLinkOf,
 } from '../support/oauth/consent-calls';
+import { gatewayTokenFor, type McpClientApp, registerClientApp } from '../support/oauth/gateway-token';
 import { type ProtectedTarget, startProtectedTarget } from '../support/oauth/protected-target';
 import { authorizationServerStats, revokeGrantsOf } from '../support/oauth/test-endpoints';
 
@@ -93,7 +89,7 @@ withBrowser('consent security: what the per-user consent flow refuses and keeps'
   let publicUrl: string;
   let jwtPublicUrl: string;
   /** alice's MCP client at `as`: a public client whose callback is a page of its own. */
-  let app: { clientId: string; callback: string };
+  let app: McpClientApp;
   const closers: Array<() => Promise<void>> = [];
 
   beforeAll(async () => {
@@ -103,8 +99,6 @@ withBrowser('consent security: what the per-user consent flow refuses and keeps'
     while (jwtPort === port) jwtPort = await freePort();
     publicUrl = `http://127.0.0.1:${port}`;
     jwtPublicUrl = `http://127.0.0.1:${jwtPort}`;
-    const appCallback = await listen(createServer((_req, res) => res.writeHead(200).end('signed in')));
-    closers.push(appCallback.close);
     [as, shortAs, goneAs] = await Promise.all([
       startAuthorizationServer({
         redirectUris: [
@@ -141,17 +135,8 @@ withBrowser('consent security: what the per-user consent flow refuses and keeps'
         token_endpoint_auth_method: 'client_secret_basic',
       },
     });
-    const appClient = await registerClient(as.issuer, {
-      metadata,
-      clientMetadata: {
-        client_name: 'alice app',
-        redirect_uris: [`${appCallback.base}/callback`],
-        grant_types: ['authorization_code'],
-        response_types: ['code'],
-        token_endpoint_auth_method: 'none',
-      },
-    });
-    app = { clientId: appClient.client_id, callback: `${appCallback.base}/callback` };
+    app = await registerClientApp(as.issuer);
+    closers.push(app.close);
 
     process.env.CONSENT_SECURITY_AS_SECRET = as.clientSecret;
     process.env.CONSENT_SECURITY_SHORT_AS_SECRET = shortAs.clientSecret;
@@ -403,28 +388,8 @@ withBrowser('consent security: what the per-user consent flow refuses and keeps'
   });
 
   it('with inbound JWT auth, a link opened by another person is refused 403 and stays usable by its own', async () => {
-    // alice's access token for the gateway, as her MCP client gets it: the code flow at the same
-    // provider, the resource indicator naming the gateway's MCP endpoint (a JWT with that audience).
-    const metadata = await discoverAuthorizationServerMetadata(as.issuer);
-    const resource = new URL(`${jwtPublicUrl}/mcp`);
-    const clientInformation = { client_id: app.clientId };
-    const login = await startAuthorization(as.issuer, {
-      metadata,
-      clientInformation,
-      redirectUrl: app.callback,
-      scope: 'mcp:tools',
-      resource,
-    });
-    const signedIn = new URL(await consentAs(browser, login.authorizationUrl.href, 'alice', app.callback));
-    const tokens = await exchangeAuthorization(as.issuer, {
-      metadata,
-      clientInformation,
-      authorizationCode: signedIn.searchParams.get('code')!,
-      codeVerifier: login.codeVerifier,
-      redirectUri: app.callback,
-      resource,
-    });
-    const alice = { authorization: `Bearer ${tokens.access_token}` };
+    // alice's access token for the gateway, as her MCP client gets it.
+    const alice = await gatewayTokenFor(browser, as.issuer, app, 'alice', `${jwtPublicUrl}/mcp`);
     const call = await caller(`${jwtPublicUrl}/mcp`, alice);
     expect((await fetch(`${jwtPublicUrl}/connections`)).status).toBe(401);
 

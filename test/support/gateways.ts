@@ -32,11 +32,17 @@ export async function startGateway(
   kind: GatewayKind,
   config: GatewayConfigInput,
   dynamodbEndpoint: string,
-  options: { keepAliveMs?: number; timeoutMs?: number; environment?: Record<string, string> } = {},
+  options: {
+    keepAliveMs?: number;
+    timeoutMs?: number;
+    environment?: Record<string, string>;
+    /** Its loopback port, for a gateway whose URL must be known before it starts (a registered callback); default a free one. */
+    port?: number;
+  } = {},
 ): Promise<GatewayUnderTest> {
   if (kind === 'local server') {
     const gateway = await startLocalGateway({
-      port: 0,
+      port: options.port ?? 0,
       config,
       dynamodbEndpoint,
       demo: false,
@@ -48,7 +54,7 @@ export async function startGateway(
   }
   if (kind === 'lambda runtime') {
     const gateway = await startLambdaMode({
-      port: 0,
+      port: options.port ?? 0,
       config,
       dynamodbEndpoint,
       demo: false,
@@ -64,7 +70,7 @@ export async function startGateway(
   }
   if (kind === 'web function') {
     const gateway = await startWebFunctionMode({
-      port: 0,
+      port: options.port ?? 0,
       config,
       dynamodbEndpoint,
       demo: false,

@@ -38,12 +38,27 @@ export interface LandedPage {
  * Opens `url` in a fresh browser profile and walks the authorization server's sign-in and consent
  * pages as `login` (oidc-provider's development pages: a login name, any password, then "Continue"),
  * submitting each page's form, until the browser lands on a URL starting with `until` or on a page
- * with nothing to submit (a refusal). Returns that page.
+ * with nothing to submit (a refusal). Returns that page. With `stopAt`, the walk ends at the first
+ * navigation to a URL it accepts, before anything is submitted there, and `url` is that URL (status
+ * 0): what someone who stops at a redirect and forwards it has in hand.
  */
-export async function browseAs(browser: Browser, url: string, login: string, until: string): Promise<LandedPage> {
+export async function browseAs(
+  browser: Browser,
+  url: string,
+  login: string,
+  until: string,
+  options: { stopAt?: (url: string) => boolean } = {},
+): Promise<LandedPage> {
   const context = await browser.newContext();
   try {
+    let stopped: string | undefined;
     const page = await context.newPage();
+    // Every request of a redirect chain is seen here (routes see only the first): the first the
+    // predicate accepts is where the walk stops, before anything on that page is submitted.
+    page.on('request', (request) => {
+      if (options.stopAt && !stopped && request.isNavigationRequest() && options.stopAt(request.url()))
+        stopped = request.url();
+    });
     // The status of the document shown: the last main-frame navigation's answer.
     let status = 0;
     page.on('response', (response) => {
@@ -57,8 +72,11 @@ export async function browseAs(browser: Browser, url: string, login: string, unt
       const cookie = cookies.map(({ name, value }) => `${name}=${value}`).join('; ');
       return { url: page.url(), status, text: (text ?? '').slice(0, 2000), cookie };
     };
+    const stoppedPage = (): LandedPage => ({ url: stopped ?? '', status: 0, text: '', cookie: '' });
     await page.goto(url);
+    if (stopped) return stoppedPage();
     for (let step = 0; step < 6 && !page.url().startsWith(until); step++) {
+      if (stopped) return stoppedPage();
       const name = page.locator('input[name="login"]');
       if (await name.count()) {
         await name.fill(login);
@@ -68,6 +86,7 @@ export async function browseAs(browser: Browser, url: string, login: string, unt
       if (!(await submit.count())) return await landed();
       await Promise.all([page.waitForLoadState('load'), submit.click()]);
     }
+    if (stopped) return stoppedPage();
     return await landed();
   } finally {
     await context.close();
