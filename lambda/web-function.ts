@@ -24,7 +24,7 @@ const DEFAULT_TIMEOUT_SECONDS = 30;
 export function parseEndpoint(value: string | undefined): { host: string; port: number } {
   const match = /^\[?([^\]]*?)\]?:(\d{1,5})$/.exec(value ?? '');
   const port = Number(match?.[2]);
-  if (!match || !match[1] || port < 1 || port > 65535) {
+  if (!match?.[1] || port < 1 || port > 65535) {
     throw new Error(`AWS_LAMBDA_HTTP_ENDPOINT must be host:port, got ${JSON.stringify(value)}`);
   }
   return { host: match[1], port };

@@ -87,7 +87,7 @@ export class OutboundPolicy {
     if (range !== 'unicast') {
       throw new OutboundRefusedError(
         origin,
-        `${address} is a ${RANGE_WORDS[range] ?? `${range} address`}; list the origin in outbound.allowedOrigins to reach it`,
+        `${address} is ${RANGE_WORDS[range] ?? `a special-purpose (${range}) address`}; list the origin in outbound.allowedOrigins to reach it`,
       );
     }
   }
@@ -116,15 +116,19 @@ export class OutboundPolicy {
 }
 
 const RANGE_WORDS: Record<string, string> = {
-  loopback: 'loopback address',
-  private: 'private address',
-  linkLocal: 'link-local address',
-  carrierGradeNat: 'carrier-grade NAT address',
-  uniqueLocal: 'unique-local address',
-  unspecified: 'unspecified address',
-  multicast: 'multicast address',
-  broadcast: 'broadcast address',
-  reserved: 'reserved address',
+  loopback: 'a loopback address',
+  private: 'a private address',
+  linkLocal: 'a link-local address',
+  carrierGradeNat: 'a carrier-grade NAT address',
+  uniqueLocal: 'a unique-local address',
+  unspecified: 'an unspecified address',
+  multicast: 'a multicast address',
+  broadcast: 'a broadcast address',
+  reserved: 'a reserved address',
+  // Translated ranges carry an IPv4 address inside: judged refused, not by their public-looking prefix.
+  rfc6052: 'a NAT64 address',
+  '6to4': 'a 6to4 address',
+  teredo: 'a Teredo address',
 };
 
 /** The address a URL's host is written as (IPv6 in brackets), or undefined for a name. */

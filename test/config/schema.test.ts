@@ -143,6 +143,47 @@ describe('targets[].userOAuth and connections', () => {
     ).toThrow(/userOAuth\.clientSecret/);
   });
 
+  it('refuses a client secret without the issuer it was issued by (it is sent to no other token endpoint)', () => {
+    expect(() =>
+      parseConfig({
+        targets: [{ name: 'docs', url, userOAuth: { clientId: 'gw', clientSecret: { fromEnv: 'SECRET' } } }],
+      }),
+    ).toThrow(
+      /userOAuth\.authorizationServer: a clientSecret is sent only to the authorization server it was issued by/,
+    );
+    const config = parseConfig({
+      targets: [
+        {
+          name: 'docs',
+          url,
+          userOAuth: {
+            clientId: 'gw',
+            clientSecret: { fromEnv: 'SECRET' },
+            authorizationServer: 'https://login.example.com',
+          },
+        },
+      ],
+    });
+    expect(config.targets[0]!.userOAuth?.authorizationServer).toBe('https://login.example.com');
+  });
+
+  it('outbound: origins only (no path or credentials), authorization servers as https issuers', () => {
+    expect(parseConfig({}).outbound).toEqual({ allowedOrigins: [], authorizationServers: [] });
+    const config = parseConfig({
+      outbound: {
+        allowedOrigins: ['http://10.0.0.5:8080', 'https://keycloak.internal'],
+        authorizationServers: ['https://login.example.com/realms/a'],
+      },
+    });
+    expect(config.outbound.allowedOrigins).toEqual(['http://10.0.0.5:8080', 'https://keycloak.internal']);
+    for (const origin of ['http://10.0.0.5:8080/token', 'https://user:pw@keycloak.internal', 'ftp://x.example']) {
+      expect(() => parseConfig({ outbound: { allowedOrigins: [origin] } })).toThrow(/outbound\.allowedOrigins\.0/);
+    }
+    expect(() => parseConfig({ outbound: { authorizationServers: ['http://login.example.com'] } })).toThrow(
+      /outbound\.authorizationServers\.0: must be https/,
+    );
+  });
+
   it('behind JWT auth, requires the sign-in that proves a consent link is its principal’s', () => {
     expect(() => parseConfig({ auth: jwt, targets: [{ name: 'docs', url, userOAuth: {} }] })).toThrow(
       /connections\.identityLogin: targets with userOAuth behind JWT auth need connections\.identityLogin/,
