@@ -39,6 +39,7 @@ export async function startWebFunction(env: NodeJS.ProcessEnv = process.env): Pr
     port,
     requestTimeoutMs: timeoutSeconds * 1000,
     behindEndpoint: true,
+    allowedOrigins: gateway.allowedOrigins,
   });
   let stopping: Promise<void> | undefined;
   const stop = () => {

@@ -132,7 +132,7 @@ export async function createGatewayFromEnvironment(
   env: NodeJS.ProcessEnv = process.env,
   /** How long a shutdown may take (SIGTERM to SIGKILL, less a margin to finish the responses). */
   shutdownMs = LAMBDA_SHUTDOWN_MS,
-): Promise<ShutdownableHandler> {
+): Promise<ShutdownableHandler & { allowedOrigins: readonly string[] }> {
   const environment = readEnvironment(env);
   const config = await loadConfig(env); // GATEWAY_CONFIG or AppConfig (lambda/config/source.ts), once per cold start
   const documentClient = createDocumentClient({ endpoint: environment.dynamodbEndpoint });
@@ -156,7 +156,12 @@ export async function createGatewayFromEnvironment(
   });
   // On SIGTERM a call this environment holds that can go on elsewhere is released (its client's reconnect
   // takes it over on another environment); any other is cancelled at its target and its records removed.
-  return Object.assign(gateway, { shutdown: () => deps.activeCalls.shutdown(shutdownMs) });
+  // The browser origins the configuration allows: a server in front of the core (a Web Function's) must
+  // not refuse them as foreign (node-http's Origin check).
+  return Object.assign(gateway, {
+    shutdown: () => deps.activeCalls.shutdown(shutdownMs),
+    allowedOrigins: config.cors.allowedOrigins,
+  });
 }
 
 /** Lambda gives a runtime 300–500 ms between SIGTERM and SIGKILL (with extensions registered). */

@@ -208,6 +208,15 @@ export function createConsentRoutes(options: ConsentRoutesOptions): ConsentRoute
     if (request.method === 'POST') {
       // Only the confirmation page posts here, and only without an identity provider to prove the principal.
       if (options.identity) return methodNotAllowed('GET');
+      // A page of another site may not confirm for the person: it would send their browser, bound, to
+      // consent under a link of its choosing (a browser sends Origin with every cross-site form POST).
+      if (!fromOwnPage(request.headers.get('origin'), url))
+        return failed(
+          403,
+          'Not confirmed',
+          'The confirmation came from another site. Nothing was connected.',
+          'cross-site confirmation',
+        );
       const body = await readBodyLimited(request, MAX_FORM_BYTES);
       const form = new URLSearchParams(body ?? '');
       if (form.get('confirm') !== 'yes') return failed(400, 'Not confirmed', 'Nothing was connected.', 'not confirmed');
@@ -219,6 +228,10 @@ export function createConsentRoutes(options: ConsentRoutesOptions): ConsentRoute
     }
     return methodNotAllowed('GET, POST');
   };
+
+  /** The form was posted by the gateway's own page: its public origin, or this instance's own (behind a front). */
+  const fromOwnPage = (origin: string | null, url: URL): boolean =>
+    origin === null || origin === url.origin || origin === new URL(connections.urlOf('/', url.origin)).origin;
 
   /** A callback in a browser the flow was not started in: someone else's consent, forwarded (login CSRF). */
   const otherBrowser = (target: string) =>

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
 import { discoverAuthorizationServerMetadata, registerClient } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { Browser } from 'playwright-core';
 import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
@@ -25,6 +26,19 @@ jest.setTimeout(90_000);
 
 const withBrowser =
   existsSync(process.env.CHROMIUM_PATH ?? '/usr/bin/chromium') || process.env.CI ? describe : describe.skip;
+
+/** A server on a given loopback port (the hostile page's origin is configured before it runs). */
+async function listenOn(port: number, server: Server): Promise<{ base: string; close(): Promise<void> }> {
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', () => resolve()));
+  return {
+    base: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
 
 /** Each form with a target name of its own: one table holds them all, and a principal's connections are by target. */
 const FORMS: Array<{ form: GatewayKind; name: string }> = [
@@ -63,6 +77,8 @@ withBrowser("a consent forwarded to another person's browser stores nothing", ()
     let signedIn: GatewayUnderTest;
     let openBase: string;
     let jwtBase: string;
+    /** Where the hostile page is served: an origin the operator let call the MCP endpoint (CORS), as the Inspector's is. */
+    let pagePort: number;
 
     beforeAll(async () => {
       [target, jwtTarget] = await Promise.all([startProtectedTarget(as.issuer), startProtectedTarget(as.issuer)]);
@@ -84,10 +100,12 @@ withBrowser("a consent forwarded to another person's browser stores nothing", ()
         outbound: { allowedOrigins: [as.issuer] },
         logLevel: 'SILENT' as const,
       };
+      pagePort = await freePort();
       open = await startGateway(
         form,
         {
           ...common,
+          cors: { allowedOrigins: [`http://127.0.0.1:${pagePort}`] },
           targets: [{ name, url: target.url, userOAuth: {} }],
           requestStateKeys: { current: `login-csrf-open-${form.replace(' ', '-')}-gateway-key-0123` },
         },
@@ -134,6 +152,34 @@ withBrowser("a consent forwarded to another person's browser stores nothing", ()
       expect(await connectedTargets(openBase)).not.toContain(name);
       consentLinkOf(await call(tool));
       expect(target.stats().subjects).toEqual([]);
+    });
+
+    it("a hostile web page posts the confirmation of mallory's link from alice's browser: refused, nothing departs, the link stays usable", async () => {
+      const call = await caller(open.url);
+      const link = sealedLinkOf(consentLinkOf(await call(tool)));
+      // The page auto-submits the gateway's own confirmation form, with mallory's link, from another origin.
+      const page = await listenOn(
+        pagePort,
+        createServer((_req, res) =>
+          res
+            .writeHead(200, { 'content-type': 'text/html' })
+            .end(`<!doctype html><form method="post" action="${openBase}/connect">
+<input type="hidden" name="link" value="${link}"><input type="hidden" name="confirm" value="yes"></form>
+<script>document.forms[0].submit()</script>`),
+        ),
+      );
+      try {
+        const landed = await browseAs(browser, `${page.base}/`, 'alice', `${openBase}/connect/callback`);
+        expect(landed.url).toBe(`${openBase}/connect`);
+        // The page's origin may call the MCP endpoint (CORS), but a confirmation comes only from the gateway's own page.
+        expect(landed.status).toBe(403);
+        expect(landed.text).toContain('The confirmation came from another site');
+      } finally {
+        await page.close();
+      }
+      expect(await connectedTargets(openBase)).not.toContain(name);
+      // The link was not spent: confirmed from the gateway's own page (here: no Origin, as curl sends), it departs.
+      expect((await confirm(openBase, link)).status).toBe(303);
     });
 
     it("inbound JWT auth: mallory passes the identity sign-in as herself and forwards the rest; alice's account does not land under mallory", async () => {

@@ -206,3 +206,33 @@ describe("scale-in's SIGTERM while a call waits", () => {
     );
   });
 });
+
+describe('browser origins', () => {
+  let gateway: WebFunctionMode;
+  beforeAll(async () => {
+    gateway = await start({
+      config: {
+        logLevel: 'SILENT',
+        targets: [{ name: 'legacy', url: legacy.url }],
+        cors: { allowedOrigins: ['http://localhost:6274'] },
+      },
+    });
+  });
+  afterAll(() => gateway?.close());
+
+  it('an origin the configuration allows (the Inspector) calls it; any other is refused as foreign', async () => {
+    const body = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'inspector', version: '1' } },
+    };
+    const allowed = await post(gateway.url, { origin: 'http://localhost:6274' }, body);
+    expect(allowed.status).toBe(200);
+    expect(allowed.headers.get('access-control-allow-origin')).toBe('http://localhost:6274');
+    await allowed.body?.cancel();
+    const foreign = await post(gateway.url, { origin: 'http://evil.example' }, body);
+    expect(foreign.status).toBe(403);
+    await foreign.body?.cancel();
+  });
+});
