@@ -96,7 +96,10 @@ export const UserOAuthSchema = z.strictObject({
   scopes: z.array(z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'a scope token')).optional(),
   /** The target's protected-resource metadata, when it is not at the well-known URL or in its 401. */
   resourceMetadataUrl: secureUrl.optional(),
-  /** The authorization server's issuer, for a target that publishes no protected-resource metadata. */
+  /**
+   * The authorization server's issuer: pins it, whatever the target's metadata names (a target that
+   * publishes none, like GitHub's apps, needs it). Required beside `clientSecret`, which is sent to no other.
+   */
   authorizationServer: secureUrl.optional(),
 });
 
@@ -271,8 +274,8 @@ const KMS_KEY_ARN_PATTERN = /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:(key|alias)\/
 export const ConnectionsConfigSchema = z.strictObject({
   /**
    * The gateway's public base URL (the function URL, or your domain in front of it), for the consent
-   * link and the OAuth callback (`<publicUrl>/connect/callback`, register it at the authorization
-   * server). Default: the origin of the request that needed the connection.
+   * link and each target's OAuth callback (`<publicUrl>/connect/callback/<target>`, register it at that
+   * target's authorization server). Default: the origin of the request that needed the connection.
    */
   publicUrl: z.url({ protocol: /^https?$/ }).optional(),
   /** How long a consent link stays usable (the user must finish within it). */

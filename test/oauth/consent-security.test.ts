@@ -257,7 +257,7 @@ withBrowser('consent security: what the per-user consent flow refuses and keeps'
     expect(await again.text()).toContain('This link was already used');
   });
 
-  it("a link sealed by another gateway's key, or altered, is refused 400 (opened or confirmed)", async () => {
+  it("a link sealed by another gateway's key, or altered, is refused 400 (opened or confirmed); its page is never framed", async () => {
     const foreign = sealedLinkOf(consentLinkOf(await (await caller(otherKey.url))('mine___whoami')));
     const own = sealedLinkOf(consentLinkOf(await (await caller(`${publicUrl}/mcp`))('mine___whoami')));
     for (const link of [foreign, tampered(own)]) {
@@ -266,8 +266,15 @@ withBrowser('consent security: what the per-user consent flow refuses and keeps'
       expect(await opened.text()).toContain('This link is not valid');
       expect((await confirm(publicUrl, link)).status).toBe(400);
     }
-    // The unaltered link still opens: the refusals were for the key and the change.
-    expect((await fetch(`${publicUrl}/connect?link=${encodeURIComponent(own)}`)).status).toBe(200);
+    // The unaltered link still opens: the refusals were for the key and the change. Its page is never
+    // framed, cached or named to another site.
+    const page = await fetch(`${publicUrl}/connect?link=${encodeURIComponent(own)}`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('x-frame-options')).toBe('DENY');
+    expect(page.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+    expect(page.headers.get('cache-control')).toBe('no-store');
+    expect(page.headers.get('referrer-policy')).toBe('same-origin');
+    await page.body?.cancel();
   });
 
   it('a replayed callback is refused 409 on any instance, and the stored connection stays as it was', async () => {

@@ -88,6 +88,30 @@ withBrowser('a hostile target or authorization server cannot steer the gateway',
     await dynamo?.close();
   });
 
+  it("an issuer not on the operator's list (outbound.authorizationServers) is never used, though the target names it", async () => {
+    const gateway = await startGateway(
+      'local server',
+      {
+        targets: [{ name: 'mixup', url: targets.mixup!.url, userOAuth: {} }],
+        outbound: { allowedOrigins: [hostile.base], authorizationServers: [honest.issuer] },
+        logLevel: 'SILENT',
+      },
+      dynamo.endpoint,
+    );
+    try {
+      const base = new URL(gateway.url).origin;
+      const before = await hostile.record();
+      const call = await caller(gateway.url);
+      const confirmed = await confirm(base, sealedLinkOf(consentLinkOf(await call('mixup___connect_account'))));
+      expect(confirmed.status).toBe(502);
+      expect(confirmed.headers.get('location')).toBeNull();
+      await confirmed.body?.cancel();
+      expect((await hostile.record()).authorizeRequests).toBe(before.authorizeRequests);
+    } finally {
+      await gateway.close();
+    }
+  });
+
   describe.each(FORMS)('through the %s', (form) => {
     let gateway: GatewayUnderTest;
     let base: string;
