@@ -14,7 +14,7 @@ import { ListenPlaces } from '../modern/listen-places';
 import { RequestStateSealer } from '../modern/request-state';
 import { createActiveTracer } from '../observability/active-tracing';
 import { createLogger, type GatewayLogger } from '../observability/logger';
-import type { Resolver } from '../outbound/policed-fetch';
+import { policedFetch, type Resolver } from '../outbound/policed-fetch';
 import { LATEST_LEGACY_VERSION, legacyVersionsOf } from '../protocol/versions';
 import { TaskIdSealer } from '../relay/task-ids';
 import type { Clock } from '../scheduling/clock';
@@ -27,6 +27,7 @@ import { Targets } from '../targets/targets';
 import { buildConnections } from './connections';
 import type { GatewayDeps } from './deps';
 import { createGateway } from './gateway';
+import { outboundPolicyOf } from './outbound';
 
 export const GATEWAY_INFO = { name: 'mcp-gateway', version: '0.1.0' };
 
@@ -69,7 +70,14 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
     });
   const outbound = new OutboundCredentials({ ...options.outbound, logger });
   const secrets = options.requestStateKeys ?? keySecretsFromConfig(config, logger);
-  const auth = createInboundAuth(config.auth, { ...options.inbound, logger });
+  // The AWS runtime's own variable (not the gateway's: config/environment.ts names only those).
+  const outboundPolicy = outboundPolicyOf(config, options.runtimeApi ?? process.env.AWS_LAMBDA_RUNTIME_API);
+  const outboundFetch = policedFetch(outboundPolicy, { resolve: options.outboundResolver });
+  const auth = createInboundAuth(config.auth, {
+    ...options.inbound,
+    logger,
+    jwt: { ...options.inbound?.jwt, fetch: outboundFetch },
+  });
   const userConnections = buildConnections(config, {
     documentClient: options.documentClient,
     table: options.connectionTable,
@@ -78,9 +86,8 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
     auth,
     logger,
     now: options.connectionClock,
-    // The AWS runtime's own variable (not the gateway's: config/environment.ts names only those).
-    runtimeApi: options.runtimeApi ?? process.env.AWS_LAMBDA_RUNTIME_API,
-    resolve: options.outboundResolver,
+    outboundPolicy,
+    outboundFetch,
   });
   const credentials = new Map(
     config.targets.map((target, index) => [

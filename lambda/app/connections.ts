@@ -10,8 +10,7 @@ import { clientMetadataUrlOf, UserConnections } from '../connections/user-connec
 import { ConnectionVault } from '../connections/vault';
 import { type KeySecrets, SealedBox } from '../crypto/sealed-box';
 import type { GatewayLogger } from '../observability/logger';
-import { policedFetch, type Resolver } from '../outbound/policed-fetch';
-import { OutboundPolicy } from '../outbound/policy';
+import type { OutboundPolicy } from '../outbound/policy';
 import type { ConnectionTable } from '../state/connection-table';
 import { DynamoConnectionTable } from '../state/dynamo/connections';
 import { DynamoTable } from '../state/dynamo/table';
@@ -38,25 +37,10 @@ export interface ConnectionsBuildOptions {
   auth: InboundAuth;
   logger: GatewayLogger;
   now?: () => number;
-  /** `AWS_LAMBDA_RUNTIME_API` where the gateway runs in Lambda: never reached, whatever a URL says. */
-  runtimeApi?: string;
-  /** Name resolution of the outbound policy (tests); default the system resolver. */
-  resolve?: Resolver;
-}
-
-/**
- * The outbound policy of this configuration: its own origins (targets, configured authorization
- * servers and metadata, the JWT issuer's discovery) and `outbound.allowedOrigins` are the operator's choice.
- */
-export function outboundPolicyOf(config: GatewayConfig, runtimeApi?: string): OutboundPolicy {
-  const named = [...config.outbound.allowedOrigins];
-  for (const target of config.targets) {
-    named.push(target.url);
-    if (target.userOAuth?.authorizationServer) named.push(target.userOAuth.authorizationServer);
-    if (target.userOAuth?.resourceMetadataUrl) named.push(target.userOAuth.resourceMetadataUrl);
-  }
-  if (config.auth.type === 'jwt') named.push(config.auth.discoveryUrl);
-  return new OutboundPolicy({ allowedOrigins: named, runtimeApi });
+  /** The outbound policy (./outbound.ts) every URL a target or an authorization server names goes through. */
+  outboundPolicy: OutboundPolicy;
+  /** Its fetch. */
+  outboundFetch: typeof fetch;
 }
 
 export function buildConnections(
@@ -85,8 +69,8 @@ export function buildConnections(
   });
   const resolve = (value: Parameters<OutboundCredentials['valueOf']>[0], field: string) =>
     options.outbound.valueOf(value, field);
-  const policy = outboundPolicyOf(config, options.runtimeApi);
-  const fetch = policedFetch(policy, { resolve: options.resolve });
+  const policy = options.outboundPolicy;
+  const fetch = options.outboundFetch;
   const servers = new Map(
     targets.map((target) => [
       target.name,

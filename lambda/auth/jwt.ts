@@ -47,6 +47,11 @@ export interface JwtOptions {
    */
   jwksStaleMs?: number;
   logger?: GatewayLogger;
+  /**
+   * The outbound policy's fetch (../outbound/) for the discovery document and the key set it names
+   * (the issuer chooses `jwks_uri`); default the global fetch.
+   */
+  fetch?: typeof fetch;
 }
 
 type JwtConfig = Extract<AuthConfig, { type: 'jwt' }>;
@@ -238,7 +243,7 @@ export class JwtAuthenticator implements InboundAuth {
   }
 
   private async discover(): Promise<Issuer> {
-    const res = await fetch(this.config.discoveryUrl, {
+    const res = await (this.options.fetch ?? fetch)(this.config.discoveryUrl, {
       headers: { accept: 'application/json' },
       signal: AbortSignal.timeout(this.timeoutMs),
       redirect: 'error',
@@ -251,10 +256,11 @@ export class JwtAuthenticator implements InboundAuth {
     if (jwksUri.protocol !== 'https:' && !(jwksUri.protocol === 'http:' && isLoopbackHost(jwksUri.hostname))) {
       throw new Error('discovery document: jwks_uri must be https (http only on a loopback host)');
     }
-    const { createRemoteJWKSet } = await import('jose');
+    const { createRemoteJWKSet, customFetch } = await import('jose');
     const remote = createRemoteJWKSet(jwksUri, {
       cooldownDuration: this.options.jwksCooldownMs ?? 30_000,
       cacheMaxAge: this.options.jwksMaxAgeMs ?? 600_000,
+      ...(this.options.fetch ? { [customFetch]: this.options.fetch } : {}),
       timeoutDuration: this.timeoutMs,
     });
     this.options.logger?.info('token issuer discovered', { issuer: doc.issuer });
