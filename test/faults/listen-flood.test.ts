@@ -8,7 +8,8 @@ import { startV2ResourcesServer, type V2ResourcesServer } from '../support/serve
  * process whose heap is capped at 256 MB (`node --max-old-space-size=256`): before the listen's caps,
  * each URI started a live listing of every target at once, and 20,000 URIs (a 470 KB body) ran the
  * process out of heap, ending every request in flight with it. Now the listen is refused with -32602
- * before any target is asked, and the same process goes on serving listens.
+ * before any target is asked, and the same process goes on serving listens. The deployment forms
+ * (`--lambda`, `--web-function`) refuse the same flood: ../modern/listen-bounds.test.ts.
  */
 
 jest.setTimeout(120_000);

@@ -1,3 +1,4 @@
+import type { GatewayKind, GatewayUnderTest } from '../support/gateways';
 import { type OpenedListen, openListen } from '../support/listen-client';
 import { startV2ResourcesServer, type V2ResourcesServer } from '../support/servers/v2-resources-server';
 import { withModernGateway } from './helpers';
@@ -7,16 +8,21 @@ import { withModernGateway } from './helpers';
  * resource URIs and `maxTaskIdsPerListen` task ids (100 each by default), and URIs of at most 8000
  * characters, or it is refused with -32602 before any target is asked; and N URIs cost one listing
  * of each target, not one per URI (concurrent cache misses share one live listing). The targets are
- * official v2 SDK servers with many resources, counting what they receive.
+ * official v2 SDK servers with many resources, counting what they receive. The refusals hold in each
+ * form the gateway runs in: the local server, the deployment bundle in the Lambda emulator, the Web
+ * Function bundle in its emulator.
  */
 
-jest.setTimeout(30_000);
+// Long enough for a deployment form's first start (its bundle checked, its first environment started).
+jest.setTimeout(60_000);
+
+const FORMS: GatewayKind[] = ['local server', 'lambda runtime', 'web function'];
 
 const ALPHA = 60;
 const BETA = 40;
 
 /** A gateway of its own (a cold routing cache) in front of two targets: alpha with 60 resources, beta with 40. */
-function gatewayFixture() {
+function gatewayFixture(kind: GatewayKind = 'local server') {
   return withModernGateway(
     (t) => ({
       targets: [
@@ -26,6 +32,7 @@ function gatewayFixture() {
       logLevel: 'SILENT',
     }),
     {
+      kind,
       targets: {
         alpha: () => startV2ResourcesServer({ scheme: 'alpha', count: ALPHA }),
         beta: () => startV2ResourcesServer({ scheme: 'beta', count: BETA }),
@@ -50,8 +57,22 @@ function capUris(alpha: V2ResourcesServer, beta: V2ResourcesServer): { uris: str
   return { uris: [...served, 'nowhere://x'], served };
 }
 
-describe('a listen over the caps is refused before any target is asked', () => {
-  const gw = gatewayFixture();
+/**
+ * What a deployment form's emulator would hide behind a fresh environment (an environment lost to a
+ * request): the Lambda runtime's failed invocations (a handler error or a crashed runtime); the Web
+ * Function's environments started and killed (one environment serves every request of these tests).
+ */
+function environmentTrouble(gateway: GatewayUnderTest): Record<string, number> {
+  if (gateway.stats) return { failedInvocations: gateway.stats().errors };
+  if (gateway.webFunction) {
+    const { environmentsStarted, kills } = gateway.webFunction.stats();
+    return { environmentsStarted, kills };
+  }
+  return {};
+}
+
+describe.each(FORMS)('through the %s, a listen over the caps is refused before any target is asked', (kind) => {
+  const gw = gatewayFixture(kind);
 
   async function refused(notifications: Record<string, unknown>): Promise<OpenedListen> {
     const before = [total(gw.targets.alpha), total(gw.targets.beta)];
@@ -94,6 +115,31 @@ describe('a listen over the caps is refused before any target is asked', () => {
       ),
       data: { field: 'notifications.resourceSubscriptions', limit: 8000 },
     });
+  });
+
+  it('a flood of 20,000 resource URIs: -32602 naming the limit, nothing reaches a target; then an ordinary listen is acknowledged', async () => {
+    const { alpha } = gw.targets;
+    const [gateway] = gw.instances as [GatewayUnderTest];
+    const trouble = environmentTrouble(gateway);
+    const { first } = await refused({ resourceSubscriptions: Array.from({ length: 20_000 }, (_, i) => alpha.uri(i)) });
+    expect(first?.error).toMatchObject({
+      code: -32602,
+      message: expect.stringContaining('maxResourceSubscriptionsPerListen'),
+      data: { field: 'notifications.resourceSubscriptions', limit: 100 },
+    });
+    const ordinary = await openListen(
+      gw.url,
+      'after-flood',
+      { resourceSubscriptions: [alpha.uri(0), alpha.uri(1), alpha.uri(2)] },
+      AbortSignal.timeout(20_000),
+    );
+    ordinary.close();
+    expect(ordinary.first).toMatchObject({
+      method: 'notifications/subscriptions/acknowledged',
+      params: { notifications: { resourceSubscriptions: [alpha.uri(0), alpha.uri(1), alpha.uri(2)] } },
+    });
+    // The same environment answered: none was lost to the flood and replaced.
+    expect(environmentTrouble(gateway)).toEqual(trouble);
   });
 });
 

@@ -17,7 +17,9 @@ import { authorizationServerStats } from '../support/oauth/test-endpoints';
  * One refresh of a user's connection at a time across every instance, with real parts: oidc-provider
  * rotating refresh tokens (a refresh token works once; using it again is refused and taken as theft:
  * the whole grant is revoked), an official-SDK MCP target that verifies the user's JWT, two gateway
- * processes on one DynamoDB (dynalite), and the user's consent in Chromium. The access token expires,
+ * processes on one DynamoDB (dynalite) in each form the gateway runs in (`npm start`, the deployment
+ * bundle in the Lambda emulator, the Web Function bundle in its emulator), and the user's consent in
+ * Chromium. The access token expires,
  * then both instances are called at once, round after round: one of them refreshes, the other uses what
  * it stored; the user is never asked again and the authorization server sees one refresh per round.
  */
@@ -78,19 +80,25 @@ withBrowser('a connection refreshed by two instances at once', () => {
   });
 
   describe.each([
-    ['two `npm start` processes', false],
-    ['two `npm start -- --lambda` processes', true],
-  ])('%s on one table, the authorization server rotating refresh tokens', (_kind, lambda) => {
+    // A target (and client) of its own per form: the connection another form stored (same principal, one table) is not this one.
+    // `says`: what the form's ready lines name (the process runs the form asked for).
+    { kind: 'two `npm start` processes', name: 'mine', form: {}, says: 'MCP gateway ready' },
+    { kind: 'two `npm start -- --lambda` processes', name: 'mine-lambda', form: { lambda: true }, says: 'Lambda mode' },
+    {
+      kind: 'two `npm start -- --web-function` processes',
+      name: 'mine-web-function',
+      form: { webFunction: true },
+      says: 'Web Function mode',
+    },
+  ])('$kind on one table, the authorization server rotating refresh tokens', ({ name, form, says }) => {
     let as: AuthorizationServer;
     let target: ProtectedTarget;
     const instances: GatewayProcess[] = [];
-    // A target of its own per kind: the connection the other kind stored (same principal, one table) is not this one.
-    const name = lambda ? 'mine-lambda' : 'mine';
     const tool = `${name}___whoami`;
 
     beforeAll(async () => {
       const port = await freePort();
-      const clientId = lambda ? 'gateway-lambda' : 'gateway';
+      const clientId = `gateway-${name}`;
       as = await startAuthorizationServer({
         clientId,
         redirectUris: [`http://127.0.0.1:${port}/connect/callback/${name}`],
@@ -116,8 +124,9 @@ withBrowser('a connection refreshed by two instances at once', () => {
         requestStateKeys: { current: 'refresh-across-instances-key-of-one-gateway-0123' },
       };
       const env = { REFRESH_TEST_CLIENT_SECRET: as.clientSecret };
-      instances.push(await startGatewayProcess(config, dynamo.endpoint, { lambda, env, port }));
-      instances.push(await startGatewayProcess(config, dynamo.endpoint, { lambda, env }));
+      instances.push(await startGatewayProcess(config, dynamo.endpoint, { ...form, env, port }));
+      instances.push(await startGatewayProcess(config, dynamo.endpoint, { ...form, env }));
+      for (const instance of instances) expect(instance.output()).toContain(says);
     });
     afterAll(async () => {
       for (const instance of instances) await instance.stop();

@@ -6,7 +6,7 @@ import type { GatewayConfigInput } from '../../lambda/config/schema';
 
 /**
  * A gateway as its own process — `npm start` (`--no-demo --port 0 --config F --dynamodb-endpoint URL`),
- * optionally `--lambda`, optionally under node flags (a heap cap) — that a fault test can stop
+ * optionally `--lambda` or `--web-function`, optionally under node flags (a heap cap) — that a fault test can stop
  * gracefully (SIGTERM) or kill outright (SIGKILL), as an instance of a deployment dies. Also dynalite
  * as its own process, to pause (SIGSTOP) as a DynamoDB that stops answering.
  */
@@ -22,7 +22,10 @@ export async function startGatewayProcess(
   config: GatewayConfigInput,
   dynamodbEndpoint: string,
   options: {
+    /** `npm start -- --lambda`: the deployment bundle in the Lambda emulator. */
     lambda?: boolean;
+    /** `npm start -- --web-function`: the Web Function bundle in its emulator. */
+    webFunction?: boolean;
     env?: Record<string, string>;
     port?: number;
     /** Flags for node itself, before the script (e.g. `--max-old-space-size=256`: a memory cap). */
@@ -31,7 +34,8 @@ export async function startGatewayProcess(
 ): Promise<GatewayProcess> {
   const file = join(mkdtempSync(join(tmpdir(), 'gw-fault-')), 'config.json');
   writeFileSync(file, JSON.stringify(config));
-  const args = [...(options.nodeFlags ?? []), '--import', 'tsx', 'dev/cli.ts', ...(options.lambda ? ['--lambda'] : [])];
+  const form = [...(options.lambda ? ['--lambda'] : []), ...(options.webFunction ? ['--web-function'] : [])];
+  const args = [...(options.nodeFlags ?? []), '--import', 'tsx', 'dev/cli.ts', ...form];
   args.push(
     '--port',
     String(options.port ?? 0),

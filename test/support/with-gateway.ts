@@ -67,7 +67,10 @@ export interface WithGatewayOptions<T extends TargetSpecs> extends GatewayStartO
   targets?: T;
   /** Gateways sharing the DynamoDB, like Lambda instances of one deployment (default 1; 0: tests start them). */
   instances?: number;
-  /** `counted` (default): a fresh dynalite behind the counting proxy; `unreachable`: no DynamoDB (local server only). */
+  /**
+   * `counted` (default): a fresh dynalite behind the counting proxy; `unreachable`: no DynamoDB, for the
+   * 2026-07-28 path (not the `lambda handler` kind, which makes its table before it starts).
+   */
   dynamo?: 'counted' | 'unreachable';
 }
 
@@ -129,7 +132,8 @@ export function withGateway<T extends TargetSpecs = Record<never, never>>(
     const close = once(() => gateway.close());
     closers.push(close);
     const stats = 'stats' in gateway ? gateway.stats?.bind(gateway) : undefined;
-    return { url: gateway.url, close, stats };
+    const webFunction = 'webFunction' in gateway ? gateway.webFunction : undefined;
+    return { url: gateway.url, close, stats, webFunction };
   };
 
   beforeAll(async () => {
