@@ -1,5 +1,6 @@
 import { createMcpHandler, type McpHttpHandler, McpServer } from '@modelcontextprotocol/server';
 import type { GatewayKind } from '../support/gateways';
+import { listenRequest } from '../support/listen-client';
 import { eventually, type Json, post, type SseEvent, sseEvents } from '../support/mcp-http';
 import { serveFetch } from '../support/servers/serve-fetch';
 import { startV1NotifyingServer } from '../support/servers/v1-notifying-server';
@@ -45,22 +46,6 @@ async function startChangingServer(name: string) {
     close: async () => {
       await handler.close().catch(() => undefined);
       await served.close();
-    },
-  };
-}
-
-function listenRequest(id: string, notifications: Json) {
-  return {
-    jsonrpc: '2.0',
-    id,
-    method: 'subscriptions/listen',
-    params: {
-      notifications,
-      _meta: {
-        'io.modelcontextprotocol/protocolVersion': MODERN,
-        'io.modelcontextprotocol/clientInfo': { name: 'listen-test', version: '1.0.0' },
-        'io.modelcontextprotocol/clientCapabilities': {},
-      },
     },
   };
 }

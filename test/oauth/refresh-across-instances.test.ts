@@ -7,9 +7,10 @@ import {
   startGatewayProcess,
 } from '../support/gateway-process';
 import { freePort } from '../support/loopback';
-import { initSession, type Json, post } from '../support/mcp-http';
+import type { Json } from '../support/mcp-http';
 import { type AuthorizationServer, startAuthorizationServer } from '../support/oauth/authorization-server';
 import { consentAs, startBrowser } from '../support/oauth/browser';
+import { answerOf, caller, connectedTargets } from '../support/oauth/consent-calls';
 import { type ProtectedTarget, startProtectedTarget } from '../support/oauth/protected-target';
 import { authorizationServerStats } from '../support/oauth/test-endpoints';
 
@@ -35,35 +36,9 @@ const ROUNDS = 5;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)));
 
-/** A 2025 session with URL elicitation whose calls take no stream (a missing connection is -32042). */
-async function caller(mcpUrl: string): Promise<(tool: string) => Promise<Json>> {
-  const { headers } = await initSession(mcpUrl, { capabilities: { elicitation: { url: {} } } });
-  let id = 0;
-  return async (tool) => {
-    const res = await post(
-      mcpUrl,
-      { ...headers, accept: 'application/json' },
-      { jsonrpc: '2.0', id: ++id, method: 'tools/call', params: { name: tool, arguments: {} } },
-    );
-    return (await res.json()) as Json;
-  };
-}
-
-/** The text a whoami call answered (whose token the target saw); any error, a consent asked included, fails. */
-function answerOf(answer: Json): string {
-  expect(answer.error).toBeUndefined();
-  return String(answer.result.content[0].text);
-}
-
 /** A whoami answer as a failure shows it: the user it answered as, or the error (-32042: consent asked). */
 function shownAs(answer: Json): string {
   return answer.error ? `error ${answer.error.code}` : String(answer.result.content[0].text);
-}
-
-async function connectedTargets(origin: string): Promise<string[]> {
-  const res = await fetch(`${origin}/connections`);
-  expect(res.status).toBe(200);
-  return ((await res.json()) as { connections: Array<{ target: string }> }).connections.map((c) => c.target);
 }
 
 withBrowser('a connection refreshed by two instances at once', () => {
