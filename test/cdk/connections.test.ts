@@ -268,7 +268,11 @@ describe('secrets of per-user OAuth', () => {
   test("a userOAuth clientSecret and identityLogin's clientSecret are granted by exact ARN", () => {
     const tracker = {
       ...USER_OAUTH_TARGET,
-      userOAuth: { clientId: 'gateway', clientSecret: { secretArn: CLIENT_SECRET } },
+      userOAuth: {
+        clientId: 'gateway',
+        clientSecret: { secretArn: CLIENT_SECRET },
+        authorizationServer: 'https://login.tracker.example',
+      },
     };
     const connections = { identityLogin: { clientId: 'gateway-login', clientSecret: { secretArn: LOGIN_SECRET } } };
     const { template, stack } = synth({
