@@ -1,9 +1,9 @@
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import { GatewayError } from '../protocol/errors';
-import { BackgroundTasks } from '../scheduling/background-tasks';
+import type { BackgroundTasks } from '../scheduling/background-tasks';
 import { poll } from '../scheduling/backoff';
-import { CallTimers, type Scheduler } from '../scheduling/call-timers';
+import type { CallTimers } from '../scheduling/call-timers';
 import { type Clock, systemClock } from '../scheduling/clock';
 import { HOLDER_ACK_POLL_MS, HOLDER_ACK_WAIT_MS } from '../state/records';
 import type { PendingRecord, PendingStore } from '../state/store';
@@ -37,13 +37,12 @@ const LONG_WAIT_FACTOR = 4;
 /**
  * The holder's side: acknowledges delivery claims on its waiting relayed records until stopped, and
  * hands each answer recorded for it (waiting/recorded-answer.ts: the holder delivers) to `onRecorded`.
+ * A part of its holder (./holder.ts): its looks run on the holder's timers and tasks, so the holder's
+ * stop() waits for a look under way.
  */
 export class ClaimAcknowledger {
-  private readonly timers: CallTimers;
-  private readonly now: () => number;
   /** When the last question was asked (start()): the looks slow down once it has waited LONG_WAIT_MS. */
   private askedAt = 0;
-  private readonly tasks: BackgroundTasks;
   /** The next look's delay: short right after a question was sent, doubling up to `pollMs`. */
   private interval: number;
   private stopped = false;
@@ -56,16 +55,17 @@ export class ClaimAcknowledger {
     private readonly partition: string,
     /** The relayed records still waiting for an answer (read at each look). */
     private readonly waiting: () => string[],
+    /** The holder's: its clock, its timers (this part's are named `ack:…`) and its tasks. */
+    private readonly owner: { clock: Clock; timers: CallTimers; tasks: BackgroundTasks },
     private readonly pollMs = HOLDER_ACK_POLL_MS,
     /** An answer recorded in one of the records (once per record). */
     private readonly onRecorded?: (record: PendingRecord) => void,
-    /** The looks' timers and clock (tests inject both). */
-    clock: { scheduler?: Scheduler; now?: () => number } = {},
   ) {
-    this.tasks = new BackgroundTasks(logger, { partition });
-    this.timers = new CallTimers(clock.scheduler);
-    this.now = clock.now ?? Date.now;
     this.interval = Math.min(FIRST_LOOK_MS, pollMs);
+  }
+
+  private now(): number {
+    return this.owner.clock.now();
   }
 
   /**
@@ -81,15 +81,15 @@ export class ClaimAcknowledger {
 
   stop(): void {
     this.stopped = true;
-    this.timers.close();
+    this.owner.timers.clear(LOOK_TIMER);
   }
 
   private schedule(): void {
     const delay = this.interval;
     const longWait = this.now() - this.askedAt >= LONG_WAIT_MS;
     this.interval = Math.min(this.pollMs * (longWait ? LONG_WAIT_FACTOR : 1), this.interval * 2);
-    this.timers.set('look', delay, () =>
-      this.tasks.run('acknowledging delivery claims', async () => {
+    this.owner.timers.set(LOOK_TIMER, delay, () =>
+      this.owner.tasks.run('acknowledging delivery claims', async () => {
         try {
           await this.look();
         } finally {
@@ -120,6 +120,8 @@ export class ClaimAcknowledger {
     );
   }
 }
+
+const LOOK_TIMER = 'ack:look';
 
 /** Between looks of the claimant for the holder's acknowledgement. */
 const ACK_CHECK_MS = 100;

@@ -1,7 +1,8 @@
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
-import { BackgroundTasks } from '../scheduling/background-tasks';
-import { CallTimers, type Scheduler } from '../scheduling/call-timers';
+import type { BackgroundTasks } from '../scheduling/background-tasks';
+import type { CallTimers } from '../scheduling/call-timers';
+import type { Clock } from '../scheduling/clock';
 import { HOLDER_LEASE_MS, HOLDER_RENEW_MS } from '../state/records';
 import type { PendingStore } from '../state/store';
 
@@ -13,10 +14,11 @@ import type { PendingStore } from '../state/store';
  * (the set changes as the call asks more), after `beforeRenew` (the legacy relay renews its waiting
  * call's record there); the next renewal is scheduled only once this one settled, so a slow DynamoDB
  * never stacks requests. Stopped once (the call is over or released), it never starts again.
+ *
+ * A part of its holder (./holder.ts): its timer and its renewals run on the holder's timers and tasks,
+ * so the holder's stop() waits for a renewal under way as for anything else the call started.
  */
 export class HolderLease {
-  private readonly timers: CallTimers;
-  private readonly tasks: BackgroundTasks;
   private started = false;
   private stopped = false;
 
@@ -26,21 +28,17 @@ export class HolderLease {
     private readonly partition: string,
     /** The records whose lease is renewed (read at each renewal; none: no request). */
     private readonly ids: () => string[],
+    /** The holder's: its clock, its timers (this part's are named `lease:…`) and its tasks. */
+    private readonly owner: { clock: Clock; timers: CallTimers; tasks: BackgroundTasks },
     private readonly options: {
-      /** Runs at each renewal, before the records' lease (not awaited: its own failures are its own). */
+      /** Runs at each renewal, before the records' lease (its work runs as the holder's tasks). */
       beforeRenew?: () => void;
       /** Added to the log lines (which call). */
       context?: Record<string, unknown>;
       renewMs?: number;
       leaseMs?: number;
-      now?: () => number;
-      /** The renewals' timers (tests inject a fake clock's). */
-      scheduler?: Scheduler;
     } = {},
-  ) {
-    this.timers = new CallTimers(options.scheduler);
-    this.tasks = new BackgroundTasks(logger, options.context);
-  }
+  ) {}
 
   /** Starts renewing (again: idempotent; after stop(), nothing). */
   start(): void {
@@ -51,12 +49,12 @@ export class HolderLease {
 
   stop(): void {
     this.stopped = true;
-    this.timers.close();
+    this.owner.timers.clear(RENEW_TIMER);
   }
 
   private schedule(): void {
-    this.timers.set('renew', this.options.renewMs ?? HOLDER_RENEW_MS, () =>
-      this.tasks.run('renewing the holder lease', () => this.renew()),
+    this.owner.timers.set(RENEW_TIMER, this.options.renewMs ?? HOLDER_RENEW_MS, () =>
+      this.owner.tasks.run('renewing the holder lease', () => this.renew()),
     );
   }
 
@@ -74,7 +72,7 @@ export class HolderLease {
 
   private async renewRecords(): Promise<void> {
     const ids = this.ids();
-    const until = (this.options.now ?? Date.now)() + (this.options.leaseMs ?? HOLDER_LEASE_MS);
+    const until = this.owner.clock.now() + (this.options.leaseMs ?? HOLDER_LEASE_MS);
     try {
       if (ids.length > 0) await this.store.renewHolder(this.partition, ids, until);
     } catch (error) {
@@ -83,3 +81,5 @@ export class HolderLease {
     }
   }
 }
+
+const RENEW_TIMER = 'lease:renew';

@@ -18,8 +18,10 @@ import { endsTheCall, type PendingVerdict, pendingTimeUp } from './pending-verdi
  * - its looks at those records (holder-ack.ts): an answer recorded for it, a delivery claim to acknowledge;
  * - each waiting request's pending timeout, and the verdict when it is up (pending-verdict.ts);
  * - its timers by name and the work it starts unawaited.
- * All on one clock (tests inject a fake one), and one stop: halt() (nothing fires or starts any more)
- * and drain() (what runs has ended), so on Lambda nothing of the call outlives its response.
+ * All on one clock (tests inject a fake one), one set of timers and one set of tasks — the lease's
+ * renewals and the acknowledger's looks included — and one stop: halt() (nothing fires or starts any
+ * more) and drain() (what runs has ended, whichever part started it), so on Lambda nothing of the call
+ * outlives its response.
  */
 
 export interface HolderSettings {
@@ -67,24 +69,24 @@ export class Holder {
 
   constructor(private readonly settings: HolderSettings) {
     this.clock = settings.clock ?? systemClock;
-    const clock = { scheduler: this.clock, now: () => this.clock.now() };
     this.timers = new CallTimers(this.clock);
     this.tasks = new BackgroundTasks(settings.logger, settings.context);
-    this.lease = new HolderLease(settings.store, settings.logger, settings.partition, settings.leased, {
+    // Its parts run on its clock, timers and tasks: one stop() ends and waits for all of them.
+    const owner = { clock: this.clock, timers: this.timers, tasks: this.tasks };
+    this.lease = new HolderLease(settings.store, settings.logger, settings.partition, settings.leased, owner, {
       beforeRenew: settings.beforeRenew,
       context: settings.context,
       renewMs: settings.renewMs,
       leaseMs: settings.leaseMs,
-      ...clock,
     });
     this.acknowledger = new ClaimAcknowledger(
       settings.store,
       settings.logger,
       settings.partition,
       settings.looked,
+      owner,
       settings.lookMs ?? HOLDER_ACK_POLL_MS,
       settings.onRecorded,
-      clock,
     );
   }
 

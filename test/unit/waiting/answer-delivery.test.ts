@@ -4,6 +4,7 @@ import type { PendingRecord } from '../../../lambda/state/store';
 import { MessageRejectedError, TargetSessionExpiredError } from '../../../lambda/targets/endpoint';
 import { type DeliveryDeps, deliverAnswer, holderGone } from '../../../lambda/waiting/answer-delivery';
 import { ClaimAcknowledger } from '../../../lambda/waiting/holder-ack';
+import { holderParts } from '../../support/holder-parts';
 import { QUIET } from '../../support/in-process';
 import { MemorySessionStore } from '../../support/memory-store';
 
@@ -149,7 +150,7 @@ describe('delivering an answer to a relayed request', () => {
   it('delivers a leased record once its live holder acknowledged the claim', async () => {
     const store = new MemorySessionStore();
     const record = await relayed(store, (r) => Object.assign(r, { holderUntil: Date.now() + 60_000 }));
-    const holder = new ClaimAcknowledger(store, quiet, PARTITION, () => [record.gatewayId], 10);
+    const holder = new ClaimAcknowledger(store, quiet, PARTITION, () => [record.gatewayId], holderParts(), 10);
     holder.start();
     try {
       const { sent, targets } = fakeTargets();

@@ -1,5 +1,6 @@
 import { createLogger } from '../../../lambda/observability/logger';
 import { ClaimAcknowledger, LONG_WAIT_MS } from '../../../lambda/waiting/holder-ack';
+import { holderParts } from '../../support/holder-parts';
 import { MemorySessionStore } from '../../support/memory-store';
 import { relayedRecord } from '../../support/pending-records';
 
@@ -64,10 +65,14 @@ it('looks at 20, 40, 80, 160 ms, then every 250 ms, every second past a long wai
     },
     ackClaim: store.ackClaim.bind(store),
   };
-  const looks = new ClaimAcknowledger(counting, quiet, PARTITION, () => [record.gatewayId], 250, undefined, {
-    scheduler: time.scheduler,
-    now: time.now,
-  });
+  const looks = new ClaimAcknowledger(
+    counting,
+    quiet,
+    PARTITION,
+    () => [record.gatewayId],
+    holderParts({ ...time.scheduler, now: time.now }),
+    250,
+  );
   looks.start();
   for (let i = 0; i < 8; i++) await time.next();
   expect(time.delays).toEqual([20, 40, 80, 160, 250, 250, 250, 250]);

@@ -1,11 +1,13 @@
 import type { GatewayLogger } from '../../../lambda/observability/logger';
 import type { PendingStore } from '../../../lambda/state/store';
 import { HolderLease } from '../../../lambda/waiting/holder-lease';
+import { FakeClock } from '../../support/fake-clock';
+import { holderParts } from '../../support/holder-parts';
 import { MemorySessionStore } from '../../support/memory-store';
 
 /**
- * The holder's lease renewer (waiting/holder-lease.ts, for both era paths), on jest's fake timers with a
- * recording store: every renewMs it renews the ids of that moment, after its hook; one timer however
+ * The holder's lease renewer (waiting/holder-lease.ts, for both era paths), a part of its holder, on a
+ * fake clock with a recording store: every renewMs it renews the ids of that moment, after its hook; one timer however
  * often it is started; a failure is logged and the next renewal comes; stopped once, it never renews again.
  */
 
@@ -37,22 +39,26 @@ function logger() {
 }
 
 describe("the holder's lease", () => {
-  beforeEach(() => jest.useFakeTimers({ now: 1_000_000 }));
-  afterEach(() => jest.useRealTimers());
+  let clock: FakeClock;
+  let parts: ReturnType<typeof holderParts>;
+  beforeEach(() => {
+    clock = new FakeClock(1_000_000);
+    parts = holderParts(clock);
+  });
 
   it('renews the records named at each renewal, every renewMs, for leaseMs from then', async () => {
     const { recording, renewals } = recordingStore();
     const ids = ['gw-1'];
-    const lease = new HolderLease(recording, logger().log, PARTITION, () => ids, {
+    const lease = new HolderLease(recording, logger().log, PARTITION, () => ids, parts, {
       renewMs: RENEW_MS,
       leaseMs: LEASE_MS,
     });
     lease.start();
-    await jest.advanceTimersByTimeAsync(RENEW_MS - 1);
+    await clock.advance(RENEW_MS - 1);
     expect(renewals).toEqual([]);
-    await jest.advanceTimersByTimeAsync(1);
+    await clock.advance(1);
     ids.push('gw-2');
-    await jest.advanceTimersByTimeAsync(RENEW_MS);
+    await clock.advance(RENEW_MS);
     expect(renewals).toEqual([
       { ids: ['gw-1'], until: 1_000_000 + RENEW_MS + LEASE_MS },
       { ids: ['gw-1', 'gw-2'], until: 1_000_000 + 2 * RENEW_MS + LEASE_MS },
@@ -63,12 +69,12 @@ describe("the holder's lease", () => {
   it('runs its hook at each renewal, and asks nothing of DynamoDB while no record needs a lease', async () => {
     const { recording, renewals } = recordingStore();
     let hooks = 0;
-    const lease = new HolderLease(recording, logger().log, PARTITION, () => [], {
+    const lease = new HolderLease(recording, logger().log, PARTITION, () => [], parts, {
       renewMs: RENEW_MS,
       beforeRenew: () => hooks++,
     });
     lease.start();
-    await jest.advanceTimersByTimeAsync(3 * RENEW_MS);
+    await clock.advance(3 * RENEW_MS);
     expect(hooks).toBe(3);
     expect(renewals).toEqual([]);
     lease.stop();
@@ -76,12 +82,12 @@ describe("the holder's lease", () => {
 
   it('keeps one timer however often it is started', async () => {
     const { recording, renewals } = recordingStore();
-    const lease = new HolderLease(recording, logger().log, PARTITION, () => ['gw-1'], { renewMs: RENEW_MS });
+    const lease = new HolderLease(recording, logger().log, PARTITION, () => ['gw-1'], parts, { renewMs: RENEW_MS });
     lease.start();
     lease.start();
-    await jest.advanceTimersByTimeAsync(RENEW_MS / 2);
+    await clock.advance(RENEW_MS / 2);
     lease.start();
-    await jest.advanceTimersByTimeAsync(2 * RENEW_MS);
+    await clock.advance(2 * RENEW_MS);
     expect(renewals).toHaveLength(2);
     lease.stop();
   });
@@ -89,13 +95,13 @@ describe("the holder's lease", () => {
   it('logs a failed renewal and renews again at the next one', async () => {
     const { store, recording, renewals } = recordingStore();
     const { log, warnings } = logger();
-    const lease = new HolderLease(recording, log, PARTITION, () => ['gw-1'], { renewMs: RENEW_MS });
+    const lease = new HolderLease(recording, log, PARTITION, () => ['gw-1'], parts, { renewMs: RENEW_MS });
     store.down = true;
     lease.start();
-    await jest.advanceTimersByTimeAsync(RENEW_MS);
+    await clock.advance(RENEW_MS);
     expect(warnings).toEqual(['renewing the holder lease failed']);
     store.down = false;
-    await jest.advanceTimersByTimeAsync(RENEW_MS);
+    await clock.advance(RENEW_MS);
     expect(renewals).toHaveLength(2);
     expect(warnings).toHaveLength(1);
     lease.stop();
@@ -104,25 +110,25 @@ describe("the holder's lease", () => {
   it('never renews again once stopped, even if started again', async () => {
     const { recording, renewals } = recordingStore();
     let hooks = 0;
-    const lease = new HolderLease(recording, logger().log, PARTITION, () => ['gw-1'], {
+    const lease = new HolderLease(recording, logger().log, PARTITION, () => ['gw-1'], parts, {
       renewMs: RENEW_MS,
       beforeRenew: () => hooks++,
     });
     lease.start();
-    await jest.advanceTimersByTimeAsync(RENEW_MS);
+    await clock.advance(RENEW_MS);
     lease.stop();
-    expect(jest.getTimerCount()).toBe(0);
+    expect(clock.scheduled).toBe(0);
     lease.start();
-    await jest.advanceTimersByTimeAsync(5 * RENEW_MS);
+    await clock.advance(5 * RENEW_MS);
     expect(renewals).toHaveLength(1);
     expect(hooks).toBe(1);
-    expect(jest.getTimerCount()).toBe(0);
+    expect(clock.scheduled).toBe(0);
   });
 
   it('renews at once when asked (without its hook), and not once stopped', async () => {
     const { recording, renewals } = recordingStore();
     let hooks = 0;
-    const lease = new HolderLease(recording, logger().log, PARTITION, () => ['gw-1'], {
+    const lease = new HolderLease(recording, logger().log, PARTITION, () => ['gw-1'], parts, {
       renewMs: RENEW_MS,
       leaseMs: LEASE_MS,
       beforeRenew: () => hooks++,
@@ -137,11 +143,11 @@ describe("the holder's lease", () => {
 
   it('stopped before it started, never starts', async () => {
     const { recording, renewals } = recordingStore();
-    const lease = new HolderLease(recording, logger().log, PARTITION, () => ['gw-1'], { renewMs: RENEW_MS });
+    const lease = new HolderLease(recording, logger().log, PARTITION, () => ['gw-1'], parts, { renewMs: RENEW_MS });
     lease.stop();
     lease.start();
-    expect(jest.getTimerCount()).toBe(0);
-    await jest.advanceTimersByTimeAsync(3 * RENEW_MS);
+    expect(clock.scheduled).toBe(0);
+    await clock.advance(3 * RENEW_MS);
     expect(renewals).toEqual([]);
   });
 
@@ -156,18 +162,18 @@ describe("the holder's lease", () => {
         });
       },
     };
-    const lease = new HolderLease(slow, logger().log, PARTITION, () => ['gw-1'], { renewMs: RENEW_MS });
+    const lease = new HolderLease(slow, logger().log, PARTITION, () => ['gw-1'], parts, { renewMs: RENEW_MS });
     lease.start();
-    await jest.advanceTimersByTimeAsync(RENEW_MS);
+    await clock.advance(RENEW_MS);
     expect(calls).toBe(1);
     // The next renewal waits for this one: a slow DynamoDB never stacks requests.
-    await jest.advanceTimersByTimeAsync(3 * RENEW_MS);
+    await clock.advance(3 * RENEW_MS);
     expect(calls).toBe(1);
     lease.stop();
     finish();
-    await jest.advanceTimersByTimeAsync(0);
-    expect(jest.getTimerCount()).toBe(0);
-    await jest.advanceTimersByTimeAsync(3 * RENEW_MS);
+    await clock.advance(0);
+    expect(clock.scheduled).toBe(0);
+    await clock.advance(3 * RENEW_MS);
     expect(calls).toBe(1);
   });
 });

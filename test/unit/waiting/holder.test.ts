@@ -200,3 +200,64 @@ describe('the holder of a waiting call', () => {
     expect(clock.scheduled).toBe(0);
   });
 });
+
+describe("the holder's stop leaves nothing of the call running", () => {
+  /** A store whose writes of one kind stay open until the test lets them go, counting those in flight. */
+  function holdingOpen(store: MemorySessionStore, method: 'renewHolder' | 'ackClaim' | 'getPending') {
+    const held: Array<() => void> = [];
+    let inFlight = 0;
+    const original = store[method].bind(store) as (...args: unknown[]) => Promise<unknown>;
+    jest.spyOn(store, method).mockImplementation((async (...args: unknown[]) => {
+      inFlight++;
+      try {
+        await new Promise<void>((release) => held.push(release));
+        return await original(...args);
+      } finally {
+        inFlight--;
+      }
+    }) as never);
+    return {
+      inFlight: () => inFlight,
+      held,
+      releaseAll: () => {
+        for (const release of held.splice(0)) release();
+      },
+    };
+  }
+
+  it('a lease renewal the store holds open: stop() resolves only once it has settled', async () => {
+    const store = new MemorySessionStore();
+    const { clock, holder, ask } = setUp({ store });
+    await ask();
+    const renewals = holdingOpen(store, 'renewHolder');
+    await clock.advance(RENEW_MS);
+    expect(renewals.inFlight()).toBe(1);
+    let stopped = false;
+    const stopping = holder.stop().then(() => {
+      stopped = true;
+    });
+    await clock.advance(0);
+    expect(stopped).toBe(false);
+    renewals.releaseAll();
+    await stopping;
+    expect(renewals.inFlight()).toBe(0);
+  });
+
+  it('a look at the records the store holds open: stop() resolves only once it has settled', async () => {
+    const store = new MemorySessionStore();
+    const { clock, holder, ask } = setUp({ store });
+    await ask();
+    const reads = holdingOpen(store, 'getPending');
+    await clock.advance(50); // the first look comes within tens of ms of a question
+    expect(reads.inFlight()).toBeGreaterThan(0);
+    let stopped = false;
+    const stopping = holder.stop().then(() => {
+      stopped = true;
+    });
+    await clock.advance(0);
+    expect(stopped).toBe(false);
+    reads.releaseAll();
+    await stopping;
+    expect(reads.inFlight()).toBe(0);
+  });
+});

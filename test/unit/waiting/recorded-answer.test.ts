@@ -4,6 +4,7 @@ import { MessageRejectedError } from '../../../lambda/targets/endpoint';
 import type { DeliveryDeps } from '../../../lambda/waiting/answer-delivery';
 import { ClaimAcknowledger } from '../../../lambda/waiting/holder-ack';
 import { deliverRecordedUntilTaken, fitsARecord, recordAnswer } from '../../../lambda/waiting/recorded-answer';
+import { holderParts } from '../../support/holder-parts';
 import { QUIET } from '../../support/in-process';
 import { MemorySessionStore } from '../../support/memory-store';
 import { relayedRecord } from '../../support/pending-records';
@@ -52,6 +53,7 @@ describe('an answer recorded for the holder', () => {
       quiet,
       PARTITION,
       () => [record.gatewayId],
+      holderParts(),
       5,
       (r) => found.push(r),
     );
