@@ -152,11 +152,13 @@ export class CallRelease {
    * The target ended the call's stream before its response, to poll (SEP-1699): a client trusted to
    * resume is released with it, as it would be connected to the target directly; its reconnect (any
    * instance) reconnects to the target. Any other client's call stays here while this invocation
-   * waits the target's `retry` and reconnects to it.
+   * waits the target's `retry` and reconnects to it. Resolves once that is decided: the target is
+   * reconnected to only then (else its response could be read here by a call being let go of, and
+   * reach neither this stream nor the client's reconnect).
    */
-  targetPolls(): void {
-    if (!this.call.decision.early) return;
-    this.call.holder.tasks.run('releasing the call as its target polls', async () => {
+  targetPolls(): Promise<void> | undefined {
+    if (!this.call.decision.early) return undefined;
+    return this.call.holder.tasks.run('releasing the call as its target polls', async () => {
       await this.call.queue; // what the target sent before it ended its stream reaches the client first
       await this.holdTargetStream();
       this.tryRelease('the target ended its stream (it polls)');

@@ -19,8 +19,11 @@ export class BackgroundTasks {
     private readonly context: Record<string, unknown> = {},
   ) {}
 
-  /** Starts `task` now (its synchronous part runs before run() returns); its failure is logged, never thrown. */
-  run(label: string, task: () => unknown): void {
+  /**
+   * Starts `task` now (its synchronous part runs before run() returns); its failure is logged, never
+   * thrown. The promise returned settles when it has (never rejects): for a caller that waits for it.
+   */
+  run(label: string, task: () => unknown): Promise<void> {
     const settled = (async () => {
       try {
         await task();
@@ -30,6 +33,7 @@ export class BackgroundTasks {
     })();
     this.running.add(settled);
     void settled.finally(() => this.running.delete(settled));
+    return settled;
   }
 
   /** How many tasks are still running. */

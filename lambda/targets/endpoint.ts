@@ -81,8 +81,12 @@ export interface PostOptions {
   detach?: AbortSignal;
   /** Goes on with a request sent earlier (a released call): GET + `Last-Event-ID` instead of the POST. */
   resumeFrom?: string;
-  /** The stream ended (or broke) before the response after an event id: it is reopened after the target's `retry`. */
-  onTargetPolls?(): void;
+  /**
+   * The stream ended (or broke) before the response after an event id: it is reopened after the
+   * target's `retry` and, when this returns a promise, only once it settled (the caller decides
+   * meanwhile whether to let the call go: then `detach` aborts and nothing is reopened).
+   */
+  onTargetPolls?(): void | Promise<void>;
   /**
    * Gets the request's clock, for what the target sends about this request elsewhere (the session's
    * GET stream): a request to the user holds it, a notification restarts it.
@@ -289,8 +293,8 @@ export class TargetEndpoint {
       }
       resumes++;
       // The caller may let go of the call now (a client that resumes is released as the target polls).
-      options.onTargetPolls?.();
-      body = await this.reopen(headers, cursor, options, ending);
+      const decided = options.onTargetPolls?.();
+      body = await this.reopen(headers, cursor, options, ending, { decided });
       clock?.touch();
     }
   }
@@ -301,7 +305,7 @@ export class TargetEndpoint {
     cursor: StreamCursor,
     options: PostOptions,
     ending: string,
-    first: { now?: boolean } = {},
+    first: { now?: boolean; decided?: void | Promise<void> } = {},
   ): Promise<TargetResponse['body']> {
     let reason = '';
     for (let attempt = 1; attempt <= this.resume.maxFailedAttempts; attempt++) {
@@ -309,6 +313,9 @@ export class TargetEndpoint {
         // A released call taken over reconnects at once: the target's `retry` was waited out meanwhile.
         const delay = first.now && attempt === 1 ? 0 : resumeDelayMs(this.resume, cursor.retryMs);
         await abortableDelay(delay, undefined, { signal: options.signal });
+        // The caller's decision whether to let the call go comes first: let go of, nothing is reopened.
+        if (attempt === 1 && first.decided) await first.decided;
+        options.signal?.throwIfAborted();
       } catch (error) {
         throw this.failure(error, ending, options.signal);
       }

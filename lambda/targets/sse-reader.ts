@@ -151,7 +151,11 @@ export async function readResponseStream(
       },
     },
   );
-  await Promise.race([reader.done, responded]);
+  await Promise.race([reader.done, responded]).catch((error: unknown) => {
+    // The stream broke (or was detached) just as the response was read: the response wins. Its event id
+    // is already the cursor's, so resuming from there would never see it again.
+    if (!response) throw error;
+  });
   if (failure) {
     body.destroy();
     throw failure;

@@ -93,7 +93,7 @@ export interface TargetCallOptions {
    * Legacy targets: the target ended the call's stream before its response, after an event id (it
    * polls, SEP-1699); the gateway reconnects after its `retry` unless the caller detaches first.
    */
-  onTargetPolls?(): void;
+  onTargetPolls?(): void | Promise<void>;
   /** Legacy targets: go on with a call released earlier, from its last event id, in its target session. */
   resumeFrom?: { lastEventId: string; targetSessionId?: string };
 }

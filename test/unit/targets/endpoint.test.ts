@@ -135,6 +135,51 @@ describe('resuming a target stream that ended before the response', () => {
     expect(target.seen.map((s) => s.method)).toEqual(['POST']);
   });
 
+  it("the caller's decision on a target that polls comes first: a call let go of meanwhile reconnects nothing", async () => {
+    // The target's retry (0 ms) is over long before the caller decided (it writes its record first).
+    const target = await start([
+      (_req, res) => sse(res, 'id: e1\nretry: 0\ndata:\n\n'),
+      (_req, res) => sse(res, RESPONSE),
+    ]);
+    const detach = new AbortController();
+    const cursor: { lastEventId?: string } = {};
+    let decide!: () => void;
+    const call = endpoint(target.url).request(REQUEST, HEADERS, {
+      resumable: true,
+      cursor,
+      detach: detach.signal,
+      onTargetPolls: () =>
+        new Promise<void>((resolve) => {
+          decide = () => {
+            detach.abort(); // released
+            resolve();
+          };
+        }),
+    });
+    const outcome = expect(call).rejects.toMatchObject({ name: 'StreamDetachedError', cursor: { lastEventId: 'e1' } });
+    await eventually(() => expect(decide).toBeDefined());
+    await new Promise((resolve) => setTimeout(resolve, 50)); // well past the target's retry
+    expect(target.seen.map((s) => s.method)).toEqual(['POST']);
+    decide();
+    await outcome;
+    // The response stays with the target for the client's reconnect: nobody read it here.
+    expect(target.seen.map((s) => s.method)).toEqual(['POST']);
+  });
+
+  it('a call kept after the decision reconnects then, and reads the response', async () => {
+    const target = await start([
+      (_req, res) => sse(res, 'id: e1\nretry: 0\ndata:\n\n'),
+      (_req, res) => sse(res, RESPONSE),
+    ]);
+    const { response } = await endpoint(target.url).request(REQUEST, HEADERS, {
+      resumable: true,
+      detach: new AbortController().signal,
+      onTargetPolls: () => new Promise<void>((resolve) => setTimeout(resolve, 20)),
+    });
+    expect(response).toMatchObject({ id: 'c.n.7' });
+    expect(target.seen.map((s) => s.method)).toEqual(['POST', 'GET']);
+  });
+
   it('an aborted call stops waiting for the reconnect', async () => {
     const target = await start([(_req, res) => sse(res, 'id: e1\nretry: 5000\ndata:\n\n')]);
     const abort = new AbortController();
