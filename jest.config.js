@@ -22,6 +22,10 @@ module.exports = {
       '<rootDir>/node_modules/@modelcontextprotocol/ext-tasks/dist/$1/index.js',
   },
   testTimeout: 30000,
+  // A run that leaves out tests for want of Chromium, openssl or the Python clients' environment says
+  // which, with the command that installs it, first and last (test/support/prerequisites.ts).
+  globalSetup: '<rootDir>/test/support/setup/jest-global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/setup/jest-global-teardown.ts',
   // Four workers on a 2-core machine: most files wait on loopback servers, clients' think times and
   // emulated Lambda environments, so two left half the CPU idle. Timing-sensitive checks take their
   // time from the protocol (a fake clock where they pin when, counts and outcomes where they run for

@@ -1,5 +1,4 @@
-import { execFile, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -10,9 +9,11 @@ import {
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { GatewayKind } from '../support/gateways';
+import { itNeeding, pythonClients } from '../support/prerequisites';
 import { startV1NotifyingServer } from '../support/servers/v1-notifying-server';
 import { startV1PushServer } from '../support/servers/v1-push-server';
 import { startV2DefaultServer } from '../support/servers/v2-default-server';
+import { recipesPython } from '../support/setup/python-environment';
 import { withGateway } from '../support/with-gateway';
 import { connectClient } from './clients';
 
@@ -37,12 +38,9 @@ import { connectClient } from './clients';
 jest.setTimeout(90_000);
 
 const ROOT = join(__dirname, '../..');
-const python = process.env.RECIPES_PYTHON ?? join(ROOT, '.venv-recipes/bin/python');
-// In CI the interpreter is installed (.ci/run): a missing one fails there rather than skipping.
-const withPython = existsSync(python) || process.env.CI ? it : it.skip;
-// fastmcp (a client built on the Python SDK) is installed in the same interpreter by .ci/run.
-const hasFastmcp = existsSync(python) && spawnSync(python, ['-c', 'import fastmcp']).status === 0;
-const withFastmcp = hasFastmcp || process.env.CI ? it : it.skip;
+const python = recipesPython();
+// The Python SDK's client and fastmcp's (a client built on it), in the environment the test set-up prepares.
+const withPython = itNeeding(pythonClients);
 
 interface Heard {
   text: string;
@@ -178,7 +176,7 @@ describe.each(KINDS)('through the %s', (kind) => {
     });
   });
 
-  withFastmcp('fastmcp (4, its 2025 mode) gets what the targets log, as it does directly', async () => {
+  withPython('fastmcp (4, its 2025 mode) gets what the targets log, as it does directly', async () => {
     for (const [targetKind, target, tool] of [
       ['push', gw.targets.push.url, 'push___long_task'],
       ['bridged', gw.targets.bridged.url, 'bridged___long_task'],

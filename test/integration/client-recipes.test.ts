@@ -3,14 +3,16 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { runCli } from '../support/cli';
+import { itNeeding, pythonClients } from '../support/prerequisites';
+import { recipesPython } from '../support/setup/python-environment';
 
 /**
  * The client recipes of docs/clients.md, run as written against `npm start`: each recipe is a file in
  * examples/clients/ that the page shows verbatim, with the output it prints. A recipe that stops
  * working (an SDK renames its API, the gateway changes) fails here.
  *
- * The Python recipe needs the MCP Python SDK: `.ci/run` creates `.venv-recipes` with it (or set
- * RECIPES_PYTHON). In CI a missing interpreter fails the test; elsewhere the test is skipped.
+ * The Python recipe needs the MCP Python SDK: the test set-up prepares `.venv-recipes` with it (or set
+ * RECIPES_PYTHON); without it the test is skipped and the run says so (test/support/prerequisites.ts).
  */
 
 jest.setTimeout(120_000);
@@ -18,8 +20,7 @@ jest.setTimeout(120_000);
 const ROOT = join(__dirname, '../..');
 const docs = readFileSync(join(ROOT, 'docs/clients.md'), 'utf8');
 const run = promisify(execFile);
-const python = process.env.RECIPES_PYTHON ?? join(ROOT, '.venv-recipes/bin/python');
-const pythonAvailable = existsSync(python);
+const python = recipesPython();
 
 let gateway: ReturnType<typeof runCli>;
 let url: string;
@@ -60,14 +61,11 @@ it('TypeScript SDK: a tool call whose elicitation the code answers', async () =>
   expect(stdout).toBe(expected);
 });
 
-(pythonAvailable || process.env.CI ? it : it.skip)(
-  'Python SDK 2.x: a tool call whose elicitation the code answers',
-  async () => {
-    const expected =
-      'Elicitation: Run `aws s3 rm s3://my-bucket/important-file`?\nResult: executed: aws s3 rm s3://my-bucket/important-file\n';
-    const file = recipe('python_sdk_elicitation.py', expected);
-    expect({ python, exists: existsSync(python) }).toEqual({ python, exists: true });
-    const { stdout } = await run(python, [file, url], { timeout: 60_000 });
-    expect(stdout).toBe(expected);
-  },
-);
+itNeeding(pythonClients)('Python SDK 2.x: a tool call whose elicitation the code answers', async () => {
+  const expected =
+    'Elicitation: Run `aws s3 rm s3://my-bucket/important-file`?\nResult: executed: aws s3 rm s3://my-bucket/important-file\n';
+  const file = recipe('python_sdk_elicitation.py', expected);
+  expect({ python, exists: existsSync(python) }).toEqual({ python, exists: true });
+  const { stdout } = await run(python, [file, url], { timeout: 60_000 });
+  expect(stdout).toBe(expected);
+});

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -9,6 +9,7 @@ import { CLIENT_SECRET_ENV, DEMO_TARGET, demoLines, type OAuthDemo, startOAuthDe
 import { runConnections } from '../../scripts/connections';
 import { initSession, type Json } from '../support/mcp-http';
 import { consentAs, startBrowser } from '../support/oauth/browser';
+import { chromium, describeNeeding } from '../support/prerequisites';
 
 /**
  * `npm run oauth:demo` (dev/oauth-demo/): what a newcomer does with it, with the demo's own start
@@ -20,8 +21,7 @@ import { consentAs, startBrowser } from '../support/oauth/browser';
 jest.setTimeout(90_000);
 
 // In CI the browser is installed (.ci/run): a missing one fails there rather than skipping.
-const withBrowser =
-  existsSync(process.env.CHROMIUM_PATH ?? '/usr/bin/chromium') || process.env.CI ? describe : describe.skip;
+const withBrowser = describeNeeding(chromium);
 
 /** Whether a process of this id is still there. */
 function alive(pid: number): boolean {

@@ -1,11 +1,12 @@
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { startDemoTarget } from '../../examples/targets/demo-target';
 import { startModernDemoTarget } from '../../examples/targets/modern-demo-target';
 import type { GatewayKind } from '../support/gateways';
 import { initSession } from '../support/mcp-http';
+import { describeNeeding, pythonClients } from '../support/prerequisites';
+import { recipesPython } from '../support/setup/python-environment';
 import { withGateway } from '../support/with-gateway';
 
 /**
@@ -27,10 +28,8 @@ import { withGateway } from '../support/with-gateway';
 
 const ROOT = join(__dirname, '../..');
 const SAMPLES = join(ROOT, 'test/support/clients/reference');
-const python = process.env.RECIPES_PYTHON ?? join(ROOT, '.venv-recipes/bin/python');
-const pythonAvailable = existsSync(python);
-// In CI the interpreter is installed (.ci/run): a missing one fails there rather than skipping.
-const describeWithPython = pythonAvailable || process.env.CI ? describe : describe.skip;
+const python = recipesPython();
+const describeWithPython = describeNeeding(pythonClients);
 
 interface SampleRun {
   code: number;

@@ -1,5 +1,4 @@
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
@@ -8,6 +7,8 @@ import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextproto
 import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startModernDemoTarget } from '../../examples/targets/modern-demo-target';
 import { type InstanceRouter, startInstanceRouter } from '../support/instance-router';
+import { describeNeeding, pythonClients } from '../support/prerequisites';
+import { recipesPython } from '../support/setup/python-environment';
 import { withGateway } from '../support/with-gateway';
 
 /**
@@ -27,9 +28,9 @@ import { withGateway } from '../support/with-gateway';
  */
 
 const ROOT = join(__dirname, '../..');
-const python = process.env.RECIPES_PYTHON ?? join(ROOT, '.venv-recipes/bin/python');
+const python = recipesPython();
 const pythonScript = join(ROOT, 'test/support/clients/python_calls_think.py');
-const describeWithPython = existsSync(python) || process.env.CI ? describe : describe.skip;
+const describeWithPython = describeNeeding(pythonClients);
 
 const FUNCTION_TIMEOUT_MS = 12_000;
 const LONG_THINK_S = 16; // past the function timeout

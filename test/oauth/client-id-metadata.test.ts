@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +12,7 @@ import { type AuthorizationServer, startAuthorizationServer } from '../support/o
 import { consentAs, startBrowser } from '../support/oauth/browser';
 import { type ProtectedTarget, startProtectedTarget } from '../support/oauth/protected-target';
 import { authorizationServerStats } from '../support/oauth/test-endpoints';
+import { chromium, describeNeeding, openssl } from '../support/prerequisites';
 
 /**
  * The gateway as a client its target's authorization server has never seen, by a Client ID Metadata
@@ -24,10 +25,7 @@ import { authorizationServerStats } from '../support/oauth/test-endpoints';
 
 jest.setTimeout(90_000);
 
-const withBrowser =
-  (existsSync(process.env.CHROMIUM_PATH ?? '/usr/bin/chromium') && existsSync('/usr/bin/openssl')) || process.env.CI
-    ? describe
-    : describe.skip;
+const withBrowser = describeNeeding(chromium, openssl);
 
 withBrowser('a Client ID Metadata Document as the gateway client', () => {
   let dir: string;

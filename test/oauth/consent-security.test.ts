@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { discoverAuthorizationServerMetadata, registerClient } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { Browser } from 'playwright-core';
@@ -19,6 +18,7 @@ import {
 import { gatewayTokenFor, type McpClientApp, registerClientApp } from '../support/oauth/gateway-token';
 import { type ProtectedTarget, startProtectedTarget } from '../support/oauth/protected-target';
 import { authorizationServerStats, revokeGrantsOf } from '../support/oauth/test-endpoints';
+import { chromium, describeNeeding } from '../support/prerequisites';
 
 /**
  * What the per-user consent flow refuses, and what it keeps, with real parts only: oidc-provider as
@@ -31,8 +31,7 @@ import { authorizationServerStats, revokeGrantsOf } from '../support/oauth/test-
 
 jest.setTimeout(60_000);
 
-const withBrowser =
-  existsSync(process.env.CHROMIUM_PATH ?? '/usr/bin/chromium') || process.env.CI ? describe : describe.skip;
+const withBrowser = describeNeeding(chromium);
 
 /** The short-lived tokens' lifetime (s): long enough for one call, short enough to wait out. */
 const SHORT_TTL_SECONDS = 3;

@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import { discoverAuthorizationServerMetadata, registerClient } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { Browser } from 'playwright-core';
 import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
@@ -12,6 +11,7 @@ import {
   startHostileAuthorizationServer,
 } from '../support/oauth/hostile-authorization-server';
 import { type HostileTarget, type Recorder, startHostileTarget, startRecorder } from '../support/oauth/hostile-target';
+import { chromium, describeNeeding } from '../support/prerequisites';
 
 /**
  * What a hostile target, or the authorization server it names, cannot make the gateway do — in each
@@ -29,8 +29,7 @@ import { type HostileTarget, type Recorder, startHostileTarget, startRecorder } 
 
 jest.setTimeout(90_000);
 
-const withBrowser =
-  existsSync(process.env.CHROMIUM_PATH ?? '/usr/bin/chromium') || process.env.CI ? describe : describe.skip;
+const withBrowser = describeNeeding(chromium);
 
 const FORMS: GatewayKind[] = ['local server', 'lambda runtime', 'web function'];
 

@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { discoverAuthorizationServerMetadata, registerClient } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { Browser } from 'playwright-core';
@@ -10,6 +9,7 @@ import { browseAs, startBrowser } from '../support/oauth/browser';
 import { caller, confirm, connectedTargets, consentLinkOf, sealedLinkOf } from '../support/oauth/consent-calls';
 import { gatewayTokenFor, type McpClientApp, registerClientApp } from '../support/oauth/gateway-token';
 import { type ProtectedTarget, startProtectedTarget } from '../support/oauth/protected-target';
+import { chromium, describeNeeding } from '../support/prerequisites';
 
 /**
  * Login CSRF on the consent (RFC 9700 §4.7): mallory starts a consent of her own, stops where the
@@ -24,8 +24,7 @@ import { type ProtectedTarget, startProtectedTarget } from '../support/oauth/pro
 
 jest.setTimeout(90_000);
 
-const withBrowser =
-  existsSync(process.env.CHROMIUM_PATH ?? '/usr/bin/chromium') || process.env.CI ? describe : describe.skip;
+const withBrowser = describeNeeding(chromium);
 
 /** A server on a given loopback port (the hostile page's origin is configured before it runs). */
 async function listenOn(port: number, server: Server): Promise<{ base: string; close(): Promise<void> }> {

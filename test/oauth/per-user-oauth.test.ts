@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { Client as V2Client, StreamableHTTPClientTransport as V2Transport } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -13,6 +12,7 @@ import { type AuthorizationServer, startAuthorizationServer } from '../support/o
 import { consentAs, startBrowser } from '../support/oauth/browser';
 import { type ProtectedModernTarget, startProtectedModernTarget } from '../support/oauth/protected-modern-target';
 import { type ProtectedTarget, startProtectedTarget } from '../support/oauth/protected-target';
+import { chromium, describeNeeding } from '../support/prerequisites';
 
 /**
  * Per-user OAuth to a target, end to end with real parts: an official-SDK MCP server protected by a
@@ -24,8 +24,7 @@ import { type ProtectedTarget, startProtectedTarget } from '../support/oauth/pro
 
 jest.setTimeout(90_000);
 
-const withBrowser =
-  existsSync(process.env.CHROMIUM_PATH ?? '/usr/bin/chromium') || process.env.CI ? describe : describe.skip;
+const withBrowser = describeNeeding(chromium);
 
 withBrowser('per-user OAuth through the gateway', () => {
   let dynamo: CountedDynamo;

@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
@@ -13,6 +12,7 @@ import type { Browser } from 'playwright-core';
 import { type AuthorizationServer, startAuthorizationServer } from '../support/oauth/authorization-server';
 import { consentAs, startBrowser } from '../support/oauth/browser';
 import { type ProtectedTarget, startProtectedTarget } from '../support/oauth/protected-target';
+import { chromium, describeNeeding } from '../support/prerequisites';
 
 /**
  * The per-user OAuth test parts, proven directly before a gateway stands between them: a real
@@ -26,8 +26,7 @@ import { type ProtectedTarget, startProtectedTarget } from '../support/oauth/pro
 jest.setTimeout(60_000);
 
 // In CI the browser is installed (.ci/run): a missing one fails there rather than skipping.
-const withBrowser =
-  existsSync(process.env.CHROMIUM_PATH ?? '/usr/bin/chromium') || process.env.CI ? describe : describe.skip;
+const withBrowser = describeNeeding(chromium);
 
 withBrowser('the per-user OAuth parts, directly', () => {
   let callback: { url: string; close(): Promise<void> };

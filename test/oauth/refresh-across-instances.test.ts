@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import type { Browser } from 'playwright-core';
 import {
   type DynamoProcess,
@@ -13,6 +12,7 @@ import { consentAs, startBrowser } from '../support/oauth/browser';
 import { answerOf, caller, connectedTargets } from '../support/oauth/consent-calls';
 import { type ProtectedTarget, startProtectedTarget } from '../support/oauth/protected-target';
 import { authorizationServerStats } from '../support/oauth/test-endpoints';
+import { chromium, describeNeeding } from '../support/prerequisites';
 
 /**
  * One refresh of a user's connection at a time across every instance, with real parts: oidc-provider
@@ -27,8 +27,7 @@ import { authorizationServerStats } from '../support/oauth/test-endpoints';
 
 jest.setTimeout(180_000);
 
-const withBrowser =
-  existsSync(process.env.CHROMIUM_PATH ?? '/usr/bin/chromium') || process.env.CI ? describe : describe.skip;
+const withBrowser = describeNeeding(chromium);
 
 /** The access tokens' lifetime (s): long enough for a round's calls, short enough to wait out. */
 const TTL_SECONDS = 2;

@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitationCompleteNotificationSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -9,6 +8,7 @@ import { type InstanceRouter, startInstanceRouter } from '../support/instance-ro
 import { type AuthorizationServer, startAuthorizationServer } from '../support/oauth/authorization-server';
 import { consentAs, startBrowser } from '../support/oauth/browser';
 import { type ProtectedTarget, startProtectedTarget } from '../support/oauth/protected-target';
+import { chromium, describeNeeding } from '../support/prerequisites';
 
 /**
  * A 2025 call waiting for its user to connect is a waiting call like any other: released while the
@@ -20,8 +20,7 @@ import { type ProtectedTarget, startProtectedTarget } from '../support/oauth/pro
 
 jest.setTimeout(90_000);
 
-const withBrowser =
-  existsSync(process.env.CHROMIUM_PATH ?? '/usr/bin/chromium') || process.env.CI ? describe : describe.skip;
+const withBrowser = describeNeeding(chromium);
 
 withBrowser('a call released while its user connects', () => {
   let dynamo: CountedDynamo;

@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -13,6 +12,7 @@ import { freePort } from '../support/loopback';
 import { type AuthorizationServer, startAuthorizationServer } from '../support/oauth/authorization-server';
 import { consentAs, startBrowser } from '../support/oauth/browser';
 import { type ProtectedTarget, startProtectedTarget } from '../support/oauth/protected-target';
+import { chromium, describeNeeding } from '../support/prerequisites';
 
 /**
  * What the gateway writes while a user connects and is called as, at its most talkative (DEBUG): never
@@ -23,8 +23,7 @@ import { type ProtectedTarget, startProtectedTarget } from '../support/oauth/pro
 
 jest.setTimeout(90_000);
 
-const withBrowser =
-  existsSync(process.env.CHROMIUM_PATH ?? '/usr/bin/chromium') || process.env.CI ? describe : describe.skip;
+const withBrowser = describeNeeding(chromium);
 
 withBrowser('secrets in the logs of a connection', () => {
   let dynamo: DynamoProcess;

@@ -1,5 +1,4 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
@@ -8,6 +7,8 @@ import { initSession } from '../support/mcp-http';
 import { type AuthorizationServer, startAuthorizationServer } from '../support/oauth/authorization-server';
 import { consentAs, startBrowser } from '../support/oauth/browser';
 import { type ProtectedTarget, startProtectedTarget } from '../support/oauth/protected-target';
+import { chromium, describeNeeding, pythonClients } from '../support/prerequisites';
+import { recipesPython } from '../support/setup/python-environment';
 
 /**
  * The reference page's URL-mode samples, as written (only the gateway URL, and the 2025 sample's
@@ -23,11 +24,8 @@ jest.setTimeout(120_000);
 
 const ROOT = join(__dirname, '../..');
 const CLIENTS = join(ROOT, 'test/support/clients');
-const python = process.env.RECIPES_PYTHON ?? join(ROOT, '.venv-recipes/bin/python');
-const ready =
-  (existsSync(process.env.CHROMIUM_PATH ?? '/usr/bin/chromium') && existsSync(python)) || process.env.CI
-    ? describe
-    : describe.skip;
+const python = recipesPython();
+const ready = describeNeeding(chromium, pythonClients);
 
 interface Run {
   code: number | null;

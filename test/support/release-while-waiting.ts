@@ -1,5 +1,4 @@
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -7,8 +6,10 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { GatewayKind } from './gateways';
 import { type InstanceRouter, startInstanceRouter } from './instance-router';
+import { itNeeding, pythonClients } from './prerequisites';
 import { startPollingServer } from './servers/v1-polling-server';
 import { startV2ModernServer } from './servers/v2-modern-server';
+import { recipesPython } from './setup/python-environment';
 import { withGateway } from './with-gateway';
 
 /**
@@ -35,7 +36,7 @@ const LOCAL_THINK_MS = 3000;
 const LEASE_MS = 2000;
 
 const ROOT = join(__dirname, '../..');
-const python = process.env.RECIPES_PYTHON ?? join(ROOT, '.venv-recipes/bin/python');
+const python = recipesPython();
 const run = promisify(execFile);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -138,7 +139,7 @@ function suite(kind: GatewayKind, thinkMs: number): void {
     expect(reconnects(from)).toEqual([]);
   });
 
-  (existsSync(python) || process.env.CI ? it : it.skip)(
+  itNeeding(pythonClients)(
     'the Python SDK client answers after the think time (2026-07-28 and resumable 2025 targets): both complete',
     async () => {
       const from = router.log.length;

@@ -1,13 +1,15 @@
 import { type Browser, chromium } from 'playwright-core';
+import { chromiumPath } from '../prerequisites';
 
 /**
  * A person at a real browser: Debian's Chromium (`/usr/bin/chromium`, `CHROMIUM_PATH` to use another)
- * driven headless by playwright-core. `.ci/run` installs it. The flags keep it from reaching out of
- * this machine (its background services would be refused by a closed network, and slow it down).
+ * driven headless by playwright-core (without it, its tests are skipped: test/support/prerequisites.ts).
+ * The flags keep it from reaching out of this machine (its background services would be refused by a
+ * closed network, and slow it down).
  */
 export async function startBrowser(options: { trustAnyCertificate?: boolean } = {}): Promise<Browser> {
   return chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    executablePath: chromiumPath(),
     headless: true,
     args: [
       // A test's own self-signed https front (no real site is reached from here).

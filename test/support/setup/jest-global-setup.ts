@@ -1,0 +1,3 @@
+import { type JestGlobalConfig, reportAtStart } from './jest-report';
+
+export default (config: JestGlobalConfig): void => reportAtStart(config);
