@@ -77,6 +77,23 @@ describe('the link check on documents with broken links', () => {
   });
 });
 
+test("docs/deploy.md's tables are readable as raw Markdown: a phrase per cell, the details below them", () => {
+  const longest = 100;
+  const long = readFileSync(join(ROOT, 'docs/deploy.md'), 'utf8')
+    .split('\n')
+    .map((line, index) => ({ line: index + 1, cells: line.trim() }))
+    .filter(({ cells }) => cells.startsWith('|') && !/^\|[\s|:-]+\|$/.test(cells))
+    .flatMap(({ line, cells }) =>
+      cells
+        .slice(1, -1)
+        .split(' | ')
+        .map((cell) => cell.trim())
+        .filter((cell) => cell.length > longest)
+        .map((cell) => `docs/deploy.md:${line}: ${cell.slice(0, 60)}… (${cell.length} characters)`),
+    );
+  expect(long).toEqual([]);
+});
+
 test('a virtual environment a recipe creates in the checkout is ignored by git', () => {
   // Relative paths only: one under /tmp or the home folder is not the checkout's.
   const tracked = execFileSync('git', ['ls-files', '*.md', '*.py', '*.sh'], { cwd: ROOT, encoding: 'utf8' });
