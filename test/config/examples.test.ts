@@ -51,11 +51,41 @@ describe('examples/config', () => {
 });
 
 describe('examples/cdk (CDK context files)', () => {
+  const contextOf = (context: Record<string, unknown>) =>
+    readGatewayContext({ tryGetContext: (key) => context[key], getAllContext: () => context });
+  // What gets deployed: the validated configuration and the deployment settings (not how they were spelt).
+  const deployed = (context: Record<string, unknown>) => {
+    const { config, deployment, tableNameGiven } = contextOf(context);
+    return { config, deployment, tableNameGiven };
+  };
+  const exampleContext = (name: string) =>
+    JSON.parse(readFileSync(join(ROOT, name), 'utf8')) as Record<string, unknown>;
+
   test.each(filesIn('cdk').map(relative))('%s is valid CDK context for the stack', (name) => {
-    const context = JSON.parse(readFileSync(join(ROOT, name), 'utf8')) as Record<string, unknown>;
-    expect(() =>
-      readGatewayContext({ tryGetContext: (key) => context[key], getAllContext: () => context }),
-    ).not.toThrow();
+    expect(() => contextOf(exampleContext(name))).not.toThrow();
+  });
+
+  // docs/deploy.md, "Example context files": the two ways to use one, since the CDK reads no context file.
+  test.each(filesIn('cdk').map(relative))("%s copied into cdk.json's context deploys what the file says", (name) => {
+    const cdkJson = JSON.parse(readFileSync(join(ROOT, 'cdk.json'), 'utf8')) as { context: Record<string, unknown> };
+    const example = exampleContext(name);
+    expect(deployed({ ...cdkJson.context, ...example })).toEqual(deployed(example));
+  });
+
+  test("docs/deploy.md's -c flags for public-jwt.json are that file", () => {
+    const docs = readFileSync(join(ROOT, 'docs/deploy.md'), 'utf8');
+    const block = /```bash\n(npx cdk deploy \\\n {2}-c stackName=McpGatewayPublic[^`]*)```/.exec(docs)?.[1];
+    expect(block).toBeDefined();
+    // `-c key=value`, the value bare or in single quotes, as the shell passes it: a string.
+    const flags = Object.fromEntries(
+      [...(block ?? '').matchAll(/-c (\w+)=(?:'([^']*)'|(\S+))/g)].map(([, key, quoted, bare]) => [
+        key,
+        quoted ?? bare,
+      ]),
+    );
+    const example = exampleContext('examples/cdk/public-jwt.json');
+    expect(Object.keys(flags).sort()).toEqual(Object.keys(example).sort());
+    expect(deployed(flags)).toEqual(deployed(example));
   });
 });
 

@@ -144,9 +144,9 @@ withBrowser('npm run oauth:demo, as a newcomer uses it', () => {
   });
 });
 
-it('the README’s recipe names what the demo runs', () => {
-  const readme = readFileSync(join(__dirname, '../../README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('## Per-user OAuth targets'));
+it('the recipe of docs/per-user-oauth.md names what the demo runs', () => {
+  const section = readFileSync(join(__dirname, '../../docs/per-user-oauth.md'), 'utf8');
+  expect(readFileSync(join(__dirname, '../../README.md'), 'utf8')).toContain('npm run oauth:demo');
   expect(section).toContain('npm run oauth:demo');
   expect(section).toContain(`${DEMO_TARGET}___whoami`);
   expect(section).toContain(`"fromEnv": "${CLIENT_SECRET_ENV}"`);

@@ -111,4 +111,31 @@ describe('--help and docs/local.md', () => {
     }
     expect(table.split('\n')).toHaveLength(Object.keys(FLAGS).length + 2);
   });
+
+  it("docs/local.md's flag table is a block of its own, and the text up to the next heading is the docs' own", () => {
+    const doc = readFileSync(join(__dirname, '../../docs/local.md'), 'utf8');
+    const table = flagTableMarkdown();
+    const at = doc.indexOf(table);
+    expect(at).toBeGreaterThan(0);
+    // A line right after the table would be read as a row of it, or (`> …`) as a quote under it.
+    const end = at + table.length;
+    expect({ before: doc.slice(at - 2, at), after: doc.slice(end, end + 2) }).toEqual({
+      before: '\n\n',
+      after: '\n\n',
+    });
+    const section = doc.slice(end).split(/^#{1,6} /m)[0] ?? '';
+    expect(pastedToolOutput(section)).toEqual([]);
+  });
 });
+
+/** Lines outside fenced blocks that a test runner or a stack trace printed, not a writer. */
+function pastedToolOutput(markdown: string): string[] {
+  const prose = markdown.replace(/^ *```[\s\S]*?^ *```/gm, '');
+  return prose
+    .split('\n')
+    .filter((line) =>
+      /^\s*(?:> )?\d+ \||^\s*at .+:\d+:\d+\)?$|^(?:Test Suites|Tests|Snapshots|Time):\s|^Ran all test suites|^\s*●/.test(
+        line,
+      ),
+    );
+}
