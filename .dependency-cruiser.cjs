@@ -77,7 +77,19 @@ module.exports = {
       comment: 'tools/web-function-emulator/ runs any Web Function application: it knows nothing of the gateway.',
       severity: 'error',
       from: { path: '^tools/web-function-emulator/' },
-      to: { path: ['^(lambda|dev|examples|test|bench|lib|bin|scripts)/', '^tools/(?!web-function-emulator/)'] },
+      to: {
+        path: [
+          '^(lambda|dev|examples|test|bench|lib|bin|scripts)/',
+          '^tools/(?!web-function-emulator/|process-guard/)',
+        ],
+      },
+    },
+    {
+      name: 'process-guard-stands-alone',
+      comment: "tools/process-guard/ ends both emulators' children with their parent: it knows nothing else.",
+      severity: 'error',
+      from: { path: '^tools/process-guard/' },
+      to: { path: ['^(lambda|dev|examples|test|bench|lib|bin|scripts)/', '^tools/(?!process-guard/)'] },
     },
     {
       name: 'demo-targets-stand-alone',

@@ -54,6 +54,18 @@ function nonEmpty(raw: string, flag: string): string {
   return raw;
 }
 
+/** One of `choices`, in any case (written as the choices are). */
+function oneOf<const C extends string>(choices: readonly C[]): (raw: string, flag: string) => C {
+  return (raw, flag) => {
+    const found = choices.find((choice) => choice.toLowerCase() === raw.toLowerCase());
+    if (!found) throw new UsageError(`--${flag}: not one of ${choices.join(', ')}: ${raw}`);
+    return found;
+  };
+}
+
+export const LOG_FORMATS = ['human', 'json'] as const;
+export const LOG_LEVELS = ['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT'] as const;
+
 function value<T>(
   placeholder: string,
   parse: (raw: string, flag: string) => T,
@@ -128,12 +140,21 @@ export const FLAGS = {
   }),
   lambda: toggle(
     'off',
-    "serve the deployment bundle with Lambda's execution model (the other flags apply as without it; the first use on a machine builds the runtime, a few minutes)",
+    "serve the deployment bundle with Lambda's execution model (the other flags apply as without it; the first use on a machine builds the runtime once: one to four minutes)",
   ),
   'web-function': toggle(
     'off',
     'serve the Web Function bundle in the local Web Function emulator: a server per environment, many requests each (the other flags apply as without it)',
   ),
+  'log-format': value('FORMAT', oneOf(LOG_FORMATS), {
+    shownDefault: '`human` on a terminal, else `json`',
+    meaning:
+      '`human`: one short line per log entry (time, level, what happened, the fields that matter), coloured unless `NO_COLOR` is set; `json`: the structured lines the Lambda writes to CloudWatch, metric lines included',
+  }),
+  'log-level': value('LEVEL', oneOf(LOG_LEVELS), {
+    shownDefault: "the configuration's `logLevel` (`INFO`)",
+    meaning: '`DEBUG`, `INFO`, `WARN`, `ERROR` or `SILENT`; wins over `logLevel` and `GATEWAY_LOG_LEVEL`',
+  }),
   help: toggle('', 'print this help and exit', 'h'),
 } as const satisfies Record<string, FlagSpec>;
 
@@ -164,6 +185,8 @@ const EXCLUSIVE: Array<[FlagName, FlagName, string]> = [
   ['demo-modern-url', 'no-demo', '--no-demo uses no demo target'],
   ['check-config', 'lambda', '--check-config only checks a file and starts nothing'],
   ['check-config', 'web-function', '--check-config only checks a file and starts nothing'],
+  ['check-config', 'log-format', '--check-config only checks a file and starts nothing'],
+  ['check-config', 'log-level', '--check-config only checks a file and starts nothing'],
   ['lambda', 'web-function', 'a gateway runs in one deployment form at a time'],
 ];
 

@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs';
 import { ConfigError, type GatewayConfigInput, withoutSchemaKey } from '../lambda/config/schema';
 import { checkConfigText, formatProblems } from '../lib/config/check';
 import { type FlagName, type FlagValues, helpText, type ParsedFlags, parseFlags, UsageError } from './cli-flags';
+import { defaultLogFormat } from './console-log/format';
+import { environmentLogRelay } from './console-log/relay';
 import { type DemoTargetsOptions, isAddressInUse } from './demo-targets';
 import { runLambdaMode } from './lambda-mode/cli';
 import { startLocalGateway } from './local-gateway';
@@ -27,6 +29,8 @@ async function main(flags: ParsedFlags): Promise<void> {
     console.log(`${values['check-config']}: valid`);
     return;
   }
+  const logFormat = values['log-format'] ?? defaultLogFormat();
+  const logLevel = values['log-level'];
   // What every form takes from the flags alike.
   const common = {
     config: values.config === undefined ? undefined : readConfig(values.config),
@@ -35,12 +39,19 @@ async function main(flags: ParsedFlags): Promise<void> {
     demo: !values['no-demo'],
     demoTargets: demoTargetsOf(values, given),
   };
-  const emulated = { host: values.host ?? '127.0.0.1', port: values.port ?? 8080, ...common };
+  const emulated = {
+    host: values.host ?? '127.0.0.1',
+    port: values.port ?? 8080,
+    ...common,
+    // The environments write what CloudWatch would get; shown here in the chosen format.
+    log: environmentLogRelay(logFormat),
+    environment: logLevel ? { GATEWAY_LOG_LEVEL: logLevel } : undefined,
+  };
   // The Web Function bundle in the local Web Function emulator (tools/web-function-emulator/).
   if (values['web-function']) return runWebFunctionMode(emulated);
   // The deployment bundle in local Lambda execution environments (tools/lambda-emulator/).
   if (values.lambda) return runLambdaMode(emulated);
-  const gateway = await startLocalGateway({ host: values.host, port: values.port, ...common });
+  const gateway = await startLocalGateway({ host: values.host, port: values.port, ...common, logLevel, logFormat });
   for (const line of readyLines(gateway)) console.log(line);
   let stopping = false;
   const stop = (signal: string) => {

@@ -11,6 +11,10 @@ export interface EmulatedFormCliOptions {
   dynamodbPort?: number;
   demo: boolean;
   demoTargets?: DemoTargetsOptions;
+  /** Where the environments' output goes (`--log-format`). */
+  log?: (line: string) => void;
+  /** More function environment variables (`--log-level` as GATEWAY_LOG_LEVEL). */
+  environment?: Record<string, string>;
 }
 
 /**
@@ -35,6 +39,11 @@ export function announceAndRun(
   lines.push(
     `  DynamoDB: ${options.dynamodbEndpoint ?? `embedded (${gateway.dynamodbEndpoint})`}, table ${gateway.config.tableName}`,
   );
+  // A deployment's instances share one key (the stack's secret); so do this run's environments.
+  if (gateway.requestStateKeyGenerated)
+    lines.push(
+      '  requestState key: a random one for this run, shared by its environments (set requestStateKeys in a --config file to choose it)',
+    );
   if (gateway.demo?.running.some((demo) => demo.name === 'demo')) {
     lines.push(
       `  try it: npm run demo:client -- --url ${gateway.url}   (a tool call whose elicitation you answer in the terminal)`,

@@ -26,6 +26,8 @@ export interface LocalDeploymentOptions {
 export interface LocalDeployment {
   /** The validated configuration, with the demo targets and one requestState key for all environments. */
   config: GatewayConfig;
+  /** No requestState key was configured: one was made for this run's environments. */
+  requestStateKeyGenerated: boolean;
   dynamodbEndpoint: string;
   demo?: DemoTargets;
   log: (line: string) => void;
@@ -58,13 +60,14 @@ export async function prepareLocalDeployment(
       if (!raw.targets!.some((configured) => configured.name === target.name)) raw.targets!.push(target);
     }
   }
-  const config = withDeploymentKeys(parseConfig(raw));
+  const parsed = parseConfig(raw);
+  const config = withDeploymentKeys(parsed);
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const dynamodbEndpoint = endpoint;
   await ensureTable(createDocumentClient({ endpoint }), config.tableName).catch((error: Error) =>
     log(`DynamoDB not reachable at start-up (${dynamodbEndpoint}): ${error.message}`),
   );
-  return { config, dynamodbEndpoint, demo, log };
+  return { config, requestStateKeyGenerated: config !== parsed, dynamodbEndpoint, demo, log };
 }
 
 /** Runs the closers in reverse order (what started last stops first), each failure ignored. */

@@ -4,10 +4,12 @@ import type { GatewayDeps } from '../lambda/app/deps';
 import { createGateway } from '../lambda/app/gateway';
 import { readEnvironment } from '../lambda/config/environment';
 import { type GatewayConfig, type GatewayConfigInput, parseConfig } from '../lambda/config/schema';
-import { keySecretsFromConfig } from '../lambda/crypto/keys';
-import type { GatewayLogger } from '../lambda/observability/logger';
-import { createLogger, describeError } from '../lambda/observability/logger';
+import { randomSecret } from '../lambda/crypto/sealed-box';
+import type { GatewayLogger, GatewayLogLevel } from '../lambda/observability/logger';
+import { describeError } from '../lambda/observability/logger';
 import { createDocumentClient, ensureTable } from '../lambda/state/dynamo-client';
+import { createConsoleLogger } from './console-log/console-logger';
+import type { LogFormat } from './console-log/format';
 import { type DemoTargets, type DemoTargetsOptions, startDemoTargets } from './demo-targets';
 import { startEmbeddedDynamo } from './embedded-dynamodb';
 import { refuseOpenCorsWithoutAuth } from './open-cors';
@@ -29,6 +31,10 @@ export interface LocalGatewayOptions {
   demo?: boolean;
   demoTargets?: DemoTargetsOptions;
   logger?: GatewayLogger;
+  /** Wins over GATEWAY_LOG_LEVEL and the configuration's `logLevel` (`--log-level`). */
+  logLevel?: GatewayLogLevel;
+  /** Lines for a person, or the Lambda's JSON lines (default: JSON). */
+  logFormat?: LogFormat;
   keepAliveMs?: number;
   requestTimeoutMs?: number;
   /** List targets at start-up and report problems (default true). */
@@ -46,6 +52,8 @@ export interface LocalGateway {
   dynamodbEndpoint: string;
   /** The embedded DynamoDB runs in this process (no `dynamodbEndpoint` was given). */
   dynamodbEmbedded: boolean;
+  /** No requestState key was configured: this process made one that only it knows. */
+  requestStateKeyGenerated: boolean;
   demo?: DemoTargets;
   close(): Promise<void>;
 }
@@ -79,7 +87,9 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
     }
     const config = parseConfig({ ...options.config, targets });
     const documentClient = createDocumentClient({ endpoint });
-    const logger = options.logger ?? createLogger(environment.logLevel ?? config.logLevel);
+    const logger =
+      options.logger ??
+      createConsoleLogger(options.logLevel ?? environment.logLevel ?? config.logLevel, options.logFormat ?? 'json');
     try {
       await ensureTable(documentClient, config.tableName);
     } catch (error) {
@@ -93,8 +103,8 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
       documentClient,
       logger,
       keepAliveMs: options.keepAliveMs,
-      // One process: a random key is the expected default here, said at INFO (the Lambda warns).
-      requestStateKeys: keySecretsFromConfig(config, logger, true),
+      // One process: a random key is the expected default here, said in the ready lines (the Lambda warns).
+      requestStateKeys: config.requestStateKeys ?? { current: randomSecret() },
       requestStateClock: options.requestStateClock,
       ...options.auth,
     });
@@ -121,6 +131,7 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
       deps,
       dynamodbEndpoint: endpoint,
       dynamodbEmbedded: !options.dynamodbEndpoint,
+      requestStateKeyGenerated: !config.requestStateKeys,
       demo,
       close: closeAll,
     };

@@ -1,5 +1,9 @@
 import type { LocalGateway } from './local-gateway';
 
+/** Said once, with what the process is, rather than as a log line before it is ready. */
+export const GENERATED_KEY_LINE =
+  'requestState key: a random one for this process (set requestStateKeys in a --config file to share one across processes)';
+
 /** What a person needs after start: where things are, and how to run a second process beside this one. */
 export function readyLines(gateway: LocalGateway): string[] {
   const lines = [
@@ -20,6 +24,7 @@ export function readyLines(gateway: LocalGateway): string[] {
   lines.push(
     `  DynamoDB: ${gateway.dynamodbEmbedded ? `embedded (${gateway.dynamodbEndpoint})` : gateway.dynamodbEndpoint}, table ${gateway.config.tableName}`,
   );
+  if (gateway.requestStateKeyGenerated) lines.push(`  ${GENERATED_KEY_LINE}`);
   if (gateway.dynamodbEmbedded && demos.length === 2 && demos.every((d) => d.startedHere)) {
     const [demo, modern] = demos;
     lines.push(

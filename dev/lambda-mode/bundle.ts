@@ -20,11 +20,14 @@ const LOCK_STALE_MS = 120_000;
 export async function ensureBundle(
   mode: 'if-stale' | 'never',
   progress: (line: string) => void = () => undefined,
+  /** The entry the caller serves (the build writes both forms'); named in what is said. */
+  entry: string = BUNDLE,
 ): Promise<string> {
-  if (mode === 'never' || !isStale()) {
-    if (!existsSync(BUNDLE)) throw new Error(`${relative(PROJECT_ROOT, BUNDLE)} is missing: run npm run build`);
-    progress(`deployment bundle: ${relative(PROJECT_ROOT, BUNDLE)} is up to date`);
-    return BUNDLE;
+  const shown = relative(PROJECT_ROOT, entry);
+  if (mode === 'never' || !isStale(entry)) {
+    if (!existsSync(entry)) throw new Error(`${shown} is missing: run npm run build`);
+    progress(`deployment bundle: ${shown} is up to date`);
+    return entry;
   }
   mkdirSync(join(PROJECT_ROOT, 'dist'), { recursive: true });
   const deadline = Date.now() + LOCK_STALE_MS;
@@ -41,16 +44,16 @@ export async function ensureBundle(
   }
   try {
     // The build script imports the esbuild options shared with the CDK construct (lib/bundling.ts): run it with tsx, as `npm run build` does.
-    if (isStale()) {
+    if (isStale(entry)) {
       const started = Date.now();
-      progress(`deployment bundle: building ${relative(PROJECT_ROOT, BUNDLE)} from lambda/ (esbuild) …`);
+      progress(`deployment bundle: building ${shown} from lambda/ (esbuild) …`);
       await promisify(execFile)(process.execPath, ['--import', 'tsx', 'scripts/build.mjs'], { cwd: PROJECT_ROOT });
       progress(`  built in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     }
   } finally {
     rmSync(LOCK, { recursive: true, force: true });
   }
-  return BUNDLE;
+  return entry;
 }
 
 /**
@@ -64,9 +67,9 @@ export function snapshotBundle(bundle: string): { taskRoot: string; remove(): vo
   return { taskRoot, remove: () => rmSync(taskRoot, { recursive: true, force: true }) };
 }
 
-function isStale(): boolean {
-  if (!existsSync(BUNDLE)) return true;
-  const built = statSync(BUNDLE).mtimeMs;
+function isStale(entry: string): boolean {
+  if (!existsSync(entry)) return true;
+  const built = statSync(entry).mtimeMs;
   const inputs = [
     join(PROJECT_ROOT, 'package-lock.json'),
     join(PROJECT_ROOT, 'scripts', 'build.mjs'),

@@ -51,6 +51,8 @@ export interface LambdaMode {
   /** The MCP endpoint, `http://HOST:PORT/mcp`. */
   url: string;
   config: GatewayConfig;
+  /** No requestState key was configured: one was made for this run's environments. */
+  requestStateKeyGenerated: boolean;
   dynamodbEndpoint: string;
   /** The Node.js version of the environments. */
   nodeVersion: string;
@@ -69,7 +71,13 @@ export async function startLambdaMode(options: LambdaModeOptions = {}): Promise<
   const closeAll = () => closeInReverse(closers);
   try {
     const progress = options.progress ?? (() => undefined);
-    const { config, dynamodbEndpoint: endpoint, demo, log } = await prepareLocalDeployment(options, closers);
+    const {
+      config,
+      requestStateKeyGenerated,
+      dynamodbEndpoint: endpoint,
+      demo,
+      log,
+    } = await prepareLocalDeployment(options, closers);
     const image = await ensureRuntimeImage(progress);
 
     const code = options.function
@@ -112,6 +120,7 @@ export async function startLambdaMode(options: LambdaModeOptions = {}): Promise<
     return {
       url: `${frontEnd.url}/mcp`,
       config,
+      requestStateKeyGenerated,
       dynamodbEndpoint: endpoint,
       nodeVersion: image.nodeVersion,
       demo,

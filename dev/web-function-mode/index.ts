@@ -46,6 +46,8 @@ export interface WebFunctionMode {
   /** The MCP endpoint, `http://HOST:PORT/mcp`. */
   url: string;
   config: GatewayConfig;
+  /** No requestState key was configured: one was made for this run's environments. */
+  requestStateKeyGenerated: boolean;
   dynamodbEndpoint: string;
   nodeVersion: string;
   demo?: DemoTargets;
@@ -67,11 +69,17 @@ export async function startWebFunctionMode(options: WebFunctionModeOptions = {})
   const closeAll = () => closeInReverse(closers);
   try {
     const progress = options.progress ?? (() => undefined);
-    const { config, dynamodbEndpoint: endpoint, demo, log } = await prepareLocalDeployment(options, closers);
+    const {
+      config,
+      requestStateKeyGenerated,
+      dynamodbEndpoint: endpoint,
+      demo,
+      log,
+    } = await prepareLocalDeployment(options, closers);
     // The runtime's Node.js 24 (the same binary `--lambda` runs), not this process's.
     const image = await ensureRuntimeImage(progress);
-    await ensureBundle(options.build ?? 'if-stale', progress); // writes both forms' bundles
-    const code = snapshotBundle(WEB_FUNCTION_BUNDLE);
+    // The build writes both forms' bundles; this form serves the Web Function's.
+    const code = snapshotBundle(await ensureBundle(options.build ?? 'if-stale', progress, WEB_FUNCTION_BUNDLE));
     closers.push(code.remove);
     const timeoutSeconds = options.timeoutSeconds ?? 900;
     const emulator = await startWebFunctionEmulator({
@@ -101,6 +109,7 @@ export async function startWebFunctionMode(options: WebFunctionModeOptions = {})
     return {
       url: `${emulator.url}/mcp`,
       config,
+      requestStateKeyGenerated,
       dynamodbEndpoint: endpoint,
       nodeVersion: image.nodeVersion,
       demo,

@@ -23,19 +23,14 @@ export type SecretReader = (
 ) => Promise<string | undefined>;
 
 /**
- * Keys available without I/O: configured ones, or a random key (with a log line saying so). `local`:
- * the one-process local server, where a random key is the expected default (INFO, not WARN).
+ * Keys available without I/O: configured ones, or a random key, with a warning: a deployment's other
+ * instances will not know it. (The local server makes its own and says so when it is ready.)
  */
-export function keySecretsFromConfig(config: GatewayConfig, logger: GatewayLogger, local = false): KeySecrets {
+export function keySecretsFromConfig(config: GatewayConfig, logger: GatewayLogger): KeySecrets {
   if (config.requestStateKeys) return config.requestStateKeys;
-  if (local)
-    logger.info(
-      'generated a random requestState key for this process; set requestStateKeys to share one across processes',
-    );
-  else
-    logger.warn(
-      'no requestState key configured: generated a random one for this process; 2026-07-28 retries that reach another process will be refused (configure requestStateKeys or requestStateSecretArn)',
-    );
+  logger.warn(
+    'no requestState key configured: generated a random one for this process; 2026-07-28 retries that reach another process will be refused (configure requestStateKeys or requestStateSecretArn)',
+  );
   return { current: randomSecret() };
 }
 

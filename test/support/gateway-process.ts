@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { GatewayConfigInput } from '../../lambda/config/schema';
 
 /**
- * A gateway as its own process — `npm start` (`--no-demo --port 0 --config F --dynamodb-endpoint URL`),
+ * A gateway as its own process — `npm start` (`--no-demo --port 0 --log-format json --config F --dynamodb-endpoint URL`),
  * optionally `--lambda` or `--web-function`, optionally under node flags (a heap cap) — that a fault test can stop
  * gracefully (SIGTERM) or kill outright (SIGKILL), as an instance of a deployment dies. Also dynalite
  * as its own process, to pause (SIGSTOP) as a DynamoDB that stops answering.
@@ -39,6 +39,9 @@ export async function startGatewayProcess(
   args.push(
     '--port',
     String(options.port ?? 0),
+    // The JSON lines, which tests parse (also the default when the output is a pipe, as here).
+    '--log-format',
+    'json',
     '--no-demo',
     '--config',
     file,

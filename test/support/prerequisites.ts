@@ -47,6 +47,13 @@ export const openssl: Prerequisite = {
   check: (env) => (onPath('openssl', env) ? undefined : { reason: 'not on PATH', packages: ['openssl'] }),
 };
 
+/** util-linux's `script` (Debian's bsdutils), which gives a test a pseudo-terminal to run `npm start` in. */
+export const terminal: Prerequisite = {
+  name: 'script (a pseudo-terminal)',
+  suites: ['test/integration/console.test.ts'],
+  check: (env) => (onPath('script', env) ? undefined : { reason: 'not on PATH', packages: ['bsdutils'] }),
+};
+
 /** The Python clients' environment (test/support/setup/python-environment.ts), which the test set-up prepares. */
 export const pythonClients: Prerequisite = {
   name: "the Python clients' environment",
@@ -63,7 +70,7 @@ export const pythonClients: Prerequisite = {
 };
 
 /** What only root can install: checked before anything is prepared. */
-export const PRIVILEGED: readonly Prerequisite[] = [chromium, openssl];
+export const PRIVILEGED: readonly Prerequisite[] = [chromium, openssl, terminal];
 export const PREREQUISITES: readonly Prerequisite[] = [...PRIVILEGED, pythonClients];
 
 /** `describe`, or `describe.skip` when one of `needs` is missing and the run does not require all. */

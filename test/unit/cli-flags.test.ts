@@ -31,6 +31,8 @@ describe('parseFlags', () => {
       'demo-modern-url': undefined,
       lambda: false,
       'web-function': false,
+      'log-format': undefined,
+      'log-level': undefined,
       help: false,
     });
     expect(given.size).toBe(0);
@@ -73,6 +75,17 @@ describe('parseFlags', () => {
     expect(usageError(['--no-demo=yes'])).toBe('--no-demo takes no value');
     expect(usageError(['8080'])).toBe("unexpected argument '8080': flags start with --");
     expect(usageError(['--host', ' '])).toBe('--host: needs a value');
+  });
+
+  it('takes a log format and a log level in any case, written as documented; refuses others', () => {
+    expect(parseFlags(['--log-format', 'JSON', '--log-level', 'debug']).values).toMatchObject({
+      'log-format': 'json',
+      'log-level': 'DEBUG',
+    });
+    expect(usageError(['--log-format', 'pretty'])).toBe('--log-format: not one of human, json: pretty');
+    expect(usageError(['--log-level', 'verbose'])).toBe(
+      '--log-level: not one of DEBUG, INFO, WARN, ERROR, SILENT: verbose',
+    );
   });
 
   it('refuses flags that exclude each other', () => {

@@ -4,6 +4,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { LambdaFunctionURLEvent } from 'aws-lambda';
+import { orphanGuard } from '../process-guard/orphan-guard';
 import { FunctionUrlSink } from './response-sink';
 
 /**
@@ -127,11 +128,17 @@ export class ExecutionEnvironment {
       cwd: this.spec.taskRoot,
       env: this.processEnvironment(this.runtimeApi),
       stdio: ['ignore', 'pipe', 'pipe'],
-      // Its own process group: if the front end dies, the kernel sends a stopped, orphaned group
-      // SIGHUP + SIGCONT, so a frozen environment does not outlive it.
+      // A session of its own: a terminal's Ctrl-C reaches the front end only, which shuts the
+      // environments down in order. The kernel then does nothing for it when the front end dies
+      // (SIGKILL), frozen or not: the orphan guard ends it.
       detached: true,
     });
     this.child = child;
+    const { pid } = child;
+    if (pid !== undefined) {
+      orphanGuard.watch(pid);
+      child.once('exit', () => orphanGuard.forget(pid));
+    }
     for (const stream of [child.stdout, child.stderr]) {
       let rest = '';
       stream?.setEncoding('utf8').on('data', (text: string) => {
@@ -386,7 +393,12 @@ export class ExecutionEnvironment {
     this.initialized?.reject(new Error(`runtime process ${reason} during init`));
     const active = this.active;
     if (active) {
-      this.spec.log(`[env ${this.id}] runtime process ${reason} during invocation ${active.requestId}`);
+      // Ended by the front end's shutdown (SIGTERM, then SIGKILL after the grace), not by a crash.
+      this.spec.log(
+        this.terminating
+          ? `[env ${this.id}] stopped with the shutdown during invocation ${active.requestId}`
+          : `[env ${this.id}] runtime process ${reason} during invocation ${active.requestId}`,
+      );
       failClient(active);
       active.settle('crash');
     }

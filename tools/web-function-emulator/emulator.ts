@@ -14,6 +14,7 @@ import {
 import { type AddressInfo, connect, createServer as createNetServer } from 'node:net';
 import { dirname, resolve as resolvePath } from 'node:path';
 import { createInterface } from 'node:readline';
+import { orphanGuard } from '../process-guard/orphan-guard';
 
 /**
  * A local stand-in for an AWS Lambda Web Function: the application's own HTTP server runs in each
@@ -309,6 +310,12 @@ export async function startWebFunctionEmulator(options: WebFunctionEmulatorOptio
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       environment.child = child;
+      // Killed with the emulator even when it is killed outright (SIGKILL), or it would serve on.
+      const { pid } = child;
+      if (pid !== undefined) {
+        orphanGuard.watch(pid);
+        child.once('exit', () => orphanGuard.forget(pid));
+      }
       for (const stream of [child.stdout, child.stderr]) {
         if (stream) createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY }).on('line', forwardLog);
       }

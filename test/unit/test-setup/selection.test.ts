@@ -3,7 +3,11 @@ import { jestPathPatterns, selectionOf } from '../../support/setup/selection';
 /** Which test files a run selects, read from its jest arguments as jest reads them. */
 
 const ROOT = '/repo';
-const FILES = ['test/oauth/consent-security.test.ts', 'test/integration/oauth-demo.test.ts', 'test/unit/catalog/cache.test.ts'];
+const FILES = [
+  'test/oauth/consent-security.test.ts',
+  'test/integration/oauth-demo.test.ts',
+  'test/unit/catalog/cache.test.ts',
+];
 const chosen = (patterns: string[]) => FILES.filter(selectionOf(patterns, ROOT));
 
 test("jest's rules: regular expressions on the path, case-insensitive, ./ anchored at the root, absolute paths", () => {

@@ -3,7 +3,7 @@
 // pins them. `npm start -- --lambda` runs it on first use (showing its progress), `npm run lambda:runtime`
 // runs it explicitly (CI, before the tests of the Lambda mode); `npm ci` does not, as most users never need it.
 //
-// The compile takes minutes (curl's configure is most of it), so the result is kept per lockfile in a
+// The compile takes one to four minutes (curl's configure is most of it), so the result is kept per lockfile in a
 // machine-wide cache (~/.cache/mcp-gateway/lambda-runtime-image/<sha256 of the lockfile>) and
 // image/node_modules is a link to it: another clone or worktree on the same machine, or a fresh CI
 // clone, reuses it. Without the cache (not writable), it installs in place. Exit status 1 when it fails.
@@ -77,9 +77,13 @@ if (built(cached) && linked()) process.exit(0);
 const started = Date.now();
 try {
   if (!built(cached)) {
-    console.log('lambda runtime image: building aws-lambda-ric (compiles native code, takes minutes) and Node.js 24');
+    console.log(
+      'lambda runtime image: building aws-lambda-ric (it compiles native code, once per machine: one to four minutes) and Node.js 24 …',
+    );
     buildIntoCache();
     console.log(`lambda runtime image: built in ${Math.round((Date.now() - started) / 1000)} s, cached in ${cached}`);
+  } else {
+    console.log(`lambda runtime image: cached on this machine (${cached})`);
   }
   rmSync(link, { recursive: true, force: true });
   symlinkSync(join(cached, 'node_modules'), link, 'dir');
@@ -90,6 +94,7 @@ try {
     rmSync(link, { recursive: true, force: true });
     npmCi(here);
     writeFileSync(join(link, '.installed-lockfile'), lockHash);
+    console.log(`lambda runtime image: installed in ${Math.round((Date.now() - started) / 1000)} s`);
   } catch (error) {
     console.warn(
       `lambda runtime image: install failed (${error.message}); npm start -- --lambda and its tests need it (cmake, make and g++). Retry: npm run lambda:runtime`,

@@ -1,0 +1,42 @@
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { join } from 'node:path';
+
+/**
+ * `npm start` in a pseudo-terminal, as a person sees it: util-linux `script` gives the process a
+ * terminal for stdin, stdout and stderr, and passes on what it writes (both streams, in order).
+ * Ctrl-C is typed as the byte 0x03, so the terminal sends SIGINT as a person's Ctrl-C does.
+ */
+export interface TerminalRun {
+  child: ChildProcessWithoutNullStreams;
+  exited: Promise<number | null>;
+  /** Everything the terminal showed so far, with `\r\n` as `\n`. */
+  screen(): string;
+  /** Resolves once the screen matches `pattern` (bounded). */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpExecArray>;
+  interrupt(): void;
+}
+
+const quote = (arg: string) => `'${arg.replaceAll("'", "'\\''")}'`;
+
+export function runInTerminal(args: string[], env: NodeJS.ProcessEnv = {}): TerminalRun {
+  const command = [process.execPath, '--import', 'tsx', 'dev/cli.ts', ...args].map(quote).join(' ');
+  const child = spawn('script', ['-qfec', command, '/dev/null'], {
+    cwd: join(__dirname, '../..'),
+    env: { ...process.env, GATEWAY_LOG_LEVEL: undefined, NO_COLOR: undefined, TERM: 'xterm-256color', ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let screen = '';
+  child.stdout.on('data', (chunk: Buffer) => (screen += chunk.toString().replaceAll('\r\n', '\n')));
+  child.stderr.on('data', (chunk: Buffer) => (screen += chunk.toString().replaceAll('\r\n', '\n')));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const waitFor = async (pattern: RegExp, timeoutMs = 30_000) => {
+    for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; ) {
+      const match = pattern.exec(screen);
+      if (match) return match;
+      if (child.exitCode !== null) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error(`the terminal never showed ${pattern}:\n${screen}`);
+  };
+  return { child, exited, screen: () => screen, waitFor, interrupt: () => child.stdin.write('\u0003') };
+}
