@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError, type GatewayConfigInput, withoutSchemaKey } from '../lambda/config/schema';
-import { checkConfigText, formatProblems } from '../lib/config/check';
+import { type ConfigProblem, checkConfigText, countProblems, formatProblems } from '../lib/config/check';
 import { type FlagName, type FlagValues, helpText, type ParsedFlags, parseFlags, UsageError } from './cli-flags';
 import { defaultLogFormat } from './console-log/format';
 import { environmentLogRelay } from './console-log/relay';
@@ -25,8 +25,7 @@ async function main(flags: ParsedFlags): Promise<void> {
     return;
   }
   if (values['check-config'] !== undefined) {
-    readConfig(values['check-config']);
-    console.log(`${values['check-config']}: valid`);
+    checkConfigFile(values['check-config']);
     return;
   }
   const logFormat = values['log-format'] ?? defaultLogFormat();
@@ -78,20 +77,44 @@ function demoTargetsOf(values: FlagValues, given: ReadonlySet<FlagName>): DemoTa
   };
 }
 
-/** The file's configuration, or a ConfigError listing every problem in it (one `file:line:column` line each). */
-function readConfig(file: string): GatewayConfigInput {
-  let text: string;
+function readText(file: string): string {
   try {
-    text = readFileSync(file, 'utf8');
+    return readFileSync(file, 'utf8');
   } catch (error) {
     throw new ConfigError(`${file}: cannot read it: ${(error as Error).message}`);
   }
-  const checked = checkConfigText(text);
-  if (!checked.ok) {
-    const count = checked.problems.length === 1 ? '1 problem' : `${checked.problems.length} problems`;
-    throw new ConfigError(`invalid configuration, ${count}:\n${formatProblems(file, checked.problems)}`);
-  }
+}
+
+/**
+ * `--check-config FILE`: every problem, warning and note of the file. Valid (exit 0) when the gateway
+ * accepts it, warnings and notes then on stdout after `FILE: valid`; else a ConfigError (exit 1).
+ */
+function checkConfigFile(file: string): void {
+  const checked = checkConfigText(readText(file), { purpose: 'check' });
+  if (!checked.ok) throw new ConfigError(invalid(file, checked.problems));
+  if (checked.problems.length === 0) console.log(`${file}: valid`);
+  else console.log(`${file}: valid, ${countProblems(checked.problems)}:\n${formatProblems(file, checked.problems)}`);
+}
+
+/**
+ * The file's configuration, or a ConfigError listing every problem in it (one `file:line:column` line
+ * each), an environment variable it names that the gateway would stop on here among them. Warnings
+ * (a variable only a user's sign-in needs) are printed; notes are for --check-config.
+ */
+function readConfig(file: string): GatewayConfigInput {
+  const text = readText(file);
+  const checked = checkConfigText(text, { purpose: 'start' });
+  if (!checked.ok) throw new ConfigError(invalid(file, checked.problems));
+  const warnings = checked.problems.filter((problem) => problem.severity === 'warning');
+  if (warnings.length > 0) console.error(formatProblems(file, warnings));
   return withoutSchemaKey(JSON.parse(text.replace(/^\uFEFF/, ''))) as GatewayConfigInput;
+}
+
+/** The file is invalid, or (only unset variables) valid but not startable in this shell. */
+function invalid(file: string, problems: readonly ConfigProblem[]): string {
+  const errors = problems.filter((problem) => problem.severity === 'error');
+  const what = errors.every((problem) => problem.variable) ? 'cannot start in this shell' : 'invalid configuration';
+  return `${what}, ${countProblems(problems)}:\n${formatProblems(file, problems)}`;
 }
 
 /** A busy port, named by the flag that chose it. */

@@ -533,68 +533,103 @@ export const GatewayConfigSchema = z
     stalledClientTimeoutSeconds: z.number().int().min(1).max(900).default(60),
   })
   .superRefine((config, ctx) => {
-    const seen = new Set<string>();
-    config.targets.forEach((target, index) => {
+    for (const issue of crossFieldIssues(config)) ctx.addIssue({ code: 'custom', ...issue });
+  });
+
+/**
+ * What the rules across fields read. The parsed configuration is one; `--check-config` gives what it
+ * can read of a file with other problems (lib/config/cross-field.ts), so that these rules are told at
+ * once with the rest: a field left undefined skips the rules that need it.
+ */
+export interface CrossFieldSubject {
+  /** An entry that is not an object is undefined (its index still counts). */
+  targets: ReadonlyArray<CrossFieldTarget | undefined>;
+  auth?: { type: string };
+  connections?: { identityLogin?: unknown };
+  streamRelease?: StreamReleaseMode;
+  pendingRequestTimeoutSeconds?: number;
+  streamLogTtlSeconds?: number;
+}
+
+export interface CrossFieldTarget {
+  name?: string;
+  headers?: Readonly<Record<string, unknown>>;
+  oauth?: unknown;
+  userOAuth?: { clientId?: unknown; clientSecret?: unknown; authorizationServer?: unknown };
+}
+
+export interface CrossFieldIssue {
+  path: Array<string | number>;
+  message: string;
+}
+
+/** The rules that relate fields to each other (the schema's last check). */
+export function crossFieldIssues(config: CrossFieldSubject): CrossFieldIssue[] {
+  const issues: CrossFieldIssue[] = [];
+  const seen = new Set<string>();
+  config.targets.forEach((target, index) => {
+    if (!target) return;
+    if (target.name !== undefined) {
       if (seen.has(target.name)) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['targets', index, 'name'],
-          message: `duplicate target name "${target.name}"`,
-        });
+        issues.push({ path: ['targets', index, 'name'], message: `duplicate target name "${target.name}"` });
       }
       seen.add(target.name);
-      const headerNames = Object.keys(target.headers ?? {}).map((name) => name.toLowerCase());
-      if (target.userOAuth && (target.oauth || headerNames.includes('authorization'))) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['targets', index, 'userOAuth'],
-          message: 'userOAuth sets the Authorization header per user; drop "oauth" and any "authorization" header',
-        });
-      }
-      if (target.userOAuth?.clientSecret && target.userOAuth.clientId === undefined) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['targets', index, 'userOAuth', 'clientSecret'],
-          message: 'a clientSecret needs its clientId',
-        });
-      }
-      if (target.userOAuth?.clientSecret && target.userOAuth.authorizationServer === undefined) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['targets', index, 'userOAuth', 'authorizationServer'],
-          message:
-            'a clientSecret is sent only to the authorization server it was issued by: name its issuer in authorizationServer',
-        });
-      }
-      if (target.oauth && headerNames.includes('authorization')) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['targets', index, 'headers'],
-          message: 'an "authorization" header and "oauth" both set the Authorization header; keep one',
-        });
-      }
-    });
-    if (
-      config.auth.type === 'jwt' &&
-      !config.connections.identityLogin &&
-      config.targets.some((target) => target.userOAuth)
-    ) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['connections', 'identityLogin'],
-        message:
-          'targets with userOAuth behind JWT auth need connections.identityLogin: the consent page signs the user in to prove the link is theirs',
+    }
+    const headerNames = Object.keys(target.headers ?? {}).map((name) => name.toLowerCase());
+    if (target.userOAuth && (target.oauth || headerNames.includes('authorization'))) {
+      issues.push({
+        path: ['targets', index, 'userOAuth'],
+        message: 'userOAuth sets the Authorization header per user; drop "oauth" and any "authorization" header',
       });
     }
-    // A released call's stream (its events and its record) must outlive the longest wait for an answer.
-    if (config.streamRelease !== 'never' && config.pendingRequestTimeoutSeconds > config.streamLogTtlSeconds) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['pendingRequestTimeoutSeconds'],
-        message: `must not exceed streamLogTtlSeconds (${config.streamLogTtlSeconds}) unless streamRelease is "never": a released call's stream would expire while it still waits`,
+    if (target.userOAuth?.clientSecret && target.userOAuth.clientId === undefined) {
+      issues.push({
+        path: ['targets', index, 'userOAuth', 'clientSecret'],
+        message: 'a clientSecret needs its clientId',
+      });
+    }
+    if (target.userOAuth?.clientSecret && target.userOAuth.authorizationServer === undefined) {
+      issues.push({
+        path: ['targets', index, 'userOAuth', 'authorizationServer'],
+        message:
+          'a clientSecret is sent only to the authorization server it was issued by: name its issuer in authorizationServer',
+      });
+    }
+    if (target.oauth && headerNames.includes('authorization')) {
+      issues.push({
+        path: ['targets', index, 'headers'],
+        message: 'an "authorization" header and "oauth" both set the Authorization header; keep one',
       });
     }
   });
+  if (
+    config.auth?.type === 'jwt' &&
+    config.connections &&
+    !config.connections.identityLogin &&
+    config.targets.some((target) => target?.userOAuth)
+  ) {
+    issues.push({
+      path: ['connections', 'identityLogin'],
+      message:
+        'targets with userOAuth behind JWT auth need connections.identityLogin: the consent page signs the user in to prove the link is theirs',
+    });
+  }
+  // A released call's stream (its events and its record) must outlive the longest wait for an answer.
+  const { streamRelease, pendingRequestTimeoutSeconds: pending, streamLogTtlSeconds: ttl } = config;
+  if (
+    streamRelease !== undefined &&
+    streamRelease !== 'never' &&
+    pending !== undefined &&
+    ttl !== undefined &&
+    pending > ttl
+  ) {
+    issues.push({
+      path: ['pendingRequestTimeoutSeconds'],
+      message: `must not exceed streamLogTtlSeconds (${ttl}) unless streamRelease is "never": a released call's stream would expire while it still waits`,
+    });
+  }
+  return issues;
+}
 
 export type GatewayConfigInput = z.input<typeof GatewayConfigSchema>;
 export type GatewayConfig = z.output<typeof GatewayConfigSchema>;

@@ -47,6 +47,9 @@ export interface IdentityState extends ConsentLink {
 
 type Sealed<K extends string, T> = T & { kind: K };
 
+/** Why a sealed link or state did not open (ConsentLinks.open). */
+export type LinkRefusal = 'invalid' | 'unknown-key' | 'expired';
+
 export class ConsentLinks {
   constructor(
     private readonly box: SealedBox,
@@ -77,23 +80,27 @@ export class ConsentLinks {
     return this.box.seal({ ...state, kind: 'identity' } satisfies Sealed<'identity', IdentityState>);
   }
 
-  /** The link, or why not: `invalid` (not ours, tampered, malformed) or `expired`. */
-  open(text: unknown): ConsentLink | 'invalid' | 'expired' {
+  /**
+   * The link, or why not: `expired`; `unknown-key` (sealed with a key this gateway does not hold: one
+   * rotated out, a restarted local gateway's, another gateway's); `invalid` (altered, cut short, not a link).
+   */
+  open(text: unknown): ConsentLink | LinkRefusal {
     return this.opened(text, 'link', []);
   }
 
-  openFlow(text: unknown): FlowState | 'invalid' | 'expired' {
+  openFlow(text: unknown): FlowState | LinkRefusal {
     const state = this.opened<FlowState>(text, 'flow', ['codeVerifier', 'redirectUri', 'issuer', 'browser']);
     return typeof state === 'string' || typeof state.issRequired === 'boolean' ? state : 'invalid';
   }
 
-  openIdentity(text: unknown): IdentityState | 'invalid' | 'expired' {
+  openIdentity(text: unknown): IdentityState | LinkRefusal {
     return this.opened(text, 'identity', ['codeVerifier', 'oidcNonce', 'browser']);
   }
 
-  private opened<T extends ConsentLink>(text: unknown, kind: string, fields: string[]): T | 'invalid' | 'expired' {
+  private opened<T extends ConsentLink>(text: unknown, kind: string, fields: string[]): T | LinkRefusal {
     const value = this.box.open(text) as Record<string, unknown> | undefined;
-    if (!value || value.kind !== kind) return 'invalid';
+    if (!value) return this.box.sealedByUnknownKey(text) ? 'unknown-key' : 'invalid';
+    if (value.kind !== kind) return 'invalid';
     const strings = ['principal', 'target', 'elicitationId', 'nonce', ...fields];
     if (!strings.every((field) => typeof value[field] === 'string') || typeof value.expiresAt !== 'number') {
       return 'invalid';

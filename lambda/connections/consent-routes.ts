@@ -17,7 +17,7 @@ import {
   sameBrowser,
   setBindingCookie,
 } from './browser-binding';
-import type { ConsentLink, FlowState } from './consent-links';
+import type { ConsentLink, FlowState, LinkRefusal } from './consent-links';
 import { confirmationPage, connectedPage, refusedPage } from './consent-pages';
 import type { IdentityLogin } from './identity-login';
 import {
@@ -90,10 +90,25 @@ export function createConsentRoutes(options: ConsentRoutesOptions): ConsentRoute
     return refusedPage(status, title, explanation);
   };
 
-  const linkRefusal = (verdict: 'invalid' | 'expired') =>
-    verdict === 'expired'
-      ? failed(410, 'This link has expired', 'Call the tool again from your MCP client to get a new link.', 'expired')
-      : failed(400, 'This link is not valid', 'Use the link your MCP client showed you, unchanged.', 'invalid link');
+  // The person holds a link their client showed them: say what gets them a working one.
+  const linkRefusal = (verdict: LinkRefusal) => {
+    const again = 'Call the tool again from your MCP client to get a new link.';
+    if (verdict === 'expired') return failed(410, 'This link has expired', again, 'expired');
+    if (verdict === 'unknown-key') {
+      return failed(
+        400,
+        'This link is not valid',
+        `It was made with a key this gateway no longer holds: the gateway was restarted or its keys were changed since, or another gateway made it. ${again}`,
+        'link sealed with an unknown key',
+      );
+    }
+    return failed(
+      400,
+      'This link is not valid',
+      `This gateway cannot read it: part of it is missing or changed (a long link can be cut when it is copied). Open the whole link your MCP client showed you, or ${again.charAt(0).toLowerCase()}${again.slice(1)}`,
+      'invalid link',
+    );
+  };
 
   /** A link's one-time value, spent at one step (false: already spent there); kept a minute past the link. */
   const spend = (step: 'depart' | 'callback', link: ConsentLink) =>
@@ -294,7 +309,7 @@ export function createConsentRoutes(options: ConsentRoutesOptions): ConsentRoute
       return failed(
         400,
         'This link is not valid',
-        'Use the link your MCP client showed you, unchanged.',
+        "The sign-in came back to another target's address, so nothing was stored. Call the tool again from your MCP client to get a new link.",
         'callback of another target',
         state.target,
       );

@@ -7,6 +7,7 @@ import { type BackoffShape, poll } from '../scheduling/backoff';
 import { type Clock, systemClock } from '../scheduling/clock';
 import { AuthorizationServerError, type GrantedTokens, type TargetAuthorizationServer } from './authorization-server';
 import type { ConsentLink, ConsentLinks, FlowState } from './consent-links';
+import { CONNECT_PATH, CONNECT_TOOL, callbackPath, clientMetadataPath } from './names';
 import { type Connection, type ConnectionVault, connectionKey, type VaultEntry } from './vault';
 
 /**
@@ -38,8 +39,6 @@ export interface ConsentRequest {
  * without reaching the target. Its own tools are listed from then on. (A target's own tool of this
  * name is shadowed by it.)
  */
-export const CONNECT_TOOL = 'connect_account';
-
 export function connectTool(target: string): { name: string; description: string; inputSchema: { type: 'object' } } {
   return {
     name: CONNECT_TOOL,
@@ -72,16 +71,17 @@ const LEASE_WAIT: BackoffShape = { firstMs: 100, factor: 1.5, maxMs: 1000 };
 /** Leases waited out (instances that died while refreshing) before a call gives up waiting. */
 const LEASE_ROUNDS = 3;
 
-export const CONNECT_PATH = '/connect';
-/** Each target's OAuth callback is `<CALLBACK_PATH>/<target>` (a distinct redirect URI per target). */
-export const CALLBACK_PATH = '/connect/callback';
-export const IDENTITY_PATH = '/connect/identity';
-export const CONNECTIONS_PATH = '/connections';
-/** Each target's OAuth Client ID Metadata Document is `<CLIENT_METADATA_PATH>/<target>.json` (its URL is the client id). */
-export const CLIENT_METADATA_PATH = '/connect/client';
-
-export const callbackPath = (target: string) => `${CALLBACK_PATH}/${target}`;
-export const clientMetadataPath = (target: string) => `${CLIENT_METADATA_PATH}/${target}.json`;
+// The gateway's own names live in ./names.ts (light to import: the demo client tells its questions by them).
+export {
+  CALLBACK_PATH,
+  CLIENT_METADATA_PATH,
+  CONNECT_PATH,
+  CONNECT_TOOL,
+  CONNECTIONS_PATH,
+  callbackPath,
+  clientMetadataPath,
+  IDENTITY_PATH,
+} from './names';
 
 export interface UserConnectionsOptions {
   vault: ConnectionVault;

@@ -26,6 +26,8 @@ import {
 const FORMAT = 'gw1';
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
+/** A key id: 6 bytes, base64url (deriveKey). */
+const KID_PATTERN = /^[A-Za-z0-9_-]{8}$/;
 const HKDF_SALT = 'mcp-gateway/requestState';
 const HKDF_INFO = 'aes-256-gcm v1';
 
@@ -90,6 +92,23 @@ export class SealedBox {
     cipher.setAAD(aad(kid));
     const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final(), cipher.getAuthTag()]);
     return `${FORMAT}.${kid}.${iv.toString('base64url')}.${body.toString('base64url')}`;
+  }
+
+  /**
+   * Whether `sealed` has this format and a well-formed key id that none of our keys has: sealed with a
+   * key this box no longer holds (rotated out, a restarted process's random key) or another's. Says
+   * nothing of its integrity, which only the key could check.
+   */
+  sealedByUnknownKey(sealed: unknown): boolean {
+    if (typeof sealed !== 'string' || sealed.length > 1_000_000) return false;
+    const [format, kid, ...rest] = sealed.split('.');
+    return (
+      format === FORMAT &&
+      kid !== undefined &&
+      KID_PATTERN.test(kid) &&
+      rest.length === 2 &&
+      !this.keys.some((k) => safeEqual(k.kid, kid))
+    );
   }
 
   /** The payload, or undefined for anything not sealed by one of our keys (malformed, tampered, unknown key). */

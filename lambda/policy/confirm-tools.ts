@@ -18,6 +18,9 @@ export const CONFIRM_KEY = 'gateway_confirm';
 
 const MAX_ARGUMENTS_SHOWN = 4000;
 
+/** How the gateway's own confirmation begins (the demo client tells the gateway's questions by it). */
+export const CONFIRMATION_LEAD = 'The MCP gateway asks you to confirm a tool call before it is forwarded.';
+
 /** Whether a pattern list names this tool of this target (`target___tool` or `target___*`). */
 export function needsConfirmation(patterns: readonly string[], target: string, tool: string): boolean {
   return patterns.some((pattern) => {
@@ -44,7 +47,7 @@ export function confirmationForm(
   return {
     mode: 'form',
     message:
-      `The MCP gateway asks you to confirm a tool call before it is forwarded.\n\n` +
+      `${CONFIRMATION_LEAD}\n\n` +
       `Tool: ${exposedName} (tool "${tool}" of target "${target}")\n` +
       `Arguments:\n${shown}`,
     requestedSchema: {

@@ -87,7 +87,9 @@ export class OutboundCredentials {
 
   /** Builds one target's credentials; environment references are checked here (ConfigError naming the field). */
   forTarget(target: TargetConfig, index?: number): TargetCredentials {
-    const field = (suffix: string) => `targets.${index ?? target.name}.${suffix}`;
+    // `targets[1].headers.x-api-key` as --check-config writes paths; by name where the index is not known.
+    const field = (suffix: string) =>
+      `${index === undefined ? `targets.${target.name}` : `targets[${index}]`}.${suffix}`;
     const headers = Object.entries(target.headers ?? {}).map(
       ([name, value]) => [name, this.prepare(value, field(`headers.${name}`))] as const,
     );

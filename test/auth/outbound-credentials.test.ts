@@ -113,7 +113,7 @@ describe('credential values (no HTTP)', () => {
       targets: [{ name: 'a', url: 'https://a.example/mcp', headers: { 'x-api-key': { fromEnv: 'NOT_SET_ANYWHERE' } } }],
     });
     expect(() => new OutboundCredentials({ env: {} }).forTarget(config.targets[0], 0)).toThrow(
-      new ConfigError('targets.0.headers.x-api-key: environment variable NOT_SET_ANYWHERE is not set'),
+      new ConfigError('targets[0].headers.x-api-key: environment variable NOT_SET_ANYWHERE is not set'),
     );
     await expect(startLocalGateway({ port: 0, demo: false, startupReport: false, config })).rejects.toThrow(
       /NOT_SET_ANYWHERE is not set/,

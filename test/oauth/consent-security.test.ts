@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import { discoverAuthorizationServerMetadata, registerClient } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { Browser } from 'playwright-core';
+import { ConsentLinks } from '../../lambda/connections/consent-links';
+import { SealedBox } from '../../lambda/crypto/sealed-box';
 import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
 import { type GatewayUnderTest, startGateway } from '../support/gateways';
 import { forwardTo, freePort } from '../support/loopback';
@@ -256,14 +258,31 @@ withBrowser('consent security: what the per-user consent flow refuses and keeps'
     expect(await again.text()).toContain('This link was already used');
   });
 
-  it("a link sealed by another gateway's key, or altered, is refused 400 (opened or confirmed); its page is never framed", async () => {
+  it("a link sealed by another gateway's key, a retired key of its own, or altered, is refused 400 (opened or confirmed), saying what to do; its page is never framed", async () => {
     const foreign = sealedLinkOf(consentLinkOf(await (await caller(otherKey.url))('mine___whoami')));
     const own = sealedLinkOf(consentLinkOf(await (await caller(`${publicUrl}/mcp`))('mine___whoami')));
-    for (const link of [foreign, tampered(own)]) {
+    // A link this gateway made before its key was rotated out (or before a local gateway restarted).
+    const retired = new ConsentLinks(
+      SealedBox.fromSecrets({ current: 'consent-links:an-earlier-key-of-the-public-gateway-7777' }),
+      600_000,
+    );
+    const old = retired.seal(retired.create('anonymous', 'mine'));
+    const newLink = 'Call the tool again from your MCP client to get a new link.';
+    for (const [link, explanation] of [
+      [foreign, newLink],
+      [old, newLink],
+      [tampered(own), 'part of it is missing or changed'],
+    ] as const) {
       const opened = await fetch(`${publicUrl}/connect?link=${encodeURIComponent(link)}`);
       expect(opened.status).toBe(400);
-      expect(await opened.text()).toContain('This link is not valid');
-      expect((await confirm(publicUrl, link)).status).toBe(400);
+      const page = await opened.text();
+      expect(page).toContain('This link is not valid');
+      expect(page).toContain(explanation);
+      // It was not changed: the page must not tell the person to use it unchanged.
+      expect(page).not.toContain('unchanged');
+      const confirmed = await confirm(publicUrl, link);
+      expect(confirmed.status).toBe(400);
+      expect(await confirmed.text()).toContain(explanation);
     }
     // The unaltered link still opens: the refusals were for the key and the change. Its page is never
     // framed, cached or named to another site.
