@@ -130,7 +130,6 @@ function modernDeps(deps: GatewayDeps): ModernDeps {
   const {
     store: _store,
     auth: _auth,
-    activeCalls: _calls,
     sessionCache: _sessions,
     consentRoutes: _consentRoutes,
     ...rest

@@ -1,14 +1,11 @@
 import type { SharedDeps } from '../relay/shared-deps';
 import type { TaskIdSealer } from '../relay/task-ids';
 import type { SessionStore } from '../state/store';
-import type { ActiveCalls } from './active-calls';
 import type { SessionCache } from './session-cache';
 
 /** What the legacy-era path is built from: the shared parts and the session store. */
 export interface LegacyDeps extends SharedDeps {
   store: SessionStore;
-  /** The calls this instance holds (a cancellation that arrives here stops them at once). */
-  activeCalls: ActiveCalls;
   /** What this instance last read of each session, to start a call before its read returns (config sessionReadAhead). */
   sessionCache?: SessionCache;
   /** How often a resumed stream polls its log (legacy/resume.ts; tests shorten it). */

@@ -275,6 +275,12 @@ async function callOnce(
    * target's first request, before anything of the round is stored: its release, or undefined when refused.
    */
   let place: Promise<(() => Promise<void>) | undefined> | undefined;
+  let unregister: (() => void) | undefined;
+  let markEnded!: () => void;
+  /** Resolves once the call and its holder have ended (what a shutdown waits for). */
+  const ended = new Promise<void>((resolve) => {
+    markEnded = resolve;
+  });
   const bridge = () => {
     holder ??= new BridgedCall(bridgeSettings(deps), {
       targetLink: targetLink,
@@ -287,6 +293,15 @@ async function callOnce(
       fail: (error) => {
         bridgeError = error;
         crossEra.abort('gateway: input round not recorded');
+      },
+    });
+    // Held here until it ends: a shutdown (SIGTERM, the local server closing) cancels it at its target, and
+    // its retry finds that outcome; its holder stops with it instead of looking on after the process meant to end.
+    unregister ??= deps.activeCalls.register(holder.id, 'bridge', {
+      cancelByClient: (reason) => crossEra.abort(reason ?? 'gateway: client cancelled'),
+      shutdown: () => {
+        crossEra.abort('gateway: shutting down');
+        return ended;
       },
     });
     return holder;
@@ -380,5 +395,7 @@ async function callOnce(
     // Given back before the invocation ends (Lambda runs nothing after it): result, failure, abandoned round, shutdown.
     const release = await place;
     await release?.();
+    unregister?.();
+    markEnded();
   }
 }

@@ -4,6 +4,7 @@ import type { GatewayLogger } from '../observability/logger';
 import type { Implementation } from '../protocol/types';
 import type { Clock } from '../scheduling/clock';
 import type { Targets } from '../targets/targets';
+import type { ActiveCalls } from './active-calls';
 
 /** What both era paths are built from (each path adds its own: the store, or the sealer). */
 export interface SharedDeps {
@@ -17,4 +18,6 @@ export interface SharedDeps {
   keepAliveMs: number;
   /** What waiting calls read the time from and schedule on (default: Node's; tests inject a fake one). */
   clock?: Clock;
+  /** The calls this instance holds, both eras: a cancellation stops them, a shutdown ends them (./active-calls.ts). */
+  activeCalls: ActiveCalls;
 }

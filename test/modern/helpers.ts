@@ -2,6 +2,7 @@ import { createParser } from 'eventsource-parser';
 import { type LocalGateway, startLocalGateway } from '../../dev/local-gateway';
 import type { GatewayConfigInput } from '../../lambda/config/schema';
 import type { GatewayLogger } from '../../lambda/observability/logger';
+import { unreachableDynamo } from '../support/unreachable-dynamo';
 import {
   type ConfigSpec,
   type GatewayFixture,
@@ -60,7 +61,7 @@ export async function startGateway(
     demo: false,
     startupReport: false,
     dynamodbEndpoint:
-      extra.dynamodbEndpoint === 'embedded' ? undefined : (extra.dynamodbEndpoint ?? UNREACHABLE_DYNAMODB),
+      extra.dynamodbEndpoint === 'embedded' ? undefined : (extra.dynamodbEndpoint ?? (await unreachableDynamo())),
     logger: extra.logger ?? SILENT,
     config: { requestStateKeys: { current: KEY_A }, ...config },
     requestTimeoutMs: 20_000,

@@ -22,7 +22,15 @@ export function runInTerminal(args: string[], env: NodeJS.ProcessEnv = {}): Term
   const command = [process.execPath, '--import', 'tsx', 'dev/cli.ts', ...args].map(quote).join(' ');
   const child = spawn('script', ['-qfec', command, '/dev/null'], {
     cwd: join(__dirname, '../..'),
-    env: { ...process.env, GATEWAY_LOG_LEVEL: undefined, NO_COLOR: undefined, TERM: 'xterm-256color', ...env },
+    // A person's terminal, not CI's: Node reads `CI` (set in CI runs) as a terminal of two colours.
+    env: {
+      ...process.env,
+      GATEWAY_LOG_LEVEL: undefined,
+      NO_COLOR: undefined,
+      CI: undefined,
+      TERM: 'xterm-256color',
+      ...env,
+    },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let screen = '';

@@ -2,6 +2,7 @@ import { type LocalGatewayOptions, startLocalGateway } from '../../dev/local-gat
 import type { GatewayConfigInput } from '../../lambda/config/schema';
 import { type CountedDynamo, startCountedDynamo } from './dynamo';
 import { type GatewayKind, type GatewayUnderTest, startGateway } from './gateways';
+import { unreachableDynamo } from './unreachable-dynamo';
 
 /**
  * One fixture for the set-up every integration suite needs: DynamoDB (dynalite behind the counting
@@ -44,6 +45,7 @@ export type ConfigSpec<T extends TargetSpecs> =
   | ((targets: StartedTargets<T>) => GatewayConfigInput);
 
 /** Nothing listens on port 9: a gateway that needs no DynamoDB (the 2026-07-28 path) must not call it. */
+/** A port nothing listens on; the fixture's `unreachable` DynamoDB is ./unreachable-dynamo.ts instead. */
 export const UNREACHABLE_DYNAMODB = 'http://127.0.0.1:9';
 
 export interface GatewayStartOptions {
@@ -138,7 +140,7 @@ export function withGateway<T extends TargetSpecs = Record<never, never>>(
 
   beforeAll(async () => {
     if (options.dynamo === 'unreachable') {
-      endpoint = UNREACHABLE_DYNAMODB;
+      endpoint = await unreachableDynamo();
     } else {
       const counted = await startCountedDynamo();
       closers.push(() => counted.close());

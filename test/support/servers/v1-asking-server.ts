@@ -21,6 +21,8 @@ export interface AskingServerStats {
   completed: Record<string, number>;
   /** Answers the tools received (elicitation results), in order. */
   answers: unknown[];
+  /** Tool runs the client (the gateway) cancelled (notifications/cancelled), by tool. */
+  cancelled: Record<string, number>;
 }
 
 export interface AskingServer {
@@ -52,6 +54,7 @@ function buildServer(stats: AskingServerStats): McpServer {
     { description: 'Asks n questions at once (one round of n requests).', inputSchema: { n: z.number().int() } },
     async ({ n }, extra) => {
       count(stats.started, 'ask_many');
+      extra.signal.addEventListener('abort', () => count(stats.cancelled, 'ask_many'), { once: true });
       const answers = await Promise.all(Array.from({ length: n }, (_, i) => ask(`question ${i + 1}`, extra.requestId)));
       count(stats.completed, 'ask_many');
       return text(`answered ${answers.length}: ${answers.map((a) => a.action).join(',')}`);
@@ -98,7 +101,7 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
 }
 
 export async function startAskingServer(): Promise<AskingServer> {
-  const stats: AskingServerStats = { started: {}, completed: {}, answers: [] };
+  const stats: AskingServerStats = { started: {}, completed: {}, answers: [], cancelled: {} };
   const transports = new Map<string, StreamableHTTPServerTransport>();
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {

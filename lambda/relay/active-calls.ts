@@ -1,8 +1,10 @@
 /**
- * The relayed calls this instance holds, by session and target call id: a client's
- * `notifications/cancelled` that reaches the same instance stops its call at once. (On Lambda an
- * execution environment runs one invocation at a time, so a cancellation always reaches another
- * one: that goes through a marker in DynamoDB, see call-relay.ts.)
+ * The calls this instance holds, both eras: a 2025 session's relayed calls and client streams (by
+ * session and target call id), and a 2026-07-28 client's bridged calls (by bridge id). A client's
+ * `notifications/cancelled` that reaches the same instance stops its call at once (on Lambda an
+ * execution environment runs one invocation at a time, so a cancellation always reaches another one:
+ * that goes through a marker in DynamoDB, see legacy/call-relay.ts); a shutdown (SIGTERM, or the local
+ * server closing) ends every one of them, so none runs on after its process meant to stop.
  */
 export interface CancellableCall {
   cancelByClient(reason: string | undefined): void;
