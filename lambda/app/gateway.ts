@@ -127,12 +127,6 @@ async function route(deps: GatewayDeps, request: ExchangeRequest, exchange: Exch
  * bridged calls reach the table through `bridgeStore`, which holds only their records.
  */
 function modernDeps(deps: GatewayDeps): ModernDeps {
-  const {
-    store: _store,
-    auth: _auth,
-    sessionCache: _sessions,
-    consentRoutes: _consentRoutes,
-    ...rest
-  } = deps;
+  const { store: _store, auth: _auth, sessionCache: _sessions, consentRoutes: _consentRoutes, ...rest } = deps;
   return rest;
 }
