@@ -66,18 +66,22 @@ const answerTo = (record: PendingRecord): JSONRPCResponse => ({
 });
 
 const endCall = jest.fn(async () => undefined);
-const after = (deps: IntakeDeps, pending: PendingRecord | undefined, answer: JSONRPCResponse, writeId = 'post-2') =>
-  takeAnswer(deps, { partition: SESSION, answer, writeId, pending, protocolVersion: '2025-11-25', endCall });
-const before = (deps: IntakeDeps, answer: JSONRPCResponse, writeId = 'post-1') =>
+const afterTheRead = (
+  deps: IntakeDeps,
+  pending: PendingRecord | undefined,
+  answer: JSONRPCResponse,
+  writeId = 'post-2',
+) => takeAnswer(deps, { partition: SESSION, answer, writeId, pending, protocolVersion: '2025-11-25', endCall });
+const firstTry = (deps: IntakeDeps, answer: JSONRPCResponse, writeId = 'post-1') =>
   takeBeforeReading(deps, { partition: SESSION, answer, writeId, principal: PRINCIPAL });
 
 describe("an answer to the gateway's own question", () => {
   it('is stored before anything is read, once; a second answer is read first and refused', async () => {
     const { store, deps } = setUp();
     const record = await put(store, question());
-    expect(await before(deps, answerTo(record))).toEqual({ kind: 'accepted', how: 'stored' });
-    expect(await before(deps, answerTo(record), 'post-2')).toEqual({ kind: 'read-first' });
-    const refused = await after(deps, await store.getPending(SESSION, record.gatewayId), answerTo(record));
+    expect(await firstTry(deps, answerTo(record))).toEqual({ kind: 'accepted', how: 'stored' });
+    expect(await firstTry(deps, answerTo(record), 'post-2')).toEqual({ kind: 'read-first' });
+    const refused = await afterTheRead(deps, await store.getPending(SESSION, record.gatewayId), answerTo(record));
     expect(refused).toMatchObject({ kind: 'refused', error: { kind: 'AnswerRefused' } });
   });
 
@@ -99,7 +103,7 @@ describe('an answer to a relayed request whose call a live instance holds', () =
   it('is recorded for the holder before anything is read, and nothing goes to the target from here', async () => {
     const { store, deps, sent } = setUp();
     const record = await put(store, relayed());
-    expect(await before(deps, answerTo(record))).toEqual({ kind: 'accepted', how: 'recorded' });
+    expect(await firstTry(deps, answerTo(record))).toEqual({ kind: 'accepted', how: 'recorded' });
     expect((await store.getPending(SESSION, record.gatewayId))?.status).toBe('recorded');
     expect(sent).toEqual([]);
   });
@@ -107,10 +111,13 @@ describe('an answer to a relayed request whose call a live instance holds', () =
   it("this POST's own write, whose response was lost, is its own (accepted); another's answer is refused", async () => {
     const { store, deps } = setUp();
     const record = await put(store, relayed());
-    await before(deps, answerTo(record), 'post-1');
+    await firstTry(deps, answerTo(record), 'post-1');
     const current = await store.getPending(SESSION, record.gatewayId);
-    expect(await after(deps, current, answerTo(record), 'post-1')).toMatchObject({ kind: 'accepted', how: 'recorded' });
-    expect(await after(deps, current, answerTo(record), 'post-2')).toMatchObject({
+    expect(await afterTheRead(deps, current, answerTo(record), 'post-1')).toMatchObject({
+      kind: 'accepted',
+      how: 'recorded',
+    });
+    expect(await afterTheRead(deps, current, answerTo(record), 'post-2')).toMatchObject({
       kind: 'refused',
       error: { kind: 'AnswerRefused' },
     });
@@ -119,7 +126,7 @@ describe('an answer to a relayed request whose call a live instance holds', () =
   it('whose holder died (its lease ran out) is refused: the call is held by nobody', async () => {
     const { store, deps, sent } = setUp();
     const record = await put(store, relayed({ holderUntil: Date.now() - 1 }));
-    const outcome = await after(deps, record, answerTo(record));
+    const outcome = await afterTheRead(deps, record, answerTo(record));
     expect(outcome).toMatchObject({ kind: 'refused', error: { kind: 'AnswerRefused' } });
     expect(outcome.kind === 'refused' && outcome.error.message).toMatch(/no longer held by any gateway instance/);
     expect(sent).toEqual([]);
@@ -130,8 +137,8 @@ describe('an answer to a relayed request no holder holds', () => {
   it('is read first, then delivered from here with the target’s own request id', async () => {
     const { store, deps, sent } = setUp();
     const record = await put(store, withoutHolder(relayed()));
-    expect(await before(deps, answerTo(record))).toEqual({ kind: 'read-first' });
-    expect(await after(deps, record, answerTo(record))).toMatchObject({ kind: 'accepted', how: 'delivered' });
+    expect(await firstTry(deps, answerTo(record))).toEqual({ kind: 'read-first' });
+    expect(await afterTheRead(deps, record, answerTo(record))).toMatchObject({ kind: 'accepted', how: 'delivered' });
     expect(sent).toEqual([{ target: 'demo', message: { ...answerTo(record), id: 3 } }]);
     expect((await store.getPending(SESSION, record.gatewayId))?.status).toBe('answered');
   });
@@ -140,7 +147,7 @@ describe('an answer to a relayed request no holder holds', () => {
     const { store, deps } = setUp(() => new MessageRejectedError('demo', 404));
     endCall.mockClear();
     const record = await put(store, withoutHolder(relayed()));
-    const outcome = await after(deps, record, answerTo(record));
+    const outcome = await afterTheRead(deps, record, answerTo(record));
     expect(outcome).toMatchObject({ kind: 'refused', error: { kind: 'AnswerRejected' } });
     expect(endCall).toHaveBeenCalledTimes(1);
   });
@@ -148,7 +155,7 @@ describe('an answer to a relayed request no holder holds', () => {
 
 it('an answer whose id names no pending request of the session is refused, naming what the id must be', async () => {
   const { deps } = setUp();
-  const outcome = await after(deps, undefined, { jsonrpc: '2.0', id: 'gw-made-up', result: {} });
+  const outcome = await afterTheRead(deps, undefined, { jsonrpc: '2.0', id: 'gw-made-up', result: {} });
   expect(outcome).toMatchObject({ kind: 'refused', error: { kind: 'AnswerRefused' } });
   expect(outcome.kind === 'refused' && outcome.error.message).toMatch(/the id must be the one the gateway sent/);
 });
