@@ -5,6 +5,7 @@ import type { PendingRecord } from '../../../lambda/state/store';
 import { MessageRejectedError } from '../../../lambda/targets/endpoint';
 import { type IntakeDeps, takeAnswer, takeBeforeReading } from '../../../lambda/waiting/answer-intake';
 import { MemorySessionStore } from '../../support/memory-store';
+import { relayedRecord } from '../../support/pending-records';
 
 /**
  * The one intake of a 2025 client's answer POST (waiting/answer-intake.ts), against the memory store
@@ -38,18 +39,9 @@ async function put(store: MemorySessionStore, record: PendingRecord): Promise<Pe
   return record;
 }
 
-const relayed = (change: Partial<PendingRecord> = {}) => ({
-  ...newPendingRecord(300, {
-    kind: 'relayed',
-    method: 'elicitation/create',
-    target: 'demo',
-    clientRequestId: 7,
-    targetSessionId: 'target-session',
-    targetRequestId: 3,
-    session,
-  }),
-  ...change,
-});
+/** The demo target's elicitation, carrying its session's principal and expiry (as the legacy path writes it). */
+const relayed = (change: Partial<PendingRecord> = {}) =>
+  relayedRecord({ principal: session.principal, sessionExpiresAt: session.expiresAt, ...change });
 const question = () =>
   newPendingRecord(300, {
     kind: 'question',
