@@ -176,7 +176,7 @@ describe.each(KINDS)('2025-11-25 tasks through the %s', (kind) => {
         jsonrpc: '2.0',
         id: 1,
         method: 'tools/call',
-        params: { name: 'jobs___slow_sum', arguments: { a: 20, b: 22, ms: 400 }, task: {} },
+        params: { name: 'jobs___slow_sum', arguments: { a: 20, b: 22, ms: 100, afterAsked: true }, task: {} },
       }),
     );
     const gatewayId = created.result.task.taskId as string;

@@ -19,7 +19,9 @@ export interface TerminalRun {
 const quote = (arg: string) => `'${arg.replaceAll("'", "'\\''")}'`;
 
 export function runInTerminal(args: string[], env: NodeJS.ProcessEnv = {}): TerminalRun {
-  const command = [process.execPath, '--import', 'tsx', 'dev/cli.ts', ...args].map(quote).join(' ');
+  // `exec`: `script` runs the command through $SHELL, and a shell that stays as the parent (dash, the
+  // `sh` of a CI run without SHELL) is itself killed by the Ctrl-C, ending the run with 130.
+  const command = `exec ${[process.execPath, '--import', 'tsx', 'dev/cli.ts', ...args].map(quote).join(' ')}`;
   const child = spawn('script', ['-qfec', command, '/dev/null'], {
     cwd: join(__dirname, '../..'),
     // A person's terminal, not CI's: Node reads `CI` (set in CI runs) as a terminal of two colours.

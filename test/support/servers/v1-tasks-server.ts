@@ -16,8 +16,10 @@ import { z } from 'zod';
  * (tasks/get, tasks/result, tasks/list and tasks/cancel are the SDK's own handlers, each session seeing
  * its own tasks), tools registered with `experimental.tasks.registerToolTask`, one sessionful
  * `StreamableHTTPServerTransport` per session, on loopback. The tools:
- * - `slow_sum {a, b, ms?}`: a task when asked for one (`taskSupport: 'optional'`; else the SDK runs it in
- *   the request), completed after `ms` (default 150);
+ * - `slow_sum {a, b, ms?, afterAsked?}`: a task when asked for one (`taskSupport: 'optional'`; else the SDK
+ *   runs it in the request), completed after `ms` (default 150) — counted from the first `tasks/result`
+ *   for it that reaches the server when `afterAsked`, so its completion happens while that request is open
+ *   however long the client took to ask;
  * - `ask_name {}`: only as a task; the task asks the client its name (a form elicitation queued for the
  *   task, so it reaches the client on its `tasks/result` stream, the task `input_required` meanwhile),
  *   then completes with `hello <name>`;
@@ -48,7 +50,10 @@ export interface V1TasksServer {
 
 const TASKS_CAPABILITY = { requests: { tools: { call: {} } }, list: {}, cancel: {} };
 
-function buildServer(store: InMemoryTaskStore, created: string[]): McpServer {
+/** What completes a task once its result is asked for (`slow_sum` with `afterAsked`), by task id. */
+type WhenAsked = Map<string, () => void>;
+
+function buildServer(store: InMemoryTaskStore, created: string[], whenAsked: WhenAsked): McpServer {
   const server = new McpServer(
     { name: 'v1-tasks', version: '1.0.0' },
     {
@@ -62,16 +67,24 @@ function buildServer(store: InMemoryTaskStore, created: string[]): McpServer {
     'slow_sum',
     {
       description: 'Adds two numbers after ms milliseconds (a task when asked for one).',
-      inputSchema: { a: z.number(), b: z.number(), ms: z.number().int().optional() },
+      inputSchema: {
+        a: z.number(),
+        b: z.number(),
+        ms: z.number().int().optional(),
+        afterAsked: z.boolean().optional(),
+      },
       execution: { taskSupport: 'optional' },
     },
     {
-      createTask: async ({ a, b, ms }, { taskStore, taskRequestedTtl }) => {
+      createTask: async ({ a, b, ms, afterAsked }, { taskStore, taskRequestedTtl }) => {
         const task = await taskStore.createTask({ ttl: taskRequestedTtl ?? 60_000, pollInterval: 50 });
         created.push(task.taskId);
-        setTimeout(() => {
-          taskStore.storeTaskResult(task.taskId, 'completed', text(String(a + b))).catch(() => undefined);
-        }, ms ?? 150);
+        const complete = () =>
+          setTimeout(() => {
+            taskStore.storeTaskResult(task.taskId, 'completed', text(String(a + b))).catch(() => undefined);
+          }, ms ?? 150);
+        if (afterAsked) whenAsked.set(task.taskId, complete);
+        else complete();
         return { task };
       },
       getTask: async (_args, { taskId, taskStore }) => taskStore.getTask(taskId),
@@ -170,11 +183,17 @@ export async function startV1TasksServer(): Promise<V1TasksServer> {
   // One store for every session: the SDK keeps each session's tasks to that session.
   const store = new InMemoryTaskStore();
   const transports = new Map<string, StreamableHTTPServerTransport>();
+  const whenAsked: WhenAsked = new Map();
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const sessionId = req.headers['mcp-session-id'] as string | undefined;
     const body = req.method === 'POST' ? await readJson(req) : undefined;
     note(received, body);
+    const asked = body as { method?: unknown; params?: { taskId?: unknown } } | undefined;
+    if (asked?.method === 'tasks/result' && typeof asked.params?.taskId === 'string') {
+      whenAsked.get(asked.params.taskId)?.();
+      whenAsked.delete(asked.params.taskId);
+    }
     const existing = sessionId ? transports.get(sessionId) : undefined;
     if (existing) return existing.handleRequest(req, res, body);
     if (sessionId || !isInitializeRequest(body)) {
@@ -188,7 +207,7 @@ export async function startV1TasksServer(): Promise<V1TasksServer> {
     transport.onclose = () => {
       if (transport.sessionId) transports.delete(transport.sessionId);
     };
-    await buildServer(store, created).connect(transport);
+    await buildServer(store, created, whenAsked).connect(transport);
     return transport.handleRequest(req, res, body);
   };
 
