@@ -13,8 +13,8 @@ const LAYERS = [
   ['targets'], // one upstream interface per target; eras decided here
   ['policy'], // confirmTools, tool filtering
   ['catalog'], // list, expose, resolve across targets
-  ['relay'], // mechanisms both era paths use
-  ['waiting'], // a call waiting for the client's answer: its holder, the answer's delivery (both eras)
+  ['calls'], // what a relayed call of either era is: the instance's calls registry, progress tokens, the deps both era paths share
+  ['pending'], // a target's request to the client waiting for its answer: the holder, the answer's one intake and delivery (both eras)
   ['legacy', 'modern'], // the era paths
   ['app'], // wiring: builds the gateway, routes a request to its era's path
   ['adapters'], // function URL ⇄ exchange; node:http ⇄ exchange (the Web Function, the local server)

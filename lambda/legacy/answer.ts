@@ -1,18 +1,18 @@
 import { errorResponse } from '../http/errors';
 import { accepted } from '../http/responses';
 import { describeError } from '../observability/logger';
+import { settleClaim } from '../pending/answer-delivery';
+import { type IntakeOutcome, takeAnswer, takeBeforeReading } from '../pending/answer-intake';
 import { MCP_HEADERS } from '../protocol/headers';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { LoadedAnswer, PendingRecord } from '../state/store';
-import { settleClaim } from '../waiting/answer-delivery';
-import { type IntakeOutcome, takeAnswer, takeBeforeReading } from '../waiting/answer-intake';
 import { NO_CLIENT_REQUEST } from './client-stream';
 import type { LegacyDeps } from './deps';
 import { targetCallIdOf } from './ids';
 
 /**
  * The client's answer to a request the gateway sent it: a separate POST that may reach any instance.
- * What is done with it is decided in one place, the waiting layer's intake (waiting/answer-intake.ts:
+ * What is done with it is decided in one place, the waiting layer's intake (pending/answer-intake.ts:
  * stored for the gateway's own question, recorded for the live holder, or delivered from here);
  * this module renders its outcome as the answer POST's response, and gives it the two things only the
  * 2025 path knows: how a call is ended when its target refuses the answer (a marker its holder finds),
@@ -23,7 +23,7 @@ import { targetCallIdOf } from './ids';
  * The answer's first try, before anything is read (the POST's MCP-Protocol-Version already checked,
  * its Mcp-Session-Id present and well-formed): one conditional write on its pending record, 202 — the
  * request's only DynamoDB request. Undefined when the answer is taken after the read (`deliverAnswer`).
- * What the session read guaranteed, the write's conditions keep (waiting/answer-intake.ts): the session
+ * What the session read guaranteed, the write's conditions keep (pending/answer-intake.ts): the session
  * is the caller's, was not deleted, has not expired; an unsupported MCP-Protocol-Version is refused
  * before any message but initialize (legacy-path.ts). A failed write is answered as the read's failure is.
  */

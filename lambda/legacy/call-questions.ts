@@ -1,4 +1,5 @@
 import { recordExpiredInput, recordRelayedInput } from '../observability/metrics';
+import { waitForQuestionAnswer } from '../pending/questions';
 import {
   cannotConfirmResult,
   confirmationForm,
@@ -11,11 +12,10 @@ import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { JSONRPCMessage } from '../protocol/types';
 import { newPendingRecord } from '../state/records';
 import { type InputRequestEntry, toLegacyServerRequest } from '../targets/input-rounds';
-import { waitForQuestionAnswer } from '../waiting/questions';
-import type { WaitingRequest, WaitingStep } from '../waiting/waiting-call';
 import type { CallRelease } from './call-release';
 import { type CallState, RELEASED } from './call-state';
 import type { ServerRequests } from './server-requests';
+import type { WaitingRequest, WaitingStep } from './waiting-call';
 
 type QuestionAnswers =
   | Array<Exclude<Awaited<ReturnType<typeof waitForQuestionAnswer>>, string>>
@@ -27,7 +27,7 @@ type QuestionAnswers =
 export type CollectedInput = { responses: Record<string, unknown> } | JSONRPCResponse | typeof RELEASED;
 
 /**
- * The questions the gateway asks the client itself, as questions (waiting/questions.ts): a confirmTools
+ * The questions the gateway asks the client itself, as questions (pending/questions.ts): a confirmTools
  * confirmation before the target is called, and a 2026-07-28 target's input_required rounds. Each is
  * recorded, sent on the call's stream, and its answer polled for (any instance stores it); the call
  * may be released while it waits (legacy/call-release.ts).

@@ -1,13 +1,12 @@
+import { DeferredResponse } from '../http/deferred-response';
 import { describeError } from '../observability/logger';
 import { recordAnsweredInput } from '../observability/metrics';
 import { DependencyFailedError, errorHeaders, httpStatusOf, rpcErrorOf } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest, RequestId } from '../protocol/types';
 import { hasStreamPolling } from '../protocol/versions';
-import { DeferredResponse } from '../relay/deferred-response';
 import { StreamDetachedError } from '../targets/endpoint';
 import { inputRequiredOf, MAX_INPUT_ROUNDS, retryParams } from '../targets/input-rounds';
-import type { WaitingStep } from '../waiting/waiting-call';
 import { callFailure } from './call-failure';
 import { CallQuestions } from './call-questions';
 import { CallRelease, RELEASE_BEFORE_DEADLINE_MS } from './call-release';
@@ -16,6 +15,7 @@ import { CancellationWatch } from './cancellation-watch';
 import { type ReleasePolicy, releasePolicy } from './release-policy';
 import { ServerRequests } from './server-requests';
 import { openStreamLog, streamLogSettings } from './stream-log';
+import type { WaitingStep } from './waiting-call';
 
 export type { RelayInput } from './call-state';
 
@@ -167,7 +167,7 @@ class Relay {
       call.holder.asked(call.leased.size > 0);
       // Records asked before the call could be taken over lost their holder lease at its release: held again.
       if (call.leased.size > 0) await call.holder.lease.renewNow();
-      // An answer recorded for the previous holder just before it let go (waiting/recorded-answer.ts) is
+      // An answer recorded for the previous holder just before it let go (pending/recorded-answer.ts) is
       // found by no other look: this invocation delivers it.
       call.holder.tasks.run('delivering answers recorded before the release', () =>
         this.serverRequests.deliverRecordedBeforeTakeover(),

@@ -1,6 +1,6 @@
 import { describeError } from '../observability/logger';
-import { WaitingCall, type WaitingCallSnapshot, type WaitingStep } from '../waiting/waiting-call';
 import type { CallState } from './call-state';
+import { WaitingCall, type WaitingCallSnapshot, type WaitingStep } from './waiting-call';
 
 /** How long before the invocation's deadline a resumable call is released rather than ended with -32001. */
 export const RELEASE_BEFORE_DEADLINE_MS = 1500;
@@ -10,14 +10,14 @@ const DEADLINE_RELEASE_RETRY_MS = 200;
 const RECONNECT_HOLD_MS = 200;
 
 /**
- * Release while waiting (waiting/waiting-call.ts): a call that waits (for the client, or a target that
+ * Release while waiting (legacy/waiting-call.ts): a call that waits (for the client, or a target that
  * polls) is written down with where it stands, and — for a client trusted to resume, after the grace
  * period or when it left its stream; for any client, just before the invocation's deadline
  * (legacy/release-policy.ts) — this invocation lets go of it: the waits end, the target's stream is
  * detached, the record says released, and the client's reconnect goes on with it.
  */
 export class CallRelease {
-  /** The call's durable record once it waits, when its stream may be released (waiting/waiting-call.ts). */
+  /** The call's durable record once it waits, when its stream may be released (legacy/waiting-call.ts). */
   waiting?: WaitingCall;
   /** Where the call stands while it waits (what a release writes). */
   step?: WaitingStep;
@@ -231,7 +231,7 @@ export class CallRelease {
   }
 
   /**
-   * The waiting call's record is renewed with the holder lease (waiting/holder-lease.ts), while it
+   * The waiting call's record is renewed with the holder lease (pending/holder-lease.ts), while it
    * holds the call and is not letting go of it.
    */
   renewWaitingCall(): void {

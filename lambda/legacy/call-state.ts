@@ -1,20 +1,20 @@
+import { ProgressMapper } from '../calls/progress-tokens';
+import type { DeferredResponse } from '../http/deferred-response';
 import type { ExchangeContext } from '../http/exchange';
 import type { AcceptPreference } from '../http/responses';
 import type { SseStream } from '../http/sse';
 import { describeError } from '../observability/logger';
+import { Holder } from '../pending/holder';
 import type { JSONRPCRequest, ProgressToken, RequestId } from '../protocol/types';
-import type { DeferredResponse } from '../relay/deferred-response';
-import { ProgressMapper } from '../relay/progress';
 import { withoutHolder } from '../state/records';
 import type { CallEndReason, LoadedSession, PendingRecord } from '../state/store';
 import type { StreamCursor } from '../targets/sse-reader';
 import type { Caller, TargetLink } from '../targets/target-link';
-import { Holder } from '../waiting/holder';
-import type { CarriedRelease, WaitingCall, WaitingCallSnapshot } from '../waiting/waiting-call';
 import type { LegacyDeps } from './deps';
 import { targetCallIdOf } from './ids';
 import { decideCarriedRelease, type ReleaseDecision, type ReleasePolicy } from './release-policy';
 import type { StreamLog } from './stream-log';
+import type { CarriedRelease, WaitingCall, WaitingCallSnapshot } from './waiting-call';
 
 export interface RelayInput {
   deps: LegacyDeps;
@@ -44,7 +44,7 @@ export const RELEASED = Symbol('released');
 
 /**
  * What the parts of one relayed call share (legacy/call-relay.ts runs them): the call's input, where
- * it stands, its records, and its holder (waiting/holder.ts: the lease, the looks, the pending
+ * it stands, its records, and its holder (pending/holder.ts: the lease, the looks, the pending
  * timeouts, every timer and background task of the call, stopped once when the call ends).
  */
 export class CallState {
@@ -52,7 +52,7 @@ export class CallState {
   readonly targetAbort = new AbortController();
   /** The target's requests relayed to the client, still waiting (each with a timer `pending:<gatewayId>`). */
   readonly relayed = new Map<string, { method: string; askedAt: number }>();
-  /** Its questions (confirmations, input rounds: waiting/questions.ts), removed with the others. */
+  /** Its questions (confirmations, input rounds: pending/questions.ts), removed with the others. */
   readonly questions: string[] = [];
   /** Relayed records whose recorded answer this holder delivered (no longer waiting; removed with the others). */
   readonly delivered: string[] = [];
@@ -78,7 +78,7 @@ export class CallState {
   finished = false;
   endReason?: CallEndReason;
   /**
-   * This invocation's hold on the call (waiting/holder.ts): while the call has records waiting for
+   * This invocation's hold on the call (pending/holder.ts): while the call has records waiting for
    * the client, their lease is renewed and they are looked at; its timers and background work.
    */
   readonly holder: Holder;
@@ -104,7 +104,7 @@ export class CallState {
     policy: ReleasePolicy,
     /** At each renewal of the holder lease (the waiting call's record is renewed with it). */
     beforeRenew: () => void,
-    /** An answer recorded for this holder (waiting/recorded-answer.ts: the holder delivers it). */
+    /** An answer recorded for this holder (pending/recorded-answer.ts: the holder delivers it). */
     onRecorded: (record: PendingRecord) => void,
   ) {
     this.targetCallId = targetCallIdOf(input.request.id);
@@ -137,7 +137,7 @@ export class CallState {
   }
 
   /**
-   * The decision as carried with the call (waiting/waiting-call.ts): made when the call started; a
+   * The decision as carried with the call (legacy/waiting-call.ts): made when the call started; a
    * takeover goes on with what it carries (records written before it was carried: decided here).
    */
   get release(): CarriedRelease {

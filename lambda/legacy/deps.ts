@@ -1,5 +1,5 @@
-import type { SharedDeps } from '../relay/shared-deps';
-import type { TaskIdSealer } from '../relay/task-ids';
+import type { SharedDeps } from '../calls/shared-deps';
+import type { TaskIdSealer } from '../crypto/task-ids';
 import type { SessionStore } from '../state/store';
 import type { SessionCache } from './session-cache';
 
@@ -10,6 +10,6 @@ export interface LegacyDeps extends SharedDeps {
   sessionCache?: SessionCache;
   /** How often a resumed stream polls its log (legacy/resume.ts; tests shorten it). */
   streamPollMs?: { minMs: number; maxMs: number };
-  /** Seals and opens the task ids handed to clients for targets' tasks (relay/task-ids.ts; legacy/tasks.ts). */
+  /** Seals and opens the task ids handed to clients for targets' tasks (crypto/task-ids.ts; legacy/tasks.ts). */
   taskIds: TaskIdSealer;
 }

@@ -4,10 +4,10 @@ import type { GatewayConfig, StreamReleaseMode } from '../config/schema';
 import type { Implementation } from '../protocol/types';
 import { hasStreamPolling } from '../protocol/versions';
 import type { SessionRecord } from '../state/store';
-import type { CarriedRelease, ReleaseDecision } from '../waiting/waiting-call';
+import type { CarriedRelease, ReleaseDecision } from './waiting-call';
 
 /**
- * Which waiting calls of a 2025-11-25 session are released (waiting/waiting-call.ts), and when.
+ * Which waiting calls of a 2025-11-25 session are released (legacy/waiting-call.ts), and when.
  *
  * Ending a call's POST stream with `retry` saves the invocation that would hold it while a person
  * thinks, but only a client that reconnects with `GET` + `Last-Event-ID` gets its result then. Many
@@ -70,7 +70,7 @@ export function decideRelease(policy: ReleasePolicy, session: SessionFacts): Rel
 
 /** Whether a session's client must be looked up among the clients seen resuming (at initialize). */
 /**
- * The decision a call carries (waiting/waiting-call.ts `CarriedRelease`): for now, and for once its
+ * The decision a call carries (legacy/waiting-call.ts `CarriedRelease`): for now, and for once its
  * client has resumed (what a takeover, which is a reconnect, goes on with).
  */
 export function decideCarriedRelease(policy: ReleasePolicy, session: SessionFacts): CarriedRelease {

@@ -7,13 +7,13 @@ import { MCP_HEADERS } from '../protocol/headers';
 import type { RequestId } from '../protocol/types';
 import { BackgroundTasks } from '../scheduling/background-tasks';
 import type { LoadedSession } from '../state/store';
-import { type TakeOver, takeOver } from '../waiting/waiting-call';
 import { continueCall } from './call-relay';
 import type { LegacyDeps } from './deps';
 import { releasePolicy, resumeProofKey } from './release-policy';
 import { sessionCaller } from './session-caller';
 import { followStream, openStreamLog, parseEventId, streamLogSettings } from './stream-log';
 import { withTaskIds } from './tasks';
+import { type TakeOver, takeOver } from './waiting-call';
 
 /** How often a resumed stream polls its log while the call runs elsewhere: 100 ms, backing off to 1 s. */
 export const DEFAULT_STREAM_POLL_MS = { minMs: 100, maxMs: 1000 };
@@ -230,7 +230,7 @@ class ResumeProof {
 const TAKE_OVER_CHECK_MS = 1000;
 
 /**
- * Goes on with a call this reconnect took over (waiting/waiting-call.ts), on this stream: what the log
+ * Goes on with a call this reconnect took over (legacy/waiting-call.ts), on this stream: what the log
  * holds past what was replayed is sent first (a holder that died may have written more than its
  * record says), then the call continues here, its events kept in the same stream's log.
  */

@@ -1,12 +1,12 @@
 import { describeError } from '../observability/logger';
 import { recordAnsweredInput, recordExpiredInput, recordRelayedInput } from '../observability/metrics';
+import type { PendingWatch } from '../pending/holder';
+import { deliverRecordedUntilTaken } from '../pending/recorded-answer';
 import { capabilitiesForLegacyTarget, clientAccepts } from '../protocol/capabilities';
 import { GatewayError, rpcError, rpcErrorOf } from '../protocol/errors';
 import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import { newPendingRecord } from '../state/records';
 import type { PendingRecord } from '../state/store';
-import type { PendingWatch } from '../waiting/holder';
-import { deliverRecordedUntilTaken } from '../waiting/recorded-answer';
 import type { CallRelease } from './call-release';
 import type { CallState } from './call-state';
 
@@ -121,7 +121,7 @@ export class ServerRequests {
 
   /**
    * A pending request nobody answered in time ends the call with -32001 unless the target took an
-   * answer (the holder's verdict, waiting/holder.ts; shared with the bridge). The deadline bounds the
+   * answer (the holder's verdict, pending/holder.ts; shared with the bridge). The deadline bounds the
    * looks. An answer recorded for this holder that the target has not taken by then ends it too.
    */
   private readonly pendingWatch: PendingWatch = {
@@ -148,7 +148,7 @@ export class ServerRequests {
   }
 
   /**
-   * An answer recorded for this holder (waiting/recorded-answer.ts): delivered to the target from here,
+   * An answer recorded for this holder (pending/recorded-answer.ts): delivered to the target from here,
    * sent again while the target does not take it (until the call ends); refused, it ends the call.
    */
   async deliverRecorded(record: PendingRecord): Promise<void> {

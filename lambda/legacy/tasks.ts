@@ -1,8 +1,8 @@
+import type { TaskIdSealer } from '../crypto/task-ids';
 import { describeError } from '../observability/logger';
 import { GatewayError } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { InitializeResult, JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
-import type { TaskIdSealer } from '../relay/task-ids';
 import type { LoadedSession, SessionRecord } from '../state/store';
 import type { SessionStreamListener, StandaloneStreams } from '../targets/standalone-streams';
 import type { Caller, TargetCallOptions, TargetCallRequest, TargetLink } from '../targets/target-link';
@@ -13,7 +13,7 @@ import type { LegacyDeps } from './deps';
  * Tasks of MCP 2025-11-25 (experimental, in the core protocol) through a 2025 session: a target's
  * task reaches the client with the gateway's task id, and every task request finds its target by it.
  *
- * - The id is the target's own, sealed with the target and the session's principal (relay/task-ids.ts,
+ * - The id is the target's own, sealed with the target and the session's principal (crypto/task-ids.ts,
  *   the keys of `requestState`), valid for the task's `ttl` from its `createdAt` (at most
  *   `taskIdMaxTtlSeconds`; a `createdAt` in the future counts as the gateway's now). Nothing is stored: any instance opens it. The sealed target is tagged
  *   `legacy/` (target names have no `/`), so the 2026-07-28 path never routes a 2025 task's id, nor this

@@ -2,6 +2,10 @@ import { randomBytes } from 'node:crypto';
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import { recordExpiredInput, recordRelayedInput } from '../observability/metrics';
+import { deliverAnswer } from '../pending/answer-delivery';
+import { refusalOf, staleRound } from '../pending/delivery-refusals';
+import { Holder, type PendingWatch } from '../pending/holder';
+import { waitForQuestionAnswer } from '../pending/questions';
 import { GatewayError, ItemTooLargeError, rpcError } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { InputRequest, JSONRPCRequest, RequestId } from '../protocol/types';
@@ -12,10 +16,6 @@ import { newPendingRecord } from '../state/records';
 import type { PendingStore } from '../state/store';
 import type { TargetLink } from '../targets/target-link';
 import type { Targets } from '../targets/targets';
-import { deliverAnswer } from '../waiting/answer-delivery';
-import { refusalOf, staleRound } from '../waiting/delivery-refusals';
-import { Holder, type PendingWatch } from '../waiting/holder';
-import { waitForQuestionAnswer } from '../waiting/questions';
 import { type BridgePayload, readOutcome, type WriteVerdict, writeOutcome } from './bridge-outcome';
 
 /**
@@ -35,7 +35,7 @@ import { type BridgePayload, readOutcome, type WriteVerdict, writeOutcome } from
  * State (one partition per bridged call, `S#<bridge id>` with no session item):
  * - `P#<gateway id>`: one per request of the target (kind `relayed`), with the target's session id,
  *   request id and protocol version. B claims it (conditional write, once), waits for A to acknowledge
- *   the claim (A is alive: ../waiting/holder-ack.ts) and POSTs the answer to the target, which continues
+ *   the claim (A is alive: ../pending/holder-ack.ts) and POSTs the answer to the target, which continues
  *   on A's stream.
  * - `P#<bridge id>.n<k>`: what follows round k-1 (kind `question`). A creates it when it sends round k-1
  *   and fills it once (the next round's requests, the result, or an error; in parts when large:
@@ -79,7 +79,7 @@ export class BridgedCall {
   private lastRound: string[] = [];
   private queue: Promise<void> = Promise.resolve();
   /**
-   * This invocation's hold on the call (waiting/holder.ts): while it lives, the retry (any instance)
+   * This invocation's hold on the call (pending/holder.ts): while it lives, the retry (any instance)
    * may deliver answers to its target's requests; the look at an unanswered round; what runs besides
    * the queue (a flush, a look), drained before finish() resolves.
    */
@@ -281,7 +281,7 @@ export class BridgedCall {
   }
 
   /**
-   * No retry answered the round in time (the holder's verdict, waiting/holder.ts): what is left is
+   * No retry answered the round in time (the holder's verdict, pending/holder.ts): what is left is
    * expired (a request still pending, or a delivery claim that lapsed), the call is cancelled at the
    * target and everything removed. A record answered meanwhile lets the target carry on; a delivery in
    * flight is looked at again when its claim lapses; one expired or removed by a retry whose delivery
@@ -361,7 +361,7 @@ async function outcomeOf(store: PendingStore, bridgeId: string, key: string, ans
 const DELIVERY_WAIT_MS = 100;
 
 /**
- * One answer of the round: claim, deliver, settle — or release (waiting/answer-delivery.ts, as for a
+ * One answer of the round: claim, deliver, settle — or release (pending/answer-delivery.ts, as for a
  * 2025 client's answer POST): an answer that provably did not reach the target is released, so the
  * client's retry of the same round delivers it; one the target refused expires its record, so the
  * holder's look at the round (checkAbandoned) ends the call.

@@ -1,3 +1,4 @@
+import { ProgressMapper } from '../calls/progress-tokens';
 import { recordAnsweredInput } from '../observability/metrics';
 import {
   CONFIRM_KEY,
@@ -14,7 +15,6 @@ import { atOrAbove } from '../protocol/log-levels';
 import { declaresTasks } from '../protocol/meta';
 import type { InputRequest, InputRequiredResult, JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import type { Era } from '../protocol/versions';
-import { ProgressMapper } from '../relay/progress';
 import type { Caller, TargetLink } from '../targets/target-link';
 import { BridgedCall, type BridgeSettings, bridgeFailure, continueBridge } from './bridge';
 import { type BridgedPlaces, takeBridgedPlace } from './bridged-calls';

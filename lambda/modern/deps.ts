@@ -1,5 +1,5 @@
-import type { SharedDeps } from '../relay/shared-deps';
-import type { TaskIdSealer } from '../relay/task-ids';
+import type { SharedDeps } from '../calls/shared-deps';
+import type { TaskIdSealer } from '../crypto/task-ids';
 import type { PendingStore } from '../state/store';
 import type { LegacySessionPool } from './legacy-sessions';
 import type { ListenPlaces } from './listen-places';
@@ -13,7 +13,7 @@ import type { RequestStateSealer } from './request-state';
 export interface ModernDeps extends SharedDeps {
   /** Seals and opens the gateway's requestState (keys from configuration or Secrets Manager). */
   requestState: RequestStateSealer;
-  /** Seals and opens the task ids handed to clients for targets' tasks (relay/task-ids.ts; the same keys). */
+  /** Seals and opens the task ids handed to clients for targets' tasks (crypto/task-ids.ts; the same keys). */
   taskIds: TaskIdSealer;
   /** The open listens of each principal in this instance (./listen.ts). */
   listens: ListenPlaces;

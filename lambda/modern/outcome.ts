@@ -31,7 +31,7 @@ export interface OutcomeContext {
   sealReissue: () => string;
   isRetry: boolean;
   /**
-   * The gateway's id for a target's task (Tasks extension: relay/task-ids.ts); absent when the client did
+   * The gateway's id for a target's task (Tasks extension: crypto/task-ids.ts); absent when the client did
    * not declare the extension on this request, or the method cannot be task-augmented.
    */
   sealTask?: (task: Record<string, unknown>) => string;

@@ -1,3 +1,4 @@
+import { DeferredResponse } from '../http/deferred-response';
 import type { ExchangeContext } from '../http/exchange';
 import { type AcceptPreference, jsonResponse } from '../http/responses';
 import { errorHeaders, GatewayError, httpStatusOf, rpcError, rpcErrorOf } from '../protocol/errors';
@@ -13,7 +14,6 @@ import {
   routingTable,
 } from '../protocol/methods';
 import type { JSONRPCMessage, RequestId } from '../protocol/types';
-import { DeferredResponse } from '../relay/deferred-response';
 import type { Caller } from '../targets/target-link';
 import { forwardCall } from './call';
 import type { ModernDeps } from './deps';

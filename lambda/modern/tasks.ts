@@ -9,7 +9,7 @@ import type { ModernRequest } from './validate';
 /**
  * The Tasks extension's requests (`tasks/get`, `tasks/update`, `tasks/cancel`;
  * https://github.com/modelcontextprotocol/ext-tasks/blob/main/specification/draft/tasks.md), relayed to the target whose task it is. The task id the
- * client sends is the gateway's (../relay/task-ids.ts): opened first — altered, made up, another principal's
+ * client sends is the gateway's (../crypto/task-ids.ts): opened first — altered, made up, another principal's
  * or past its time → -32602, in-band as a server answers a task it does not know, and no target is called — then the request goes to that target
  * with the target's own id (and `Mcp-Name`, which mirrors it). What the target answers comes back as
  * it is (a status, `pollIntervalMs`, `inputRequests` with their keys, the final result or error),

@@ -104,11 +104,11 @@ export const HOLDER_RENEW_MS = Math.floor(HOLDER_LEASE_MS / 3);
 /**
  * Liveness at the moment an answer is delivered: the holder looks at its waiting records (soon after a
  * question, then every HOLDER_ACK_POLL_MS); it delivers an answer recorded for it itself
- * (waiting/recorded-answer.ts), and acknowledges each delivery claim it finds (the bridge: the instance
+ * (pending/recorded-answer.ts), and acknowledges each delivery claim it finds (the bridge: the instance
  * that claimed delivers only once acknowledged, and gives up, releasing the claim, after
  * HOLDER_ACK_WAIT_MS). So an answer sent after the holder died reaches no target, however fresh its
  * lease. Cost: one consistent read per waiting record per look (4 a second, 1 a second once a question
- * has waited 10 s: waiting/holder-ack.ts) while a relayed request waits, one write per answer.
+ * has waited 10 s: pending/holder-ack.ts) while a relayed request waits, one write per answer.
  */
 export const HOLDER_ACK_POLL_MS = 250;
 export const HOLDER_ACK_WAIT_MS = 2000;

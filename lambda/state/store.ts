@@ -179,7 +179,7 @@ export interface StreamEventRecord {
 }
 
 /**
- * A call of a 2025 session whose stream may be released while it waits (waiting/waiting-call.ts): where
+ * A call of a 2025 session whose stream may be released while it waits (legacy/waiting-call.ts): where
  * it stands, kept in the session's partition (`R#<streamId>`, sorting before the session item, so
  * the per-request Query never reads it) so that the client's reconnect, on any instance, can go on
  * with it. `held`: an invocation holds it (lease `holderUntil`, epoch ms, renewed while it waits);
@@ -197,7 +197,7 @@ export interface WaitingCallRecord {
   holderUntil?: number;
   /** The last seq written to the client's stream when the record was last written. */
   seq: number;
-  /** Where the call stands, as JSON (its shape is the relay's business: waiting/waiting-call.ts). */
+  /** Where the call stands, as JSON (its shape is the relay's business: legacy/waiting-call.ts). */
   snapshot: string;
   /** Epoch seconds; also the TTL attribute. */
   expiresAt: number;
@@ -299,7 +299,7 @@ export interface SessionRecordStore {
    */
   countPending(sessionId: string, limit: number, now?: number): Promise<number>;
   /**
-   * The holder released its call (waiting/waiting-call.ts): its records no longer need a live holder
+   * The holder released its call (legacy/waiting-call.ts): its records no longer need a live holder
    * (the lease is removed), so an answer is taken and delivered without one.
    */
   detachHolder(sessionId: string, gatewayIds: string[]): Promise<void>;
@@ -415,7 +415,7 @@ export interface StreamLogStore {
   readStream(sessionId: string, streamId: string, fromSeq: number, now?: number): Promise<StreamEventRecord[]>;
 }
 
-/** The waiting-call part: the records of calls whose stream may be released (waiting/waiting-call.ts). */
+/** The waiting-call part: the records of calls whose stream may be released (legacy/waiting-call.ts). */
 export interface WaitingCallStore {
   /** A waiting call's record (consistent read); undefined when absent or expired. */
   getWaitingCall(sessionId: string, streamId: string, now?: number): Promise<WaitingCallRecord | undefined>;

@@ -10,9 +10,9 @@ import { initSession, type Json, post, sseEvents } from '../support/mcp-http';
  * No answer reaches a target whose call has no live receiver: the instance that holds a call is killed
  * (SIGKILL) and the client's answer reaches another instance 1 s later — well inside the holder's 30 s
  * lease. On the 2025 path the answer is recorded for the holder, which alone delivers it
- * (waiting/recorded-answer.ts): 202, and nothing reaches the target (the client's call stream broke with
+ * (pending/recorded-answer.ts): 202, and nothing reaches the target (the client's call stream broke with
  * its holder). On the bridged 2026-07-28 path the holder does not acknowledge the retry's claim
- * (waiting/holder-ack.ts): 502, retryable, and nothing reaches the target. Real parts: two `npm start` processes on
+ * (pending/holder-ack.ts): 502, retryable, and nothing reaches the target. Real parts: two `npm start` processes on
  * one dynalite, the demo target (official SDK) behind a proxy that counts the answers reaching it.
  */
 const ALL = { elicitation: { form: {} } };

@@ -5,7 +5,7 @@ import { eventually } from '../support/mcp-http';
 import { MemorySessionStore } from '../support/memory-store';
 
 /**
- * The holder delivers an answer recorded for it (waiting/recorded-answer.ts): also for a question whose
+ * The holder delivers an answer recorded for it (pending/recorded-answer.ts): also for a question whose
  * record is still being written when the holder looks (the holder, already looking for the call's
  * first question, must not take the second one's missing record for a gone one), and, should its looks
  * miss one, when the request's pending timeout comes.

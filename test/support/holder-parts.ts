@@ -4,7 +4,7 @@ import { CallTimers } from '../../lambda/scheduling/call-timers';
 import { type Clock, systemClock } from '../../lambda/scheduling/clock';
 
 /**
- * What a holder hands its parts (the lease, the claim acknowledger: lambda/waiting/holder.ts): its clock,
+ * What a holder hands its parts (the lease, the claim acknowledger: lambda/pending/holder.ts): its clock,
  * its timers and its tasks. A part tested alone gets its own set, so the test can drain what it started.
  */
 export function holderParts(

@@ -4,7 +4,7 @@ import { startTasksServer } from '../support/servers/tasks-server';
 import { callWithTasks, getTask } from '../support/tasks-client';
 
 /**
- * A task id's life is the gateway's to count (relay/task-ids.ts): a target whose tasks say they were
+ * A task id's life is the gateway's to count (crypto/task-ids.ts): a target whose tasks say they were
  * created a year from now (a clock far ahead, or a lie) gets ids that still expire
  * `taskIdMaxTtlSeconds` after the gateway handed them out. The gateway's clock is injected
  * (`requestStateClock`): the test moves it past the cap instead of waiting.

@@ -1,9 +1,9 @@
 import { type AttributeValue, ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { WaitingCall } from '../../../lambda/legacy/waiting-call';
 import { writeOutcome } from '../../../lambda/modern/bridge-outcome';
 import { DynamoSessionStore } from '../../../lambda/state/dynamo-store';
 import type { SessionRecord } from '../../../lambda/state/store';
-import { WaitingCall } from '../../../lambda/waiting/waiting-call';
 
 /**
  * A refused conditional write tells the DynamoDB store what it found (`ReturnValuesOnConditionCheckFailure:

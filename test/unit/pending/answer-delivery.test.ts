@@ -1,15 +1,15 @@
+import { type DeliveryDeps, deliverAnswer, holderGone } from '../../../lambda/pending/answer-delivery';
+import { ClaimAcknowledger } from '../../../lambda/pending/holder-ack';
 import type { JSONRPCResponse } from '../../../lambda/protocol/jsonrpc';
 import { CLAIM_LEASE_MS, newPendingRecord } from '../../../lambda/state/records';
 import type { PendingRecord } from '../../../lambda/state/store';
 import { MessageRejectedError, TargetSessionExpiredError } from '../../../lambda/targets/endpoint';
-import { type DeliveryDeps, deliverAnswer, holderGone } from '../../../lambda/waiting/answer-delivery';
-import { ClaimAcknowledger } from '../../../lambda/waiting/holder-ack';
 import { holderParts } from '../../support/holder-parts';
 import { QUIET } from '../../support/in-process';
 import { MemorySessionStore } from '../../support/memory-store';
 
 /**
- * One answer delivery for both era paths (waiting/answer-delivery.ts), against the memory store with a
+ * One answer delivery for both era paths (pending/answer-delivery.ts), against the memory store with a
  * fake target: claim → the holder's acknowledgement (when the record carries a lease) → deliver →
  * settle; released when the target did not take it; the call ended when the target refused it;
  * nothing sent for a record answered, expired, claimed by a live delivery or whose holder is gone.

@@ -13,7 +13,7 @@ import { holderAcknowledged } from './holder-ack';
  * paths: legacy/answer.ts for a 2025 client's answer POST, modern/bridge.ts for a 2026-07-28
  * client's retry). One state machine on the pending record:
  * claim (pending → delivering, with a token: the delivery is exclusive) → the holder's acknowledgement
- * when the record carries a holder lease (waiting/holder-ack.ts: it is alive to receive what follows) →
+ * when the record carries a holder lease (pending/holder-ack.ts: it is alive to receive what follows) →
  * POST to the target (the targets layer resends what provably did not arrive) → then
  * - taken: settled (delivering → answered);
  * - not taken (unreachable, reset, 5xx, no answer in time): the claim is released (→ pending), so the
@@ -91,7 +91,7 @@ export async function deliverAnswer(deps: DeliveryDeps, delivery: Delivery): Pro
       logger.warn('releasing a delivery claim failed', { ...keys, error: describeError(error) }),
     );
   // A record without a holder lease is tied to no call (a request on the session's GET stream), or its
-  // call was released (waiting/waiting-call.ts): the target answers on a stream any instance reads.
+  // call was released (legacy/waiting-call.ts): the target answers on a stream any instance reads.
   if (
     record.holderUntil !== undefined &&
     !(await holderAcknowledged(store, partition, gatewayId, token, delivery.ackWaitMs))

@@ -1,11 +1,11 @@
 import { createLogger } from '../../../lambda/observability/logger';
-import { ClaimAcknowledger, LONG_WAIT_MS } from '../../../lambda/waiting/holder-ack';
+import { ClaimAcknowledger, LONG_WAIT_MS } from '../../../lambda/pending/holder-ack';
 import { holderParts } from '../../support/holder-parts';
 import { MemorySessionStore } from '../../support/memory-store';
 import { relayedRecord } from '../../support/pending-records';
 
 /**
- * The holder's looks at its waiting records (waiting/holder-ack.ts), on an injected clock and scheduler:
+ * The holder's looks at its waiting records (pending/holder-ack.ts), on an injected clock and scheduler:
  * quick right after a question (an answer given at once is found within tens of ms), every 250 ms while
  * a person may still answer soon, every second once the question has waited LONG_WAIT_MS (a quarter of
  * the reads and CPU of a long think), and quick again after the next question.

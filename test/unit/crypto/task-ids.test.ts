@@ -1,9 +1,9 @@
 import { SealedBox } from '../../../lambda/crypto/sealed-box';
+import { TaskIdSealer } from '../../../lambda/crypto/task-ids';
 import { RequestStateSealer } from '../../../lambda/modern/request-state';
-import { TaskIdSealer } from '../../../lambda/relay/task-ids';
 
 /**
- * The task ids the gateway hands out for targets' tasks (relay/task-ids.ts): the target's own id
+ * The task ids the gateway hands out for targets' tasks (crypto/task-ids.ts): the target's own id
  * sealed with its target and principal, valid as long as the target's ttlMs says and never longer
  * than the configured maximum; anything else is refused before a target is called.
  */

@@ -1,10 +1,10 @@
+import { endsTheCall, pendingTimeUp } from '../../../lambda/pending/pending-verdict';
 import { CLAIM_LEASE_MS, newPendingRecord } from '../../../lambda/state/records';
 import type { PendingRecord } from '../../../lambda/state/store';
-import { endsTheCall, pendingTimeUp } from '../../../lambda/waiting/pending-verdict';
 import { MemorySessionStore } from '../../support/memory-store';
 
 /**
- * A pending request's time is up (waiting/pending-verdict.ts, for both era paths), against the memory
+ * A pending request's time is up (pending/pending-verdict.ts, for both era paths), against the memory
  * store: the holder expires it, or reads why not — answered (carry on), a delivery in flight (look
  * again when its claim lapses), gone (end), DynamoDB failing (look again shortly, never "answered").
  */

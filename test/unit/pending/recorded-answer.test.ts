@@ -1,17 +1,17 @@
+import type { DeliveryDeps } from '../../../lambda/pending/answer-delivery';
+import { ClaimAcknowledger } from '../../../lambda/pending/holder-ack';
+import { deliverRecordedUntilTaken, fitsARecord, recordAnswer } from '../../../lambda/pending/recorded-answer';
 import type { JSONRPCResponse } from '../../../lambda/protocol/jsonrpc';
 import type { PendingRecord } from '../../../lambda/state/store';
 import { MessageRejectedError } from '../../../lambda/targets/endpoint';
-import type { DeliveryDeps } from '../../../lambda/waiting/answer-delivery';
-import { ClaimAcknowledger } from '../../../lambda/waiting/holder-ack';
-import { deliverRecordedUntilTaken, fitsARecord, recordAnswer } from '../../../lambda/waiting/recorded-answer';
 import { holderParts } from '../../support/holder-parts';
 import { QUIET } from '../../support/in-process';
 import { MemorySessionStore } from '../../support/memory-store';
 import { relayedRecord } from '../../support/pending-records';
 
 /**
- * The holder delivers (waiting/recorded-answer.ts): the answering instance records the answer in a
- * leased record (once), the holder's look finds it (waiting/holder-ack.ts) and POSTs it to the target
+ * The holder delivers (pending/recorded-answer.ts): the answering instance records the answer in a
+ * leased record (once), the holder's look finds it (pending/holder-ack.ts) and POSTs it to the target
  * with the target's request id, sending it again while the target does not take it, until it is
  * taken, refused, or the call stops it.
  */

@@ -10,13 +10,13 @@ import type { Targets } from '../targets/targets';
  * The holder delivers: the answer to a relayed request whose call a live instance holds is not sent
  * to the target by the instance that receives it. That instance keeps it in the pending record (one
  * conditional write: pending → recorded, only while the holder's lease runs and the request has not
- * expired) and replies 202; the holder, which looks at its waiting records anyway (waiting/holder-ack.ts),
+ * expired) and replies 202; the holder, which looks at its waiting records anyway (pending/holder-ack.ts),
  * finds it and POSTs it to the target itself. So the answer reaches the target only through an
  * instance that is alive to receive what the target does next, with no claim, acknowledgement or
  * settle write, and no instance waiting for another. The holder alone knows the outcome: delivered
  * (the call goes on), refused (a 4xx: it ends the call), not taken (it sends it again until the
  * request's pending timeout). Records without a holder lease (a call that can be taken over, a request
- * on the session's GET stream) keep the direct delivery (waiting/answer-delivery.ts).
+ * on the session's GET stream) keep the direct delivery (pending/answer-delivery.ts).
  */
 
 /** Room left in the 400 KB item for the record's other attributes (its target, ids, leases: well under 4 KB). */
@@ -24,7 +24,7 @@ const RECORD_ROOM_BYTES = 4 * 1024;
 
 /**
  * Whether the answer fits its pending record (DynamoDB's item limit). One that does not is delivered
- * by the instance that received it instead (waiting/answer-delivery.ts): relayed answers are limited only
+ * by the instance that received it instead (pending/answer-delivery.ts): relayed answers are limited only
  * by the request body's size.
  */
 export function fitsARecord(answer: JSONRPCResponse): boolean {

@@ -1,8 +1,8 @@
-import { takeOver, WaitingCall, type WaitingCallSnapshot } from '../../../lambda/waiting/waiting-call';
+import { takeOver, WaitingCall, type WaitingCallSnapshot } from '../../../lambda/legacy/waiting-call';
 import { MemorySessionStore } from '../../support/memory-store';
 
 /**
- * The waiting call's state machine (waiting/waiting-call.ts) against the memory store: held → released →
+ * The waiting call's state machine (legacy/waiting-call.ts) against the memory store: held → released →
  * taken over, a holder that died (its lease ran out) taken over, exactly one taker in a race, and a
  * holder that lost the call never writing over it again.
  */

@@ -1,12 +1,12 @@
 import type { GatewayLogger } from '../../../lambda/observability/logger';
+import { HolderLease } from '../../../lambda/pending/holder-lease';
 import type { PendingStore } from '../../../lambda/state/store';
-import { HolderLease } from '../../../lambda/waiting/holder-lease';
 import { FakeClock } from '../../support/fake-clock';
 import { holderParts } from '../../support/holder-parts';
 import { MemorySessionStore } from '../../support/memory-store';
 
 /**
- * The holder's lease renewer (waiting/holder-lease.ts, for both era paths), a part of its holder, on a
+ * The holder's lease renewer (pending/holder-lease.ts, for both era paths), a part of its holder, on a
  * fake clock with a recording store: every renewMs it renews the ids of that moment, after its hook; one timer however
  * often it is started; a failure is logged and the next renewal comes; stopped once, it never renews again.
  */

@@ -1,7 +1,7 @@
-import type { AcceptPreference } from '../http/responses';
-import { jsonResponse } from '../http/responses';
-import { type SseEventLog, SseStream } from '../http/sse';
 import type { JSONRPCMessage } from '../protocol/types';
+import type { AcceptPreference } from './responses';
+import { jsonResponse } from './responses';
+import { type SseEventLog, SseStream } from './sse';
 
 /**
  * "JSON now, SSE if needed", for both eras: a relayed call answers with one JSON body when the

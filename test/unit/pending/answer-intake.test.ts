@@ -1,14 +1,14 @@
 import { createLogger, type GatewayLogger } from '../../../lambda/observability/logger';
+import { type IntakeDeps, takeAnswer, takeBeforeReading } from '../../../lambda/pending/answer-intake';
 import type { JSONRPCResponse } from '../../../lambda/protocol/jsonrpc';
 import { newPendingRecord, withoutHolder } from '../../../lambda/state/records';
 import type { PendingRecord } from '../../../lambda/state/store';
 import { MessageRejectedError } from '../../../lambda/targets/endpoint';
-import { type IntakeDeps, takeAnswer, takeBeforeReading } from '../../../lambda/waiting/answer-intake';
 import { MemorySessionStore } from '../../support/memory-store';
 import { relayedRecord } from '../../support/pending-records';
 
 /**
- * The one intake of a 2025 client's answer POST (waiting/answer-intake.ts), against the memory store
+ * The one intake of a 2025 client's answer POST (pending/answer-intake.ts), against the memory store
  * with a fake target: which way each answer is taken — stored for the gateway's question, recorded for
  * the live holder, delivered from here — before the read and after it, and what is refused and why.
  * The answer POST only renders these outcomes (legacy/answer.ts).

@@ -12,7 +12,7 @@ import type { PendingRecord, PendingStore } from '../state/store';
  * No answer reaches a target whose call has no live receiver. The target's next step reaches only the
  * instance that holds the call, and a lease renewed every few seconds still looks alive for its whole
  * length after the holder died. So the holder, which waits anyway, looks at its waiting records: a
- * 2025 answer recorded there it delivers itself (waiting/recorded-answer.ts: legacy/answer.ts records,
+ * 2025 answer recorded there it delivers itself (pending/recorded-answer.ts: legacy/answer.ts records,
  * legacy/call-relay.ts delivers); a bridged retry's claim (modern/bridge.ts, both sides) it
  * acknowledges, and only then does the claimant send the answer to the target.
  */
@@ -36,7 +36,7 @@ const LONG_WAIT_FACTOR = 4;
 
 /**
  * The holder's side: acknowledges delivery claims on its waiting relayed records until stopped, and
- * hands each answer recorded for it (waiting/recorded-answer.ts: the holder delivers) to `onRecorded`.
+ * hands each answer recorded for it (pending/recorded-answer.ts: the holder delivers) to `onRecorded`.
  * A part of its holder (./holder.ts): its looks run on the holder's timers and tasks, so the holder's
  * stop() waits for a look under way.
  */
@@ -142,7 +142,7 @@ export async function holderAcknowledged(
     async () => {
       const record = await store.getPending(partition, gatewayId).catch(() => undefined);
       if (record?.ack === token) return true;
-      // Its holder released the call meanwhile (waiting/waiting-call.ts): the target answers on a stream
+      // Its holder released the call meanwhile (legacy/waiting-call.ts): the target answers on a stream
       // that is read again on the client's reconnect, so the answer needs no live holder.
       if (record?.claim === token && record.holderUntil === undefined) return true;
       return record?.claim !== token ? false : undefined;

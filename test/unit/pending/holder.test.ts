@@ -1,13 +1,13 @@
 import { createLogger, type GatewayLogger } from '../../../lambda/observability/logger';
+import { Holder, type PendingWatch } from '../../../lambda/pending/holder';
+import { VERDICT_RECHECK_MS } from '../../../lambda/pending/pending-verdict';
 import type { PendingRecord, PendingStore } from '../../../lambda/state/store';
-import { Holder, type PendingWatch } from '../../../lambda/waiting/holder';
-import { VERDICT_RECHECK_MS } from '../../../lambda/waiting/pending-verdict';
 import { FakeClock } from '../../support/fake-clock';
 import { MemorySessionStore } from '../../support/memory-store';
 import { relayedRecord } from '../../support/pending-records';
 
 /**
- * The holder of a waiting call (waiting/holder.ts), the one both eras use, on a fake clock: minutes of
+ * The holder of a waiting call (pending/holder.ts), the one both eras use, on a fake clock: minutes of
  * leases, looks and pending timeouts run in milliseconds, and every assertion is about what happened
  * when, never about how long the test took.
  */

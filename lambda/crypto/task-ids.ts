@@ -1,4 +1,4 @@
-import type { SealedBox } from '../crypto/sealed-box';
+import type { SealedBox } from './sealed-box';
 
 /**
  * The task ids the gateway hands a 2026-07-28 client for a target's task (Tasks extension,

@@ -50,7 +50,7 @@ export async function pendingTimeUp(
     // the target took an answer.
     const record = outcome.current;
     if (record?.status === 'answered') return { kind: 'answered' };
-    // An answer recorded for the holder (waiting/recorded-answer.ts) that its next look delivers.
+    // An answer recorded for the holder (pending/recorded-answer.ts) that its next look delivers.
     if (record?.status === 'recorded') return { kind: 'undecided', afterMs: RECORDED_RECHECK_MS, recorded: record };
     if (record?.status === 'delivering') {
       const lapsesAt = (record.claimedAt ?? 0) + CLAIM_LEASE_MS;
