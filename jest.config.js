@@ -1,10 +1,9 @@
 // Tests run on the developer's Node 20; the AWS SDK's notice about its Node 22 requirement is noise here.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
-/** @type {import('jest').Config} */
-module.exports = {
+/** What both projects share: TypeScript through ts-jest, and the ESM-only packages compiled for jest. */
+const common = {
   testEnvironment: 'node',
-  roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   transform: {
     '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],
@@ -21,6 +20,22 @@ module.exports = {
     '^@modelcontextprotocol/ext-tasks/(core|core/v1|core/v2|client|receiver)$':
       '<rootDir>/node_modules/@modelcontextprotocol/ext-tasks/dist/$1/index.js',
   },
+};
+
+/** @type {import('jest').Config} */
+module.exports = {
+  // Two axes: `unit` (test/unit/: no process, no socket, a fake clock where time matters; what
+  // `npm run test:fast` runs) and `system` (everything else: processes, dynalite, real SDK servers and
+  // clients, Chromium). `jest --selectProjects unit` runs one.
+  projects: [
+    {
+      ...common,
+      displayName: 'unit',
+      roots: ['<rootDir>/test/unit'],
+      setupFiles: ['<rootDir>/test/support/setup/unit-isolation.ts'],
+    },
+    { ...common, displayName: 'system', roots: ['<rootDir>/test'], testPathIgnorePatterns: ['/test/unit/'] },
+  ],
   testTimeout: 30000,
   // A run that leaves out tests for want of Chromium, openssl or the Python clients' environment says
   // which, with the command that installs it, first and last (test/support/prerequisites.ts).

@@ -1,6 +1,6 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
-import { createDocumentClient, ensureTable } from '../../../lambda/state/dynamo-client';
-import { DynamoSessionStore } from '../../../lambda/state/dynamo-store';
+import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
+import { DynamoSessionStore } from '../../lambda/state/dynamo-store';
 import {
   endMarker,
   eventSk,
@@ -16,15 +16,15 @@ import {
   targetSk,
   waitingCallOf,
   waitingCallSk,
-} from '../../../lambda/state/items';
+} from '../../lambda/state/items';
 import type {
   PendingRecord,
   SessionRecord,
   StreamEventRecord,
   TargetSessionRecord,
   WaitingCallRecord,
-} from '../../../lambda/state/store';
-import { startCountedDynamo } from '../../support/dynamo';
+} from '../../lambda/state/store';
+import { startCountedDynamo } from '../support/dynamo';
 
 /**
  * The stored items of both stores are parsed into records (lambda/state/items.ts): every record

@@ -1,8 +1,8 @@
 import type { LookupAddress } from 'node:dns';
 import { createServer } from 'node:http';
-import { policedFetch, ResponseTooLargeError } from '../../../lambda/outbound/policed-fetch';
-import { OutboundPolicy, OutboundRefusedError } from '../../../lambda/outbound/policy';
-import { listen } from '../../support/loopback';
+import { policedFetch, ResponseTooLargeError } from '../../lambda/outbound/policed-fetch';
+import { OutboundPolicy, OutboundRefusedError } from '../../lambda/outbound/policy';
+import { listen } from '../support/loopback';
 
 /**
  * The policy's fetch against real loopback servers; names are resolved by a resolver the test

@@ -7,8 +7,8 @@ import {
   pythonShortfall,
   recipesPython,
   runCommand,
-} from '../../support/setup/python-environment';
-import { fakeRunner } from './fake-runner';
+} from '../support/setup/python-environment';
+import { fakeRunner } from '../unit/test-setup/fake-runner';
 
 /**
  * The Python clients' environment the test set-up prepares: made once (venv, then pip from the

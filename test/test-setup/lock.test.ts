@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { withFileLock } from '../../support/setup/lock';
+import { withFileLock } from '../support/setup/lock';
 
 /** The set-up's lock: two runs at once take turns; a lock its process left behind does not stop a run. */
 

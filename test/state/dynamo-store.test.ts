@@ -1,11 +1,11 @@
 import { createServer, type Server } from 'node:http';
-import { buildGatewayDeps } from '../../../lambda/app/bootstrap';
-import { parseConfig } from '../../../lambda/config/schema';
-import { createLogger } from '../../../lambda/observability/logger';
-import { StoreUnavailableError } from '../../../lambda/protocol/errors';
-import { createDocumentClient } from '../../../lambda/state/dynamo-client';
-import { DynamoSessionStore } from '../../../lambda/state/dynamo-store';
-import { listen } from '../../support/loopback';
+import { buildGatewayDeps } from '../../lambda/app/bootstrap';
+import { parseConfig } from '../../lambda/config/schema';
+import { createLogger } from '../../lambda/observability/logger';
+import { StoreUnavailableError } from '../../lambda/protocol/errors';
+import { createDocumentClient } from '../../lambda/state/dynamo-client';
+import { DynamoSessionStore } from '../../lambda/state/dynamo-store';
+import { listen } from '../support/loopback';
 
 /**
  * The DynamoDB store's bound on one operation (`operationTimeoutMs`, config `storeOperationTimeoutMs`),

@@ -1,15 +1,15 @@
 import type { ServerResponse } from 'node:http';
-import { createLogger } from '../../../lambda/observability/logger';
-import type { JSONRPCNotification, JSONRPCRequest } from '../../../lambda/protocol/types';
-import { TargetEndpoint } from '../../../lambda/targets/endpoint';
-import { LegacyTargetClient } from '../../../lambda/targets/legacy-client';
+import { createLogger } from '../../lambda/observability/logger';
+import type { JSONRPCNotification, JSONRPCRequest } from '../../lambda/protocol/types';
+import { TargetEndpoint } from '../../lambda/targets/endpoint';
+import { LegacyTargetClient } from '../../lambda/targets/legacy-client';
 import {
   type SessionStreamListener,
   StandaloneStreams,
   type StandaloneStreamsOptions,
-} from '../../../lambda/targets/standalone-streams';
-import { eventually } from '../../support/mcp-http';
-import { openSse, type ScriptedTarget, type Step, scriptedTarget, sse } from '../../support/scripted-target';
+} from '../../lambda/targets/standalone-streams';
+import { eventually } from '../support/mcp-http';
+import { openSse, type ScriptedTarget, type Step, scriptedTarget, sse } from '../support/scripted-target';
 
 /**
  * The GET streams of legacy target sessions on one instance (targets/standalone-streams.ts), against a

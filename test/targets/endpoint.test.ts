@@ -1,16 +1,16 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { DEFAULT_TARGET_LIMITS } from '../../../lambda/config/schema';
-import { DependencyFailedError } from '../../../lambda/protocol/errors';
+import { DEFAULT_TARGET_LIMITS } from '../../lambda/config/schema';
+import { DependencyFailedError } from '../../lambda/protocol/errors';
 import {
   DELIVERY_ATTEMPTS,
   MessageRejectedError,
   TargetEndpoint,
   TargetSessionExpiredError,
   TargetTimeoutError,
-} from '../../../lambda/targets/endpoint';
-import type { ResumePolicy } from '../../../lambda/targets/stream-resume';
-import { eventually } from '../../support/mcp-http';
-import { drop, openSse, type ScriptedTarget, type Step, scriptedTarget, sse } from '../../support/scripted-target';
+} from '../../lambda/targets/endpoint';
+import type { ResumePolicy } from '../../lambda/targets/stream-resume';
+import { eventually } from '../support/mcp-http';
+import { drop, openSse, type ScriptedTarget, type Step, scriptedTarget, sse } from '../support/scripted-target';
 
 /**
  * One target's HTTP endpoint (targets/endpoint.ts) against a scripted loopback target: how it resumes
