@@ -8,7 +8,7 @@ import type { PendingStatus } from './store';
  * DynamoDB store turns a transition into one conditional UpdateItem (`dynamoUpdateOf`); the tests'
  * in-memory store evaluates the same transition against its item (`transitionHolds`, `applyTransition`).
  * The two interpreters below know a handful of operators, so a transition cannot mean one thing to
- * DynamoDB and another to the memory store (test/unit/state/pending-transitions.test.ts runs both on a
+ * DynamoDB and another to the memory store (test/state/pending-transitions.test.ts runs both on a
  * grid of records and compares).
  *
  * Time is an input like any other (`now`, epoch seconds; `nowMs`, epoch milliseconds), passed by the
