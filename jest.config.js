@@ -34,7 +34,14 @@ module.exports = {
       roots: ['<rootDir>/test/unit'],
       setupFiles: ['<rootDir>/test/support/setup/unit-isolation.ts'],
     },
-    { ...common, displayName: 'system', roots: ['<rootDir>/test'], testPathIgnorePatterns: ['/test/unit/'] },
+    {
+      ...common,
+      displayName: 'system',
+      roots: ['<rootDir>/test'],
+      testPathIgnorePatterns: ['/test/unit/'],
+      // One worker runs files of both projects, sharing Node's core modules: undo the unit refusal.
+      setupFiles: ['<rootDir>/test/support/setup/system-allowance.ts'],
+    },
   ],
   testTimeout: 30000,
   // A run that leaves out tests for want of Chromium, openssl or the Python clients' environment says
