@@ -30,6 +30,7 @@ import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { startLambdaMode } from '../dev/lambda-mode/index';
 import { SealedBox } from '../lambda/crypto/sealed-box';
 import { argumentsDigest, RequestStateSealer } from '../lambda/modern/request-state';
+import { systemClock } from '../lambda/scheduling/clock';
 import { createDocumentClient, ensureTable } from '../lambda/state/dynamo-client';
 import type { Json } from '../test/support/mcp-http';
 import { type RuntimeImage, resolveRuntimeImage } from '../tools/lambda-emulator/runtime-image';
@@ -206,7 +207,7 @@ async function clientRow(
 
 /** Microseconds to seal and open one requestState envelope (AES-256-GCM). */
 function sealOpenMicroseconds(): number {
-  const sealer = new RequestStateSealer(SealedBox.fromSecrets({ current: KEY }), 600);
+  const sealer = new RequestStateSealer(SealedBox.fromSecrets({ current: KEY }), 600, systemClock);
   const binding = { principal: 'p', target: 't', method: 'tools/call', name: 'n', argsDigest: argumentsDigest({}) };
   const started = performance.now();
   for (let i = 0; i < 10_000; i++)

@@ -41,8 +41,8 @@ export interface LocalGatewayOptions {
   startupReport?: boolean;
   /** Inbound auth and outbound credential settings (tests: JWKS cooldown, a fake secret reader). */
   auth?: Pick<BuildOptions, 'inbound' | 'outbound'>;
-  /** The clock sealed `requestState` expiry is read by (tests). */
-  requestStateClock?: BuildOptions['requestStateClock'];
+  /** The gateway's one clock (tests run the whole gateway ahead of the wall clock to cross a window). */
+  clock?: BuildOptions['clock'];
 }
 
 export interface LocalGateway {
@@ -105,7 +105,7 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
       keepAliveMs: options.keepAliveMs,
       // One process: a random key is the expected default here, said in the ready lines (the Lambda warns).
       requestStateKeys: config.requestStateKeys ?? { current: randomSecret() },
-      requestStateClock: options.requestStateClock,
+      clock: options.clock,
       ...options.auth,
     });
     if (options.startupReport ?? true) await reportTargetsAtStartup(deps);
@@ -114,6 +114,7 @@ export async function startLocalGateway(options: LocalGatewayOptions = {}): Prom
       port: options.port ?? 8080,
       requestTimeoutMs: options.requestTimeoutMs,
       allowedOrigins: config.cors.allowedOrigins,
+      clock: deps.clock,
     });
     closers.push(async () => {
       // Graceful: calls held here are cancelled at their targets, their clients told (-32001) and

@@ -1,6 +1,7 @@
 import { serveOnNode } from './adapters/node-http';
 import { createGatewayFromEnvironment } from './app/bootstrap';
 import { readEnvironment } from './config/environment';
+import { systemClock } from './scheduling/clock';
 
 /**
  * Lambda Web Function entry point: the gateway core on node:http in the execution environment, many
@@ -40,6 +41,8 @@ export async function startWebFunction(env: NodeJS.ProcessEnv = process.env): Pr
     requestTimeoutMs: timeoutSeconds * 1000,
     behindEndpoint: true,
     allowedOrigins: gateway.allowedOrigins,
+    // The gateway's clock is Node's in a deployment (bootstrap's default): the same one here.
+    clock: systemClock,
   });
   let stopping: Promise<void> | undefined;
   const stop = () => {

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { parseConfig } from '../lambda/config/schema';
+import { systemClock } from '../lambda/scheduling/clock';
 import { CONNECTION_PREFIX, connectionPk } from '../lambda/state/connection-table';
 import { DynamoConnectionTable } from '../lambda/state/dynamo/connections';
 import { DynamoTable } from '../lambda/state/dynamo/table';
@@ -166,7 +167,7 @@ export async function runConnections(
     return 0;
   }
   const client = createDocumentClient({ endpoint: command.endpoint, region: command.region });
-  const table = new DynamoTable(client, command.table);
+  const table = new DynamoTable(client, command.table, { clock: systemClock });
   const where = `table ${command.table}${command.endpoint ? ` at ${command.endpoint}` : ''}`;
   try {
     if (command.action === 'list') {

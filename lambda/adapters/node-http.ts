@@ -12,6 +12,7 @@ import {
   responseEndListeners,
 } from '../http/exchange';
 import { StalledClientError } from '../http/sse';
+import type { Clock } from '../scheduling/clock';
 
 /**
  * The gateway core on node:http: Request in, Response out, streamed chunk by chunk, many requests at
@@ -29,6 +30,8 @@ const isLoopback = (host: string) => host === '127.0.0.1' || host === 'localhost
 export interface NodeServerOptions {
   host: string;
   port: number;
+  /** The gateway's clock: a request's deadline is set on it, as the gateway reads it. */
+  clock: Clock;
   /** Longest time one request may take (the Lambda's timeout, locally). */
   requestTimeoutMs?: number;
   /** Browser origins the configuration allows (`cors.allowedOrigins`) besides the server's own. */
@@ -92,7 +95,7 @@ export async function serveOnNode(handler: FetchHandler, options: NodeServerOpti
     };
     const response = await handler(request, {
       signal: abort.signal,
-      deadline: Date.now() + requestTimeoutMs,
+      deadline: options.clock.now() + requestTimeoutMs,
       onResponseEnd,
     });
     return send(res, response, abort);

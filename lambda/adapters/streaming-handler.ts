@@ -7,12 +7,15 @@ import {
   type ShutdownableHandler,
 } from '../http/exchange';
 import { GatewayError } from '../protocol/errors';
+import type { Clock } from '../scheduling/clock';
 import { eventToRequest, principalFromEvent, writeResponse } from './function-url';
 
 /** Time kept back from the Lambda timeout so the response can still be finished cleanly. */
 export const DEADLINE_MARGIN_MS = 1000;
 
 export interface StreamingHandlerOptions {
+  /** The gateway's clock: a request's deadline is set on it, as the gateway reads it. */
+  clock: Clock;
   /** Where unexpected errors are reported (never to the client). Defaults to console.error. */
   onError?: (error: unknown) => void;
   /**
@@ -38,7 +41,7 @@ export function internalErrorResponse(): Response {
  */
 export function createStreamingHandler(
   getFetchHandler: () => Promise<FetchHandler>,
-  options: StreamingHandlerOptions = {},
+  options: StreamingHandlerOptions,
 ): StreamifyHandler<LambdaFunctionURLEvent, void> {
   const onError = options.onError ?? ((error: unknown) => console.error('[gateway] unhandled error', error));
   let fetchHandler: Promise<FetchHandler> | undefined;
@@ -102,7 +105,7 @@ export function createStreamingHandler(
       const handle = await load();
       response = await handle(eventToRequest(event, controller.signal), {
         signal: controller.signal,
-        deadline: Date.now() + context.getRemainingTimeInMillis() - DEADLINE_MARGIN_MS,
+        deadline: options.clock.now() + context.getRemainingTimeInMillis() - DEADLINE_MARGIN_MS,
         platformPrincipal: principalFromEvent(event),
         requestId: context.awsRequestId,
         onResponseEnd: ends.register,

@@ -1,6 +1,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createInboundAuth, type InboundAuthOptions } from '../auth/inbound';
 import { ActiveCalls } from '../calls/active-calls';
+import { CatalogCache } from '../catalog/cache';
 import { Catalog } from '../catalog/catalog';
 import { DEFAULT_KEEPALIVE_MS, readEnvironment } from '../config/environment';
 import type { GatewayConfig } from '../config/schema';
@@ -17,7 +18,7 @@ import { createActiveTracer } from '../observability/active-tracing';
 import { createLogger, type GatewayLogger } from '../observability/logger';
 import { policedFetch, type Resolver } from '../outbound/policed-fetch';
 import { LATEST_LEGACY_VERSION, legacyVersionsOf } from '../protocol/versions';
-import type { Clock } from '../scheduling/clock';
+import { type Clock, systemClock } from '../scheduling/clock';
 import type { ConnectionTable } from '../state/connection-table';
 import { createDocumentClient } from '../state/dynamo-client';
 import { DynamoSessionStore } from '../state/dynamo-store';
@@ -39,17 +40,17 @@ export interface BuildOptions {
   /** requestState keys resolved by the caller (the Lambda reads Secrets Manager); default: from the configuration. */
   requestStateKeys?: KeySecrets;
   /** Inbound auth settings (JWKS cooldown, timeouts); the mode itself is `config.auth`. */
-  inbound?: Omit<InboundAuthOptions, 'logger'>;
+  inbound?: Omit<InboundAuthOptions, 'logger' | 'clock'>;
   /** Outbound credential sources (environment, Secrets Manager reader); default: process.env and Secrets Manager. */
-  outbound?: Omit<OutboundCredentialsOptions, 'logger'>;
-  /** The clock sealed `requestState` expiry is read by (tests cross a window with it); default Date.now. */
-  requestStateClock?: () => number;
-  /** What waiting calls read the time from and schedule on; default Node's (tests drive a fake one). */
+  outbound?: Omit<OutboundCredentialsOptions, 'logger' | 'clock'>;
+  /**
+   * The gateway's one clock: every time a part reads and every timer it sets (sealed states' and task
+   * ids' expiry, leases, waits, caches, consent links, the store's writes); default Node's. Tests drive a
+   * fake one, or run the whole gateway ahead of the wall clock to cross a window without waiting.
+   */
   clock?: Clock;
   /** Where per-user connections are kept (default: the gateway table through `documentClient`). */
   connectionTable?: ConnectionTable;
-  /** The clock of per-user connections (token expiry, consent links); default Date.now. */
-  connectionClock?: () => number;
   /**
    * The Lambda Runtime API's `host:port`, which the outbound policy never reaches; default the AWS
    * runtime's own `AWS_LAMBDA_RUNTIME_API`.
@@ -63,12 +64,15 @@ export interface BuildOptions {
 export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = {}): GatewayDeps {
   // GATEWAY_LOG_LEVEL overrides the configured level without a redeploy; a malformed environment fails here.
   const logger = options.logger ?? createLogger(readEnvironment().logLevel ?? config.logLevel);
+  // Chosen here, once: every part below reads the time from it and sets its timers on it.
+  const clock = options.clock ?? systemClock;
   const store =
     options.store ??
     new DynamoSessionStore(options.documentClient ?? createDocumentClient(), config.tableName, {
       operationTimeoutMs: config.storeOperationTimeoutMs,
+      clock,
     });
-  const outbound = new OutboundCredentials({ ...options.outbound, logger });
+  const outbound = new OutboundCredentials({ ...options.outbound, logger, clock });
   const secrets = options.requestStateKeys ?? keySecretsFromConfig(config, logger);
   // The AWS runtime's own variable (not the gateway's: config/environment.ts names only those).
   const outboundPolicy = outboundPolicyOf(config, options.runtimeApi ?? process.env.AWS_LAMBDA_RUNTIME_API);
@@ -76,6 +80,7 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
   const auth = createInboundAuth(config.auth, {
     ...options.inbound,
     logger,
+    clock,
     jwt: { ...options.inbound?.jwt, fetch: outboundFetch },
   });
   const userConnections = buildConnections(config, {
@@ -85,7 +90,7 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
     outbound,
     auth,
     logger,
-    now: options.connectionClock,
+    clock,
     outboundPolicy,
     outboundFetch,
   });
@@ -98,6 +103,7 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
   const targets = new Targets(config.targets, {
     clientInfo: GATEWAY_INFO,
     logger,
+    clock,
     credentials,
     connections: userConnections?.connections,
     legacyVersion: legacyVersionsOf(config.supportedVersions)[0] ?? LATEST_LEGACY_VERSION,
@@ -112,16 +118,16 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
     store,
     logger,
     targets,
-    catalog: new Catalog(targets, { toolNamePrefix: config.toolNamePrefix }, logger),
+    catalog: new Catalog(targets, { toolNamePrefix: config.toolNamePrefix }, logger, new CatalogCache(clock)),
     serverInfo: GATEWAY_INFO,
     keepAliveMs: options.keepAliveMs ?? DEFAULT_KEEPALIVE_MS,
-    clock: options.clock,
-    requestState: new RequestStateSealer(box, config.requestStateTtlSeconds, options.requestStateClock),
-    taskIds: new TaskIdSealer(box, config.taskIdMaxTtlSeconds, options.requestStateClock),
-    legacySessions: new LegacySessionPool(targets, logger),
+    clock,
+    requestState: new RequestStateSealer(box, config.requestStateTtlSeconds, clock),
+    taskIds: new TaskIdSealer(box, config.taskIdMaxTtlSeconds, clock),
+    legacySessions: new LegacySessionPool(targets, logger, clock),
     listens: new ListenPlaces(config.maxListensPerPrincipal),
     activeCalls: new ActiveCalls(),
-    sessionCache: config.sessionReadAhead ? new SessionCache() : undefined,
+    sessionCache: config.sessionReadAhead ? new SessionCache(clock) : undefined,
     // The same table: only bridged calls (a 2026-07-28 client, a 2025 target that asks for input) write through it.
     bridgeStore: store,
   };

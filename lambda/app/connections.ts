@@ -11,6 +11,7 @@ import { ConnectionVault } from '../connections/vault';
 import { type KeySecrets, SealedBox } from '../crypto/sealed-box';
 import type { GatewayLogger } from '../observability/logger';
 import type { OutboundPolicy } from '../outbound/policy';
+import type { Clock } from '../scheduling/clock';
 import type { ConnectionTable } from '../state/connection-table';
 import { DynamoConnectionTable } from '../state/dynamo/connections';
 import { DynamoTable } from '../state/dynamo/table';
@@ -36,7 +37,8 @@ export interface ConnectionsBuildOptions {
   outbound: OutboundCredentials;
   auth: InboundAuth;
   logger: GatewayLogger;
-  now?: () => number;
+  /** The gateway's clock (./bootstrap.ts chooses it). */
+  clock: Clock;
   /** The outbound policy (./outbound.ts) every URL a target or an authorization server names goes through. */
   outboundPolicy: OutboundPolicy;
   /** Its fetch. */
@@ -55,6 +57,7 @@ export function buildConnections(
     new DynamoConnectionTable(
       new DynamoTable(options.documentClient ?? createDocumentClient(), config.tableName, {
         operationTimeoutMs: config.storeOperationTimeoutMs,
+        clock: options.clock,
       }),
     );
   const keys = settings.kmsKeyArn
@@ -79,7 +82,7 @@ export function buildConnections(
         box,
         resolve,
         logger: options.logger,
-        now: options.now,
+        clock: options.clock,
         fetch,
         allowsBrowserRedirect: (url) => policy.allowsBrowserRedirect(url),
         allowedIssuers: config.outbound.authorizationServers,
@@ -88,12 +91,12 @@ export function buildConnections(
     ]),
   );
   const connections = new UserConnections({
-    vault: new ConnectionVault(table, new Envelope(keys), { idleDays: settings.idleDays, now: options.now }),
+    vault: new ConnectionVault(table, new Envelope(keys), { idleDays: settings.idleDays, clock: options.clock }),
     servers,
-    links: new ConsentLinks(box, settings.linkTtlSeconds * 1000, options.now),
+    links: new ConsentLinks(box, settings.linkTtlSeconds * 1000, options.clock),
     publicUrl: settings.publicUrl,
     logger: options.logger,
-    now: options.now,
+    clock: options.clock,
   });
   const identity = identityLogin(config.auth, settings.identityLogin, resolve, fetch);
   const routes = createConsentRoutes({ connections, table, auth: options.auth, identity, logger: options.logger });

@@ -93,7 +93,7 @@ async function probe(deps: GatewayDeps, name: string, clientSignal: AbortSignal)
     const message = timeout.aborted ? `no answer within ${PROBE_TIMEOUT_MS} ms` : describeError(error).message;
     if (timeout.aborted) recordTargetListFailure(name);
     deps.logger.warn('health probe: target not listed', { target: name, error: message });
-    return { ...status, lastError: { message, at: new Date().toISOString() } };
+    return { ...status, lastError: { message, at: new Date(deps.clock.now()).toISOString() } };
   }
   return { ...status, lastError: deps.catalog.lastFailure(name) ?? null };
 }

@@ -1,6 +1,7 @@
 import type { AuthConfig } from '../config/schema';
 import { refuse } from '../http/errors';
 import type { GatewayLogger } from '../observability/logger';
+import type { Clock } from '../scheduling/clock';
 import { JwtAuthenticator, type JwtOptions } from './jwt';
 import type { InboundAuth } from './types';
 
@@ -16,7 +17,7 @@ import type { InboundAuth } from './types';
  *   the caller's IAM ARN. A request without it (a URL misconfigured as NONE, the local server) → 401.
  *
  * @example
- * const auth = createInboundAuth(config.auth, { logger });
+ * const auth = createInboundAuth(config.auth, { logger, clock });
  * const outcome = await auth.authenticate(request, exchange);
  * if (!outcome.ok) return outcome.response;
  */
@@ -27,11 +28,13 @@ export type { AuthOutcome, InboundAuth } from './types';
 
 export interface InboundAuthOptions {
   logger?: GatewayLogger;
+  /** The gateway's clock (JWT expiry, discovery retry, key set age). */
+  clock: Clock;
   /** JWT settings (JWKS refetch cooldown, timeouts, clock tolerance). */
   jwt?: JwtOptions;
 }
 
-export function createInboundAuth(config: AuthConfig, options: InboundAuthOptions = {}): InboundAuth {
+export function createInboundAuth(config: AuthConfig, options: InboundAuthOptions): InboundAuth {
   switch (config.type) {
     case 'none':
       return {
@@ -56,6 +59,6 @@ export function createInboundAuth(config: AuthConfig, options: InboundAuthOption
         wellKnown: async () => undefined,
       };
     case 'jwt':
-      return new JwtAuthenticator(config, { logger: options.logger, ...options.jwt });
+      return new JwtAuthenticator(config, options.clock, { logger: options.logger, ...options.jwt });
   }
 }

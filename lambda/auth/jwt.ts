@@ -7,6 +7,7 @@ import { MCP_PATH, METADATA_PATH } from '../http/paths';
 import { jsonResponse } from '../http/responses';
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
+import type { Clock } from '../scheduling/clock';
 import type { AuthOutcome, InboundAuth } from './types';
 
 /**
@@ -97,6 +98,8 @@ export class JwtAuthenticator implements InboundAuth {
 
   constructor(
     private readonly config: JwtConfig,
+    /** The gateway's clock: a token's `exp`/`nbf`, the discovery retry and the key set's age are read by it. */
+    private readonly clock: Clock,
     private readonly options: JwtOptions = {},
   ) {
     this.timeoutMs = options.timeoutMs ?? 5_000;
@@ -126,6 +129,7 @@ export class JwtAuthenticator implements InboundAuth {
         audience: this.config.allowedAudiences?.length ? this.config.allowedAudiences : undefined,
         algorithms: ALGORITHMS,
         clockTolerance: this.options.clockToleranceSeconds ?? 30,
+        currentDate: new Date(this.clock.now()),
         requiredClaims: ['exp', 'sub'],
       }));
     } catch (error) {
@@ -231,12 +235,12 @@ export class JwtAuthenticator implements InboundAuth {
 
   /** The discovery document, once per process; a failure is retried only after `discoveryRetryMs`. */
   private loadIssuer(): Promise<Issuer> {
-    if (!this.issuer && Date.now() - this.issuerFailedAt < (this.options.discoveryRetryMs ?? 5_000)) {
+    if (!this.issuer && this.clock.now() - this.issuerFailedAt < (this.options.discoveryRetryMs ?? 5_000)) {
       return Promise.reject(new Error('the discovery document was unavailable moments ago'));
     }
     this.issuer ??= this.discover().catch((error: unknown) => {
       this.issuer = undefined;
-      this.issuerFailedAt = Date.now();
+      this.issuerFailedAt = this.clock.now();
       throw error;
     });
     return this.issuer;
@@ -276,12 +280,12 @@ export class JwtAuthenticator implements InboundAuth {
       try {
         const key = await remote(header, token);
         const jwks = remote.jwks();
-        if (jwks) lastGood = { keys: createLocalJWKSet(jwks), at: Date.now() };
+        if (jwks) lastGood = { keys: createLocalJWKSet(jwks), at: this.clock.now() };
         return key;
       } catch (error) {
         // A token fault (no key with that kid in a set just fetched, …) is the token's: 401 as before.
         const fetchFailed = !TOKEN_FAULTS[(error as { code?: string }).code ?? ''];
-        if (!fetchFailed || !lastGood || Date.now() - lastGood.at > staleMs) throw error;
+        if (!fetchFailed || !lastGood || this.clock.now() - lastGood.at > staleMs) throw error;
         try {
           const key = await lastGood.keys(header, token);
           this.options.logger?.warn('JWKS unavailable: verified with the last key set fetched', {

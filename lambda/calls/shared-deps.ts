@@ -16,8 +16,11 @@ export interface SharedDeps {
   serverInfo: Implementation;
   /** SSE keep-alive comment interval while a relayed call waits. */
   keepAliveMs: number;
-  /** What waiting calls read the time from and schedule on (default: Node's; tests inject a fake one). */
-  clock?: Clock;
+  /**
+   * The gateway's one clock: every time it reads and every timer it sets (Node's, chosen once at
+   * bootstrap; tests hand in a fake one).
+   */
+  clock: Clock;
   /** The calls this instance holds, both eras: a cancellation stops them, a shutdown ends them (./active-calls.ts). */
   activeCalls: ActiveCalls;
 }

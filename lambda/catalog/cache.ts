@@ -1,5 +1,6 @@
 import type { ListingKind } from '../protocol/methods';
 import type { Prompt, Resource, ResourceTemplate, Tool } from '../protocol/types';
+import type { Clock } from '../scheduling/clock';
 
 /**
  * What each target offered when it was last listed, per instance. Only used to route bare names and
@@ -18,15 +19,15 @@ export class CatalogCache {
   private readonly entries = new Map<string, { listing: TargetListing; at: Record<string, number> }>();
 
   constructor(
+    /** The gateway's clock: listings are aged by it. */
+    readonly clock: Clock,
     private readonly maxAgeMs = 60_000,
-    /** The clock listings are aged by, in ms (tests inject one to cross `maxAgeMs`). */
-    private readonly now: () => number = Date.now,
   ) {}
 
   put<K extends ListingKind>(target: string, kind: K, items: NonNullable<TargetListing[K]>): void {
     const entry = this.entries.get(target) ?? { listing: {}, at: {} };
     entry.listing[kind] = items;
-    entry.at[kind] = this.now();
+    entry.at[kind] = this.clock.now();
     this.entries.set(target, entry);
   }
 
@@ -38,7 +39,7 @@ export class CatalogCache {
 
   get<K extends ListingKind>(target: string, kind: K): TargetListing[K] | undefined {
     const entry = this.entries.get(target);
-    if (!entry || entry.at[kind] === undefined || this.now() - entry.at[kind] > this.maxAgeMs) return undefined;
+    if (!entry || entry.at[kind] === undefined || this.clock.now() - entry.at[kind] > this.maxAgeMs) return undefined;
     return entry.listing[kind];
   }
 }

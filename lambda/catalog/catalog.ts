@@ -11,7 +11,7 @@ import type { Era } from '../protocol/versions';
 import { SingleFlight, untilAborted } from '../scheduling/single-flight';
 import type { Caller } from '../targets/target-link';
 import type { Targets } from '../targets/targets';
-import { CatalogCache, type TargetListing } from './cache';
+import type { CatalogCache, TargetListing } from './cache';
 import {
   exposedName,
   NAME_SEPARATOR,
@@ -87,7 +87,8 @@ export class Catalog {
     private readonly targets: Targets,
     private readonly settings: CatalogSettings,
     private readonly logger: GatewayLogger,
-    private readonly cache = new CatalogCache(),
+    /** The listings cache (its clock is the gateway's). */
+    private readonly cache: CatalogCache,
   ) {
     this.filters = new ToolFilters(targets.configs);
   }
@@ -183,7 +184,7 @@ export class Catalog {
           })
         : caught;
       const { name, message } = describeError(error);
-      this.failures.set(target, { message, at: new Date().toISOString() });
+      this.failures.set(target, { message, at: new Date(this.cache.clock.now()).toISOString() });
       recordTargetListFailure(target);
       this.logger.warn('target skipped in an aggregated list', { target, method, error: { name, message } });
       return undefined;

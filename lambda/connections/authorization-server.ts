@@ -15,6 +15,7 @@ import type { CredentialValue, TargetConfig, UserOAuth } from '../config/schema'
 import type { SealedBox } from '../crypto/sealed-box';
 import type { GatewayLogger } from '../observability/logger';
 import { OutboundRefusedError } from '../outbound/policy';
+import type { Clock } from '../scheduling/clock';
 import type { ConnectionTable } from '../state/connection-table';
 
 /**
@@ -80,7 +81,8 @@ export interface AuthorizationServerOptions {
   box: SealedBox;
   resolve: (value: CredentialValue, field: string) => Promise<string>;
   logger: GatewayLogger;
-  now?: () => number;
+  /** The gateway's clock: when tokens were issued, how long a request took. */
+  clock: Clock;
   /** Every request to the target's metadata and its authorization server (the outbound policy's fetch). */
   fetch: typeof fetch;
   /** Where the browser may be sent (the outbound policy's rule for browser redirects). */
@@ -218,7 +220,7 @@ export class TargetAuthorizationServer {
   }
 
   private now(): number {
-    return (this.options.now ?? Date.now)();
+    return this.options.clock.now();
   }
 
   private async discover(): Promise<ServerInfo> {

@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { SealedBox } from '../crypto/sealed-box';
+import type { Clock } from '../scheduling/clock';
 
 /**
  * The consent link and the states the browser carries through the flow, sealed (AES-256-GCM, the
@@ -54,7 +55,8 @@ export class ConsentLinks {
   constructor(
     private readonly box: SealedBox,
     readonly ttlMs: number,
-    private readonly now: () => number = Date.now,
+    /** The gateway's clock: a link expires by it. */
+    private readonly clock: Clock,
   ) {}
 
   create(principal: string, target: string, sessionId?: string): ConsentLink {
@@ -63,7 +65,7 @@ export class ConsentLinks {
       target,
       elicitationId: randomUUID(),
       ...(sessionId ? { sessionId } : {}),
-      expiresAt: this.now() + this.ttlMs,
+      expiresAt: this.clock.now() + this.ttlMs,
       nonce: randomBytes(16).toString('base64url'),
     };
   }
@@ -105,7 +107,7 @@ export class ConsentLinks {
     if (!strings.every((field) => typeof value[field] === 'string') || typeof value.expiresAt !== 'number') {
       return 'invalid';
     }
-    if (this.now() >= value.expiresAt) return 'expired';
+    if (this.clock.now() >= value.expiresAt) return 'expired';
     const { kind: _kind, ...rest } = value;
     return rest as unknown as T;
   }

@@ -4,7 +4,7 @@ import { describeError } from '../observability/logger';
 import { recordConnectionEvent } from '../observability/metrics';
 import { currentRequest } from '../observability/request-context';
 import { type BackoffShape, poll } from '../scheduling/backoff';
-import { type Clock, systemClock } from '../scheduling/clock';
+import type { Clock } from '../scheduling/clock';
 import { AuthorizationServerError, type GrantedTokens, type TargetAuthorizationServer } from './authorization-server';
 import type { ConsentLink, ConsentLinks, FlowState } from './consent-links';
 import { CONNECT_PATH, CONNECT_TOOL, callbackPath, clientMetadataPath } from './names';
@@ -90,24 +90,20 @@ export interface UserConnectionsOptions {
   /** The gateway's public base URL; default the origin of the request that needs it. */
   publicUrl?: string;
   logger: GatewayLogger;
-  now?: () => number;
-  /** What a wait for another instance's refresh sleeps on (its time is `now`'s when that is given). */
-  clock?: Clock;
+  /** The gateway's clock: token expiry, refresh leases, and the waits for another instance's refresh. */
+  clock: Clock;
 }
 
 export class UserConnections {
   private readonly refreshing = new Map<string, Promise<Connection>>();
-  private readonly now: () => number;
   private readonly clock: Clock;
 
   constructor(private readonly options: UserConnectionsOptions) {
-    const clock = options.clock ?? systemClock;
-    this.now = options.now ?? (() => clock.now());
-    this.clock = {
-      setTimeout: (fn, ms) => clock.setTimeout(fn, ms),
-      clearTimeout: (handle) => clock.clearTimeout(handle),
-      now: this.now,
-    };
+    this.clock = options.clock;
+  }
+
+  private now(): number {
+    return this.clock.now();
   }
 
   get links(): ConsentLinks {
@@ -177,17 +173,11 @@ export class UserConnections {
    * instance: the table is read, every second at first, then every 5 s while the person takes long),
    * until `until` (epoch ms) or `signal`. True when stored.
    */
-  async waitForConnection(
-    principal: string,
-    target: string,
-    until: number,
-    signal: AbortSignal,
-    clock: Clock = systemClock,
-  ): Promise<boolean> {
+  async waitForConnection(principal: string, target: string, until: number, signal: AbortSignal): Promise<boolean> {
     const outcome = await poll(
       async () => ((await this.isConnected(principal, target)) ? true : undefined),
       { firstMs: 1000, factor: 1.25, maxMs: 5000 },
-      { until, signal, clock },
+      { until, signal, clock: this.clock },
     );
     return 'value' in outcome;
   }

@@ -1,3 +1,4 @@
+import type { Clock } from '../scheduling/clock';
 import type { ConnectionTable, ConnectionVersion, RefreshLease } from '../state/connection-table';
 import type { EncryptionContext, Envelope } from './envelope';
 
@@ -36,7 +37,8 @@ export interface VaultEntry {
 export interface VaultOptions {
   /** A connection unused this long is removed by the table's TTL. */
   idleDays: number;
-  now?: () => number;
+  /** The gateway's clock: when a connection was written, when it lapses. */
+  clock: Clock;
   /** Decrypted entries kept at most (the oldest go first). */
   cacheEntries?: number;
 }
@@ -44,15 +46,11 @@ export interface VaultOptions {
 export class ConnectionVault {
   /** Decrypted connections by principal and target, with the item they came from. */
   private readonly cache = new Map<string, { connection: Connection; written: string }>();
-  private readonly now: () => number;
-
   constructor(
     private readonly table: ConnectionTable,
     private readonly envelope: Envelope,
     private readonly options: VaultOptions,
-  ) {
-    this.now = options.now ?? Date.now;
-  }
+  ) {}
 
   async get(principal: string, target: string): Promise<Connection | undefined> {
     return (await this.read(principal, target))?.connection;
@@ -89,7 +87,7 @@ export class ConnectionVault {
    */
   async put(principal: string, target: string, connection: Connection, leaseHolder?: string): Promise<boolean> {
     const sealed = await this.envelope.seal(JSON.stringify(connection), contextOf(principal, target));
-    const now = this.now();
+    const now = this.options.clock.now();
     const expiresAt = Math.floor(now / 1000) + this.options.idleDays * 24 * 3600;
     const version = { updatedAt: now, wrappedKey: sealed.wrappedKey };
     const written = await this.table.write(principal, target, { ...sealed, updatedAt: now }, expiresAt, leaseHolder);

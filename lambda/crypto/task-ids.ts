@@ -1,3 +1,4 @@
+import type { Clock } from '../scheduling/clock';
 import type { SealedBox } from './sealed-box';
 
 /**
@@ -35,7 +36,8 @@ export class TaskIdSealer {
     private readonly box: SealedBox,
     /** taskIdMaxTtlSeconds: the longest an id stays valid, whatever the target's ttlMs. */
     private readonly maxTtlSeconds: number,
-    private readonly clock: () => number = Date.now,
+    /** The gateway's clock (./scheduling/clock.ts): ids expire by its time. */
+    private readonly clock: Clock,
   ) {}
 
   /**
@@ -48,7 +50,7 @@ export class TaskIdSealer {
    * listings to its tasks by id finds one id per task. A task that names no `createdAt`, or one still in
    * the future, is counted from now (its id then differs from one seal to the next).
    */
-  seal(binding: TaskBinding, task: { ttlMs?: unknown; createdAt?: unknown }, now = this.clock()): string {
+  seal(binding: TaskBinding, task: { ttlMs?: unknown; createdAt?: unknown }, now = this.clock.now()): string {
     const created = typeof task.createdAt === 'string' ? Date.parse(task.createdAt) : Number.NaN;
     const from = Number.isFinite(created) ? Math.min(created, now) : now;
     const cap = Math.floor(from / 1000) + this.maxTtlSeconds;
@@ -69,7 +71,7 @@ export class TaskIdSealer {
   open(
     sealed: unknown,
     principal: string,
-    now = this.clock(),
+    now = this.clock.now(),
   ): { ok: true; task: TaskBinding } | { ok: false; reason: TaskIdRejection } {
     const payload = this.box.open(sealed) as Partial<Payload> | undefined;
     if (

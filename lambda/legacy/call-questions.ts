@@ -264,7 +264,7 @@ export class CallQuestions {
     if (!this.call.stream()) return 'ended';
     for (const entry of requests) {
       const record = this.call.withHolder(
-        newPendingRecord(deps.config.pendingRequestTimeoutSeconds, {
+        newPendingRecord(deps.clock.now(), deps.config.pendingRequestTimeoutSeconds, {
           kind: 'question',
           method: entry.method,
           target,
@@ -307,7 +307,9 @@ export class CallQuestions {
     call.phase = 'question-wait';
     const answers = await Promise.all(
       sent.map(async ({ gatewayId }) => {
-        const answer = await waitForQuestionAnswer(deps.store, deps.logger, loaded.session.id, gatewayId, until, stop);
+        const answer = await waitForQuestionAnswer(deps.store, deps.logger, loaded.session.id, gatewayId, until, stop, {
+          clock: deps.clock,
+        });
         if (typeof answer === 'object' && 'error' in answer) failed.abort();
         return answer;
       }),

@@ -69,7 +69,7 @@ function startRelay(input: RelayInput): { response: Promise<Response>; done: Pro
     eventLog: hasStreamPolling(loaded.session.protocolVersion)
       ? () =>
           relay.call.useStreamLog(
-            openStreamLog(deps.store, loaded.session, streamLogSettings(deps.config), deps.logger, {
+            openStreamLog(deps.store, loaded.session, streamLogSettings(deps.config, deps.clock), deps.logger, {
               deadline: input.exchange.deadline,
               removeAtEnd: relay.call.removedWithTheEnd(),
               requestId: input.request.id,

@@ -81,9 +81,7 @@ export class CallRelease {
         loaded.session.id,
         stream.streamId ?? '',
         () => Math.min(loaded.session.expiresAt, Math.floor(clock.now() / 1000) + deps.config.streamLogTtlSeconds),
-        undefined,
-        undefined,
-        () => clock.now(),
+        clock,
       );
     }
     const step2 = this.currentStep();

@@ -11,6 +11,7 @@ import { atOrAbove } from '../protocol/log-levels';
 import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import { BackgroundTasks } from '../scheduling/background-tasks';
 import { CallTimers } from '../scheduling/call-timers';
+import { waitAtMost } from '../scheduling/clock';
 import { newPendingRecord, withoutHolder } from '../state/records';
 import type { LoadedSession, TargetSessionRecord } from '../state/store';
 import type { LegacySession } from '../targets/legacy-client';
@@ -60,7 +61,7 @@ export async function openClientStream(
   const sessionId = loaded.session.id;
   const conflict = () => refuse('StreamConflict', 'Conflict: Only one SSE stream is allowed per session', { headers });
   if (deps.activeCalls.get(sessionId, CLIENT_STREAM_KEY)) return conflict();
-  const now = Date.now();
+  const now = deps.clock.now();
   const endsAt = Math.max(
     now,
     Math.min(now + deps.config.clientStreamHoldSeconds * 1000, exchange.deadline - DEADLINE_MARGIN_MS),
@@ -90,7 +91,7 @@ class ClientStream {
   private readonly listened = new Map<string, Listened>();
   private ended = false;
   /** The hold's end (`hold`) and the next rescan (`rescan`). */
-  private readonly timers = new CallTimers();
+  private readonly timers: CallTimers;
   /** What runs unawaited (the end, a rescan, a target's request): a failure is logged once. */
   private readonly tasks: BackgroundTasks;
   private rescanning = false;
@@ -109,6 +110,7 @@ class ClientStream {
     private readonly token: string,
   ) {
     this.tasks = new BackgroundTasks(deps.logger, { sessionId: loaded.session.id });
+    this.timers = new CallTimers(deps.clock);
   }
 
   private get sessionId(): string {
@@ -123,11 +125,14 @@ class ClientStream {
     });
     this.sse.onCancel = this.onAbort;
     this.exchange.signal.addEventListener('abort', this.onAbort, { once: true });
-    this.timers.set('hold', endsAt - Date.now(), () =>
+    this.timers.set('hold', endsAt - this.deps.clock.now(), () =>
       this.tasks.run('ending the client stream', () => this.end('hold')),
     );
     this.sse.startKeepAlive(this.deps.keepAliveMs);
-    this.deps.logger.info('client stream opened', { sessionId: this.sessionId, holdMs: endsAt - Date.now() });
+    this.deps.logger.info('client stream opened', {
+      sessionId: this.sessionId,
+      holdMs: endsAt - this.deps.clock.now(),
+    });
     return this.ready(headers);
   }
 
@@ -136,12 +141,7 @@ class ClientStream {
    * must not hold the client's stream back), so a client that waits for it misses nothing sent after.
    */
   private async ready(headers: Record<string, string>): Promise<Response> {
-    let timer: NodeJS.Timeout | undefined;
-    const waited = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, LISTEN_WAIT_MS);
-    });
-    await Promise.race([this.listenAll(), waited]);
-    clearTimeout(timer);
+    await waitAtMost(this.deps.clock, this.listenAll(), LISTEN_WAIT_MS);
     this.scheduleRescan();
     return this.sse.response(headers);
   }
@@ -260,7 +260,7 @@ class ClientStream {
       return reply(rpcErrorOf(request.id, 'MethodNotFound', `Method not found: ${request.method}`));
     }
     const record = withoutHolder(
-      newPendingRecord(deps.config.pendingRequestTimeoutSeconds, {
+      newPendingRecord(deps.clock.now(), deps.config.pendingRequestTimeoutSeconds, {
         kind: 'relayed',
         method: request.method,
         target,

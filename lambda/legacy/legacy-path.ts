@@ -226,7 +226,7 @@ async function loadLiveSession(
   withPending = false,
 ): Promise<LoadedSession | undefined> {
   const loaded = await deps.store.loadSession(sessionId, undefined, { includeExpired: true, withPending });
-  if (!loaded || loaded.session.expiresAt > Math.floor(Date.now() / 1000)) return loaded;
+  if (!loaded || loaded.session.expiresAt > Math.floor(deps.clock.now() / 1000)) return loaded;
   await terminateTargetSessions(deps, loaded);
   await deps.store
     .deleteSession(sessionId)
@@ -294,7 +294,7 @@ async function initialize(input: LegacyInput, request: JSONRPCRequest): Promise<
   }
   // The requested version when supported, else our latest: the client decides whether it can go on.
   const protocolVersion = versions.includes(params.protocolVersion) ? params.protocolVersion : versions[0]!;
-  const now = Math.floor(Date.now() / 1000);
+  const now = Math.floor(input.deps.clock.now() / 1000);
   const session: SessionRecord = {
     id: newSessionId(),
     principal,
@@ -332,7 +332,7 @@ async function initialize(input: LegacyInput, request: JSONRPCRequest): Promise<
   const capabilities: InitializeResult['capabilities'] = serverCapabilities(deps.config);
   if (declaresLegacyTasks(session.clientCapabilities, protocolVersion)) {
     // Only a client that has tasks itself waits for the targets' handshakes to learn whether any has them.
-    const caller = sessionCaller(deps.store, { session, targets: new Map() }, false);
+    const caller = sessionCaller(deps, { session, targets: new Map() }, false);
     const tasks = await tasksOfTargets(deps, caller, input.exchange.signal);
     if (tasks) capabilities.tasks = tasks;
   }

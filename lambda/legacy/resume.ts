@@ -61,9 +61,9 @@ export async function resumeStream(
   let taken: Extract<TakeOver, { kind: 'taken' }> | undefined;
   let checkedAt = 0;
   const caughtUp = async (): Promise<boolean> => {
-    if (Date.now() - checkedAt < TAKE_OVER_CHECK_MS) return false;
-    checkedAt = Date.now();
-    const found = await takeOver(deps.store, loaded.session, from.streamId).catch((error) => {
+    if (deps.clock.now() - checkedAt < TAKE_OVER_CHECK_MS) return false;
+    checkedAt = deps.clock.now();
+    const found = await takeOver(deps.store, loaded.session, from.streamId, { clock: deps.clock }).catch((error) => {
       deps.logger.warn('reading a waiting call failed', { sessionId, error: describeError(error) });
       return undefined;
     });
@@ -75,6 +75,7 @@ export async function resumeStream(
   try {
     start = await followStream(deps.store, sessionId, from, {
       until: exchange.deadline,
+      clock: deps.clock,
       signal: stopped,
       pollMs: deps.streamPollMs ?? DEFAULT_STREAM_POLL_MS,
       caughtUp,
@@ -165,7 +166,7 @@ async function expiredStream(
   const data = JSON.stringify(message);
   const expiresAt = Math.min(
     loaded.session.expiresAt,
-    Math.floor(Date.now() / 1000) + deps.config.streamLogRetainSeconds,
+    Math.floor(deps.clock.now() / 1000) + deps.config.streamLogRetainSeconds,
   );
   try {
     await deps.store.endStream(sessionId, { streamId: from.streamId, seq, data, end: true, expiresAt }, []);
@@ -203,7 +204,7 @@ class ResumeProof {
     const info = session.clientInfo;
     const proof = info && {
       key: resumeProofKey(session.principal, info),
-      expiresAt: Math.floor(Date.now() / 1000) + policy.proofSeconds,
+      expiresAt: Math.floor(this.deps.clock.now() / 1000) + policy.proofSeconds,
     };
     this.writing = this.deps.store
       .markClientResumes(session.id, proof)
@@ -251,7 +252,7 @@ async function goOn(
       sse.write(frame(eventId(event.streamId, event.seq), event.data));
     next = Math.max(next, event.seq + 1);
   }
-  const log = openStreamLog(deps.store, loaded.session, streamLogSettings(deps.config), deps.logger, {
+  const log = openStreamLog(deps.store, loaded.session, streamLogSettings(deps.config, deps.clock), deps.logger, {
     streamId: waiting.streamId,
     deadline: exchange.deadline,
     kept: kept.map((event) => event.seq),
@@ -264,7 +265,7 @@ async function goOn(
     // The call's task ids as the client knows them (./tasks.ts), as when it started.
     deps: withTaskIds(deps, loaded.session),
     loaded,
-    caller: sessionCaller(deps.store, loaded, true),
+    caller: sessionCaller(deps, loaded, true),
     accept: { sse: true, json: true },
     exchange,
     request: { jsonrpc: '2.0', id: call.clientRequestId, method: call.method, params: call.params },

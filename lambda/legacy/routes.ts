@@ -188,7 +188,7 @@ async function setLevel(r: SessionRequest, level: unknown): Promise<void> {
   }
   await deps.store.setLogLevel(loaded.session, level);
   loaded.session.logLevel = level;
-  const caller = sessionCaller(deps.store, loaded, accept.sse);
+  const caller = sessionCaller(deps, loaded, accept.sse);
   await Promise.all(
     deps.targets.names.map(async (target) => {
       try {

@@ -39,7 +39,7 @@ export class ServerRequests {
       return;
     }
     const record = this.call.withHolder(
-      newPendingRecord(deps.config.pendingRequestTimeoutSeconds, {
+      newPendingRecord(deps.clock.now(), deps.config.pendingRequestTimeoutSeconds, {
         kind: 'relayed',
         method: serverRequest.method,
         target,
@@ -165,6 +165,7 @@ export class ServerRequests {
       call.input.loaded.session.protocolVersion,
       {
         signal: AbortSignal.any([call.targetAbort.signal, call.callOver.signal]),
+        clock: call.holder.clock,
         onFailedAttempt: (error) =>
           call.log.warn('delivering an answer to the target failed; sending it again', {
             ...keys,

@@ -1,3 +1,4 @@
+import type { Clock } from '../scheduling/clock';
 import type { LoadedSession } from '../state/store';
 
 /**
@@ -14,16 +15,17 @@ export class SessionCache {
   private readonly entries = new Map<string, { loaded: LoadedSession; readAt: number }>();
 
   constructor(
+    /** The gateway's clock: entries are aged by it. */
+    private readonly clock: Clock,
     private readonly maxEntries = 1000,
     private readonly maxAgeMs = 60_000,
-    private readonly now: () => number = Date.now,
   ) {}
 
   /** The session as last read here, if it may start a call for `principal` now. */
   get(sessionId: string, principal: string): LoadedSession | undefined {
     const entry = this.entries.get(sessionId);
     if (!entry) return undefined;
-    const now = this.now();
+    const now = this.clock.now();
     if (now - entry.readAt > this.maxAgeMs || entry.loaded.session.expiresAt * 1000 <= now) {
       this.entries.delete(sessionId);
       return undefined;
@@ -35,7 +37,7 @@ export class SessionCache {
   put(loaded: LoadedSession): void {
     const id = loaded.session.id;
     this.entries.delete(id); // re-inserted last: the Map's order is the recency order
-    this.entries.set(id, { loaded, readAt: this.now() });
+    this.entries.set(id, { loaded, readAt: this.clock.now() });
     if (this.entries.size > this.maxEntries) {
       const oldest = this.entries.keys().next().value;
       if (oldest !== undefined) this.entries.delete(oldest);

@@ -1,3 +1,4 @@
+import type { Clock } from '../scheduling/clock';
 import type { LoadedSession, SessionRecordStore, TargetSessionRecord } from '../state/store';
 import type { Caller, StoredTargetSession, TargetSessionSlots } from '../targets/target-link';
 
@@ -6,7 +7,7 @@ import type { Caller, StoredTargetSession, TargetSessionSlots } from '../targets
  * log level, and its target sessions kept in the session's own partition, so any instance reuses them.
  */
 export function sessionCaller(
-  store: SessionRecordStore,
+  { store, clock }: { store: SessionRecordStore; clock: Clock },
   loaded: LoadedSession,
   inputCapable: boolean,
   /** A call started before its session's read returned: no target session is opened before that read. */
@@ -19,7 +20,7 @@ export function sessionCaller(
     capabilities: session.clientCapabilities,
     inputCapable,
     logLevel: session.logLevel,
-    sessions: new PartitionSlots(store, loaded, sessionRead),
+    sessions: new PartitionSlots(store, clock, loaded, sessionRead),
   };
 }
 
@@ -31,8 +32,7 @@ export function sessionCaller(
 const recentlyKept = new Map<string, { record: TargetSessionRecord; at: number }>();
 const RECENT_MS = 10_000;
 
-function remember(key: string, record: TargetSessionRecord): void {
-  const now = Date.now();
+function remember(key: string, record: TargetSessionRecord, now: number): void {
   if (recentlyKept.size > 1000) {
     for (const [k, v] of recentlyKept) if (now - v.at > RECENT_MS) recentlyKept.delete(k);
   }
@@ -46,6 +46,7 @@ class PartitionSlots implements TargetSessionSlots {
 
   constructor(
     private readonly store: SessionRecordStore,
+    private readonly clock: Clock,
     private readonly loaded: LoadedSession,
     private readonly sessionRead?: Promise<void>,
   ) {
@@ -61,7 +62,7 @@ class PartitionSlots implements TargetSessionSlots {
     let record = this.loaded.targets.get(target);
     if (!record && !this.forgotten.has(target)) {
       const recent = recentlyKept.get(`${this.scope}\u0000${target}`);
-      if (recent && Date.now() - recent.at < RECENT_MS) record = recent.record;
+      if (recent && this.clock.now() - recent.at < RECENT_MS) record = recent.record;
     }
     if (!record) return undefined;
     const { targetSessionId, protocolVersion, declaredCapabilities, serverCapabilities } = record;
@@ -80,7 +81,7 @@ class PartitionSlots implements TargetSessionSlots {
       replacing: this.forgotten.get(target),
     });
     this.loaded.targets.set(target, kept);
-    remember(`${this.scope}\u0000${target}`, kept);
+    remember(`${this.scope}\u0000${target}`, kept, this.clock.now());
     if (kept.targetSessionId === session.targetSessionId) return session;
     const { targetSessionId, protocolVersion, declaredCapabilities, serverCapabilities } = kept;
     return { targetSessionId, protocolVersion, declaredCapabilities, serverCapabilities };

@@ -6,7 +6,7 @@ import { describeError } from '../observability/logger';
 import { DYNAMODB_ITEM_LIMIT_BYTES } from '../protocol/errors';
 import type { JSONRPCMessage, RequestId } from '../protocol/types';
 import { Backoff } from '../scheduling/backoff';
-import { sleep, systemClock } from '../scheduling/clock';
+import { type Clock, sleep } from '../scheduling/clock';
 import type { PendingRecord, SessionRecord, SessionStore, StreamEventRecord } from '../state/store';
 
 /**
@@ -33,13 +33,16 @@ export interface StreamLogSettings {
   retainSeconds: number;
   /** Bytes of event data kept per stream; beyond it events are sent without being kept. */
   maxBytes: number;
+  /** The gateway's clock: expiries are counted from it, a late write given up on it. */
+  clock: Clock;
 }
 
-export function streamLogSettings(config: GatewayConfig): StreamLogSettings {
+export function streamLogSettings(config: GatewayConfig, clock: Clock): StreamLogSettings {
   return {
     ttlSeconds: config.streamLogTtlSeconds,
     retainSeconds: config.streamLogRetainSeconds,
     maxBytes: config.streamLogMaxBytes,
+    clock,
   };
 }
 
@@ -103,6 +106,7 @@ export function openStreamLog(
   } = {},
 ): StreamLog {
   const streamId = options.streamId ?? newStreamId();
+  const { clock } = settings;
   /** The head is kept (or needs no keeping): a continued stream's first invocation kept it. */
   let headKept = options.requestId === undefined || (options.kept ?? []).includes(0);
   /** A write failed: the stream has a gap, and DynamoDB may be down; later events go out at once, unkept. */
@@ -110,22 +114,22 @@ export function openStreamLog(
   // A write still running at the deadline's grace (or, once broken, after 1 s) is given up: the event is then sent unkept.
   const bounded = (write: Promise<void>): Promise<void> => {
     const limits = [options.deadline === undefined ? Infinity : options.deadline + WRITE_GRACE_AFTER_DEADLINE_MS];
-    if (broken) limits.push(Date.now() + BROKEN_END_WRITE_MS);
+    if (broken) limits.push(clock.now() + BROKEN_END_WRITE_MS);
     const until = Math.min(...limits);
     if (until === Infinity) return write;
-    const left = until - Date.now();
-    let timer: NodeJS.Timeout | undefined;
+    const left = until - clock.now();
+    let timer: unknown;
     const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(
+      timer = clock.setTimeout(
         () => reject(new Error('the write took too long (the deadline, or a store that already failed)')),
         Math.max(0, left),
       );
     });
-    return Promise.race([write, late]).finally(() => clearTimeout(timer));
+    return Promise.race([write, late]).finally(() => clock.clearTimeout(timer));
   };
   const kept: number[] = [...(options.kept ?? [])];
   let keptBytes = 0;
-  const nowSeconds = () => Math.floor(Date.now() / 1000);
+  const nowSeconds = () => Math.floor(clock.now() / 1000);
   const expiry = (seconds: number) => Math.min(session.expiresAt, nowSeconds() + seconds);
   const warn = (message: string, extra: object) => logger.warn(message, { sessionId: session.id, streamId, ...extra });
 
@@ -271,6 +275,8 @@ function tooLargeToKeep(message: JSONRPCMessage, bytes: number): JSONRPCMessage 
 export interface FollowOptions {
   /** Stop following (without the stream's end) at this epoch ms: the invocation's deadline. */
   until: number;
+  /** The gateway's clock: `until` is on it, the polls wait on it. */
+  clock: Clock;
   /** The reader went away. */
   signal: AbortSignal;
   /** Poll interval while the stream is live: starts at `minMs`, doubles to `maxMs` while nothing new comes. */
@@ -338,9 +344,9 @@ async function* follow(
     }
     if (options.caughtUp && (await options.caughtUp(last))) return;
     if (progressed) backoff.reset();
-    const wait = Math.min(backoff.next(), options.until - Date.now());
+    const wait = Math.min(backoff.next(), options.until - options.clock.now());
     if (wait <= 0 || options.signal.aborted) return;
-    await sleep(systemClock, wait, options.signal);
+    await sleep(options.clock, wait, options.signal);
     if (options.signal.aborted) return;
     batch = await store.readStream(sessionId, from.streamId, last + 1);
   }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { RequestId } from '../protocol/types';
+import type { Clock } from '../scheduling/clock';
 import { HOLDER_LEASE_MS } from '../state/records';
 import type { SessionRecord, SessionStore, WaitingCallRecord } from '../state/store';
 
@@ -135,11 +136,11 @@ export class WaitingCall {
     readonly streamId: string,
     /** Epoch seconds the record expires at (the call cannot outlive its pending records nor its session). */
     private readonly expiresAt: () => number,
+    /** The gateway's clock: the lease runs on it. */
+    private readonly clock: Clock,
     private readonly leaseMs = HOLDER_LEASE_MS,
     /** The record this holder took over (its version); undefined: a call that was never written yet. */
     taken?: WaitingCallRecord,
-    /** Epoch ms (the holder's clock: tests inject a fake one). */
-    private readonly now: () => number = () => Date.now(),
   ) {
     this.version = taken?.version;
   }
@@ -163,7 +164,7 @@ export class WaitingCall {
     if (
       this.holding &&
       written?.state === 'held' &&
-      this.now() - written.at < this.leaseMs / 3 &&
+      this.clock.now() - written.at < this.leaseMs / 3 &&
       written.snapshot === JSON.stringify(snapshot)
     ) {
       return true;
@@ -192,7 +193,7 @@ export class WaitingCall {
 
   private async write(state: WaitingCallRecord['state'], snapshot: WaitingCallSnapshot, seq: number) {
     if (this.lost) return false;
-    const at = this.now();
+    const at = this.clock.now();
     const next: WaitingCallRecord = {
       streamId: this.streamId,
       version: (this.version ?? 0) + 1,
@@ -227,9 +228,9 @@ export async function takeOver(
   store: WaitingStore,
   session: Pick<SessionRecord, 'id' | 'expiresAt'>,
   streamId: string,
-  options: { now?: number; leaseMs?: number } = {},
+  options: { clock: Clock; leaseMs?: number },
 ): Promise<TakeOver> {
-  const now = options.now ?? Date.now();
+  const now = options.clock.now();
   const record = await store.getWaitingCall(session.id, streamId);
   if (!record) return { kind: 'none' };
   if (record.state === 'held' && (record.holderUntil ?? 0) > now) {
@@ -241,6 +242,7 @@ export async function takeOver(
     session.id,
     streamId,
     () => record.expiresAt,
+    options.clock,
     options.leaseMs ?? HOLDER_LEASE_MS,
     record,
   );

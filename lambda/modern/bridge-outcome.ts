@@ -35,6 +35,8 @@ export const OUTCOME_PART_BYTES = 350 * 1024;
 export interface OutcomeRecordTemplate {
   target: string;
   clientRequestId: RequestId;
+  /** Epoch seconds, on the gateway's clock. */
+  createdAt: number;
   expiresAt: number;
 }
 
@@ -123,7 +125,7 @@ function partRecord(gatewayId: string, answer: string, template: OutcomeRecordTe
     clientRequestId: template.clientRequestId,
     status: 'answered',
     answer,
-    createdAt: Math.floor(Date.now() / 1000),
+    createdAt: template.createdAt,
     expiresAt: template.expiresAt,
   };
 }

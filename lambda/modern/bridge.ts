@@ -57,8 +57,8 @@ export interface BridgeSettings {
    * that would pass it is refused at the target (TooManyPendingRequests) and nothing of it is stored.
    */
   maxRequests: number;
-  /** The holder's clock (default: Node's; tests inject a fake one). */
-  clock?: Clock;
+  /** The gateway's clock (the holder's). */
+  clock: Clock;
 }
 
 /** How long the holder keeps trying to record an outcome DynamoDB refused (it waits anyway: the retry polls). */
@@ -176,7 +176,7 @@ export class BridgedCall {
     const inputRequests: Record<string, InputRequest> = {};
     const roundIds: string[] = [];
     for (const request of requests) {
-      const record = newPendingRecord(pendingTimeoutSeconds, {
+      const record = newPendingRecord(this.holder.clock.now(), pendingTimeoutSeconds, {
         kind: 'relayed',
         method: request.method,
         target: targetLink.target,
@@ -195,7 +195,7 @@ export class BridgedCall {
     }
     this.round++;
     // The record the retry of this round waits on exists before the client can retry.
-    const next = newPendingRecord(pendingTimeoutSeconds + 60, {
+    const next = newPendingRecord(this.holder.clock.now(), pendingTimeoutSeconds + 60, {
       kind: 'question',
       method: 'bridge/next',
       target: targetLink.target,
@@ -255,7 +255,12 @@ export class BridgedCall {
     const { store, logger, maxOutcomeBytes } = this.settings;
     const key = nextKey(this.id, round);
     const expiresAt = this.expiries.get(round) ?? 0;
-    const template = { target: this.call.targetLink.target, clientRequestId: this.call.clientRequestId, expiresAt };
+    const template = {
+      target: this.call.targetLink.target,
+      clientRequestId: this.call.clientRequestId,
+      createdAt: Math.floor(this.holder.clock.now() / 1000),
+      expiresAt,
+    };
     const backoff = new Backoff({ firstMs: FILL_RETRY_FIRST_MS, maxMs: FILL_RETRY_MAX_MS, factor: 2 });
     for (let attempt = 0; ; attempt++) {
       try {
@@ -329,7 +334,10 @@ export async function continueBridge(
     const outcome = await deliverOnce(settings, bridge.id, gatewayId, answer, until, signal);
     if (outcome !== 'delivered') delivered = false;
   }
-  const answer = await waitForQuestionAnswer(store, logger, bridge.id, key, until, signal, { goneIsFinal: true });
+  const answer = await waitForQuestionAnswer(store, logger, bridge.id, key, until, signal, {
+    goneIsFinal: true,
+    clock: settings.clock,
+  });
   if (answer === 'gone') {
     if (!delivered) throw stale();
     // The target has the answers, so re-running the call would act twice: say what happened instead.
@@ -399,7 +407,7 @@ async function deliverOnce(
       throw refusal;
     },
     { firstMs: DELIVERY_WAIT_MS },
-    { until, signal },
+    { until, signal, clock: settings.clock },
   );
   if ('value' in ended) return ended.value;
   throw staleRound();

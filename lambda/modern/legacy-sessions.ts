@@ -1,6 +1,7 @@
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import type { ModernClientCapabilities } from '../protocol/types';
+import type { Clock } from '../scheduling/clock';
 import type { StoredTargetSession, TargetSessionSlots } from '../targets/target-link';
 import type { Targets } from '../targets/targets';
 import { canonicalJson } from './request-state';
@@ -40,6 +41,8 @@ export class LegacySessionPool {
   constructor(
     private readonly targets: Targets,
     private readonly logger: GatewayLogger,
+    /** The gateway's clock: idle sessions are aged by it. */
+    private readonly clock: Clock,
     private readonly options: { maxEntries?: number; maxIdlePerKey?: number; idleMs?: number } = {},
   ) {}
 
@@ -96,7 +99,7 @@ export class LegacySessionPool {
     const entry = list?.find((e) => e.session === session);
     if (!list || !entry) return;
     entry.checkedOut = false;
-    entry.usedAt = Date.now();
+    entry.usedAt = this.clock.now();
     // More idle sessions than a key needs (after a burst of concurrent calls): the least recently used go.
     const max = this.options.maxIdlePerKey ?? 4;
     let idle = list.filter((e) => !e.checkedOut).length;
@@ -111,7 +114,7 @@ export class LegacySessionPool {
   private put(key: string, session: StoredTargetSession, checkedOut: boolean): void {
     this.initializations++;
     const list = this.entries.get(key) ?? [];
-    list.push({ session, usedAt: Date.now(), checkedOut });
+    list.push({ session, usedAt: this.clock.now(), checkedOut });
     this.entries.delete(key);
     this.entries.set(key, list);
     const max = this.options.maxEntries ?? 256;
@@ -139,13 +142,13 @@ export class LegacySessionPool {
     const list = this.entries.get(key);
     if (!list) return [];
     const idleMs = this.options.idleMs ?? 5 * 60_000;
-    for (const e of [...list]) if (!e.checkedOut && Date.now() - e.usedAt >= idleMs) this.end(key, target, e);
+    for (const e of [...list]) if (!e.checkedOut && this.clock.now() - e.usedAt >= idleMs) this.end(key, target, e);
     return this.entries.get(key) ?? [];
   }
 
   /** Most recently used last, in its key and among keys. */
   private touch(key: string, list: Entry[], entry: Entry): void {
-    entry.usedAt = Date.now();
+    entry.usedAt = this.clock.now();
     list.splice(list.indexOf(entry), 1);
     list.push(entry);
     this.entries.delete(key);

@@ -2,6 +2,7 @@ import { SseStream } from '../http/sse';
 import { describeError } from '../observability/logger';
 import { META_KEYS } from '../protocol/meta';
 import type { JSONRPCNotification, ModernServerCapabilities, RequestId } from '../protocol/types';
+import { waitAtMost } from '../scheduling/clock';
 import type { Caller } from '../targets/target-link';
 import type { ModernDeps } from './deps';
 import { type LegacyTargetListen, listenAtLegacyTarget } from './listen-at-legacy-target';
@@ -150,16 +151,8 @@ export function serveListen(
   let acknowledgedToClient = false;
   /** The 2025 target sessions this listen opened, ended before the client's stream ends. */
   const closers = new Set<() => Promise<void>>();
-  const closeTargetSessions = async () => {
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.allSettled([...closers].map((close) => close())),
-      new Promise((resolve) => {
-        timer = setTimeout(resolve, CLOSE_TARGET_SESSIONS_MAX_MS);
-      }),
-    ]);
-    clearTimeout(timer);
-  };
+  const closeTargetSessions = () =>
+    waitAtMost(deps.clock, Promise.allSettled([...closers].map((close) => close())), CLOSE_TARGET_SESSIONS_MAX_MS);
   const end = () => {
     if (ended) return;
     ended = true;
@@ -181,9 +174,11 @@ export function serveListen(
     stop.abort('gateway: the client closed the listen');
     void closeTargetSessions().then(() => context.done());
   };
-  const endTimer = setTimeout(end, Math.max(0, context.deadline - END_BEFORE_DEADLINE_MS - Date.now()));
-  endTimer.unref();
-  signal.addEventListener('abort', () => clearTimeout(endTimer), { once: true });
+  const endTimer = deps.clock.setTimeout(
+    end,
+    Math.max(0, context.deadline - END_BEFORE_DEADLINE_MS - deps.clock.now()),
+  );
+  signal.addEventListener('abort', () => deps.clock.clearTimeout(endTimer), { once: true });
 
   const relay = (listen: TargetListen, notification: JSONRPCNotification) => {
     if (!acknowledgedToClient || ended) return; // nothing before the gateway's own acknowledgement
@@ -261,11 +256,7 @@ export function serveListen(
         resolve();
       }
     });
-    const waited = setTimeout(() => {
-      for (const { resolve } of acked) resolve();
-    }, LISTEN_ACK_WAIT_MS);
-    await Promise.all(acked.map(({ promise }) => promise));
-    clearTimeout(waited);
+    await waitAtMost(deps.clock, Promise.all(acked.map(({ promise }) => promise)), LISTEN_ACK_WAIT_MS);
     if (ended) return;
     const ack = acknowledgement(listens);
     stream.send(

@@ -33,9 +33,9 @@ export async function handleModernPost(input: ModernInput): Promise<Response> {
     return errorResponse(message.message.id, validation.error);
   }
   const request = validation.request;
-  const started = Date.now();
+  const started = deps.clock.now();
   // Everything ends at the deadline or when the client goes away; a relayed call may stop following the client.
-  const scope = new RequestScope(input.exchange);
+  const scope = new RequestScope(input.exchange, deps.clock);
   let handedOver = false;
   const caller: Caller = {
     era: 'modern',
@@ -59,7 +59,7 @@ export async function handleModernPost(input: ModernInput): Promise<Response> {
         handedOver = true;
       },
     });
-    deps.logger.debug('stateless request', { method: request.method, ms: Date.now() - started });
+    deps.logger.debug('stateless request', { method: request.method, ms: deps.clock.now() - started });
     return response;
   } catch (error) {
     return failureResponse(deps, request, error);

@@ -1,4 +1,5 @@
 import { type ExchangeContext, requestAbortController } from '../http/exchange';
+import type { Clock } from '../scheduling/clock';
 
 /**
  * The one abort signal of a 2026-07-28 request: aborted when the invocation's deadline comes (one
@@ -12,16 +13,19 @@ export class RequestScope {
   /** The client went away (or cancelled by closing the request) while the request followed it. */
   clientGone = false;
   private readonly controller = requestAbortController();
-  private readonly timer: NodeJS.Timeout;
+  private readonly timer: unknown;
   private followsClient = true;
 
-  constructor(private readonly exchange: ExchangeContext) {
+  constructor(
+    private readonly exchange: ExchangeContext,
+    /** The gateway's clock: the deadline is on it, the timer set on it. */
+    private readonly clock: Clock,
+  ) {
     this.signal = this.controller.signal;
-    this.timer = setTimeout(
+    this.timer = clock.setTimeout(
       () => this.controller.abort(new DOMException('the invocation ran out of time', 'TimeoutError')),
-      Math.max(0, exchange.deadline - Date.now()),
+      Math.max(0, exchange.deadline - clock.now()),
     );
-    this.timer.unref();
     exchange.signal.addEventListener('abort', this.onClientGone, { once: true });
   }
 
@@ -39,7 +43,7 @@ export class RequestScope {
 
   /** The request is over: the timer and the listener go. */
   done(): void {
-    clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
     this.exchange.signal.removeEventListener('abort', this.onClientGone);
   }
 }

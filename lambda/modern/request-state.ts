@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { SealedBox } from '../crypto/sealed-box';
+import type { Clock } from '../scheduling/clock';
 
 /**
  * The gateway's own `requestState` for 2026-07-28 multi round-trip requests. The client holds it
@@ -75,12 +76,12 @@ export class RequestStateSealer {
   constructor(
     private readonly box: SealedBox,
     private readonly ttlSeconds: number,
-    /** The clock expiry is read by, in ms (tests inject one to cross a window without waiting). */
-    private readonly clock: () => number = Date.now,
+    /** The gateway's clock: expiry is read by it (tests move a fake one across a window). */
+    private readonly clock: Clock,
   ) {}
 
   /** `ttlSeconds`: a shorter lifetime than the configured one (the confirmation window), never a longer one. */
-  seal(binding: StateBinding, state: OpenedState, now = this.clock(), ttlSeconds = this.ttlSeconds): string {
+  seal(binding: StateBinding, state: OpenedState, now = this.clock.now(), ttlSeconds = this.ttlSeconds): string {
     const payload: Payload = {
       v: 1,
       k: state.kind,
@@ -105,7 +106,7 @@ export class RequestStateSealer {
   open(
     sealed: unknown,
     binding: StateBinding,
-    now = this.clock(),
+    now = this.clock.now(),
   ): { ok: true; state: OpenedState } | { ok: false; reason: StateRejection } {
     const payload = this.box.open(sealed) as Partial<Payload> | undefined;
     const kinds: unknown[] = ['relay', 'confirm', 'bridge'];

@@ -2,6 +2,7 @@ import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import { recordAnsweredInput } from '../observability/metrics';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
+import type { Clock } from '../scheduling/clock';
 import { CLAIM_LEASE_MS } from '../state/records';
 import type { PendingRecord, PendingStore } from '../state/store';
 import { MessageRejectedError, TargetSessionExpiredError } from '../targets/endpoint';
@@ -45,6 +46,8 @@ export interface DeliveryDeps {
   store: PendingStore;
   targets: Pick<Targets, 'deliver'>;
   logger: GatewayLogger;
+  /** The gateway's clock: leases and claims are compared with it. */
+  clock: Clock;
 }
 
 export interface Delivery {
@@ -62,11 +65,10 @@ export interface Delivery {
   context?: Record<string, unknown>;
   /** How long the holder has to acknowledge the claim (tests shorten it). */
   ackWaitMs?: number;
-  now?: () => number;
 }
 
 /** A record whose holder's lease ran out while it still waits: its call is no longer held anywhere. */
-export function holderGone(record: PendingRecord, now = Date.now()): boolean {
+export function holderGone(record: PendingRecord, now: number): boolean {
   return record.holderUntil !== undefined && record.holderUntil <= now && record.status === 'pending';
 }
 
@@ -74,7 +76,7 @@ export function holderGone(record: PendingRecord, now = Date.now()): boolean {
 export async function deliverAnswer(deps: DeliveryDeps, delivery: Delivery): Promise<DeliveryOutcome> {
   const { store, targets, logger } = deps;
   const { partition, record, context = {} } = delivery;
-  const now = delivery.now ?? Date.now;
+  const now = () => deps.clock.now();
   const { gatewayId, target } = record;
   const keys = { ...context, target, gatewayRequestId: gatewayId };
   if (record.status === 'answered') return { kind: 'answered' };
@@ -94,7 +96,7 @@ export async function deliverAnswer(deps: DeliveryDeps, delivery: Delivery): Pro
   // call was released (legacy/waiting-call.ts): the target answers on a stream any instance reads.
   if (
     record.holderUntil !== undefined &&
-    !(await holderAcknowledged(store, partition, gatewayId, token, delivery.ackWaitMs))
+    !(await holderAcknowledged(store, partition, gatewayId, token, deps.clock, delivery.ackWaitMs))
   ) {
     // The holder did not answer for itself: it may be gone, and the target's next step would reach nobody.
     await release();

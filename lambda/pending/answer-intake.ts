@@ -3,6 +3,7 @@ import { describeError } from '../observability/logger';
 import { GatewayError, ItemTooLargeError } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { JSONRPCErrorResponse, JSONRPCResultResponse } from '../protocol/types';
+import type { Clock } from '../scheduling/clock';
 import { answerPathOf } from '../state/records';
 import type { PendingRecord, PendingStore } from '../state/store';
 import type { Targets } from '../targets/targets';
@@ -44,6 +45,8 @@ export interface IntakeDeps {
   store: PendingStore;
   targets: Pick<Targets, 'deliver'>;
   logger: GatewayLogger;
+  /** The gateway's clock: a holder's lease is compared with it. */
+  clock: Clock;
 }
 
 export interface Answer {
@@ -122,7 +125,7 @@ export async function takeAnswer(
   const holderDied = () => refused('holder gone', holderGonePost());
   // This POST's own write took, though its response was lost (takeBeforeReading, retried by the SDK).
   if (recordedBy(pending, writeId)) return { kind: 'accepted', how: 'recorded', record: pending };
-  if (holderGone(pending)) return holderDied();
+  if (holderGone(pending, deps.clock.now())) return holderDied();
   if (pending.kind === 'question') {
     try {
       if (!isResultOrError(answer) || !(await storeQuestionAnswer(deps.store, partition, answer)))
@@ -148,7 +151,7 @@ export async function takeAnswer(
       if (recordedBy(current, writeId, recorded === 'retried'))
         return { kind: 'accepted', how: 'recorded', record: pending };
       if (!current) return answeredBefore();
-      if (holderGone(current)) return holderDied();
+      if (holderGone(current, deps.clock.now())) return holderDied();
       if (current.holderUntil !== undefined) return answeredBefore();
       record = current;
     } catch (error) {

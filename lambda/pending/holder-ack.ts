@@ -4,7 +4,7 @@ import { GatewayError } from '../protocol/errors';
 import type { BackgroundTasks } from '../scheduling/background-tasks';
 import { poll } from '../scheduling/backoff';
 import type { CallTimers } from '../scheduling/call-timers';
-import { type Clock, systemClock } from '../scheduling/clock';
+import type { Clock } from '../scheduling/clock';
 import { HOLDER_ACK_POLL_MS, HOLDER_ACK_WAIT_MS } from '../state/records';
 import type { PendingRecord, PendingStore } from '../state/store';
 
@@ -135,8 +135,8 @@ export async function holderAcknowledged(
   partition: string,
   gatewayId: string,
   token: string,
+  clock: Clock,
   waitMs = HOLDER_ACK_WAIT_MS,
-  clock: Clock = systemClock,
 ): Promise<boolean> {
   const polled = await poll(
     async () => {

@@ -2,7 +2,7 @@ import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import { BackgroundTasks } from '../scheduling/background-tasks';
 import { CallTimers } from '../scheduling/call-timers';
-import { type Clock, systemClock } from '../scheduling/clock';
+import type { Clock } from '../scheduling/clock';
 import { HOLDER_ACK_POLL_MS } from '../state/records';
 import type { PendingRecord, PendingStore } from '../state/store';
 import { ClaimAcknowledger } from './holder-ack';
@@ -39,7 +39,8 @@ export interface HolderSettings {
   onRecorded?: (record: PendingRecord) => void;
   /** At each lease renewal (a 2025 call renews its waiting-call record with it). */
   beforeRenew?: () => void;
-  clock?: Clock;
+  /** The gateway's clock: the lease, the looks and every timer of the holder. */
+  clock: Clock;
   leaseMs?: number;
   renewMs?: number;
   lookMs?: number;
@@ -68,7 +69,7 @@ export class Holder {
   private halted = false;
 
   constructor(private readonly settings: HolderSettings) {
-    this.clock = settings.clock ?? systemClock;
+    this.clock = settings.clock;
     this.timers = new CallTimers(this.clock);
     this.tasks = new BackgroundTasks(settings.logger, settings.context);
     // Its parts run on its clock, timers and tasks: one stop() ends and waits for all of them.
@@ -125,7 +126,7 @@ export class Holder {
       if (!watch.waiting(gatewayId)) continue;
       if (watch.delivering?.(gatewayId)) return watch.timeUp(gatewayId, { kind: 'delivering' });
       const verdict = await pendingTimeUp(this.settings.store, this.settings.partition, gatewayId, {
-        now: () => this.clock.now(),
+        clock: this.clock,
       });
       if (endsTheCall(verdict)) return watch.timeUp(gatewayId, verdict);
       if (verdict.kind !== 'undecided') continue; // answered: the target carries on

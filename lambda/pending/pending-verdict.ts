@@ -1,3 +1,4 @@
+import type { Clock } from '../scheduling/clock';
 import { CLAIM_LEASE_MS, HOLDER_ACK_POLL_MS } from '../state/records';
 import type { PendingRecord, PendingStore } from '../state/store';
 
@@ -40,9 +41,10 @@ export async function pendingTimeUp(
   store: Pick<PendingStore, 'expirePending'>,
   partition: string,
   gatewayId: string,
-  options: { now?: () => number; recheckMs?: number } = {},
+  /** clock: the gateway's (a claim's lapse is counted on it). */
+  options: { clock: Clock; recheckMs?: number },
 ): Promise<PendingVerdict> {
-  const now = options.now ?? Date.now;
+  const now = () => options.clock.now();
   try {
     const outcome = await store.expirePending(partition, gatewayId);
     if (outcome.written) return { kind: 'expired' };

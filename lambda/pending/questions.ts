@@ -27,7 +27,7 @@ export async function waitForQuestionAnswer(
   until: number,
   stop: AbortSignal,
   /** goneIsFinal: the record exists already, so its disappearing (removed, expired) ends the wait with 'gone'. */
-  options: { goneIsFinal?: boolean; clock?: Clock } = {},
+  options: { goneIsFinal?: boolean; clock: Clock },
 ): Promise<QuestionAnswer> {
   const polled = await poll(
     async (): Promise<QuestionAnswer | undefined> => {

@@ -1,7 +1,7 @@
 import { DYNAMODB_ITEM_LIMIT_BYTES } from '../protocol/errors';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import { poll } from '../scheduling/backoff';
-import { type Clock, systemClock } from '../scheduling/clock';
+import type { Clock } from '../scheduling/clock';
 import type { PendingRecord, PendingStore, RecordOutcome } from '../state/store';
 import { MessageRejectedError, TargetSessionExpiredError } from '../targets/endpoint';
 import type { Targets } from '../targets/targets';
@@ -123,7 +123,7 @@ export async function deliverRecordedUntilTaken(
   targets: Pick<Targets, 'deliver'>,
   record: PendingRecord,
   protocolVersion: string,
-  options: { signal: AbortSignal; retryMs?: number; onFailedAttempt?: (error: unknown) => void; clock?: Clock },
+  options: { signal: AbortSignal; retryMs?: number; onFailedAttempt?: (error: unknown) => void; clock: Clock },
 ): Promise<RecordedDelivery> {
   let last: RecordedDelivery | undefined;
   const polled = await poll(
@@ -134,7 +134,7 @@ export async function deliverRecordedUntilTaken(
       return undefined;
     },
     { firstMs: options.retryMs ?? RECORDED_RETRY_MS },
-    { signal: options.signal, clock: options.clock ?? systemClock },
+    { signal: options.signal, clock: options.clock },
   );
   if ('value' in polled) return polled.value;
   // Stopped while the target had not taken it (or before a first attempt): nothing was delivered.

@@ -1,4 +1,4 @@
-import { type Clock, sleep, systemClock } from './clock';
+import { type Clock, sleep } from './clock';
 
 /**
  * One way to wait between attempts, for every poll and retry of the gateway: `firstMs`, growing by
@@ -16,7 +16,8 @@ export interface WaitBounds {
   /** Epoch ms after which no attempt starts (default: none). */
   until?: number;
   signal?: AbortSignal;
-  clock?: Clock;
+  /** The gateway's clock: the waits are on it. */
+  clock: Clock;
 }
 
 /** The delays of one backoff, in order. */
@@ -50,9 +51,9 @@ export type PollEnd = { ended: 'timeout' } | { ended: 'aborted' };
 export async function poll<T>(
   attempt: (index: number) => Promise<T | undefined>,
   shape: BackoffShape,
-  bounds: WaitBounds = {},
+  bounds: WaitBounds,
 ): Promise<{ value: T } | PollEnd> {
-  const clock = bounds.clock ?? systemClock;
+  const { clock } = bounds;
   const until = bounds.until ?? Number.POSITIVE_INFINITY;
   const backoff = new Backoff(shape);
   for (let index = 0; ; index++) {

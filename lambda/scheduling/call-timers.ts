@@ -23,7 +23,7 @@ export class CallTimers {
   private readonly timers = new Map<string, unknown>();
   private closed = false;
 
-  constructor(private readonly scheduler: Scheduler = nodeScheduler) {}
+  constructor(private readonly scheduler: Scheduler) {}
 
   /** Runs `fn` after `ms` (at once when negative), replacing any timer of that name. */
   set(name: string, ms: number, fn: () => void): void {

@@ -25,3 +25,19 @@ export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<v
     signal?.addEventListener('abort', done, { once: true });
   });
 }
+
+/**
+ * Waits for `work`, at most `ms` on `clock` (what a slow part must not hold up: the call goes on, the
+ * stream answers). Rejects only when `work` does first; the timer is cleared either way.
+ */
+export async function waitAtMost(clock: Clock, work: Promise<unknown>, ms: number): Promise<void> {
+  let handle: unknown;
+  const timeUp = new Promise<void>((resolve) => {
+    handle = clock.setTimeout(resolve, Math.max(0, ms));
+  });
+  try {
+    await Promise.race([work, timeUp]);
+  } finally {
+    clock.clearTimeout(handle);
+  }
+}

@@ -24,7 +24,7 @@ export class DynamoSessionStore implements SessionStore {
   private readonly waiting: DynamoWaitingCalls;
   private readonly counters: DynamoPrincipalCounters;
 
-  constructor(client: DynamoDBDocumentClient, tableName: string, options: DynamoStoreOptions = {}) {
+  constructor(client: DynamoDBDocumentClient, tableName: string, options: DynamoStoreOptions) {
     const table = new DynamoTable(client, tableName, options);
     this.sessions = new DynamoSessionRecords(table);
     this.pending = new DynamoPendingRecords(table);

@@ -65,9 +65,6 @@ export const SESSION_AND_TARGETS = 'S';
 export const resumeProofPk = (key: string) => `K#${key}`;
 export const RESUME_PROOF_SK = 'PROOF';
 
-/** Epoch seconds, the unit of every `expiresAt` (DynamoDB's TTL attribute). */
-export const nowSeconds = () => Math.floor(Date.now() / 1000);
-
 /**
  * Refuses an item over DynamoDB's limit before sending it (its JSON size, a slight over-estimate of
  * DynamoDB's own measure), so the client learns which limit it hit instead of a retryable 503.

@@ -51,9 +51,11 @@ export function withoutHolder(record: PendingRecord): PendingRecord {
 /**
  * A new pending record with a fresh gateway id, expiring after `timeoutSeconds`. A held request (no
  * target request behind it) uses its gateway id as the target's id. `session`: the session whose call
- * asks, whose principal and expiry the record carries (PendingRecord.principal).
+ * asks, whose principal and expiry the record carries (PendingRecord.principal). `nowMs`: now on the
+ * gateway's clock.
  */
 export function newPendingRecord(
+  nowMs: number,
   timeoutSeconds: number,
   fields: {
     kind: PendingKind;
@@ -66,7 +68,7 @@ export function newPendingRecord(
     session?: Pick<SessionRecord, 'principal' | 'expiresAt'>;
   },
 ): PendingRecord {
-  const now = Math.floor(Date.now() / 1000);
+  const now = Math.floor(nowMs / 1000);
   const gatewayId = newGatewayRequestId(fields.kind === 'question' ? 'question' : 'record');
   const { session, ...rest } = fields;
   return {
@@ -76,8 +78,10 @@ export function newPendingRecord(
     ...(session ? { principal: session.principal, sessionExpiresAt: session.expiresAt } : {}),
     status: 'pending',
     createdAt: now,
-    expiresAt: now + timeoutSeconds,
-    holderUntil: Date.now() + HOLDER_LEASE_MS,
+    // Rounded up: a record in whole seconds must not expire before the timer its holder sets in ms
+    // for the same timeout (a read in that last second would find it gone while the call still waits).
+    expiresAt: Math.ceil(nowMs / 1000) + timeoutSeconds,
+    holderUntil: nowMs + HOLDER_LEASE_MS,
   };
 }
 

@@ -74,7 +74,7 @@ export type PendingKind = 'relayed' | 'question';
  * Two time units side by side, kept as stored (renaming an attribute would leave the items of deployed
  * tables unreadable): `createdAt` and `expiresAt` are epoch SECONDS (`expiresAt` is the TTL attribute,
  * compared with `now` in seconds); `claimedAt` and `holderUntil` are epoch MILLISECONDS (leases,
- * compared with `Date.now()`).
+ * compared with the gateway's clock in ms).
  */
 export interface PendingRecord {
   /** The gateway-generated id the client sees. */

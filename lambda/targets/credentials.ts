@@ -2,6 +2,7 @@ import { ConfigError, type CredentialValue, type OAuthClientCredentials, type Ta
 import { type SecretFetcher, secretAsText, secretsManagerFetcher } from '../config/secrets-manager';
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
+import type { Clock } from '../scheduling/clock';
 
 /**
  * Outbound credentials: what the gateway itself presents to each target. The client's own
@@ -30,8 +31,8 @@ export interface OutboundCredentialsOptions {
   /** Where `secretArn` values come from (default: Secrets Manager, loaded only when a secret is used). */
   secrets?: SecretValueReader;
   logger?: GatewayLogger;
-  /** Clock in epoch milliseconds (tests). */
-  now?: () => number;
+  /** The gateway's clock: a cached client-credentials token is renewed by it. */
+  clock: Clock;
   /** Timeout of one token request. */
   tokenTimeoutMs?: number;
 }
@@ -72,11 +73,11 @@ export class OutboundCredentials {
   private readonly now: () => number;
   private readonly tokenTimeoutMs: number;
 
-  constructor(options: OutboundCredentialsOptions = {}) {
+  constructor(options: OutboundCredentialsOptions) {
     this.env = options.env ?? process.env;
     this.readSecret = options.secrets ?? secretsManagerValueReader();
     this.logger = options.logger;
-    this.now = options.now ?? Date.now;
+    this.now = () => options.clock.now();
     this.tokenTimeoutMs = options.tokenTimeoutMs ?? 10_000;
   }
 

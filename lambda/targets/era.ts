@@ -4,6 +4,7 @@ import type { GatewayLogger } from '../observability/logger';
 import { DependencyFailedError } from '../protocol/errors';
 import type { DiscoverResult } from '../protocol/types';
 import { type Era, MODERN_PROTOCOL_VERSION } from '../protocol/versions';
+import type { Clock } from '../scheduling/clock';
 import { SingleFlight } from '../scheduling/single-flight';
 import type { ModernTargetClient } from './modern-client';
 
@@ -36,8 +37,6 @@ export interface EraProbeOptions {
   ttlMs?: number;
   /** How long one `server/discover` probe may take (default 5 s). */
   timeoutMs?: number;
-  /** The clock verdicts are aged by, in ms (tests inject one to cross `ttlMs` without waiting). */
-  now?: () => number;
 }
 
 export class EraProbe {
@@ -47,7 +46,6 @@ export class EraProbe {
   private readonly probing = new SingleFlight<ModernVerdict>();
   private readonly ttlMs: number;
   private readonly timeoutMs: number;
-  private readonly now: () => number;
   /** Probes sent (for tests and metrics). */
   probes = 0;
 
@@ -55,11 +53,12 @@ export class EraProbe {
     private readonly targets: ReadonlyMap<string, TargetConfig>,
     private readonly clients: ReadonlyMap<string, ModernTargetClient>,
     private readonly logger: GatewayLogger,
+    /** The gateway's clock: verdicts are aged by it. */
+    private readonly clock: Clock,
     options: EraProbeOptions = {},
   ) {
     this.ttlMs = options.ttlMs ?? 10 * 60_000;
     this.timeoutMs = options.timeoutMs ?? 5_000;
-    this.now = options.now ?? Date.now;
   }
 
   /** The era to speak to `target` for a caller of `callerEra`. */
@@ -68,7 +67,7 @@ export class EraProbe {
     if (configured === 'legacy' || configured === 'modern') return configured;
     if (callerEra === 'legacy') {
       const refusedAt = this.legacyRefused.get(target);
-      return refusedAt !== undefined && this.now() - refusedAt < this.ttlMs ? 'modern' : 'legacy';
+      return refusedAt !== undefined && this.clock.now() - refusedAt < this.ttlMs ? 'modern' : 'legacy';
     }
     return (await this.modernVerdict(target, signal)).serves ? 'modern' : 'legacy';
   }
@@ -78,7 +77,7 @@ export class EraProbe {
     const configured = this.config(target).era;
     if (configured === 'legacy') return { serves: false };
     const known = this.modern.get(target);
-    if (known && this.now() - known.at < this.ttlMs) return known.verdict;
+    if (known && this.clock.now() - known.at < this.ttlMs) return known.verdict;
     // Shared by every request that waits for it, so it follows none of their signals (only its own
     // timeout): one request going away must not fail the others.
     const verdict = await this.probing.run(target, () => this.probe(target), signal);
@@ -88,7 +87,7 @@ export class EraProbe {
 
   /** The target refused the legacy handshake: legacy callers are served in the modern era for a while. */
   noteLegacyUnsupported(target: string): void {
-    this.legacyRefused.set(target, this.now());
+    this.legacyRefused.set(target, this.clock.now());
     this.logger.info('target era detected', { target, era: 'modern', legacy: false });
   }
 
@@ -125,7 +124,7 @@ export class EraProbe {
       if (error instanceof ConnectionRequiredError) throw error;
       verdict = { serves: false };
     }
-    this.modern.set(target, { verdict, at: this.now() });
+    this.modern.set(target, { verdict, at: this.clock.now() });
     this.logger.info('target era detected', { target, era: verdict.serves ? 'modern' : 'legacy' });
     return verdict;
   }

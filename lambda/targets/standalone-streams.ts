@@ -4,7 +4,8 @@ import { MCP_HEADERS } from '../protocol/headers';
 import { isNotification, isRequest } from '../protocol/jsonrpc';
 import type { JSONRPCNotification, JSONRPCRequest } from '../protocol/types';
 import { BackgroundTasks } from '../scheduling/background-tasks';
-import { CallTimers, nodeScheduler, type Scheduler } from '../scheduling/call-timers';
+import { CallTimers } from '../scheduling/call-timers';
+import { type Clock, waitAtMost } from '../scheduling/clock';
 import type { TargetResponse } from './http-client';
 import type { LegacySession, LegacyTargetClient } from './legacy-client';
 import { readEvents, type StreamListeners, TooLargeError } from './sse-reader';
@@ -119,10 +120,6 @@ export interface StandaloneStreamsOptions {
   retryMs?: number;
   /** How long a 405 (no GET stream) is remembered per target. */
   unsupportedTtlMs?: number;
-  /** The clock remembered refusals and closes are aged by, in ms (tests inject one to cross `unsupportedTtlMs`). */
-  now?: () => number;
-  /** What schedules the reopening of a stream (tests inject one). */
-  scheduler?: Scheduler;
   /**
    * How long a call's stream must be quiet after its answer, for a target seen sending notifications on
    * its GET stream (config `targetStreamSettleMs`): what it sent just before answering may still be on its
@@ -149,8 +146,6 @@ export class StandaloneStreams {
   private readonly talked = new Map<string, number>();
   /** Settled calls in a row that heard nothing from each target (see mayTalk). */
   private readonly quietCalls = new Map<string, number>();
-  private readonly scheduler: Scheduler;
-  private readonly now: () => number;
   /** Each connection's reopening, by its key. */
   private readonly timers: CallTimers;
   /** Reading the streams: a failure is logged once (what reads a stream settles when the stream closes). */
@@ -160,6 +155,8 @@ export class StandaloneStreams {
 
   constructor(
     private readonly logger: GatewayLogger,
+    /** The gateway's clock: refusals and closes are aged by it, reopenings scheduled on it. */
+    private readonly clock: Clock,
     options: StandaloneStreamsOptions = {},
   ) {
     this.openTimeoutMs = options.openTimeoutMs ?? 500;
@@ -168,9 +165,7 @@ export class StandaloneStreams {
     this.retryMs = options.retryMs ?? 250;
     this.unsupportedTtlMs = options.unsupportedTtlMs ?? 10 * 60_000;
     this.settleMs = options.settleMs ?? 0;
-    this.scheduler = options.scheduler ?? nodeScheduler;
-    this.now = options.now ?? Date.now;
-    this.timers = new CallTimers(options.scheduler);
+    this.timers = new CallTimers(clock);
     this.tasks = new BackgroundTasks(logger);
   }
 
@@ -189,7 +184,7 @@ export class StandaloneStreams {
     const target = client.name;
     const sessionId = session.targetSessionId;
     const refusedAt = this.unsupported.get(target);
-    if (!sessionId || (refusedAt !== undefined && this.now() - refusedAt < this.unsupportedTtlMs)) {
+    if (!sessionId || (refusedAt !== undefined && this.clock.now() - refusedAt < this.unsupportedTtlMs)) {
       return async () => undefined;
     }
     const { key, connection: current } = this.connectionFor(client, session, sessionId);
@@ -226,7 +221,7 @@ export class StandaloneStreams {
   ): Promise<SessionStreamHandle> {
     const sessionId = session.targetSessionId;
     const refusedAt = this.unsupported.get(client.name);
-    if (!sessionId || (refusedAt !== undefined && this.now() - refusedAt < this.unsupportedTtlMs)) {
+    if (!sessionId || (refusedAt !== undefined && this.clock.now() - refusedAt < this.unsupportedTtlMs)) {
       return { lastEventId: () => options.lastEventId, close: () => undefined };
     }
     const { key, connection } = this.connectionFor(client, session, sessionId);
@@ -247,7 +242,7 @@ export class StandaloneStreams {
   /** Whether the target answered a GET stream with 405 lately (it sends nothing outside calls). */
   refusesStreams(target: string): boolean {
     const refusedAt = this.unsupported.get(target);
-    return refusedAt !== undefined && this.now() - refusedAt < this.unsupportedTtlMs;
+    return refusedAt !== undefined && this.clock.now() - refusedAt < this.unsupportedTtlMs;
   }
 
   private connectionFor(
@@ -270,15 +265,17 @@ export class StandaloneStreams {
    */
   private async drain(connection: Connection, settleMs: number): Promise<void> {
     if (!connection.abort) return;
-    const until = Date.now() + DRAIN_MAX_MS;
+    // A bound on event-loop turns spent here, not a time the protocol reads: the process's monotonic
+    // clock, whichever clock the gateway runs on (a fake one would not move while the loop turns).
+    const until = performance.now() + DRAIN_MAX_MS;
     do {
       const seen = connection.received;
       for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve));
       if (connection.received === seen) break;
-    } while (Date.now() < until);
+    } while (performance.now() < until);
     for (let round = 0; settleMs > 0 && round < SETTLE_ROUNDS && connection.abort; round++) {
       const seen = connection.received;
-      await new Promise<void>((resolve) => this.scheduler.setTimeout(resolve, settleMs));
+      await new Promise<void>((resolve) => this.clock.setTimeout(resolve, settleMs));
       if (connection.received === seen) return;
     }
   }
@@ -298,7 +295,7 @@ export class StandaloneStreams {
   }
 
   private noteClosed(key: string): void {
-    const now = this.now();
+    const now = this.clock.now();
     if (this.closedAt.size > 1000) {
       for (const [k, at] of this.closedAt) if (now - at > OWN_CLOSE_WINDOW_MS) this.closedAt.delete(k);
     }
@@ -331,7 +328,7 @@ export class StandaloneStreams {
       },
     );
     // The call goes ahead once the stream is open, or after the wait: a slow GET must not stall it.
-    return Promise.race([settled, new Promise<void>((resolve) => setTimeout(resolve, this.openTimeoutMs).unref())]);
+    return waitAtMost(this.clock, settled, this.openTimeoutMs);
   }
 
   private onResponse(
@@ -345,7 +342,7 @@ export class StandaloneStreams {
       return;
     }
     const type = res.headers.get('content-type') ?? '';
-    if (res.status === 409 && this.now() - (this.closedAt.get(key) ?? 0) < OWN_CLOSE_WINDOW_MS) {
+    if (res.status === 409 && this.clock.now() - (this.closedAt.get(key) ?? 0) < OWN_CLOSE_WINDOW_MS) {
       res.discard();
       return this.retryOwnClose(key, connection, abort);
     }
@@ -364,7 +361,7 @@ export class StandaloneStreams {
     }
     res.discard();
     if (res.status === 405) {
-      this.unsupported.set(connection.target, this.now());
+      this.unsupported.set(connection.target, this.clock.now());
       this.logger.debug('target has no standalone stream', { target: connection.target });
       return;
     }
@@ -481,14 +478,14 @@ export class StandaloneStreams {
    */
   private mayTalk(target: string): boolean {
     const at = this.talked.get(target);
-    if (at !== undefined && this.now() - at < TALKED_TTL_MS) return true;
+    if (at !== undefined && this.clock.now() - at < TALKED_TTL_MS) return true;
     return (this.quietCalls.get(target) ?? 0) < PROBE_CALLS;
   }
 
   private routeNotification(connection: Connection, notification: JSONRPCNotification): void {
     const token = (notification.params as { progressToken?: unknown } | undefined)?.progressToken;
     if (notification.method !== 'notifications/progress') {
-      this.talked.set(connection.target, this.now());
+      this.talked.set(connection.target, this.clock.now());
       this.quietCalls.delete(connection.target);
     }
     if (notification.method === 'notifications/progress') {

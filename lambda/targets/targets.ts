@@ -8,6 +8,7 @@ import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import { listingKindOf, RELAYED_CALL_METHODS } from '../protocol/methods';
 import type { Implementation, JSONRPCMessage } from '../protocol/types';
 import type { Era } from '../protocol/versions';
+import type { Clock } from '../scheduling/clock';
 import { NO_CREDENTIALS, type TargetCredentials } from './credentials';
 import { TargetEndpoint } from './endpoint';
 import { EraProbe, type EraProbeOptions } from './era';
@@ -34,6 +35,8 @@ export class Targets {
     private readonly options: {
       clientInfo: Implementation;
       logger: GatewayLogger;
+      /** The gateway's clock (era verdicts, GET streams). */
+      clock: Clock;
       credentials?: ReadonlyMap<string, TargetCredentials>;
       /** The version spoken to legacy targets for 2026-07-28 callers (the newest configured legacy version). */
       legacyVersion: string;
@@ -45,14 +48,20 @@ export class Targets {
       connections?: UserConnections;
     },
   ) {
-    this.streams = new StandaloneStreams(options.logger, options.streams);
+    this.streams = new StandaloneStreams(options.logger, options.clock, options.streams);
     for (const config of configs) {
       const limits = limitsOf(config, options.limits ?? DEFAULT_TARGET_LIMITS);
       const endpoint = new TargetEndpoint(config, options.credentials?.get(config.name) ?? NO_CREDENTIALS, limits);
       this.legacy.set(config.name, new LegacyTargetClient(endpoint, options.clientInfo));
       this.modern.set(config.name, new ModernTargetClient(endpoint, options.clientInfo));
     }
-    this.eras = new EraProbe(new Map(configs.map((c) => [c.name, c])), this.modern, options.logger, options.eras);
+    this.eras = new EraProbe(
+      new Map(configs.map((c) => [c.name, c])),
+      this.modern,
+      options.logger,
+      options.clock,
+      options.eras,
+    );
   }
 
   /** Per-user connections (targets[].userOAuth), when a target has them. */

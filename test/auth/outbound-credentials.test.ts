@@ -8,7 +8,9 @@ import {
   secretArnsIn,
   type TargetConfig,
 } from '../../lambda/config/schema';
+import { systemClock } from '../../lambda/scheduling/clock';
 import { CredentialError, OutboundCredentials, type SecretValueReader } from '../../lambda/targets/credentials';
+import { clockAt } from '../support/fake-clock';
 import type { GatewayKind } from '../support/gateways';
 import { callAndAnswer, initSession, type Json, post, readMessage } from '../support/mcp-http';
 import { type EarlierTargets, withGateway } from '../support/with-gateway';
@@ -61,7 +63,7 @@ function fakeSecrets(values: Record<string, string>): SecretValueReader & { read
 describe('credential values (no HTTP)', () => {
   test('plain, environment and secret values; each secret read once per process, even when shared', async () => {
     const secrets = fakeSecrets({ [ARN]: JSON.stringify({ apiKey: 'from-secret', other: 'x' }) });
-    const outbound = new OutboundCredentials({ env: { API_TOKEN: 'from-env' }, secrets });
+    const outbound = new OutboundCredentials({ clock: systemClock, env: { API_TOKEN: 'from-env' }, secrets });
     const first = outbound.forTarget(
       target({
         headers: {
@@ -89,7 +91,7 @@ describe('credential values (no HTTP)', () => {
   test('a failed secret read is not remembered: the next request tries again', async () => {
     const secrets = fakeSecrets({ [ARN]: 'value' });
     secrets.failNext = 1;
-    const credentials = new OutboundCredentials({ secrets }).forTarget(
+    const credentials = new OutboundCredentials({ clock: systemClock, secrets }).forTarget(
       target({ headers: { 'x-api-key': { secretArn: ARN } } }),
     );
     await expect(credentials.headers()).rejects.toThrow(CredentialError);
@@ -99,7 +101,7 @@ describe('credential values (no HTTP)', () => {
 
   test('a JSON secret without the named key is an error that names the secret, not its value', async () => {
     const secrets = fakeSecrets({ [ARN]: '{"other":"s3cr3t"}' });
-    const credentials = new OutboundCredentials({ secrets }).forTarget(
+    const credentials = new OutboundCredentials({ clock: systemClock, secrets }).forTarget(
       target({ headers: { 'x-api-key': { secretArn: ARN, key: 'apiKey' } } }),
     );
     const error = await credentials.headers().catch((e: Error) => e);
@@ -112,7 +114,7 @@ describe('credential values (no HTTP)', () => {
     const config = parseConfig({
       targets: [{ name: 'a', url: 'https://a.example/mcp', headers: { 'x-api-key': { fromEnv: 'NOT_SET_ANYWHERE' } } }],
     });
-    expect(() => new OutboundCredentials({ env: {} }).forTarget(config.targets[0], 0)).toThrow(
+    expect(() => new OutboundCredentials({ clock: systemClock, env: {} }).forTarget(config.targets[0], 0)).toThrow(
       new ConfigError('targets[0].headers.x-api-key: environment variable NOT_SET_ANYWHERE is not set'),
     );
     await expect(startLocalGateway({ port: 0, demo: false, startupReport: false, config })).rejects.toThrow(
@@ -153,7 +155,10 @@ describe('client credentials (no gateway)', () => {
 
   test('one token shared by concurrent requests, reused until shortly before expiry, then refreshed', async () => {
     let now = 1_000_000;
-    const credentials = new OutboundCredentials({ env: { GW_SECRET: CLIENT_SECRET }, now: () => now }).forTarget(
+    const credentials = new OutboundCredentials({
+      env: { GW_SECRET: CLIENT_SECRET },
+      clock: clockAt(() => now),
+    }).forTarget(
       target({
         oauth: {
           tokenUrl: endpoint.tokenUrl,
@@ -189,7 +194,7 @@ describe('client credentials (no gateway)', () => {
   test('client_secret_post, a client secret from Secrets Manager, and a refusal that names only the OAuth error', async () => {
     const secrets = fakeSecrets({ [OAUTH_ARN]: JSON.stringify({ clientSecret: CLIENT_SECRET }) });
     const logger = capturingLogger();
-    const ok = new OutboundCredentials({ secrets, logger }).forTarget(
+    const ok = new OutboundCredentials({ clock: systemClock, secrets, logger }).forTarget(
       target({
         oauth: {
           tokenUrl: endpoint.tokenUrl,
@@ -201,7 +206,11 @@ describe('client credentials (no gateway)', () => {
     );
     expect((await ok.headers()).authorization).toMatch(/^Bearer tok-/);
     expect(endpoint.lastRequest!.form).toMatchObject({ client_id: 'gw', client_secret: CLIENT_SECRET });
-    const refused = new OutboundCredentials({ env: { WRONG: 'wrong-secret-value' }, logger }).forTarget(
+    const refused = new OutboundCredentials({
+      clock: systemClock,
+      env: { WRONG: 'wrong-secret-value' },
+      logger,
+    }).forTarget(
       target({ oauth: { tokenUrl: endpoint.tokenUrl, clientId: 'gw', clientSecret: { fromEnv: 'WRONG' } } }),
     );
     await expect(refused.headers()).rejects.toThrow('the token endpoint answered HTTP 401 (invalid_client)');

@@ -1,13 +1,14 @@
 import { startModernDemoTarget } from '../../examples/targets/modern-demo-target';
 import { createLogger } from '../../lambda/observability/logger';
 import { modernCall, withModernGateway } from '../modern/helpers';
+import { aheadClock } from '../support/fake-clock';
 
 /**
  * confirmTools on 2026-07-28: the modern path stores nothing, so one
  * confirmation is not single-use; it is bound to the principal, the tool and its arguments and valid
  * for a short window only (confirmationTtlSeconds, default 120 s). Here 5 s: a replay within it is
  * forwarded (documented), one after it is refused before the target is called. The gateway's
- * requestState clock is injected: the test moves it past the window instead of waiting.
+ * clock is injected: the test moves it past the window instead of waiting.
  */
 const WINDOW_S = 5;
 let skewMs = 0;
@@ -19,7 +20,7 @@ const gw = withModernGateway(
   }),
   {
     targets: { modern: () => startModernDemoTarget() },
-    localServer: { logger: createLogger('SILENT'), requestStateClock: () => Date.now() + skewMs },
+    localServer: { logger: createLogger('SILENT'), clock: aheadClock(() => skewMs) },
   },
 );
 const ECHO = { name: 'modern___echo', arguments: { text: 'once' } };

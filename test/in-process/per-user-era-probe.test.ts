@@ -1,6 +1,7 @@
 import { type ModernDemoTarget, startModernDemoTarget } from '../../examples/targets/modern-demo-target';
 import { Envelope, LocalKeySource } from '../../lambda/connections/envelope';
 import { ConnectionVault } from '../../lambda/connections/vault';
+import { systemClock } from '../../lambda/scheduling/clock';
 import type { StoredConnection } from '../../lambda/state/connection-table';
 import { inProcessGateway } from '../support/in-process';
 import { readMessage } from '../support/mcp-http';
@@ -65,7 +66,10 @@ describe('the shared era probe of a per-user target', () => {
       },
       { connectionTable: table },
     );
-    const vault = new ConnectionVault(table, new Envelope(new LocalKeySource(KEY)), { idleDays: 1 });
+    const vault = new ConnectionVault(table, new Envelope(new LocalKeySource(KEY)), {
+      idleDays: 1,
+      clock: systemClock,
+    });
     await vault.put('arn:bob', 'docs', { accessToken: 'bob-token', connectedAt: Date.now() });
 
     // 2026-07-28 calls: the gateway learns a target's era for them with one shared `server/discover`.

@@ -34,7 +34,8 @@ const DEADLINE_MS = 15 * MINUTES;
 function gateway(clock: FakeClock, config: Json, target: 'legacy' | 'modern' = 'modern'): InProcessGateway {
   const url = target === 'modern' ? modern.url : demo.url;
   return inProcessGateway(
-    { targets: [{ name: 'demo', url }], pendingRequestTimeoutSeconds: 600, ...config },
+    // Pending requests outlast the deadline unless a test says otherwise: only its own wait ends the call.
+    { targets: [{ name: 'demo', url }], pendingRequestTimeoutSeconds: 1800, ...config },
     // Keep-alives (real time) would only add comments; the deadline is far on the fake clock.
     { clock, keepAliveMs: 10 * MINUTES, deadlineMs: DEADLINE_MS },
   );
@@ -105,7 +106,8 @@ describe('a call that waits for the user, on a fake clock', () => {
       result: { action: 'accept', content: { confirm: true } },
     });
     expect(answer.status).toBe(202);
-    const result = await resumed.message();
+    // The reconnect follows the stream's log, polling on the gateway's clock: the test moves it.
+    const result = await clock.advanceUntil(resumed.message());
     expect(result?.message).toMatchObject({ id: 'call-1', result: { content: [{ text: 'executed: ls' }] } });
     expect(await stateOf(gw, sessionId, streamId)).toBeUndefined();
   });
@@ -132,7 +134,8 @@ describe('a call that waits for the user, on a fake clock', () => {
     await clock.advance(5 * MINUTES - 1);
     expect((await gw.store.getPending(sessionId, asked.message.id))?.status).toBe('pending');
     await clock.advance(1);
-    const failed = await stream.message();
+    // The error goes out once the call's target stream settled (a window on the gateway's clock).
+    const failed = await clock.advanceUntil(stream.message());
     expect(failed?.message).toMatchObject({ id: 'call-1', error: { code: -32001 } });
     // The record expired with the call: a late answer is refused.
     const late = await gw.post(headers, {

@@ -2,6 +2,7 @@ import type { LambdaFunctionURLEvent, LambdaFunctionURLEventWithIAMAuthorizer } 
 import { eventToRequest, principalFromEvent } from '../../lambda/adapters/function-url';
 import { createStreamingHandler } from '../../lambda/adapters/streaming-handler';
 import type { ExchangeContext, FetchHandler } from '../../lambda/http/exchange';
+import { systemClock } from '../../lambda/scheduling/clock';
 import { installLambdaGlobals, type LambdaInvoker, startLambdaInvoker } from '../support/lambda-invoker';
 
 // The real bootstrap needs configuration and DynamoDB; lambda/handler.ts is tested with a stub gateway.
@@ -104,7 +105,7 @@ const stub: FetchHandler = async (exchangeRequest, ctx: ExchangeContext) => {
 };
 
 const onError = jest.fn();
-const inner = createStreamingHandler(async () => stub, { onError });
+const inner = createStreamingHandler(async () => stub, { onError, clock: systemClock });
 const handler = awslambda.streamifyResponse<LambdaFunctionURLEvent, void>(async (event, stream, context) => {
   seenEvents.push(event);
   return inner(event, stream, context);
@@ -230,7 +231,7 @@ describe('gateway creation', () => {
     const factory = jest.fn<Promise<FetchHandler>, []>();
     factory.mockRejectedValueOnce(new Error('no config')).mockResolvedValue(stub);
     const local = await startLambdaInvoker(
-      awslambda.streamifyResponse(createStreamingHandler(factory, { onError: () => undefined })),
+      awslambda.streamifyResponse(createStreamingHandler(factory, { onError: () => undefined, clock: systemClock })),
       { iamUserArn: 'arn:aws:iam::123456789012:user/alice', timeoutMs: 30_000 },
     );
     try {

@@ -1,6 +1,7 @@
 import { type ModernDemoTarget, startModernDemoTarget } from '../../examples/targets/modern-demo-target';
 import { SealedBox } from '../../lambda/crypto/sealed-box';
 import { argumentsDigest, RequestStateSealer, type StateBinding } from '../../lambda/modern/request-state';
+import { systemClock } from '../../lambda/scheduling/clock';
 import { type Json, KEY_A, KEY_B, modernCall, withModernGateway } from './helpers';
 
 /**
@@ -82,7 +83,7 @@ const binding = (over: Partial<StateBinding> = {}): StateBinding => ({
 });
 
 test('expired → -32602, HTTP 400, target not called', async () => {
-  const sealer = new RequestStateSealer(SealedBox.fromSecrets({ current: KEY_A }), 600);
+  const sealer = new RequestStateSealer(SealedBox.fromSecrets({ current: KEY_A }), 600, systemClock);
   const longAgo = Date.now() - 3_600_000;
   const stale = sealer.seal(binding(), { kind: 'relay', targetState: 'x', confirmed: false }, longAgo);
   const body = await expectRefusedRetry({ ...USE_AWS, inputResponses: ACCEPT, requestState: stale });
@@ -94,7 +95,7 @@ test('expired → -32602, HTTP 400, target not called', async () => {
 });
 
 test('issued to another principal → -32602, HTTP 400, target not called', async () => {
-  const sealer = new RequestStateSealer(SealedBox.fromSecrets({ current: KEY_A }), 600);
+  const sealer = new RequestStateSealer(SealedBox.fromSecrets({ current: KEY_A }), 600, systemClock);
   const foreign = sealer.seal(binding({ principal: 'arn:aws:iam::123456789012:user/mallory' }), {
     kind: 'relay',
     targetState: 'x',
@@ -129,7 +130,7 @@ test('issued for other arguments → -32602, HTTP 400, target not called', async
 });
 
 test('issued for another method → -32602, HTTP 400', async () => {
-  const sealer = new RequestStateSealer(SealedBox.fromSecrets({ current: KEY_A }), 600);
+  const sealer = new RequestStateSealer(SealedBox.fromSecrets({ current: KEY_A }), 600, systemClock);
   const state = sealer.seal(binding({ method: 'prompts/get' }), { kind: 'relay', confirmed: false });
   await expectRefusedRetry({ ...USE_AWS, inputResponses: ACCEPT, requestState: state });
 });

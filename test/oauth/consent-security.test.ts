@@ -4,6 +4,7 @@ import { discoverAuthorizationServerMetadata, registerClient } from '@modelconte
 import type { Browser } from 'playwright-core';
 import { ConsentLinks } from '../../lambda/connections/consent-links';
 import { SealedBox } from '../../lambda/crypto/sealed-box';
+import { systemClock } from '../../lambda/scheduling/clock';
 import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
 import { type GatewayUnderTest, startGateway } from '../support/gateways';
 import { forwardTo, freePort } from '../support/loopback';
@@ -265,6 +266,7 @@ withBrowser('consent security: what the per-user consent flow refuses and keeps'
     const retired = new ConsentLinks(
       SealedBox.fromSecrets({ current: 'consent-links:an-earlier-key-of-the-public-gateway-7777' }),
       600_000,
+      systemClock,
     );
     const old = retired.seal(retired.create('anonymous', 'mine'));
     const newLink = 'Call the tool again from your MCP client to get a new link.';

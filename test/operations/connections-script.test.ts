@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { systemClock } from '../../lambda/scheduling/clock';
 import { DynamoConnectionTable } from '../../lambda/state/dynamo/connections';
 import { DynamoTable } from '../../lambda/state/dynamo/table';
 import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
@@ -57,7 +58,7 @@ describe('npm run connections', () => {
     dynamo = await startCountedDynamo();
     const client = createDocumentClient({ endpoint: dynamo.endpoint });
     await ensureTable(client, TABLE);
-    table = new DynamoConnectionTable(new DynamoTable(client, TABLE));
+    table = new DynamoConnectionTable(new DynamoTable(client, TABLE, { clock: systemClock }));
     for (const target of ['docs', 'tickets', 'wiki']) await write(ALICE, target);
     await write(BOB, 'docs');
     // Items of other kinds in the same table: a used consent-link value and a client registration.

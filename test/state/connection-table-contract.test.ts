@@ -1,3 +1,4 @@
+import { systemClock } from '../../lambda/scheduling/clock';
 import type { ConnectionTable, StoredConnection } from '../../lambda/state/connection-table';
 import { DynamoConnectionTable } from '../../lambda/state/dynamo/connections';
 import { DynamoTable } from '../../lambda/state/dynamo/table';
@@ -23,7 +24,7 @@ const implementations: Array<[string, () => Promise<{ table: ConnectionTable; cl
       const client = createDocumentClient({ endpoint: dynamo.endpoint });
       await ensureTable(client, 'connections-contract');
       return {
-        table: new DynamoConnectionTable(new DynamoTable(client, 'connections-contract')),
+        table: new DynamoConnectionTable(new DynamoTable(client, 'connections-contract', { clock: systemClock })),
         close: async () => {
           client.destroy();
           await dynamo.close();

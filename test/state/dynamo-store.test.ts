@@ -3,6 +3,7 @@ import { buildGatewayDeps } from '../../lambda/app/bootstrap';
 import { parseConfig } from '../../lambda/config/schema';
 import { createLogger } from '../../lambda/observability/logger';
 import { StoreUnavailableError } from '../../lambda/protocol/errors';
+import { systemClock } from '../../lambda/scheduling/clock';
 import { createDocumentClient } from '../../lambda/state/dynamo-client';
 import { DynamoSessionStore } from '../../lambda/state/dynamo-store';
 import { listen } from '../support/loopback';
@@ -30,6 +31,7 @@ describe('a DynamoDB that does not answer', () => {
 
   it('fails one operation as StoreUnavailable at the configured bound, before the SDK tries again', async () => {
     const store = new DynamoSessionStore(createDocumentClient({ endpoint: endpoint.base }), 'silent', {
+      clock: systemClock,
       operationTimeoutMs: BOUND_MS,
     });
     await store.loadSession('warm-up').catch(() => undefined); // the SDK's first use is slow on a loaded machine

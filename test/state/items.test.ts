@@ -1,4 +1,5 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { systemClock } from '../../lambda/scheduling/clock';
 import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
 import { DynamoSessionStore } from '../../lambda/state/dynamo-store';
 import {
@@ -155,7 +156,7 @@ describe('the DynamoDB store reading an item that is not the record its key says
     const client = createDocumentClient({ endpoint: dynamo.endpoint });
     try {
       await ensureTable(client, 'items');
-      const store = new DynamoSessionStore(client, 'items');
+      const store = new DynamoSessionStore(client, 'items', { clock: systemClock });
       // A pending record written by something else: no status, and its expiry as text.
       await client.send(
         new PutCommand({

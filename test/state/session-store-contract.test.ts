@@ -1,4 +1,5 @@
 import { ItemTooLargeError } from '../../lambda/protocol/errors';
+import { systemClock } from '../../lambda/scheduling/clock';
 import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
 import { DynamoSessionStore } from '../../lambda/state/dynamo-store';
 import {
@@ -48,7 +49,7 @@ const implementations: Array<[string, () => Promise<StoreUnderTest>]> = [
       const client = createDocumentClient({ endpoint: dynamo.endpoint });
       await ensureTable(client, 'contract');
       return {
-        store: new DynamoSessionStore(client, 'contract'),
+        store: new DynamoSessionStore(client, 'contract', { clock: systemClock }),
         goDown: () => (dynamo.mode = 'down'),
         close: async () => {
           client.destroy();
@@ -75,7 +76,7 @@ function sessionRecord(over: Partial<SessionRecord> = {}): SessionRecord {
 }
 
 function pendingRecord(over: Partial<PendingRecord> = {}): PendingRecord {
-  const record = newPendingRecord(300, {
+  const record = newPendingRecord(Date.now(), 300, {
     kind: 'relayed',
     method: 'elicitation/create',
     target: 'demo',
@@ -606,8 +607,8 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
 
     it('marks in a new gateway id how its answer is taken, and a record no holder holds as read first', () => {
       const fields = { method: 'elicitation/create', target: 'demo', clientRequestId: 7, session };
-      const relayed = newPendingRecord(300, { ...fields, kind: 'relayed', targetRequestId: 3 });
-      const question = newPendingRecord(300, { ...fields, kind: 'question' });
+      const relayed = newPendingRecord(Date.now(), 300, { ...fields, kind: 'relayed', targetRequestId: 3 });
+      const question = newPendingRecord(Date.now(), 300, { ...fields, kind: 'question' });
       expect(answerPathOf(relayed.gatewayId)).toBe('record');
       expect(answerPathOf(question.gatewayId)).toBe('question');
       for (const record of [relayed, question]) {
@@ -624,7 +625,7 @@ describe.each(implementations)('SessionStore contract: %s', (_name, open) => {
     });
 
     it("keeps a new record's session principal and expiry when it is created for a session", async () => {
-      const record = newPendingRecord(300, {
+      const record = newPendingRecord(Date.now(), 300, {
         kind: 'relayed',
         method: 'elicitation/create',
         target: 'demo',

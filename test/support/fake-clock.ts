@@ -1,10 +1,10 @@
-import type { Clock } from '../../lambda/scheduling/clock';
+import { type Clock, systemClock } from '../../lambda/scheduling/clock';
 
 /**
  * A clock the test moves (scheduling/clock.ts `Clock`): timers fire in order of when they are due, and
  * between two the promises they started settle (what they await of the memory store included), so a
- * holder's minutes of leases, looks and pending timeouts run in milliseconds. Starts at the real time:
- * the memory store's records expire in real epoch seconds.
+ * holder's minutes of leases, looks and pending timeouts run in milliseconds. Starts at the real time
+ * unless told otherwise (a memory store built without this clock reads Node's).
  */
 export class FakeClock implements Clock {
   private time: number;
@@ -38,6 +38,23 @@ export class FakeClock implements Clock {
   }
 
   /** Moves the clock by `ms`, firing every timer due on the way (those they set too), each at its time. */
+  /**
+   * Moves the clock `stepMs` at a time until `work` settles, at most `maxMs` in all: what a test awaits
+   * that comes after the gateway's own short waits (a stream's polls, a settle window), which it would
+   * otherwise wait for forever on a clock nobody moves. Fails when `maxMs` passes first.
+   */
+  async advanceUntil<T>(work: Promise<T>, { stepMs = 10, maxMs = 60_000 } = {}): Promise<T> {
+    let settled = false;
+    const done = work.finally(() => {
+      settled = true;
+    });
+    for (let moved = 0; !settled; moved += stepMs) {
+      if (moved >= maxMs) throw new Error(`still waiting after ${maxMs} ms on the fake clock`);
+      await this.advance(stepMs);
+    }
+    return done;
+  }
+
   async advance(ms: number): Promise<void> {
     const until = this.time + ms;
     for (;;) {
@@ -64,4 +81,17 @@ export class FakeClock implements Clock {
 /** Lets the promises already started settle (a few turns of the event loop: the memory store is async). */
 async function settle(): Promise<void> {
   for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
+ * Node's clock and timers, with its time `offsetMs()` ahead: a whole gateway process run on it crosses
+ * a window (a confirmation's, a task id's) when the test moves the offset, instead of waiting.
+ */
+export function aheadClock(offsetMs: () => number): Clock {
+  return { ...systemClock, now: () => Date.now() + offsetMs() };
+}
+
+/** A clock whose time the test sets (`now()` reads it), on Node's timers: for parts that only read the time. */
+export function clockAt(now: () => number): Clock {
+  return { ...systemClock, now };
 }

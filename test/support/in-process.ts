@@ -32,7 +32,7 @@ export interface InProcessOptions {
   keepAliveMs?: number;
   /** How long each request may run (the exchange's deadline, as the Lambda adapter derives it); default 30 s. */
   deadlineMs?: number;
-  /** The waiting calls' clock (test/support/fake-clock.ts drives one); default Node's. */
+  /** The gateway's clock, the memory store's too (test/support/fake-clock.ts drives one); default Node's. */
   clock?: Clock;
   /** Where per-user connections are kept (targets with `userOAuth`). */
   connectionTable?: ConnectionTable;
@@ -65,7 +65,7 @@ export interface InProcessGateway {
 }
 
 export function inProcessGateway(config: GatewayConfigInput, options: InProcessOptions = {}): InProcessGateway {
-  const store = options.store ?? new MemorySessionStore();
+  const store = options.store ?? new MemorySessionStore(options.clock);
   const parsed = parseConfig({ logLevel: 'SILENT', ...config });
   const deps = buildGatewayDeps(parsed, {
     store,

@@ -1,3 +1,4 @@
+import { type Clock, systemClock } from '../../lambda/scheduling/clock';
 import {
   CLIENT_STREAM_SK,
   cancelledSk,
@@ -5,7 +6,6 @@ import {
   endMarker,
   eventSk,
   type Item,
-  nowSeconds,
   PENDING_PREFIX,
   pendingOf,
   pendingSk,
@@ -91,6 +91,13 @@ export class MemorySessionStore implements SessionStore {
   /** While true every operation fails as an unreachable DynamoDB does (StoreUnavailableError). */
   down = false;
 
+  /** `clock`: the gateway's, as the DynamoDB store is given it (Node's unless a test drives a fake one). */
+  constructor(private readonly clock: Clock = systemClock) {}
+
+  private nowSeconds(): number {
+    return Math.floor(this.clock.now() / 1000);
+  }
+
   async createSession(session: SessionRecord): Promise<void> {
     this.available();
     checkSize('the session (its client capabilities and clientInfo)', session);
@@ -101,7 +108,7 @@ export class MemorySessionStore implements SessionStore {
 
   async loadSession(
     sessionId: string,
-    now = nowSeconds(),
+    now = this.nowSeconds(),
     options: { includeExpired?: boolean; withPending?: boolean } = {},
   ): Promise<LoadedSession | undefined> {
     this.available();
@@ -123,7 +130,11 @@ export class MemorySessionStore implements SessionStore {
     return loaded;
   }
 
-  async loadForAnswer(sessionId: string, gatewayId: string, now = nowSeconds()): Promise<LoadedAnswer | undefined> {
+  async loadForAnswer(
+    sessionId: string,
+    gatewayId: string,
+    now = this.nowSeconds(),
+  ): Promise<LoadedAnswer | undefined> {
     this.available();
     const partition = this.stored(sessionId);
     const sessionItem = partition?.get(SESSION_SK);
@@ -165,7 +176,7 @@ export class MemorySessionStore implements SessionStore {
     if (proof) this.partition(resumeProofPk(proof.key)).set(RESUME_PROOF_SK, { expiresAt: proof.expiresAt });
   }
 
-  async hasResumeProof(key: string, now = nowSeconds()): Promise<boolean> {
+  async hasResumeProof(key: string, now = this.nowSeconds()): Promise<boolean> {
     this.available();
     const expiresAt = this.partitions.get(resumeProofPk(key))?.get(RESUME_PROOF_SK)?.expiresAt;
     return typeof expiresAt === 'number' && expiresAt > now;
@@ -175,7 +186,7 @@ export class MemorySessionStore implements SessionStore {
     this.available();
     const partition = this.partition(sessionPk(session.id));
     const held = partition.get(CLIENT_STREAM_SK);
-    if (held && (held.untilMs as number) > Date.now()) return false;
+    if (held && (held.untilMs as number) > this.clock.now()) return false;
     partition.set(CLIENT_STREAM_SK, { token, untilMs, expiresAt: session.expiresAt });
     return true;
   }
@@ -224,7 +235,7 @@ export class MemorySessionStore implements SessionStore {
     partition.set(sk, itemOf(pending));
   }
 
-  async countPending(sessionId: string, _limit: number, now = nowSeconds()): Promise<number> {
+  async countPending(sessionId: string, _limit: number, now = this.nowSeconds()): Promise<number> {
     this.available();
     let count = 0;
     for (const [sk, item] of this.stored(sessionId) ?? []) {
@@ -233,30 +244,30 @@ export class MemorySessionStore implements SessionStore {
     return count; // every live record: the cap is small, so there is no need to stop at `limit`
   }
 
-  async claimPending(sessionId: string, gatewayId: string, now = nowSeconds()): Promise<string | undefined> {
+  async claimPending(sessionId: string, gatewayId: string, now = this.nowSeconds()): Promise<string | undefined> {
     const token = newClaimToken();
-    return this.transition(sessionId, gatewayId, 'claim', { now, nowMs: Date.now(), token }) ? token : undefined;
+    return this.transition(sessionId, gatewayId, 'claim', { now, nowMs: this.clock.now(), token }) ? token : undefined;
   }
 
   async settleClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean> {
-    return this.transition(sessionId, gatewayId, 'settle', { now: nowSeconds(), nowMs: Date.now(), token });
+    return this.transition(sessionId, gatewayId, 'settle', { now: this.nowSeconds(), nowMs: this.clock.now(), token });
   }
 
   async releaseClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean> {
-    return this.transition(sessionId, gatewayId, 'release', { now: nowSeconds(), nowMs: Date.now(), token });
+    return this.transition(sessionId, gatewayId, 'release', { now: this.nowSeconds(), nowMs: this.clock.now(), token });
   }
 
   async ackClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean> {
-    return this.transition(sessionId, gatewayId, 'ack', { now: nowSeconds(), nowMs: Date.now(), token });
+    return this.transition(sessionId, gatewayId, 'ack', { now: this.nowSeconds(), nowMs: this.clock.now(), token });
   }
 
   async expirePending(sessionId: string, gatewayId: string): Promise<PendingWriteOutcome> {
-    return this.outcome(sessionId, gatewayId, 'expire', { now: nowSeconds(), nowMs: Date.now() });
+    return this.outcome(sessionId, gatewayId, 'expire', { now: this.nowSeconds(), nowMs: this.clock.now() });
   }
 
   async renewHolder(sessionId: string, gatewayIds: string[], until: number): Promise<void> {
     this.available();
-    const inputs = { now: nowSeconds(), nowMs: Date.now(), until };
+    const inputs = { now: this.nowSeconds(), nowMs: this.clock.now(), until };
     for (const id of gatewayIds) this.transition(sessionId, id, 'renewHolder', inputs);
   }
 
@@ -268,7 +279,7 @@ export class MemorySessionStore implements SessionStore {
     this.dropIfEmpty(sessionId);
   }
 
-  async getPending(sessionId: string, gatewayId: string, now = nowSeconds()): Promise<PendingRecord | undefined> {
+  async getPending(sessionId: string, gatewayId: string, now = this.nowSeconds()): Promise<PendingRecord | undefined> {
     this.available();
     const item = this.stored(sessionId)?.get(pendingSk(gatewayId));
     const record = item && pendingOf(copy(item));
@@ -277,14 +288,14 @@ export class MemorySessionStore implements SessionStore {
 
   async detachHolder(sessionId: string, gatewayIds: string[]): Promise<void> {
     this.available();
-    const inputs = { now: nowSeconds(), nowMs: Date.now() };
+    const inputs = { now: this.nowSeconds(), nowMs: this.clock.now() };
     for (const id of gatewayIds) this.transition(sessionId, id, 'detachHolder', inputs);
   }
 
   async getWaitingCall(
     sessionId: string,
     streamId: string,
-    now = nowSeconds(),
+    now = this.nowSeconds(),
   ): Promise<WaitingCallRecord | undefined> {
     this.available();
     const item = this.stored(sessionId)?.get(waitingCallSk(streamId));
@@ -318,13 +329,13 @@ export class MemorySessionStore implements SessionStore {
     sessionId: string,
     gatewayId: string,
     answer: string,
-    now = nowSeconds(),
+    now = this.nowSeconds(),
     options: { principal?: string } = {},
   ): Promise<PendingWriteOutcome> {
     this.available();
     checkSize('the answer', { answer, gatewayId, pad: 'x'.repeat(1024) });
     const { principal } = options;
-    const inputs = { now, nowMs: Date.now(), answer, principal };
+    const inputs = { now, nowMs: this.clock.now(), answer, principal };
     return this.outcome(sessionId, gatewayId, principal === undefined ? 'answer' : 'answerForPrincipal', inputs);
   }
 
@@ -332,13 +343,13 @@ export class MemorySessionStore implements SessionStore {
     sessionId: string,
     gatewayId: string,
     answer: string,
-    now = nowSeconds(),
+    now = this.nowSeconds(),
     options: { principal?: string } = {},
   ): Promise<RecordOutcome> {
     this.available();
     checkSize('the answer', { answer, gatewayId, pad: 'x'.repeat(1024) });
     const { principal } = options;
-    const inputs = { now, nowMs: Date.now(), answer, principal };
+    const inputs = { now, nowMs: this.clock.now(), answer, principal };
     return this.transition(sessionId, gatewayId, principal === undefined ? 'record' : 'recordForPrincipal', inputs);
   }
 
@@ -373,7 +384,7 @@ export class MemorySessionStore implements SessionStore {
     sessionId: string,
     streamId: string,
     fromSeq: number,
-    now = nowSeconds(),
+    now = this.nowSeconds(),
   ): Promise<StreamEventRecord[]> {
     this.available();
     const from = eventSk(streamId, fromSeq);
@@ -443,7 +454,7 @@ export class MemorySessionStore implements SessionStore {
     principal: string,
     expiresAt: number,
     limits: { max: number; bucketSeconds: number },
-    now = nowSeconds(),
+    now = this.nowSeconds(),
   ): Promise<Admission> {
     return this.admitLive(LIVE_SESSIONS, principal, expiresAt, limits, now);
   }
@@ -456,7 +467,7 @@ export class MemorySessionStore implements SessionStore {
     principal: string,
     expiresAt: number,
     limits: { max: number; bucketSeconds: number },
-    now = nowSeconds(),
+    now = this.nowSeconds(),
   ): Promise<Admission> {
     return this.admitLive(BRIDGED_CALLS, principal, expiresAt, limits, now);
   }

@@ -7,7 +7,7 @@ import type { PendingRecord } from '../../lambda/state/store';
  */
 export function relayedRecord(change: Partial<PendingRecord> = {}, timeoutSeconds = 300): PendingRecord {
   return {
-    ...newPendingRecord(timeoutSeconds, {
+    ...newPendingRecord(Date.now(), timeoutSeconds, {
       kind: 'relayed',
       method: 'elicitation/create',
       target: 'demo',

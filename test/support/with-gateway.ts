@@ -59,7 +59,7 @@ export interface GatewayStartOptions {
    * What only the local server takes: it is built in this process from options, while the Lambda kinds
    * read their configuration from the environment as in AWS (and log at `config.logLevel`).
    */
-  localServer?: Pick<LocalGatewayOptions, 'logger' | 'auth' | 'requestStateClock'>;
+  localServer?: Pick<LocalGatewayOptions, 'logger' | 'auth' | 'clock'>;
 }
 
 export interface WithGatewayOptions<T extends TargetSpecs> extends GatewayStartOptions {

@@ -1,6 +1,7 @@
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createLogger } from '../../lambda/observability/logger';
 import type { JSONRPCNotification } from '../../lambda/protocol/types';
+import { systemClock } from '../../lambda/scheduling/clock';
 import { TargetEndpoint } from '../../lambda/targets/endpoint';
 import { type LegacySession, LegacyTargetClient } from '../../lambda/targets/legacy-client';
 import { StandaloneStreams } from '../../lambda/targets/standalone-streams';
@@ -151,7 +152,7 @@ async function firstCallWithALog(streams: StandaloneStreams, session: LegacySess
 }
 
 test("a target session only this instance reads: the next call goes out with a GET resuming from the stream's last event id, and gets what the target sent meanwhile", async () => {
-  const streams = new StandaloneStreams(createLogger('SILENT'), { openTimeoutMs: STREAM_WAIT_MS });
+  const streams = new StandaloneStreams(createLogger('SILENT'), systemClock, { openTimeoutMs: STREAM_WAIT_MS });
   const session = await openSession();
   await firstCallWithALog(streams, session, { resumable: true });
 
@@ -172,7 +173,7 @@ test("a target session only this instance reads: the next call goes out with a G
 });
 
 test("a target session other instances read too (a 2025 session's): the GET is open before the call, even after its stream gave an event id", async () => {
-  const streams = new StandaloneStreams(createLogger('SILENT'), { openTimeoutMs: STREAM_WAIT_MS });
+  const streams = new StandaloneStreams(createLogger('SILENT'), systemClock, { openTimeoutMs: STREAM_WAIT_MS });
   const session = await openSession();
   await firstCallWithALog(streams, session, {});
   const resumedBefore = proxy.resumedFrom.length;
@@ -185,7 +186,7 @@ test("a target session other instances read too (a 2025 session's): the GET is o
 });
 
 test('a GET stream that never gave an event id is open before the call is sent', async () => {
-  const streams = new StandaloneStreams(createLogger('SILENT'), { openTimeoutMs: STREAM_WAIT_MS });
+  const streams = new StandaloneStreams(createLogger('SILENT'), systemClock, { openTimeoutMs: STREAM_WAIT_MS });
   const session = await openSession();
   const { waitedForGet, detach } = await attachWhileGetHeld(streams, session, [], { resumable: true });
   expect(waitedForGet).toBe(true);

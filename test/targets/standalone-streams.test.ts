@@ -1,6 +1,8 @@
 import type { ServerResponse } from 'node:http';
 import { createLogger } from '../../lambda/observability/logger';
 import type { JSONRPCNotification, JSONRPCRequest } from '../../lambda/protocol/types';
+import type { Scheduler } from '../../lambda/scheduling/call-timers';
+import { systemClock } from '../../lambda/scheduling/clock';
 import { TargetEndpoint } from '../../lambda/targets/endpoint';
 import { LegacyTargetClient } from '../../lambda/targets/legacy-client';
 import {
@@ -34,15 +36,19 @@ async function start(steps: Step[]) {
   return target;
 }
 
-function setUp(url: string, options: StandaloneStreamsOptions = {}) {
+function setUp(url: string, options: StandaloneStreamsOptions & { scheduler?: Scheduler } = {}) {
   let now = 1_000_000;
-  const streams = new StandaloneStreams(createLogger('SILENT'), {
-    retryMs: RETRY_MS,
-    openTimeoutMs: 2000,
-    unsupportedTtlMs: UNSUPPORTED_TTL_MS,
-    now: () => now,
-    ...options,
-  });
+  const { scheduler = systemClock, ...rest } = options;
+  const streams = new StandaloneStreams(
+    createLogger('SILENT'),
+    { ...scheduler, now: () => now },
+    {
+      retryMs: RETRY_MS,
+      openTimeoutMs: 2000,
+      unsupportedTtlMs: UNSUPPORTED_TTL_MS,
+      ...rest,
+    },
+  );
   const endpoint = new TargetEndpoint({ name: 't', url } as ConstructorParameters<typeof TargetEndpoint>[0]);
   const client = new LegacyTargetClient(endpoint, { name: 'gw', version: '1' });
   return {

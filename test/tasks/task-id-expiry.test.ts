@@ -1,5 +1,6 @@
 import { createLogger } from '../../lambda/observability/logger';
 import { withModernGateway } from '../modern/helpers';
+import { aheadClock } from '../support/fake-clock';
 import { startTasksServer } from '../support/servers/tasks-server';
 import { callWithTasks, getTask } from '../support/tasks-client';
 
@@ -7,7 +8,7 @@ import { callWithTasks, getTask } from '../support/tasks-client';
  * A task id's life is the gateway's to count (crypto/task-ids.ts): a target whose tasks say they were
  * created a year from now (a clock far ahead, or a lie) gets ids that still expire
  * `taskIdMaxTtlSeconds` after the gateway handed them out. The gateway's clock is injected
- * (`requestStateClock`): the test moves it past the cap instead of waiting.
+ * (`clock`, the whole gateway's): the test moves it past the cap instead of waiting.
  */
 
 jest.setTimeout(30_000);
@@ -23,7 +24,7 @@ const gw = withModernGateway(
   {
     // ttlMs null: the target keeps its tasks forever, so only the gateway's cap bounds the id.
     targets: { jobs: () => startTasksServer({ ttlMs: null, createdAtSkewMs: A_YEAR_MS }) },
-    localServer: { logger: createLogger('SILENT'), requestStateClock: () => Date.now() + skewMs },
+    localServer: { logger: createLogger('SILENT'), clock: aheadClock(() => skewMs) },
   },
 );
 

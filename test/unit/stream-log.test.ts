@@ -1,5 +1,6 @@
 import { type SseEventLog, SseStream, STREAM_HIGH_WATER_BYTES } from '../../lambda/http/sse';
 import { followStream, openStreamLog, parseEventId } from '../../lambda/legacy/stream-log';
+import { systemClock } from '../../lambda/scheduling/clock';
 import { newPendingRecord } from '../../lambda/state/records';
 import type { PendingRecord, StreamEventRecord } from '../../lambda/state/store';
 import { QUIET } from '../support/in-process';
@@ -11,7 +12,7 @@ import { MemorySessionStore } from '../support/memory-store';
  */
 
 const SESSION = { id: 'session-under-test', expiresAt: Math.floor(Date.now() / 1000) + 3600 };
-const SETTINGS = { ttlSeconds: 600, retainSeconds: 60, maxBytes: 100 };
+const SETTINGS = { ttlSeconds: 600, retainSeconds: 60, maxBytes: 100, clock: systemClock };
 const message = (text: string) => ({
   jsonrpc: '2.0' as const,
   method: 'notifications/message',
@@ -272,7 +273,7 @@ describe('the stream log over the store', () => {
       },
     });
     const log = openStreamLog(counting, SESSION, SETTINGS, QUIET);
-    const record = newPendingRecord(60, {
+    const record = newPendingRecord(Date.now(), 60, {
       kind: 'relayed',
       method: 'elicitation/create',
       target: 'demo',
@@ -290,7 +291,7 @@ describe('the stream log over the store', () => {
     expect(written).toEqual([true]);
     expect(await store.getPending(SESSION.id, record.gatewayId)).toEqual(record);
     // Over the stream's cap the event is not kept, but the record still is; a stream that ends first never asked it.
-    const second = newPendingRecord(60, {
+    const second = newPendingRecord(Date.now(), 60, {
       kind: 'relayed',
       method: 'elicitation/create',
       target: 'demo',
@@ -340,6 +341,7 @@ describe('following a stream', () => {
       { streamId: 'streamAAAAAAAAAA', seq: 1 },
       {
         until: Date.now() + 10_000,
+        clock: systemClock,
         signal: new AbortController().signal,
         pollMs: { minMs: 5, maxMs: 20 },
       },
@@ -361,6 +363,7 @@ describe('following a stream', () => {
       { streamId: 'streamAAAAAAAAAA', seq: 0 },
       {
         until: Date.now() + 50,
+        clock: systemClock,
         signal: new AbortController().signal,
         pollMs: { minMs: 5, maxMs: 10 },
       },
@@ -370,7 +373,12 @@ describe('following a stream', () => {
     for await (const event of start.events) seen.push(event.seq);
     expect(seen).toEqual([]);
     const other = { streamId: 'streamBBBBBBBBBB', seq: 0 };
-    const options = { until: Date.now() + 50, signal: new AbortController().signal, pollMs: { minMs: 5, maxMs: 10 } };
+    const options = {
+      until: Date.now() + 50,
+      clock: systemClock,
+      signal: new AbortController().signal,
+      pollMs: { minMs: 5, maxMs: 10 },
+    };
     expect((await followStream(store, SESSION.id, other, options)).kind).toBe('unknown');
     expect((await followStream(store, 'another-session', { streamId: 'streamAAAAAAAAAA', seq: 0 }, options)).kind).toBe(
       'unknown',
@@ -380,6 +388,7 @@ describe('following a stream', () => {
   describe('how a reconnect ends when the stream is over', () => {
     const options = () => ({
       until: Date.now() + 50,
+      clock: systemClock,
       signal: new AbortController().signal,
       pollMs: { minMs: 5, maxMs: 10 },
     });

@@ -165,7 +165,7 @@ export class DynamoConnectionTable implements ConnectionTable {
   }
 
   async keepRegistration(target: string, issuer: string, sealed: string): Promise<string> {
-    const expiresAt = Math.floor(Date.now() / 1000) + REGISTRATION_TTL_SECONDS;
+    const expiresAt = this.table.nowSeconds() + REGISTRATION_TTL_SECONDS;
     const kept = await this.table.applied((abortSignal) =>
       this.table.client.send(
         new PutCommand({

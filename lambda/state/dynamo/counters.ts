@@ -1,6 +1,5 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { nowSeconds } from '../items';
 import {
   BRIDGED_CALLS,
   bucketOfSk,
@@ -35,7 +34,7 @@ export class DynamoPrincipalCounters implements PrincipalCounters {
     principal: string,
     expiresAt: number,
     limits: { max: number; bucketSeconds: number },
-    now = nowSeconds(),
+    now = this.table.nowSeconds(),
   ): Promise<Admission> {
     return this.admitLive(LIVE_SESSIONS, principal, expiresAt, limits, now);
   }
@@ -48,7 +47,7 @@ export class DynamoPrincipalCounters implements PrincipalCounters {
     principal: string,
     expiresAt: number,
     limits: { max: number; bucketSeconds: number },
-    now = nowSeconds(),
+    now = this.table.nowSeconds(),
   ): Promise<Admission> {
     return this.admitLive(BRIDGED_CALLS, principal, expiresAt, limits, now);
   }

@@ -1,6 +1,6 @@
 import type { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { checkSize, nowSeconds, pendingOf, pendingSk, sessionPk as pk } from '../items';
+import { checkSize, pendingOf, pendingSk, sessionPk as pk } from '../items';
 import {
   dynamoUpdateOf,
   PENDING_TRANSITIONS,
@@ -48,26 +48,40 @@ export class DynamoPendingRecords implements Omit<PendingStore, 'admitBridgedCal
     );
   }
 
-  async claimPending(sessionId: string, gatewayId: string, now = nowSeconds()): Promise<string | undefined> {
+  async claimPending(sessionId: string, gatewayId: string, now = this.table.nowSeconds()): Promise<string | undefined> {
     const token = newClaimToken();
-    return (await this.applied(sessionId, gatewayId, 'claim', { now, nowMs: Date.now(), token })) ? token : undefined;
+    return (await this.applied(sessionId, gatewayId, 'claim', { now, nowMs: this.table.nowMs(), token }))
+      ? token
+      : undefined;
   }
 
   async settleClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean> {
-    return this.applied(sessionId, gatewayId, 'settle', { now: nowSeconds(), nowMs: Date.now(), token });
+    return this.applied(sessionId, gatewayId, 'settle', {
+      now: this.table.nowSeconds(),
+      nowMs: this.table.nowMs(),
+      token,
+    });
   }
 
   async releaseClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean> {
-    return this.applied(sessionId, gatewayId, 'release', { now: nowSeconds(), nowMs: Date.now(), token });
+    return this.applied(sessionId, gatewayId, 'release', {
+      now: this.table.nowSeconds(),
+      nowMs: this.table.nowMs(),
+      token,
+    });
   }
 
   async ackClaim(sessionId: string, gatewayId: string, token: string): Promise<boolean> {
-    return this.applied(sessionId, gatewayId, 'ack', { now: nowSeconds(), nowMs: Date.now(), token });
+    return this.applied(sessionId, gatewayId, 'ack', {
+      now: this.table.nowSeconds(),
+      nowMs: this.table.nowMs(),
+      token,
+    });
   }
 
   async expirePending(sessionId: string, gatewayId: string): Promise<PendingWriteOutcome> {
     // Why it was refused (answered, a delivery in flight, expired) comes back with the refusal.
-    const inputs = { now: nowSeconds(), nowMs: Date.now() };
+    const inputs = { now: this.table.nowSeconds(), nowMs: this.table.nowMs() };
     return this.outcome(
       sessionId,
       gatewayId,
@@ -76,7 +90,7 @@ export class DynamoPendingRecords implements Omit<PendingStore, 'admitBridgedCal
   }
 
   async renewHolder(sessionId: string, gatewayIds: string[], until: number): Promise<void> {
-    const inputs = { now: nowSeconds(), nowMs: Date.now(), until };
+    const inputs = { now: this.table.nowSeconds(), nowMs: this.table.nowMs(), until };
     await Promise.all(gatewayIds.map((gatewayId) => this.applied(sessionId, gatewayId, 'renewHolder', inputs)));
   }
 
@@ -94,7 +108,11 @@ export class DynamoPendingRecords implements Omit<PendingStore, 'admitBridgedCal
     await this.table.batchDelete(gatewayIds.map((id) => ({ pk: pk(sessionId), sk: pendingSk(id) })));
   }
 
-  async getPending(sessionId: string, gatewayId: string, now = nowSeconds()): Promise<PendingRecord | undefined> {
+  async getPending(
+    sessionId: string,
+    gatewayId: string,
+    now = this.table.nowSeconds(),
+  ): Promise<PendingRecord | undefined> {
     const out = await this.table.guarded((abortSignal) =>
       this.table.client.send(
         new GetCommand({
@@ -113,14 +131,14 @@ export class DynamoPendingRecords implements Omit<PendingStore, 'admitBridgedCal
     sessionId: string,
     gatewayId: string,
     answer: string,
-    now = nowSeconds(),
+    now = this.table.nowSeconds(),
     options: { principal?: string } = {},
   ): Promise<PendingWriteOutcome> {
     // The answer is kept in the record: it must fit one item with the record's other attributes.
     checkSize('the answer', { answer, gatewayId, pad: 'x'.repeat(1024) });
     // Who answered first (or that this very write was applied, its reply lost) comes back with the refusal.
     const { principal } = options;
-    const inputs = { now, nowMs: Date.now(), answer, principal };
+    const inputs = { now, nowMs: this.table.nowMs(), answer, principal };
     const name = principal === undefined ? 'answer' : 'answerForPrincipal';
     return this.outcome(sessionId, gatewayId, await pendingTransition(this.table, sessionId, gatewayId, name, inputs));
   }
@@ -129,12 +147,12 @@ export class DynamoPendingRecords implements Omit<PendingStore, 'admitBridgedCal
     sessionId: string,
     gatewayId: string,
     answer: string,
-    now = nowSeconds(),
+    now = this.table.nowSeconds(),
     options: { principal?: string } = {},
   ): Promise<RecordOutcome> {
     checkSize('the answer', { answer, gatewayId, pad: 'x'.repeat(1024) });
     const { principal } = options;
-    const inputs = { now, nowMs: Date.now(), answer, principal };
+    const inputs = { now, nowMs: this.table.nowMs(), answer, principal };
     const name = principal === undefined ? 'record' : 'recordForPrincipal';
     const refusal = await pendingTransition(this.table, sessionId, gatewayId, name, inputs);
     if (!refusal) return true;

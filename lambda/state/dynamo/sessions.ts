@@ -11,7 +11,6 @@ import {
   checkSize,
   endMarker,
   type Item,
-  nowSeconds,
   PENDING_PREFIX,
   pendingOf,
   pendingSk,
@@ -61,7 +60,7 @@ export class DynamoSessionRecords implements SessionRecordStore {
 
   async loadSession(
     sessionId: string,
-    now = nowSeconds(),
+    now = this.table.nowSeconds(),
     options: { includeExpired?: boolean; withPending?: boolean } = {},
   ): Promise<LoadedSession | undefined> {
     // The plain client's Query, not the DocumentClient's: every 2025 request makes this read, and the
@@ -106,14 +105,18 @@ export class DynamoSessionRecords implements SessionRecordStore {
     return loaded;
   }
 
-  async loadForAnswer(sessionId: string, gatewayId: string, now = nowSeconds()): Promise<LoadedAnswer | undefined> {
+  async loadForAnswer(
+    sessionId: string,
+    gatewayId: string,
+    now = this.table.nowSeconds(),
+  ): Promise<LoadedAnswer | undefined> {
     const keys = [
       { pk: pk(sessionId), sk: SESSION_SK },
       { pk: pk(sessionId), sk: pendingSk(gatewayId) },
     ];
     const items: Item[] = [];
     // Unprocessed keys (throttling) are read again, a bounded number of times.
-    await untilProcessed(keys, 3, 'reads', async (wanted) => {
+    await untilProcessed(this.table.clock, keys, 3, 'reads', async (wanted) => {
       const out = await this.table.guarded((abortSignal) =>
         this.table.client.send(
           new BatchGetCommand({ RequestItems: { [this.table.name]: { Keys: wanted, ConsistentRead: true } } }),
@@ -224,7 +227,7 @@ export class DynamoSessionRecords implements SessionRecordStore {
     await Promise.all([marked, recorded]);
   }
 
-  async hasResumeProof(key: string, now = nowSeconds()): Promise<boolean> {
+  async hasResumeProof(key: string, now = this.table.nowSeconds()): Promise<boolean> {
     const found = await this.table.guarded((abortSignal) =>
       this.table.client.send(
         new GetCommand({ TableName: this.table.name, Key: { pk: resumeProofPk(key), sk: RESUME_PROOF_SK } }),
@@ -243,7 +246,7 @@ export class DynamoSessionRecords implements SessionRecordStore {
             TableName: this.table.name,
             Item: { pk: pk(session.id), sk: CLIENT_STREAM_SK, token, untilMs, expiresAt: session.expiresAt },
             ConditionExpression: 'attribute_not_exists(sk) OR untilMs <= :nowMs',
-            ExpressionAttributeValues: { ':nowMs': Date.now() },
+            ExpressionAttributeValues: { ':nowMs': this.table.nowMs() },
           }),
           { abortSignal },
         ),
@@ -347,7 +350,7 @@ export class DynamoSessionRecords implements SessionRecordStore {
     return endMarker(out.Item.reason);
   }
 
-  async countPending(sessionId: string, limit: number, now = nowSeconds()): Promise<number> {
+  async countPending(sessionId: string, limit: number, now = this.table.nowSeconds()): Promise<number> {
     let count = 0;
     for await (const page of this.table.pages({
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :p)',
@@ -362,7 +365,7 @@ export class DynamoSessionRecords implements SessionRecordStore {
   }
 
   async detachHolder(sessionId: string, gatewayIds: string[]): Promise<void> {
-    const inputs = { now: nowSeconds(), nowMs: Date.now() };
+    const inputs = { now: this.table.nowSeconds(), nowMs: this.table.nowMs() };
     await Promise.all(
       gatewayIds.map((gatewayId) => pendingTransition(this.table, sessionId, gatewayId, 'detachHolder', inputs)),
     );

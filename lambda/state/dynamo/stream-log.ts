@@ -1,5 +1,5 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
-import { checkSize, eventSk, nowSeconds, pendingSk, sessionPk as pk, streamEndSk, streamEventOf } from '../items';
+import { checkSize, eventSk, pendingSk, sessionPk as pk, streamEndSk, streamEventOf } from '../items';
 import type { PendingRecord, StreamEventRecord, StreamLogStore } from '../store';
 import type { DynamoTable } from './table';
 
@@ -55,7 +55,7 @@ export class DynamoStreamLog implements StreamLogStore {
     sessionId: string,
     streamId: string,
     fromSeq: number,
-    now = nowSeconds(),
+    now = this.table.nowSeconds(),
   ): Promise<StreamEventRecord[]> {
     const events: StreamEventRecord[] = [];
     for await (const page of this.table.pages({

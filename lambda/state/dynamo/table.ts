@@ -6,6 +6,8 @@ import {
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import { DYNAMODB_ITEM_LIMIT_BYTES, ItemTooLargeError } from '../../protocol/errors';
+import { Backoff } from '../../scheduling/backoff';
+import { type Clock, sleep } from '../../scheduling/clock';
 import { itemOf } from '../attribute-values';
 import type { Item } from '../items';
 import { StoreUnavailableError } from '../store';
@@ -25,6 +27,11 @@ import { StoreUnavailableError } from '../store';
 export const STORE_OPERATION_TIMEOUT_MS = 5000;
 
 export interface DynamoStoreOptions {
+  /**
+   * The gateway's clock: what a write says is now (expiries, leases, claims) and what a read compares
+   * with. The same clock as the callers', so a test's fake clock need not start at the wall clock's time.
+   */
+  clock: Clock;
   /** The bound of one operation, retries included (default STORE_OPERATION_TIMEOUT_MS). */
   operationTimeoutMs?: number;
 }
@@ -63,16 +70,18 @@ export function refusedItem(error: ConditionalCheckFailedException): Item | unde
  * off 50, 100, 200… ms, `attempts` times at most; past them the operation fails as StoreUnavailable.
  */
 export async function untilProcessed<T>(
+  clock: Clock,
   requests: T[],
   attempts: number,
   what: string,
   send: (requests: T[]) => Promise<T[]>,
 ): Promise<void> {
+  const backoff = new Backoff({ firstMs: 50, factor: 2 });
   for (let attempt = 0, left = requests; left.length > 0; attempt++) {
     if (attempt === attempts)
       throw new StoreUnavailableError(new Error(`unprocessed ${what} after ${attempts} attempts`));
     left = await send(left);
-    if (left.length) await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** attempt));
+    if (left.length) await sleep(clock, backoff.next());
   }
 }
 
@@ -84,13 +93,25 @@ export type BatchWrite =
 /** The gateway table, as the parts of the DynamoDB store use it. */
 export class DynamoTable {
   private readonly operationTimeoutMs: number;
+  readonly clock: Clock;
 
   constructor(
     readonly client: DynamoDBDocumentClient,
     readonly name: string,
-    options: DynamoStoreOptions = {},
+    options: DynamoStoreOptions,
   ) {
     this.operationTimeoutMs = options.operationTimeoutMs ?? STORE_OPERATION_TIMEOUT_MS;
+    this.clock = options.clock;
+  }
+
+  /** Now on the gateway's clock, in epoch ms. */
+  nowMs(): number {
+    return this.clock.now();
+  }
+
+  /** Now on the gateway's clock, in epoch seconds (what items' expiries are counted in). */
+  nowSeconds(): number {
+    return Math.floor(this.clock.now() / 1000);
   }
 
   /** One operation, bounded by the store's operation timeout (see `guarded`). */
@@ -134,7 +155,7 @@ export class DynamoTable {
   /** Writes in chunks of 25 (BatchWriteItem's limit), in order; what is left unprocessed is sent again (5 attempts). */
   async batchWrite(writes: BatchWrite[]): Promise<void> {
     for (let i = 0; i < writes.length; i += 25) {
-      await untilProcessed(writes.slice(i, i + 25), 5, 'writes', async (requests) => {
+      await untilProcessed(this.clock, writes.slice(i, i + 25), 5, 'writes', async (requests) => {
         const result = await this.guarded((abortSignal) =>
           this.client.send(new BatchWriteCommand({ RequestItems: { [this.name]: requests } }), { abortSignal }),
         );

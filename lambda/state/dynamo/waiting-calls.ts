@@ -1,6 +1,6 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { nowSeconds, sessionPk as pk, waitingCallOf, waitingCallSk } from '../items';
+import { sessionPk as pk, waitingCallOf, waitingCallSk } from '../items';
 import type { WaitingCallRecord, WaitingCallStore } from '../store';
 import type { DynamoTable } from './table';
 
@@ -11,7 +11,7 @@ export class DynamoWaitingCalls implements WaitingCallStore {
   async getWaitingCall(
     sessionId: string,
     streamId: string,
-    now = nowSeconds(),
+    now = this.table.nowSeconds(),
   ): Promise<WaitingCallRecord | undefined> {
     const out = await this.table.guarded((abortSignal) =>
       this.table.client.send(

@@ -7,6 +7,7 @@ import { LIST_METHODS, type ListingKind } from '../../../lambda/protocol/methods
 import type { Era } from '../../../lambda/protocol/versions';
 import type { Caller, TargetLink } from '../../../lambda/targets/target-link';
 import type { Targets } from '../../../lambda/targets/targets';
+import { clockAt } from '../../support/fake-clock';
 
 /**
  * What a called name or URI resolves to (catalog/catalog.ts), against fake targets whose listings a
@@ -74,7 +75,10 @@ function fakeTargets(
     targets,
     { toolNamePrefix: options.prefix ?? 'always' },
     createLogger('SILENT'),
-    new CatalogCache(CACHE_AGE_MS, () => now),
+    new CatalogCache(
+      clockAt(() => now),
+      CACHE_AGE_MS,
+    ),
   );
   return { ...state, catalog };
 }

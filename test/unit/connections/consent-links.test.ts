@@ -1,5 +1,6 @@
 import { ConsentLinks } from '../../../lambda/connections/consent-links';
 import { SealedBox } from '../../../lambda/crypto/sealed-box';
+import { clockAt } from '../../support/fake-clock';
 
 /**
  * Why a consent link does not open decides what its page tells the person holding it: an expired
@@ -16,7 +17,11 @@ const TTL_MS = 600_000;
 let now = Date.UTC(2026, 0, 1);
 
 const linksUnder = (current: string, previous?: string) =>
-  new ConsentLinks(SealedBox.fromSecrets({ current, ...(previous ? { previous } : {}) }), TTL_MS, () => now);
+  new ConsentLinks(
+    SealedBox.fromSecrets({ current, ...(previous ? { previous } : {}) }),
+    TTL_MS,
+    clockAt(() => now),
+  );
 
 describe('a consent link that does not open says why', () => {
   const underA = linksUnder(KEY_A);

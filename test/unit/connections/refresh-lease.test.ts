@@ -68,7 +68,7 @@ function setUp() {
   const instance = () => {
     const vault = new ConnectionVault(table, new Envelope(new LocalKeySource(KEY)), {
       idleDays: 90,
-      now: () => clock.now(),
+      clock,
     });
     const connections = new UserConnections({
       vault,
@@ -76,7 +76,7 @@ function setUp() {
       links: new ConsentLinks(
         SealedBox.fromSecrets({ current: 'links-key-of-at-least-32-characters-long' }),
         600_000,
-        () => clock.now(),
+        clock,
       ),
       publicUrl: 'https://gateway.example',
       logger: createLogger('SILENT'),

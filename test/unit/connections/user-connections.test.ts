@@ -10,6 +10,7 @@ import { ConnectionVault } from '../../../lambda/connections/vault';
 import { SealedBox } from '../../../lambda/crypto/sealed-box';
 import { createLogger } from '../../../lambda/observability/logger';
 import { type RequestContext, runInRequest } from '../../../lambda/observability/request-context';
+import { clockAt } from '../../support/fake-clock';
 import { MemoryConnectionTable } from '../../support/memory-connection-table';
 
 /**
@@ -39,7 +40,7 @@ function setUp() {
   const table = new MemoryConnectionTable();
   const vault = new ConnectionVault(table, new Envelope(new LocalKeySource('a-local-key-of-at-least-32-characters')), {
     idleDays: 90,
-    now: () => now,
+    clock: clockAt(() => now),
   });
   const endpoint = new TokenEndpoint();
   const server = {
@@ -53,11 +54,11 @@ function setUp() {
     links: new ConsentLinks(
       SealedBox.fromSecrets({ current: 'links-key-of-at-least-32-characters-long' }),
       600_000,
-      () => now,
+      clockAt(() => now),
     ),
     publicUrl: 'https://gateway.example',
     logger: createLogger('SILENT'),
-    now: () => now,
+    clock: clockAt(() => now),
   });
   const as = (principal: string, fn: () => Promise<unknown>) =>
     runInRequest(

@@ -1,6 +1,7 @@
 import { SealedBox } from '../../../lambda/crypto/sealed-box';
 import { TaskIdSealer } from '../../../lambda/crypto/task-ids';
 import { RequestStateSealer } from '../../../lambda/modern/request-state';
+import { clockAt } from '../../support/fake-clock';
 
 /**
  * The task ids the gateway hands out for targets' tasks (crypto/task-ids.ts): the target's own id
@@ -11,7 +12,11 @@ import { RequestStateSealer } from '../../../lambda/modern/request-state';
 const NOW = Date.UTC(2026, 11, 6, 12, 0, 0);
 const box = SealedBox.fromSecrets({ current: 'a secret of at least thirty-two characters' });
 const MAX_TTL_SECONDS = 86_400;
-const sealer = new TaskIdSealer(box, MAX_TTL_SECONDS, () => NOW);
+const sealer = new TaskIdSealer(
+  box,
+  MAX_TTL_SECONDS,
+  clockAt(() => NOW),
+);
 const binding = { target: 'jobs', taskId: '786512e2-9e0d-44bd-8f29-789f320fe840', principal: 'alice' };
 
 describe('a task id the gateway hands out', () => {
@@ -59,7 +64,11 @@ describe('a task id the gateway hands out', () => {
   });
 
   it('is no requestState, and a requestState is no task id (same keys, different payloads)', () => {
-    const states = new RequestStateSealer(box, 600, () => NOW);
+    const states = new RequestStateSealer(
+      box,
+      600,
+      clockAt(() => NOW),
+    );
     const state = states.seal(
       { principal: 'alice', target: 'jobs', method: 'tools/call', name: 'sum', argsDigest: 'x' },
       { kind: 'relay', confirmed: false },
@@ -82,7 +91,7 @@ describe('the same task sealed twice', () => {
     const other = new TaskIdSealer(
       SealedBox.fromSecrets({ current: 'a secret of at least thirty-two characters' }),
       MAX_TTL_SECONDS,
-      () => NOW + 5000,
+      clockAt(() => NOW + 5000),
     );
     const task = { ttlMs: 60_000, createdAt: new Date(NOW).toISOString() };
     const id = sealer.seal(binding, task);

@@ -1,5 +1,6 @@
 import { SessionCache } from '../../../lambda/legacy/session-cache';
 import type { LoadedSession } from '../../../lambda/state/store';
+import { clockAt } from '../../support/fake-clock';
 
 const NOW = 1_800_000_000_000;
 
@@ -19,13 +20,13 @@ function loaded(id: string, principal = 'alice', expiresAt = NOW / 1000 + 3600):
 
 describe('the session cache (what a relayed call may start with before its read returns)', () => {
   let now = NOW;
-  const clock = () => now;
+  const clock = clockAt(() => now);
   beforeEach(() => {
     now = NOW;
   });
 
   it('gives a session only to the principal that owns it', () => {
-    const cache = new SessionCache(10, 60_000, clock);
+    const cache = new SessionCache(clock, 10, 60_000);
     cache.put(loaded('s1', 'alice'));
     expect(cache.get('s1', 'alice')?.session.id).toBe('s1');
     expect(cache.get('s1', 'bob')).toBeUndefined();
@@ -33,7 +34,7 @@ describe('the session cache (what a relayed call may start with before its read 
   });
 
   it('keeps nothing past the session’s expiry or past its age bound', () => {
-    const cache = new SessionCache(10, 60_000, clock);
+    const cache = new SessionCache(clock, 10, 60_000);
     cache.put(loaded('expiring', 'alice', NOW / 1000 + 30));
     cache.put(loaded('long', 'alice'));
     now += 30_000;
@@ -45,7 +46,7 @@ describe('the session cache (what a relayed call may start with before its read 
   });
 
   it('a fresh read starts the age bound again', () => {
-    const cache = new SessionCache(10, 60_000, clock);
+    const cache = new SessionCache(clock, 10, 60_000);
     cache.put(loaded('s1'));
     now += 50_000;
     cache.put(loaded('s1'));
@@ -54,7 +55,7 @@ describe('the session cache (what a relayed call may start with before its read 
   });
 
   it('drops the least recently read session past its size, and what it is told to forget', () => {
-    const cache = new SessionCache(2, 60_000, clock);
+    const cache = new SessionCache(clock, 2, 60_000);
     cache.put(loaded('a'));
     cache.put(loaded('b'));
     cache.put(loaded('a')); // read again: now the most recent

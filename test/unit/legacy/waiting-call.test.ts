@@ -1,4 +1,6 @@
 import { takeOver, WaitingCall, type WaitingCallSnapshot } from '../../../lambda/legacy/waiting-call';
+import { systemClock } from '../../../lambda/scheduling/clock';
+import { clockAt } from '../../support/fake-clock';
 import { MemorySessionStore } from '../../support/memory-store';
 
 /**
@@ -28,16 +30,18 @@ const snapshot = (round = 1): WaitingCallSnapshot => ({
 });
 
 function holder(store: MemorySessionStore, streamId = 'stream-aaaaaaaaaa') {
-  return new WaitingCall(store, session.id, streamId, () => session.expiresAt, LEASE_MS);
+  return new WaitingCall(store, session.id, streamId, () => session.expiresAt, systemClock, LEASE_MS);
 }
 
 describe('a waiting call', () => {
   it('is nothing to take over before it waits, and held elsewhere while its holder lives', async () => {
     const store = new MemorySessionStore();
-    expect(await takeOver(store, session, 'stream-aaaaaaaaaa')).toEqual({ kind: 'none' });
+    expect(await takeOver(store, session, 'stream-aaaaaaaaaa', { clock: systemClock })).toEqual({ kind: 'none' });
     const a = holder(store);
     expect(await a.hold(snapshot(), 3)).toBe(true);
-    expect((await takeOver(store, session, 'stream-aaaaaaaaaa', { leaseMs: LEASE_MS })).kind).toBe('held-elsewhere');
+    expect((await takeOver(store, session, 'stream-aaaaaaaaaa', { clock: systemClock, leaseMs: LEASE_MS })).kind).toBe(
+      'held-elsewhere',
+    );
   });
 
   it('released, is taken over by the reconnect with where it stood and the seq to go on at', async () => {
@@ -46,10 +50,12 @@ describe('a waiting call', () => {
     await a.hold(snapshot(), 3);
     expect(await a.release(snapshot(2), 5)).toBe(true);
     expect(a.holding).toBe(false);
-    const taken = await takeOver(store, session, 'stream-aaaaaaaaaa', { leaseMs: LEASE_MS });
+    const taken = await takeOver(store, session, 'stream-aaaaaaaaaa', { clock: systemClock, leaseMs: LEASE_MS });
     expect(taken).toMatchObject({ kind: 'taken', seq: 5, snapshot: snapshot(2) });
     // The new holder holds it now: a second reconnect finds it held elsewhere.
-    expect((await takeOver(store, session, 'stream-aaaaaaaaaa', { leaseMs: LEASE_MS })).kind).toBe('held-elsewhere');
+    expect((await takeOver(store, session, 'stream-aaaaaaaaaa', { clock: systemClock, leaseMs: LEASE_MS })).kind).toBe(
+      'held-elsewhere',
+    );
   });
 
   it("is taken over once its holder's lease ran out (the holder died), and the old holder can no longer write", async () => {
@@ -57,7 +63,10 @@ describe('a waiting call', () => {
     const a = holder(store);
     await a.hold(snapshot(), 3);
     const later = Date.now() + LEASE_MS + 1;
-    const taken = await takeOver(store, session, 'stream-aaaaaaaaaa', { now: later, leaseMs: LEASE_MS });
+    const taken = await takeOver(store, session, 'stream-aaaaaaaaaa', {
+      clock: clockAt(() => later),
+      leaseMs: LEASE_MS,
+    });
     expect(taken.kind).toBe('taken');
     // The old holder comes back (it was only slow): it lost the call, and neither renews nor releases it.
     expect(await a.renew(snapshot(), 4)).toBe(false);
@@ -72,8 +81,8 @@ describe('a waiting call', () => {
     await a.hold(snapshot(), 3);
     await a.release(snapshot(), 3);
     const results = await Promise.all([
-      takeOver(store, session, 'stream-aaaaaaaaaa', { leaseMs: LEASE_MS }),
-      takeOver(store, session, 'stream-aaaaaaaaaa', { leaseMs: LEASE_MS }),
+      takeOver(store, session, 'stream-aaaaaaaaaa', { clock: systemClock, leaseMs: LEASE_MS }),
+      takeOver(store, session, 'stream-aaaaaaaaaa', { clock: systemClock, leaseMs: LEASE_MS }),
     ]);
     expect(results.map((r) => r.kind).sort()).toEqual(['held-elsewhere', 'taken']);
   });
@@ -83,7 +92,7 @@ describe('a waiting call', () => {
     const a = holder(store);
     await a.hold(snapshot(), 3);
     await a.release(snapshot(), 3);
-    const taken = await takeOver(store, session, 'stream-aaaaaaaaaa', { leaseMs: LEASE_MS });
+    const taken = await takeOver(store, session, 'stream-aaaaaaaaaa', { clock: systemClock, leaseMs: LEASE_MS });
     await a.finish(); // released: no longer its own
     expect(await store.getWaitingCall(session.id, 'stream-aaaaaaaaaa')).toBeDefined();
     if (taken.kind !== 'taken') throw new Error('not taken');
@@ -109,7 +118,7 @@ describe('a waiting call', () => {
     await a.hold(snapshot(), 3);
     await a.release(snapshot(2), 5);
     const writes = jest.spyOn(store, 'swapWaitingCall');
-    const taken = await takeOver(store, session, 'stream-aaaaaaaaaa', { leaseMs: LEASE_MS });
+    const taken = await takeOver(store, session, 'stream-aaaaaaaaaa', { clock: systemClock, leaseMs: LEASE_MS });
     if (taken.kind !== 'taken') throw new Error('not taken');
     expect(writes).toHaveBeenCalledTimes(1);
     // The relay goes on with the call and holds the step it was taken over at (the same snapshot).

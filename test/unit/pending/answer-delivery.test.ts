@@ -1,6 +1,7 @@
 import { type DeliveryDeps, deliverAnswer, holderGone } from '../../../lambda/pending/answer-delivery';
 import { ClaimAcknowledger } from '../../../lambda/pending/holder-ack';
 import type { JSONRPCResponse } from '../../../lambda/protocol/jsonrpc';
+import { systemClock } from '../../../lambda/scheduling/clock';
 import { CLAIM_LEASE_MS, newPendingRecord } from '../../../lambda/state/records';
 import type { PendingRecord } from '../../../lambda/state/store';
 import { MessageRejectedError, TargetSessionExpiredError } from '../../../lambda/targets/endpoint';
@@ -39,7 +40,7 @@ async function relayed(
   store: MemorySessionStore,
   change: (record: PendingRecord) => void = () => undefined,
 ): Promise<PendingRecord> {
-  const record = newPendingRecord(300, {
+  const record = newPendingRecord(Date.now(), 300, {
     kind: 'relayed',
     method: 'elicitation/create',
     target: 'legacy',
@@ -68,7 +69,7 @@ function deliver(
   options: { endCall?: (token: string) => Promise<void>; ackWaitMs?: number } = {},
 ) {
   return deliverAnswer(
-    { store, targets, logger: quiet },
+    { store, targets, logger: quiet, clock: systemClock },
     {
       partition: PARTITION,
       record,
@@ -140,7 +141,7 @@ describe('delivering an answer to a relayed request', () => {
   it('sends nothing when the holder of the call is gone (its lease ran out)', async () => {
     const store = new MemorySessionStore();
     const record = await relayed(store, (r) => Object.assign(r, { holderUntil: Date.now() - 1 }));
-    expect(holderGone(record)).toBe(true);
+    expect(holderGone(record, Date.now())).toBe(true);
     const { sent, targets } = fakeTargets();
     expect(await deliver(store, targets, record)).toEqual({ kind: 'holder-gone' });
     expect(sent).toEqual([]);

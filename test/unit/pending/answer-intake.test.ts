@@ -1,6 +1,7 @@
 import { createLogger, type GatewayLogger } from '../../../lambda/observability/logger';
 import { type IntakeDeps, takeAnswer, takeBeforeReading } from '../../../lambda/pending/answer-intake';
 import type { JSONRPCResponse } from '../../../lambda/protocol/jsonrpc';
+import { systemClock } from '../../../lambda/scheduling/clock';
 import { newPendingRecord, withoutHolder } from '../../../lambda/state/records';
 import type { PendingRecord } from '../../../lambda/state/store';
 import { MessageRejectedError } from '../../../lambda/targets/endpoint';
@@ -24,6 +25,7 @@ function setUp(fail?: () => Error) {
   const deps: IntakeDeps = {
     store,
     logger: createLogger('SILENT') as GatewayLogger,
+    clock: systemClock,
     targets: {
       deliver: async (target, _session, message) => {
         if (fail) throw fail();
@@ -43,7 +45,7 @@ async function put(store: MemorySessionStore, record: PendingRecord): Promise<Pe
 const relayed = (change: Partial<PendingRecord> = {}) =>
   relayedRecord({ principal: session.principal, sessionExpiresAt: session.expiresAt, ...change });
 const question = () =>
-  newPendingRecord(300, {
+  newPendingRecord(Date.now(), 300, {
     kind: 'question',
     method: 'elicitation/create',
     target: 'demo',

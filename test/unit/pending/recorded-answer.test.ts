@@ -2,6 +2,7 @@ import type { DeliveryDeps } from '../../../lambda/pending/answer-delivery';
 import { ClaimAcknowledger } from '../../../lambda/pending/holder-ack';
 import { deliverRecordedUntilTaken, fitsARecord, recordAnswer } from '../../../lambda/pending/recorded-answer';
 import type { JSONRPCResponse } from '../../../lambda/protocol/jsonrpc';
+import { systemClock } from '../../../lambda/scheduling/clock';
 import type { PendingRecord } from '../../../lambda/state/store';
 import { MessageRejectedError } from '../../../lambda/targets/endpoint';
 import { holderParts } from '../../support/holder-parts';
@@ -64,6 +65,7 @@ describe('an answer recorded for the holder', () => {
     const { sent, targets } = flakyTargets(0, () => new Error('unused'));
     const outcome = await deliverRecordedUntilTaken(targets, found[0]!, '2025-11-25', {
       signal: new AbortController().signal,
+      clock: systemClock,
     });
     expect(outcome).toEqual({ kind: 'delivered' });
     expect(sent).toEqual([{ jsonrpc: '2.0', id: 3, result: { action: 'accept', content: { confirm: true } } }]);
@@ -81,7 +83,12 @@ describe('an answer recorded for the holder', () => {
     const flaky = flakyTargets(2, () => new Error('HTTP 503'));
     const failed: unknown[] = [];
     const signal = new AbortController().signal;
-    const options = { signal, retryMs: 1, onFailedAttempt: (error: unknown) => failed.push(error) };
+    const options = {
+      signal,
+      retryMs: 1,
+      clock: systemClock,
+      onFailedAttempt: (error: unknown) => failed.push(error),
+    };
     expect(await deliverRecordedUntilTaken(flaky.targets, record, '2025-11-25', options)).toEqual({
       kind: 'delivered',
     });
@@ -99,6 +106,7 @@ describe('an answer recorded for the holder', () => {
     const stop = new AbortController();
     const outcome = deliverRecordedUntilTaken(never.targets, record, '2025-11-25', {
       signal: stop.signal,
+      clock: systemClock,
       retryMs: 1000,
     });
     await new Promise((resolve) => setTimeout(resolve, 10));

@@ -2,6 +2,7 @@ import { type AttributeValue, ConditionalCheckFailedException } from '@aws-sdk/c
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { WaitingCall } from '../../../lambda/legacy/waiting-call';
 import { writeOutcome } from '../../../lambda/modern/bridge-outcome';
+import { systemClock } from '../../../lambda/scheduling/clock';
 import { DynamoSessionStore } from '../../../lambda/state/dynamo-store';
 import type { SessionRecord } from '../../../lambda/state/store';
 
@@ -77,7 +78,7 @@ describe('a conditional write refused with the item it found (ALL_OLD)', () => {
     const { client, sent } = fakeClient(() => {
       throw refusal(keptTarget);
     });
-    const store = new DynamoSessionStore(client, 'table');
+    const store = new DynamoSessionStore(client, 'table', { clock: systemClock });
     const kept = await store.putTargetSession(session, {
       target: 'demo',
       targetSessionId: 'mine',
@@ -98,7 +99,7 @@ describe('a conditional write refused with the item it found (ALL_OLD)', () => {
     const { client, sent } = fakeClient(() => {
       throw refusal(answeredPending);
     });
-    const store = new DynamoSessionStore(client, 'table');
+    const store = new DynamoSessionStore(client, 'table', { clock: systemClock });
     const outcome = await store.expirePending('session-1', 'gw-1');
     expect(outcome).toMatchObject({ written: false, current: { gatewayId: 'gw-1', status: 'answered' } });
     expect(sent.map((s) => s.name)).toEqual(['UpdateCommand']);
@@ -107,7 +108,7 @@ describe('a conditional write refused with the item it found (ALL_OLD)', () => {
 
   it('expirePending applied: expired, one request', async () => {
     const { client, sent } = fakeClient(() => ({}));
-    const store = new DynamoSessionStore(client, 'table');
+    const store = new DynamoSessionStore(client, 'table', { clock: systemClock });
     expect(await store.expirePending('session-1', 'gw-1')).toEqual({ written: true });
     expect(sent).toHaveLength(1);
   });
@@ -126,7 +127,7 @@ describe("a bridged round's outcome written again after its reply was lost", () 
     writeOutcome(store, 'bridge-1', 'round-1', payload, {
       maxBytes: 4 * 1024 * 1024,
       attempt: 0,
-      template: { target: 'demo', clientRequestId: 7, expiresAt: NOW + 60 },
+      template: { target: 'demo', clientRequestId: 7, createdAt: NOW, expiresAt: NOW + 60 },
     });
 
   it('is stored when the refusal found its own answer there (the first attempt was applied): one request', async () => {
@@ -134,7 +135,7 @@ describe("a bridged round's outcome written again after its reply was lost", () 
     const { client, sent } = fakeClient(() => {
       throw refusal(stored(mine));
     });
-    expect(await write(new DynamoSessionStore(client, 'table'))).toBe('stored');
+    expect(await write(new DynamoSessionStore(client, 'table', { clock: systemClock }))).toBe('stored');
     expect(sent.map((s) => s.name)).toEqual(['UpdateCommand']);
     expect(sent[0]?.input.ReturnValuesOnConditionCheckFailure).toBe('ALL_OLD');
   });
@@ -145,7 +146,7 @@ describe("a bridged round's outcome written again after its reply was lost", () 
         if (name === 'UpdateCommand') throw refusal(found);
         return {}; // the fallback read (no item on the refusal): nothing there
       });
-      expect(await write(new DynamoSessionStore(client, 'table'))).toBe('not-stored');
+      expect(await write(new DynamoSessionStore(client, 'table', { clock: systemClock }))).toBe('not-stored');
     }
   });
 });
@@ -164,7 +165,7 @@ describe('a refusal without the item (dynalite ignores ALL_OLD; or DynamoDB foun
         },
       };
     });
-    const store = new DynamoSessionStore(client, 'table');
+    const store = new DynamoSessionStore(client, 'table', { clock: systemClock });
     const kept = await store.putTargetSession(session, {
       target: 'demo',
       protocolVersion: '2025-11-25',
@@ -194,7 +195,7 @@ describe('a refusal without the item (dynalite ignores ALL_OLD; or DynamoDB foun
         },
       };
     });
-    const store = new DynamoSessionStore(client, 'table');
+    const store = new DynamoSessionStore(client, 'table', { clock: systemClock });
     expect(await store.expirePending('session-1', 'gw-1')).toMatchObject({
       written: false,
       current: { status: 'delivering', claim: 'theirs' },
@@ -207,7 +208,7 @@ describe('a refusal without the item (dynalite ignores ALL_OLD; or DynamoDB foun
       if (name === 'UpdateCommand') throw refusal();
       return {};
     });
-    const store = new DynamoSessionStore(client, 'table');
+    const store = new DynamoSessionStore(client, 'table', { clock: systemClock });
     expect(await store.expirePending('session-1', 'gw-1')).toEqual({ written: false, current: undefined });
   });
 });
@@ -220,8 +221,8 @@ describe("a waiting call's end", () => {
         if (refused) throw refusal();
         return {};
       });
-      const store = new DynamoSessionStore(client, 'table');
-      const waiting = new WaitingCall(store, 'session-1', 'stream-aaaaaaaaaa', () => NOW + 600);
+      const store = new DynamoSessionStore(client, 'table', { clock: systemClock });
+      const waiting = new WaitingCall(store, 'session-1', 'stream-aaaaaaaaaa', () => NOW + 600, systemClock);
       const snapshot = {
         call: { target: 'demo', method: 'tools/call', clientRequestId: 7, params: {} },
         step: { kind: 'confirm' as const, request: { gatewayId: 'gw-1', method: 'elicitation/create', askedAt: 1 } },

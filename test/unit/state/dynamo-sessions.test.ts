@@ -1,4 +1,5 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { systemClock } from '../../../lambda/scheduling/clock';
 import { DynamoSessionStore } from '../../../lambda/state/dynamo-store';
 
 /**
@@ -32,7 +33,7 @@ describe('deleting a session', () => {
     const { client, sent } = fakeClient(
       partition(['C#1', 'E#a#0000000000', 'P#gw-1', 'P#gw-2', 'R#a', 'SESSION', 'T#demo']),
     );
-    await new DynamoSessionStore(client, 'table').deleteSession('s-1');
+    await new DynamoSessionStore(client, 'table', { clock: systemClock }).deleteSession('s-1');
     expect(sent.map((s) => s.name)).toEqual(['QueryCommand', 'BatchWriteCommand', 'BatchWriteCommand']);
     expect(keysOf(sent[1]!)).toEqual(['P#gw-1', 'P#gw-2']);
     expect(keysOf(sent[2]!)).toEqual(['SESSION', 'C#1', 'E#a#0000000000', 'R#a', 'T#demo']);
@@ -40,7 +41,7 @@ describe('deleting a session', () => {
 
   it('without pending records: one write, the session item first, as before', async () => {
     const { client, sent } = fakeClient(partition(['E#a#0000000000', 'SESSION', 'T#demo']));
-    await new DynamoSessionStore(client, 'table').deleteSession('s-1');
+    await new DynamoSessionStore(client, 'table', { clock: systemClock }).deleteSession('s-1');
     expect(sent.map((s) => s.name)).toEqual(['QueryCommand', 'BatchWriteCommand']);
     expect(keysOf(sent[1]!)).toEqual(['SESSION', 'E#a#0000000000', 'T#demo']);
   });

@@ -1,4 +1,5 @@
 import { StoreUnavailableError } from '../../../lambda/protocol/errors';
+import { systemClock } from '../../../lambda/scheduling/clock';
 import { untilProcessed } from '../../../lambda/state/dynamo/table';
 
 /**
@@ -8,7 +9,7 @@ import { untilProcessed } from '../../../lambda/state/dynamo/table';
 describe('untilProcessed', () => {
   it('sends again only what was left unprocessed, until nothing is', async () => {
     const sent: number[][] = [];
-    await untilProcessed([1, 2, 3], 3, 'writes', async (requests) => {
+    await untilProcessed(systemClock, [1, 2, 3], 3, 'writes', async (requests) => {
       sent.push(requests);
       return requests.slice(1); // one processed per attempt
     });
@@ -17,13 +18,13 @@ describe('untilProcessed', () => {
 
   it('sends nothing for nothing', async () => {
     const send = jest.fn(async () => []);
-    await untilProcessed([], 3, 'reads', send);
+    await untilProcessed(systemClock, [], 3, 'reads', send);
     expect(send).not.toHaveBeenCalled();
   });
 
   it('fails as StoreUnavailable (503, retryable) when items are still left after the last attempt', async () => {
     let attempts = 0;
-    const failure = await untilProcessed(['a'], 2, 'reads', async (requests) => {
+    const failure = await untilProcessed(systemClock, ['a'], 2, 'reads', async (requests) => {
       attempts++;
       return requests;
     }).catch((error: unknown) => error);

@@ -5,6 +5,7 @@ import type { JSONRPCResponse } from '../../../lambda/protocol/jsonrpc';
 import { MODERN_PROTOCOL_VERSION } from '../../../lambda/protocol/versions';
 import { EraProbe } from '../../../lambda/targets/era';
 import type { ModernTargetClient } from '../../../lambda/targets/modern-client';
+import { clockAt } from '../../support/fake-clock';
 
 /**
  * Which era the gateway speaks to a target (targets/era.ts), against a fake `server/discover`: what
@@ -59,11 +60,16 @@ function fake(
     },
   } as unknown as ModernTargetClient; // only `request` is used by the probe
   const config = { name: 't', url: 'http://127.0.0.1:9/mcp', era: options.era } as TargetConfig;
-  state.probe = new EraProbe(new Map([['t', config]]), new Map([['t', client]]), createLogger('SILENT'), {
-    ttlMs: TTL_MS,
-    timeoutMs: options.timeoutMs,
-    now: () => now,
-  });
+  state.probe = new EraProbe(
+    new Map([['t', config]]),
+    new Map([['t', client]]),
+    createLogger('SILENT'),
+    clockAt(() => now),
+    {
+      ttlMs: TTL_MS,
+      timeoutMs: options.timeoutMs,
+    },
+  );
   return state;
 }
 
