@@ -1,6 +1,14 @@
 import { startDemoTarget } from '../../examples/targets/demo-target';
 import { startGatewayProcess } from '../support/gateways';
-import { callAndAnswer, initSession, type Json, post, readMessage, sseEvents } from '../support/mcp-http';
+import {
+  callAndAnswer,
+  initSession,
+  initSessionRetrying,
+  type Json,
+  post,
+  readMessage,
+  sseEvents,
+} from '../support/mcp-http';
 import { withGateway } from '../support/with-gateway';
 
 /**
@@ -72,25 +80,10 @@ describe('two gateway processes sharing one DynamoDB endpoint', () => {
     expect(seen[seen.length - 1].result.content[0].text).toBe('executed: cross');
   });
 
-  /**
-   * Twenty sessions at once on one dynalite: on a loaded machine a session's write can outlast the
-   * store's timeouts, and initialize then answers 503 with retryAfterSeconds, which a client retries.
-   */
-  async function initSessionRetrying(url: string): Promise<Awaited<ReturnType<typeof initSession>>> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await initSession(url, { capabilities: ALL });
-      } catch (error) {
-        if (attempt === 3 || !/HTTP 503 .*"retryable":true/.test(String(error))) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 1000));
-      }
-    }
-  }
-
   it('completes twenty concurrent sessions spread over both processes with nothing lost or crossed', async () => {
     const runs = Array.from({ length: 20 }, async (_, i) => {
       const [streamer, answerer] = i % 2 === 0 ? [a, b] : [b, a];
-      const { headers } = await initSessionRetrying(streamer.url);
+      const { headers } = await initSessionRetrying(streamer.url, { capabilities: ALL });
       const call = await callAndAnswer(
         streamer.url,
         headers,

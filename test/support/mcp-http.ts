@@ -55,6 +55,28 @@ export async function initSession(
   };
 }
 
+/**
+ * `initSession` as a client that honours the gateway's retryable 503 does (its `retryAfterSeconds`,
+ * at most `attempts` tries): for tests that open many sessions at once on one dynalite, whose writes
+ * on a loaded machine can outlast the store's bounds. Any other failure, or the last 503, is thrown.
+ */
+export async function initSessionRetrying(
+  url: string,
+  options: Parameters<typeof initSession>[1] = {},
+  attempts = 5,
+): Promise<Awaited<ReturnType<typeof initSession>>> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await initSession(url, options);
+    } catch (error) {
+      const retryable = /HTTP 503 .*"retryable":true/.exec(String(error));
+      if (attempt >= attempts || !retryable) throw error;
+      const after = Number(/"retryAfterSeconds":(\d+)/.exec(String(error))?.[1] ?? 1);
+      await new Promise((resolve) => setTimeout(resolve, after * 1000));
+    }
+  }
+}
+
 /** The one JSON-RPC message of a JSON or single-event SSE response. */
 /**
  * The first message with an id (a response, or a request the server asks first): notifications before it

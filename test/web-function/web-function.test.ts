@@ -6,7 +6,16 @@ import { startWebFunctionMode, type WebFunctionMode } from '../../dev/web-functi
 import { startDemoTarget } from '../../examples/targets/demo-target';
 import { startModernDemoTarget } from '../../examples/targets/modern-demo-target';
 import { connectClient } from '../eras/clients';
-import { callAndAnswer, eventually, initSession, type Json, post, sessionItems, sseEvents } from '../support/mcp-http';
+import {
+  callAndAnswer,
+  eventually,
+  initSession,
+  initSessionRetrying,
+  type Json,
+  post,
+  sessionItems,
+  sseEvents,
+} from '../support/mcp-http';
 
 /**
  * The Web Function form: the bundle `npm run build` writes to dist/web-function/ (what the stack deploys
@@ -62,8 +71,9 @@ describe('one environment, many waiting calls', () => {
   });
 
   it('64 held 2025 elicitations wait in one environment; each answer reaches its own call and each result its own client', async () => {
+    // 64 initializes at once on one dynalite: a client honours a retryable 503 (the store's bound).
     const sessions = await Promise.all(
-      Array.from({ length: 64 }, () => initSession(gateway.url, { capabilities: ALL })),
+      Array.from({ length: 64 }, () => initSessionRetrying(gateway.url, { capabilities: ALL })),
     );
     const questions: Array<Promise<Json>> = [];
     const streams = sessions.map(({ headers }, i) => {
