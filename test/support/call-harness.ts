@@ -20,9 +20,9 @@ export interface CallHarness extends Awaited<ReturnType<typeof baseDeps>> {
   recorded: PendingRecord[];
 }
 
-async function baseDeps(config: GatewayConfigInput, session: Partial<SessionRecord>) {
+async function baseDeps(config: GatewayConfigInput, session: Partial<SessionRecord>, nodeClock = false) {
   const clock = new FakeClock();
-  const t = legacyDeps(config, { clock });
+  const t = legacyDeps(config, { clock: nodeClock ? undefined : clock });
   const loaded = await storedSession(t.store, session);
   return { ...t, clock, loaded };
 }
@@ -36,16 +36,21 @@ export async function callHarness(
     deadlineMs?: number;
     accept?: { json: boolean; sse: boolean };
     input?: Partial<RelayInput>;
+    /**
+     * The call on Node's clock (no clock injected): for a part that waits on it regardless (the polls of
+     * the gateway's questions, pending/questions.ts); the test fakes it with jest's timers.
+     */
+    nodeClock?: boolean;
   } = {},
 ): Promise<CallHarness> {
-  const base = await baseDeps(options.config ?? {}, options.session ?? {});
+  const base = await baseDeps(options.config ?? {}, options.session ?? {}, options.nodeClock);
   const params = options.params ?? { name: 'deploy', arguments: {} };
   const input: RelayInput = {
     deps: base.deps,
     loaded: base.loaded,
     caller: undefined as unknown as RelayInput['caller'], // no part under test opens a target through it
     accept: options.accept ?? { json: true, sse: true },
-    exchange: exchange(options.deadlineMs ?? 30_000, base.clock.now()),
+    exchange: exchange(options.deadlineMs ?? 30_000, options.nodeClock ? Date.now() : base.clock.now()),
     request: request(7, 'tools/call', params),
     target: 'demo',
     params,
