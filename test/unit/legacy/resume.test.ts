@@ -1,7 +1,9 @@
 import { resumeProofKey } from '../../../lambda/legacy/release-policy';
 import { resumeStream } from '../../../lambda/legacy/resume';
+import { WaitingCall, type WaitingCallSnapshot } from '../../../lambda/legacy/waiting-call';
+import { newPendingRecord, withoutHolder } from '../../../lambda/state/records';
 import type { SessionRecord, StreamEventRecord } from '../../../lambda/state/store';
-import { exchange, legacyDeps, storedSession } from '../../support/legacy-deps';
+import { exchange, legacyDeps, ScriptedLink, storedSession } from '../../support/legacy-deps';
 import { SseText, sseMessages } from '../../support/sse-text';
 
 /**
@@ -181,5 +183,119 @@ describe('a reconnect to a stream that is kept', () => {
     await sse.cancel();
     await jest.advanceTimersByTimeAsync(5000);
     expect(reads).not.toHaveBeenCalled();
+  });
+});
+
+describe('a reconnect to a call no invocation holds', () => {
+  const KEY_ASKED = 'env';
+
+  /**
+   * A call of a 2026-07-28 target released in its first input round: its stream kept (head, the
+   * question at seq 1), its question's record, and the waiting call's record saying released at seq 2.
+   */
+  async function released(answered: boolean, options: { holderAlive?: boolean } = {}) {
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+    const t = await setUp();
+    t.fake.links.set(
+      'demo',
+      new ScriptedLink(
+        'demo',
+        async (request) => ({
+          jsonrpc: '2.0',
+          id: request.id ?? 0,
+          result: { content: [{ type: 'text', text: 'deployed' }] },
+        }),
+        'modern',
+      ),
+    );
+    const question = withoutHolder(
+      newPendingRecord(300, {
+        kind: 'question',
+        method: 'elicitation/create',
+        target: 'demo',
+        clientRequestId: 7,
+        session: t.loaded.session,
+      }),
+    );
+    await t.store.putPending(t.loaded.session, question);
+    if (answered) {
+      const answer = { jsonrpc: '2.0', id: question.gatewayId, result: { action: 'accept', content: { env: 'prod' } } };
+      await t.store.answerPending(t.loaded.session.id, question.gatewayId, JSON.stringify(answer));
+    }
+    await t.put({ seq: 0, data: '', requestId: 7 });
+    await t.put({
+      seq: 1,
+      data: JSON.stringify({ jsonrpc: '2.0', id: question.gatewayId, method: 'elicitation/create', params: {} }),
+    });
+    const snapshot: WaitingCallSnapshot = {
+      call: { target: 'demo', method: 'tools/call', clientRequestId: 7, params: { name: 'deploy', arguments: {} } },
+      step: {
+        kind: 'input',
+        round: 1,
+        requestState: 'state-1',
+        keys: [{ key: KEY_ASKED, gatewayId: question.gatewayId, method: 'elicitation/create', askedAt: Date.now() }],
+      },
+      relayed: [],
+      records: [question.gatewayId],
+      leased: [],
+    };
+    const holder = new WaitingCall(t.store, t.loaded.session.id, STREAM, () => t.loaded.session.expiresAt);
+    await holder.hold(snapshot, 2);
+    if (!options.holderAlive) await holder.release(snapshot, 2);
+    return { ...t, question };
+  }
+
+  it('takes the call over and goes on with it on this stream: the answers to the target, its result as the stream end', async () => {
+    const h = await released(true);
+    const sse = new SseText(await resumeStream(h.deps, h.loaded, `${STREAM}.1`, exchange()));
+    await jest.advanceTimersByTimeAsync(1000);
+    const text = await sse.all();
+    expect(text.startsWith(`id: ${STREAM}.1\ndata: \n\n`)).toBe(true);
+    expect(sse.messages()).toEqual([
+      { jsonrpc: '2.0', id: 7, result: { content: [{ type: 'text', text: 'deployed' }] } },
+    ]);
+    expect(text.match(/^id: .+$/gm)).toEqual([`id: ${STREAM}.1`, `id: ${STREAM}.2`]);
+    // The target was called again with the answer under its key and its requestState.
+    expect(h.fake.links.get('demo')!.calls.map((c) => c.request)).toEqual([
+      {
+        id: 'c.n.7.r1',
+        method: 'tools/call',
+        params: {
+          name: 'deploy',
+          arguments: {},
+          inputResponses: { [KEY_ASKED]: { action: 'accept', content: { env: 'prod' } } },
+          requestState: 'state-1',
+        },
+      },
+    ]);
+    // Nothing of the call is left but its end (and its head): no waiting call, no pending record.
+    expect(await h.store.getWaitingCall(h.loaded.session.id, STREAM)).toBeUndefined();
+    expect(await h.store.countPending(h.loaded.session.id, 100)).toBe(0);
+    expect((await h.store.readStream(h.loaded.session.id, STREAM, 0)).map((e) => [e.seq, e.end === true])).toEqual([
+      [0, false],
+      [2, true],
+    ]);
+    // A reconnect that went on with a call proves its client resumes.
+    expect(h.loaded.session.clientResumes).toBe(true);
+  });
+
+  it('still unanswered: held a moment on this stream, then let go again (retry) for the next reconnect', async () => {
+    const h = await released(false);
+    const sse = new SseText(await resumeStream(h.deps, h.loaded, `${STREAM}.1`, exchange()));
+    await jest.advanceTimersByTimeAsync(1000);
+    const text = await sse.all();
+    expect(text).toMatch(/retry: \d+\n\n$/);
+    expect(sse.messages()).toEqual([]);
+    expect(await h.store.getWaitingCall(h.loaded.session.id, STREAM)).toMatchObject({ state: 'released' });
+    expect(h.fake.links.get('demo')!.calls).toEqual([]);
+  });
+
+  it('held by a live instance: followed from the log, never taken over', async () => {
+    const h = await released(true, { holderAlive: true });
+    const sse = new SseText(await resumeStream(h.deps, h.loaded, `${STREAM}.1`, exchange(3000)));
+    await jest.advanceTimersByTimeAsync(3000);
+    await sse.all();
+    expect(h.fake.links.get('demo')!.calls).toEqual([]);
+    expect(await h.store.getWaitingCall(h.loaded.session.id, STREAM)).toMatchObject({ state: 'held' });
   });
 });
