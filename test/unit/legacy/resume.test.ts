@@ -107,6 +107,22 @@ describe('a reconnect to a stream of which only the head is left', () => {
   });
 });
 
+describe('a reconnect to a call still going whose last events expired', () => {
+  it('is not told the result is lost, and writes no end into the live stream: it follows it until the deadline', async () => {
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+    const { deps, loaded, put, store } = await setUp();
+    await put({ seq: 0, data: '', requestId: 7 });
+    await put({ seq: 1, expiresAt: Math.floor(Date.now() / 1000) - 1 });
+    const ends = jest.spyOn(store, 'endStream');
+    const sse = new SseText(await resumeStream(deps, loaded, `${STREAM}.1`, exchange(2000)));
+    await jest.advanceTimersByTimeAsync(2000);
+    const text = await sse.all();
+    expect(text).not.toContain('StreamExpired');
+    expect(text).toBe(`id: ${STREAM}.1\ndata: \n\n`);
+    expect(ends).not.toHaveBeenCalled();
+  });
+});
+
 describe('a reconnect to a stream that is kept', () => {
   it('opens with the id it resumed from, replays what came after it with their ids, ends with the final message', async () => {
     const { deps, loaded, put } = await setUp();

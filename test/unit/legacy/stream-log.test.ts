@@ -199,6 +199,21 @@ describe('following a stream from an event id', () => {
 
   afterEach(() => jest.useRealTimers());
 
+  it('follows a stream still going whose events at and after the id expired (its head not ended): live, not expired', async () => {
+    const store = new MemorySessionStore();
+    await put(store, { seq: 0, data: '', requestId: 7 });
+    // The event the client last got outlived streamLogTtlSeconds while the call went on (a long silence).
+    await put(store, { seq: 1, expiresAt: NOW_S - 1 });
+    const start = await followStream(store, SESSION.id, { streamId: STREAM, seq: 1 }, options({ until: Date.now() }));
+    expect(start.kind).toBe('live');
+    // Once the call has ended (its head marked so) and only the head is left: expired, with its request.
+    await put(store, { seq: 0, data: '', requestId: 7, ended: true });
+    expect(await followStream(store, SESSION.id, { streamId: STREAM, seq: 1 }, options())).toEqual({
+      kind: 'expired',
+      requestId: 7,
+    });
+  });
+
   it('knows no stream whose head answers no request once it ended (a stream from before heads were kept)', async () => {
     const store = new MemorySessionStore();
     await put(store, { seq: 0, data: '', ended: true });
