@@ -236,6 +236,101 @@ describe("a 2026-07-28 target's input round", () => {
   });
 });
 
+describe('a per-user target the principal has not connected (targets[].userOAuth)', () => {
+  /** Per-user connections as the question sees them: whether the principal is connected, and a consent link. */
+  function connections(state: { connected: boolean; connectsAfterMs?: number }) {
+    const waits: Array<{ principal: string; target: string }> = [];
+    const fake = {
+      has: (target: string) => target === 'demo',
+      isConnected: async () => state.connected,
+      consent: () => ({
+        elicitationId: 'el-1',
+        url: 'https://gateway.invalid/connect?link=sealed',
+        message: 'Connect your account',
+      }),
+      linkTtlMs: 600_000,
+      waitForConnection: async (principal: string, target: string, until: number, signal: AbortSignal) => {
+        waits.push({ principal, target });
+        if (state.connectsAfterMs === undefined) return false;
+        await new Promise<void>((resolve) => setTimeout(resolve, state.connectsAfterMs));
+        return !signal.aborted && Date.now() <= until;
+      },
+    };
+    return { fake, waits };
+  }
+
+  async function withConnections(
+    state: { connected: boolean; connectsAfterMs?: number },
+    session: Partial<SessionRecord> = {},
+  ) {
+    const h = await setUp({ session: { clientCapabilities: { elicitation: { form: {}, url: {} } }, ...session } });
+    const c = connections(state);
+    // The instance's Targets hold the per-user connections (connections/user-connections.ts).
+    Object.assign(h.deps.targets, { connections: c.fake });
+    return { ...h, waits: c.waits };
+  }
+
+  it('already connected: nothing asked, the call goes on to the target', async () => {
+    const h = await withConnections({ connected: true });
+    expect(await h.questions.connect()).toBeUndefined();
+    expect(h.call.questions).toEqual([]);
+    await over(h);
+  });
+
+  it('a client without URL elicitation is not asked here (the target link answers it with -32042)', async () => {
+    const h = await withConnections({ connected: false }, { clientCapabilities: { elicitation: { form: {} } } });
+    expect(await h.questions.connect()).toBeUndefined();
+    expect(h.call.questions).toEqual([]);
+    await over(h);
+  });
+
+  it('asks with URL elicitation; accepted, waits for the connection, tells the client it is complete, and goes on', async () => {
+    const h = await withConnections({ connected: false, connectsAfterMs: 5000 });
+    const connecting = h.questions.connect();
+    const [gatewayId] = await asked(h, 1);
+    expect(h.text.messages()[0]).toMatchObject({
+      method: 'elicitation/create',
+      params: { mode: 'url', elicitationId: 'el-1', url: 'https://gateway.invalid/connect?link=sealed' },
+    });
+    await answer(h, gatewayId!, { result: { action: 'accept' } });
+    await jest.advanceTimersByTimeAsync(5000);
+    expect(await connecting).toBeUndefined();
+    expect(h.waits).toEqual([{ principal: 'alice', target: 'demo' }]);
+    await h.text.until(() => h.text.messages().length >= 3);
+    expect(h.text.messages().slice(1)).toEqual([
+      { jsonrpc: '2.0', method: 'notifications/elicitation/complete', params: { elicitationId: 'el-1' } },
+      // Its own tools replace the connect tool in the list.
+      { jsonrpc: '2.0', method: 'notifications/tools/list_changed' },
+    ]);
+    await over(h);
+  });
+
+  it('declined: ConnectionNotMade, nothing sent to the target and no wait', async () => {
+    const h = await withConnections({ connected: false });
+    const connecting = h.questions.connect();
+    const [gatewayId] = await asked(h, 1);
+    await answer(h, gatewayId!, { result: { action: 'decline' } });
+    expect(await connecting).toMatchObject({
+      id: 7,
+      error: { message: expect.stringContaining('did not connect your account there (decline)') },
+    });
+    expect(h.waits).toEqual([]);
+    await over(h);
+  });
+
+  it('accepted, but the connection never stored: timed out, with a new link to ask for', async () => {
+    const h = await withConnections({ connected: false });
+    const connecting = h.questions.connect();
+    const [gatewayId] = await asked(h, 1);
+    await answer(h, gatewayId!, { result: { action: 'accept' } });
+    expect(await connecting).toMatchObject({
+      id: 7,
+      error: { code: -32001, message: expect.stringContaining('call again for a new link') },
+    });
+    await over(h);
+  });
+});
+
 describe('a per-user target', () => {
   it('is not asked for when the target is not one (no connections configured): the call goes on', async () => {
     const h = await setUp();

@@ -333,7 +333,7 @@ describe('the read-ahead of a session read in the last minute', () => {
     expect(t.cache.get(t.loaded.session.id, 'alice')).toBeUndefined();
   });
 
-  it("is not used for another principal's request, nor for a method that relays nothing", async () => {
+  it("is not used for another principal's request: 404, the target never called", async () => {
     const t = await cached();
     const reads = jest.spyOn(t.store, 'loadSession');
     expect((await handleLegacyPost(inputOf(t, callTool, t.headers, 'mallory'))).status).toBe(404);
