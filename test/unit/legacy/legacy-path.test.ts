@@ -358,6 +358,16 @@ describe('GET and DELETE of a session', () => {
     expect(reads).not.toHaveBeenCalled();
   });
 
+  it('GET with an MCP-Protocol-Version the gateway does not serve: 400, nothing read', async () => {
+    const t = legacyDeps();
+    const reads = jest.spyOn(t.store, 'loadSession');
+    const response = await handleLegacyGet(
+      bare(t, { accept: 'text/event-stream', 'mcp-session-id': 's', 'mcp-protocol-version': '2024-11-05' }),
+    );
+    expect(response.status).toBe(400);
+    expect(reads).not.toHaveBeenCalled();
+  });
+
   it("GET of another principal's session: 404; of one's own: the session's stream", async () => {
     const t = legacyDeps();
     const loaded = await storedSession(t.store, {}, [targetSession('demo')]);

@@ -97,6 +97,16 @@ describe('named calls', () => {
     });
   });
 
+  it("prompts/get reaches the prompt's target under its own name; resources/read the URI's target with the URI as sent", async () => {
+    const { send, fake } = await setUp();
+    await send('prompts/get', { name: 'demo___greet', arguments: { who: 'x' } });
+    await send('resources/read', { uri: 'demo://docs/readme' });
+    expect(fake.links.get('demo')!.calls.map((c) => [c.request.method, c.request.params])).toEqual([
+      ['prompts/get', { name: 'greet', arguments: { who: 'x' } }],
+      ['resources/read', { uri: 'demo://docs/readme' }],
+    ]);
+  });
+
   it('a tool of confirmTools is not called for a session that cannot confirm: the client is told why', async () => {
     const { send, fake } = await setUp({ confirmTools: ['demo___deploy'] }, { clientCapabilities: {} });
     const { body } = await send('tools/call', { name: 'demo___deploy', arguments: {} });
