@@ -348,8 +348,30 @@ describe('the session read again while the stream is open', () => {
     await sse.cancel();
   });
 
+  it("the stream's end waits for a read under way (nothing of the stream runs after its response)", async () => {
+    const { store, response } = await open();
+    const sse = new SseText(response);
+    let finishRead!: () => void;
+    const held = new Promise<void>((resolve) => {
+      finishRead = resolve;
+    });
+    const load = store.loadSession.bind(store);
+    jest.spyOn(store, 'loadSession').mockImplementation(async (...args) => {
+      await held; // DynamoDB takes its time
+      return load(...args);
+    });
+    const releases = jest.spyOn(store, 'releaseClientStream');
+    await jest.advanceTimersByTimeAsync(2000); // the rescan's read starts
+    await jest.advanceTimersByTimeAsync(HOLD_S * 1000); // the hold ends meanwhile
+    await settle();
+    expect(releases).not.toHaveBeenCalled();
+    finishRead();
+    expect(await sse.all()).toMatch(/retry: 7000\n\n$/);
+    expect(releases).toHaveBeenCalledTimes(1);
+  });
+
   it('a read that fails leaves the stream open, and reads again later', async () => {
-    const { store, response, logger } = await open();
+    const { store, response, logger, deps, loaded } = await open();
     const sse = new SseText(response);
     store.down = true;
     await jest.advanceTimersByTimeAsync(2000);
@@ -360,7 +382,8 @@ describe('the session read again while the stream is open', () => {
     await jest.advanceTimersByTimeAsync(2000);
     await settle();
     expect(reads).toHaveBeenCalledTimes(1);
-    expect(sse.done).toBe(false);
+    // Still open: it ends (and leaves this registry) only at its hold, its client's leaving or the session's end.
+    expect(deps.activeCalls.get(loaded.session.id, CLIENT_STREAM_KEY)).toBeDefined();
     await sse.cancel();
   });
 });

@@ -145,7 +145,8 @@ describe("a target's request during a call", () => {
     await h.requests.onServerRequest(elicitation(9));
     await h.sse.flushed();
     await h.call.holder.drain();
-    expect(h.text.text).not.toContain('elicitation/create');
+    h.sse.close();
+    expect(await h.text.all()).not.toContain('elicitation/create');
     expect(h.link.replies).toEqual([
       expect.objectContaining({ id: 9, error: expect.objectContaining({ code: -32603 }) }),
     ]);
