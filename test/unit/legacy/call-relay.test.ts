@@ -244,6 +244,42 @@ describe("a 2026-07-28 target's input rounds", () => {
     });
   });
 
+  it('unanswered, is released just before the deadline: the stream ends with retry, the record says where it stands', async () => {
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+    const h = await setUp(
+      async (req) => ({
+        jsonrpc: '2.0',
+        id: req.id ?? 0,
+        result: {
+          resultType: 'input_required',
+          inputRequests: {
+            env: {
+              method: 'elicitation/create',
+              params: { mode: 'form', message: 'Env?', requestedSchema: { type: 'object', properties: {} } },
+            },
+          },
+        },
+      }),
+      { era: 'modern', accept: { json: false, sse: true }, nodeClock: true, deadlineMs: 10_000 },
+    );
+    const sse = new SseText(await relayCall(h.input));
+    await sse.until(() => sse.messages().some((m) => m.method === 'elicitation/create'));
+    const streamId = /^id: ([A-Za-z0-9_-]{16})\./m.exec(sse.text)?.[1];
+    await jest.advanceTimersByTimeAsync(10_000 - 1500 - 1);
+    expect(await h.store.getWaitingCall(h.loaded.session.id, streamId!)).toMatchObject({ state: 'held' });
+    await jest.advanceTimersByTimeAsync(1);
+    const text = await sse.all();
+    expect(text).toMatch(/retry: 2000\n\n$/);
+    expect(sse.messages().some((m) => m.id === 7)).toBe(false); // no final message: the call goes on elsewhere
+    const record = await h.store.getWaitingCall(h.loaded.session.id, streamId!);
+    expect(record).toMatchObject({ state: 'released' });
+    expect(JSON.parse(record!.snapshot)).toMatchObject({ step: { kind: 'input', round: 1 } });
+    const [question] = h.store.pendingRecords(h.loaded.session.id);
+    expect(question).toMatchObject({ kind: 'question', status: 'pending' });
+    expect(question!.holderUntil).toBeUndefined();
+    expect(h.deps.activeCalls.size).toBe(0);
+  });
+
   it('stops a target that keeps asking after the most rounds allowed', async () => {
     const h = await setUp(
       async (req) => ({ jsonrpc: '2.0', id: req.id ?? 0, result: { resultType: 'input_required', requestState: 's' } }),
