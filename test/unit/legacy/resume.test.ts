@@ -295,6 +295,37 @@ describe('a reconnect to a call no invocation holds', () => {
     expect(h.loaded.session.clientResumes).toBe(true);
   });
 
+  it("released while its 2025 target's stream was read: the target read again from its last event id, in its session", async () => {
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+    const t = await setUp();
+    const link = t.fake.links.get('demo')!;
+    link.script = async (request) => ({ jsonrpc: '2.0', id: request.id ?? 0, result: { content: [] } });
+    await t.put({ seq: 0, data: '', requestId: 7 });
+    await t.put({ seq: 1 });
+    const snapshot: WaitingCallSnapshot = {
+      call: { target: 'demo', method: 'tools/call', clientRequestId: 7, params: { name: 'slow' } },
+      step: {
+        kind: 'target-stream',
+        requestId: 'c.n.7',
+        lastEventId: 'target-event-12',
+        targetSessionId: 'demo-session',
+      },
+      relayed: [],
+      records: [],
+      leased: [],
+    };
+    const holder = new WaitingCall(t.store, t.loaded.session.id, STREAM, () => t.loaded.session.expiresAt);
+    await holder.hold(snapshot, 2);
+    await holder.release(snapshot, 2);
+    const sse = new SseText(await resumeStream(t.deps, t.loaded, `${STREAM}.1`, exchange()));
+    await jest.advanceTimersByTimeAsync(1000);
+    await sse.all();
+    expect(sse.messages()).toEqual([{ jsonrpc: '2.0', id: 7, result: { content: [] } }]);
+    const [call] = link.calls;
+    expect(call!.request).toEqual({ id: 'c.n.7', method: 'tools/call', params: { name: 'slow' } });
+    expect(call!.options.resumeFrom).toEqual({ lastEventId: 'target-event-12', targetSessionId: 'demo-session' });
+  });
+
   it('still unanswered: held a moment on this stream, then let go again (retry) for the next reconnect', async () => {
     const h = await released(false);
     const sse = new SseText(await resumeStream(h.deps, h.loaded, `${STREAM}.1`, exchange()));
