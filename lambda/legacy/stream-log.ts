@@ -319,6 +319,10 @@ export async function followStream(
   const live = end !== undefined || first.some((event) => event.seq > 0) || (head !== undefined && !head.ended);
   if (live) return { kind: 'live', events: follow(store, sessionId, from, first, options) };
   const kept = head ?? (await store.readStream(sessionId, from.streamId, 0)).find((event) => event.seq === 0);
+  // Still going (its head not marked ended), though what the client last got expired: followed, not ended.
+  if (kept?.requestId !== undefined && !kept.ended) {
+    return { kind: 'live', events: follow(store, sessionId, from, [], options) };
+  }
   return kept?.requestId !== undefined ? { kind: 'expired', requestId: kept.requestId } : { kind: 'unknown' };
 }
 
