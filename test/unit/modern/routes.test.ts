@@ -1,9 +1,16 @@
 import { MODERN_ROUTES } from '../../../lambda/modern/routes';
 import { META_KEYS, TASKS_EXTENSION } from '../../../lambda/protocol/meta';
 import { MODERN_METHOD_LIST } from '../../../lambda/protocol/methods';
-import type { JSONRPCNotification, ModernClientCapabilities } from '../../../lambda/protocol/types';
+import type { JSONRPCMessage, JSONRPCNotification, ModernClientCapabilities } from '../../../lambda/protocol/types';
 import { sseEvents } from '../../support/mcp-http';
-import { fakeTarget, modernDeps, SERVER_INFO, untilAborted } from '../../support/modern-deps';
+import {
+  FAKE_TIMERS,
+  fakeTarget,
+  modernDeps,
+  SERVER_INFO,
+  settledOnFakeTimers,
+  untilAborted,
+} from '../../support/modern-deps';
 import { requestModern } from '../../support/modern-post';
 
 /**
@@ -260,5 +267,72 @@ describe('a listen', () => {
     // Nothing can be acknowledged here: the stream ends at once and gives its place back.
     for await (const _event of sseEvents(listening));
     expect(() => deps.listens.take('alice')).not.toThrow();
+  });
+});
+
+describe('a relayed call bridged to a 2025 target that asks for input', () => {
+  beforeEach(() => jest.useFakeTimers(FAKE_TIMERS));
+  afterEach(() => jest.useRealTimers());
+
+  /** A 2025 target that asks once during the call and answers with what it was told. */
+  function askingTarget() {
+    let answered!: (message: JSONRPCMessage) => void;
+    const answer = new Promise<JSONRPCMessage>((resolve) => (answered = resolve));
+    return fakeTarget('legacy', {
+      era: 'legacy',
+      deliver: async (message) => answered(message),
+      handle: async (_request, options) => {
+        options.onServerRequest?.({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'elicitation/create',
+          params: { message: 'ok?', requestedSchema: { type: 'object' } },
+        });
+        const got = await Promise.race([answer, untilAborted(options.signal)]);
+        return { jsonrpc: '2.0', id: 0, result: { content: [{ type: 'text', text: JSON.stringify(got) }] } };
+      },
+    });
+  }
+
+  it('sends round 1 on a stream that stays open after the client hangs up; the retry gets the result and the stream ends', async () => {
+    const target = askingTarget();
+    const { deps } = modernDeps([target]);
+    const capabilities = { elicitation: { form: {} } };
+    const client = new AbortController();
+    const res = await settledOnFakeTimers(
+      requestModern(deps, 'tools/call', { name: 'legacy___ask' }, { capabilities, signal: client.signal }),
+    );
+    expect(res.headers.get('content-type')).toBe('text/event-stream');
+    const events = sseEvents(res);
+    const next = async () => {
+      for (;;) {
+        const { value, done } = await settledOnFakeTimers(events.next());
+        if (done) return undefined;
+        if (value.message) return value.message;
+      }
+    };
+    const round = await next();
+    expect(round).toMatchObject({ id: 'req-1', result: { resultType: 'input_required', _meta: serverMeta } });
+    // The client reads the round and hangs up: the target's call is held regardless.
+    client.abort();
+    expect(target.calls[0]?.options.signal.aborted).toBe(false);
+    const [gatewayId] = Object.keys(round?.result.inputRequests);
+    const retry = await settledOnFakeTimers(
+      requestModern(
+        deps,
+        'tools/call',
+        {
+          name: 'legacy___ask',
+          requestState: round?.result.requestState,
+          inputResponses: { [gatewayId!]: { action: 'accept', content: { ok: true } } },
+        },
+        { capabilities, id: 'req-2' },
+      ),
+    );
+    const final = await settledOnFakeTimers(retry.json());
+    expect(final).toMatchObject({ id: 'req-2', result: { resultType: 'complete', _meta: serverMeta } });
+    expect(target.delivered).toEqual([{ jsonrpc: '2.0', id: 1, result: { action: 'accept', content: { ok: true } } }]);
+    // The held stream ends without another message: its round was the response.
+    expect(await next()).toBeUndefined();
   });
 });
