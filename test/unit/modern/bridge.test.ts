@@ -177,6 +177,24 @@ describe('the holding side of a bridged call', () => {
   });
 });
 
+describe('the holding side of a bridged call, when a later request cannot be asked', () => {
+  it('records the missing capability, so the retry is told -32021 with what to declare', async () => {
+    const h = held();
+    const { bridge } = await firstRound(h, elicit(1));
+    const missing = new GatewayError('MissingCapability', 'Missing required client capability: sampling', {
+      requiredCapabilities: { sampling: {} },
+    });
+    await h.call.finish({ error: missing });
+    const error = await refusalOf(retry(h, bridge, {}));
+    expect([error.kind, httpStatusOf(error), error.message, error.data]).toEqual([
+      'MissingCapability',
+      400,
+      'Missing required client capability: sampling',
+      { requiredCapabilities: { sampling: {} } },
+    ]);
+  });
+});
+
 async function refusalOf(promise: Promise<unknown>): Promise<GatewayError> {
   try {
     const payload = await settled(promise);

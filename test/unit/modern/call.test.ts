@@ -515,8 +515,11 @@ describe("a target's task", () => {
   });
 });
 
-/** A 2025 target that asks one question during the call and answers with what it was told. */
-function askingTarget(question: { method: string; params?: Record<string, unknown> }): FakeTarget {
+/**
+ * A 2025 target that asks its questions during the call, one after the other (ids 1, 2, …, each once
+ * the previous was answered), and answers with what it was told last.
+ */
+function askingTarget(...questions: Array<{ method: string; params?: Record<string, unknown> }>): FakeTarget {
   const waiting = new Map<unknown, (message: JSONRPCMessage) => void>();
   return fakeTarget('legacy', {
     era: 'legacy',
@@ -524,10 +527,14 @@ function askingTarget(question: { method: string; params?: Record<string, unknow
       waiting.get((message as { id?: unknown }).id)?.(message);
     },
     handle: async (_request, options) => {
-      const answered = new Promise<JSONRPCMessage>((resolve) => waiting.set(1, resolve));
-      const asked: JSONRPCRequest = { jsonrpc: '2.0', id: 1, method: question.method, params: question.params };
-      options.onServerRequest?.(asked);
-      const answer = await Promise.race([answered, untilAborted(options.signal)]);
+      let answer: JSONRPCMessage | undefined;
+      for (const [index, question] of questions.entries()) {
+        const id = index + 1;
+        const answered = new Promise<JSONRPCMessage>((resolve) => waiting.set(id, resolve));
+        const asked: JSONRPCRequest = { jsonrpc: '2.0', id, method: question.method, params: question.params };
+        options.onServerRequest?.(asked);
+        answer = await Promise.race([answered, untilAborted(options.signal)]);
+      }
       return {
         jsonrpc: '2.0',
         id: 0,
@@ -612,6 +619,38 @@ describe('a 2025 target asking for input the call can bridge', () => {
     // The held call ends without a response of its own (its round went out), and lets go of what it held.
     expect(await settled(held.result)).toBeUndefined();
     expect(deps.activeCalls.size).toBe(0);
+  });
+
+  it('tells the retry -32021 when the target asks, in a later round, for a kind the client did not declare', async () => {
+    const target = askingTarget(
+      { method: 'elicitation/create', params: { message: 'ok?', requestedSchema: {} } },
+      { method: 'sampling/createMessage', params: { messages: [], maxTokens: 5 } },
+    );
+    const { deps } = setup(target);
+    const { held, round } = await firstRound(deps, target);
+    const [gatewayId] = Object.keys(round.inputRequests as object);
+    const error = await refusal(
+      settled(
+        call(
+          deps,
+          modernRequest('tools/call', {
+            name: 'legacy___ask',
+            arguments: { n: 1 },
+            requestState: round.requestState,
+            inputResponses: { [gatewayId!]: { action: 'accept', content: { ok: true } } },
+          }),
+        ),
+      ),
+    );
+    expect(target.replies).toEqual([
+      expect.objectContaining({ id: 2, error: expect.objectContaining({ code: -32601 }) }),
+    ]);
+    expect([error.kind, httpStatusOf(error), error.data]).toEqual([
+      'MissingCapability',
+      400,
+      { requiredCapabilities: { sampling: {} } },
+    ]);
+    expect(await settled(held.result)).toBeUndefined();
   });
 
   it("refuses a retry that does not answer the round's request, delivering nothing", async () => {
