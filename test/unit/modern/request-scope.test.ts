@@ -38,6 +38,14 @@ describe('the scope of a request', () => {
     expect([s.signal.aborted, s.clientGone]).toEqual([true, true]);
   });
 
+  it('is aborted from the start when the client went away before the request reached it', () => {
+    const client = new AbortController();
+    client.abort();
+    const s = new RequestScope({ signal: client.signal, deadline: Date.now() + 10_000 });
+    expect([s.signal.aborted, s.clientGone]).toEqual([true, true]);
+    s.done();
+  });
+
   it('no longer follows the client once detached (a bridged call holds its target call), but still ends at the deadline', () => {
     const { s, client } = scope();
     s.detachFromClient();

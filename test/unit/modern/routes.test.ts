@@ -145,6 +145,17 @@ describe('a relayed call', () => {
     expect(target.calls[0]?.options.signal.aborted).toBe(true);
   });
 
+  it('is cancelled from the start when the client went away before the request was routed', async () => {
+    const target = fakeTarget('modern', { handle: async (_request, options) => untilAborted(options.signal) });
+    const { deps } = modernDeps([target]);
+    const client = new AbortController();
+    client.abort();
+    const res = await requestModern(deps, 'tools/call', { name: 'modern___slow' }, { signal: client.signal });
+    expect(await res.json()).toMatchObject({ error: { code: -32001, message: 'Request cancelled by the client' } });
+    // Whatever reaches the target link is already cancelled: nothing is sent.
+    expect(target.calls.every((c) => c.options.signal.aborted)).toBe(true);
+  });
+
   it("forwards the client's Mcp-Param-* headers, and no other header", async () => {
     const target = fakeTarget('modern');
     const { deps } = modernDeps([target]);
