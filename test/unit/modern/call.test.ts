@@ -1,3 +1,4 @@
+import type { GatewayConfigInput } from '../../../lambda/config/schema';
 import { type CallContext, forwardCall } from '../../../lambda/modern/call';
 import type { ModernDeps } from '../../../lambda/modern/deps';
 import type { ModernRequest } from '../../../lambda/modern/validate';
@@ -16,7 +17,6 @@ import {
   FAKE_TIMERS,
   type FakeTarget,
   fakeTarget,
-  type ModernTestDeps,
   modernCaller,
   modernDeps,
   settledOnFakeTimers,
@@ -113,8 +113,8 @@ const answering = (result: Record<string, unknown>) => async (): Promise<JSONRPC
   result,
 });
 
-function setup(target: FakeTarget = fakeTarget('modern'), config: ModernTestDeps['config'] | object = {}) {
-  return modernDeps([target], { config: config as object });
+function setup(target: FakeTarget = fakeTarget('modern'), config: Partial<GatewayConfigInput> = {}) {
+  return modernDeps([target], { config });
 }
 
 describe('a call is routed to its target', () => {
