@@ -47,6 +47,8 @@ export interface FakeTarget {
   capabilities: ModernServerCapabilities;
   /** The probe cannot reach it (no era verdict). */
   unreachable?: boolean;
+  /** A 2026-07-28 target whose era is configured: no `server/discover` result is known of it. */
+  undiscovered?: boolean;
   /** A 2025 target that answered a GET stream with 405 lately. */
   refusesStreams?: boolean;
   /** Its target session (2025 targets). */
@@ -176,9 +178,9 @@ function fakeTargets(targets: Record<string, FakeTarget>): Targets {
       modernVerdict: async (name: string) => {
         const target = get(name);
         if (target.unreachable) throw new DependencyFailedError(name, 'unreachable');
-        return target.era === 'modern'
-          ? { serves: true, discover: { supportedVersions: ['2026-07-28'], capabilities: target.capabilities } }
-          : { serves: false };
+        if (target.era !== 'modern') return { serves: false };
+        if (target.undiscovered) return { serves: true };
+        return { serves: true, discover: { supportedVersions: ['2026-07-28'], capabilities: target.capabilities } };
       },
     },
     open: async (name: string, caller: Caller) => linkOf(get(name), caller),

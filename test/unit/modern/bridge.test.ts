@@ -162,6 +162,19 @@ describe('the holding side of a bridged call', () => {
     expect(await h.store.getPending(h.call.id, `${h.call.id}.n2`)).toBeUndefined();
   });
 
+  it('writes the outcome again while the store fails, so the retry waiting on it gets it once the store is back', async () => {
+    const h = held();
+    const { ids, bridge } = await firstRound(h, elicit(1));
+    const waiting = retry(h, bridge, {});
+    h.store.down = true;
+    const finished = h.call.finish({ response: result('kept') });
+    await advance(3_000);
+    h.store.down = false;
+    await settled(finished);
+    expect(await settled(waiting)).toEqual({ kind: 'result', response: result('kept') });
+    expect(await h.store.getPending(h.call.id, ids[0]!)).toBeUndefined();
+  });
+
   it('records the end of a call that failed: a timeout as RequestTimeout, anything else as DependencyFailed', async () => {
     for (const [error, kind] of [
       [Object.assign(new Error('late'), { name: 'AbortError' }), 'RequestTimeout'],

@@ -245,6 +245,23 @@ describe('an input round of a 2026-07-28 target', () => {
     expect(target.calls).toHaveLength(1);
   });
 
+  it('makes the result of a resources/read retry uncacheable (it carried input)', async () => {
+    const target = fakeTarget('modern', {
+      handle: answering({ resultType: 'input_required', inputRequests: ASK }),
+    });
+    const { deps } = setup(target);
+    const round = resultOf(await call(deps, modernRequest('resources/read', { uri: 'modern://doc' })));
+    target.handle = answering({ contents: [], ttlMs: 60_000, cacheScope: 'public' });
+    const result = resultOf(
+      await call(
+        deps,
+        modernRequest('resources/read', { uri: 'modern://doc', requestState: round.requestState, inputResponses: {} }),
+      ),
+    );
+    expect(result).toMatchObject({ ttlMs: 0, cacheScope: 'private' });
+    expect(target.calls[1]?.request.params).toEqual({ uri: 'modern://doc', inputResponses: {} });
+  });
+
   it('refuses malformed inputResponses (-32602, 400) before the target is called', async () => {
     const target = fakeTarget('modern');
     const { deps } = setup(target);

@@ -54,6 +54,14 @@ describe('the discovery of the gateway', () => {
     ).toEqual({ tools: {}, resources: {} });
   });
 
+  it('offers tools, prompts and resources (without list changes) for a 2026-07-28 target it never probed', async () => {
+    expect(caps(await discovered([fakeTarget('configured', { undiscovered: true })]))).toEqual({
+      tools: {},
+      prompts: {},
+      resources: {},
+    });
+  });
+
   it('merges list changes across targets: one that offers them is enough', async () => {
     const result = await discovered([
       fakeTarget('quiet', { capabilities: { tools: {} } }),
