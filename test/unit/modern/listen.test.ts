@@ -302,32 +302,52 @@ describe('the end of a listen', () => {
 });
 
 describe('a listen reaching a 2025 target', () => {
-  it('acknowledges what its own target session can deliver, relays it, and ends that session before the stream ends', async () => {
+  /** A 2025 target whose listen session opens after `initializeMs` (fake time). */
+  function legacyTarget(initializeMs = 0) {
     const legacy: FakeTarget = fakeTarget('legacy', { era: 'legacy', capabilities: LISTS });
     const ended: unknown[] = [];
-    let listener: { onNotification(n: JSONRPCNotification): void } | undefined;
+    const listening: { listener?: { onNotification(n: JSONRPCNotification): void } } = {};
     legacy.legacyClient = {
       name: 'legacy',
-      initialize: async () => ({
-        session: { targetSessionId: 'own-session', protocolVersion: '2025-11-25' },
-        result: { protocolVersion: '2025-11-25', capabilities: LISTS, serverInfo: { name: 'l', version: '1' } },
-      }),
+      initialize: async () => {
+        await new Promise((resolve) => setTimeout(resolve, initializeMs));
+        return {
+          session: { targetSessionId: 'own-session', protocolVersion: '2025-11-25' },
+          result: { protocolVersion: '2025-11-25', capabilities: LISTS, serverInfo: { name: 'l', version: '1' } },
+        };
+      },
       terminate: async (session: unknown) => {
         ended.push(session);
       },
     } as unknown as LegacyTargetClient; // the part of the 2025 client a listen uses
     legacy.listen = async (_session, owner) => {
-      listener = owner;
+      listening.listener = owner;
       return { lastEventId: () => undefined, close: () => undefined };
     };
+    return { legacy, ended, listening };
+  }
+
+  it('acknowledges what its own target session can deliver, relays it, and ends that session before the stream ends', async () => {
+    const { legacy, ended, listening } = legacyTarget();
     const { deps } = modernDeps([legacy]);
     const stop = new AbortController();
     const client = listen(deps, { toolsListChanged: true, promptsListChanged: true }, { signal: stop.signal });
     expect(await client.next()).toEqual(acknowledgement({ toolsListChanged: true }));
-    listener!.onNotification({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+    listening.listener!.onNotification({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
     expect((await client.next())?.method).toBe('notifications/tools/list_changed');
     stop.abort();
     expect(await client.next()).toEqual(COMPLETE);
     expect(ended).toEqual([{ targetSessionId: 'own-session', protocolVersion: '2025-11-25' }]);
+  });
+
+  it('leaves out a 2025 target whose session opened too late for the acknowledgement, and ends that session', async () => {
+    const { legacy, ended } = legacyTarget(LISTEN_ACK_WAIT_MS + 500);
+    const modern = listeningTarget('modern', { prompts: { listChanged: true } });
+    const { deps } = modernDeps([legacy, modern.target]);
+    const client = listen(deps, { toolsListChanged: true, promptsListChanged: true });
+    expect(await client.next()).toEqual(acknowledgement({ promptsListChanged: true }));
+    await until(() => ended.length > 0);
+    expect(ended).toEqual([{ targetSessionId: 'own-session', protocolVersion: '2025-11-25' }]);
+    await client.close();
   });
 });
