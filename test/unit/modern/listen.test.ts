@@ -344,10 +344,13 @@ describe('a listen reaching a 2025 target', () => {
     const { legacy, ended } = legacyTarget(LISTEN_ACK_WAIT_MS + 500);
     const modern = listeningTarget('modern', { prompts: { listChanged: true } });
     const { deps } = modernDeps([legacy, modern.target]);
+    const started = Date.now();
     const client = listen(deps, { toolsListChanged: true, promptsListChanged: true });
     expect(await client.next()).toEqual(acknowledgement({ promptsListChanged: true }));
     await until(() => ended.length > 0);
     expect(ended).toEqual([{ targetSessionId: 'own-session', protocolVersion: '2025-11-25' }]);
+    // Ended as soon as it opened (fake time), not with the listen.
+    expect(Date.now() - started).toBeLessThan(LISTEN_ACK_WAIT_MS + 1_000);
     await client.close();
   });
 });
