@@ -18,7 +18,12 @@ export interface BridgePayload {
   inputRequests?: Record<string, InputRequest>;
   response?: JSONRPCResponse;
   /** Why the bridged call ended without a result (a gateway failure, told through the error table). */
-  failure?: { kind: 'RequestTimeout' | 'DependencyFailed' | 'OutcomeTooLarge'; message: string };
+  failure?: {
+    kind: 'RequestTimeout' | 'DependencyFailed' | 'OutcomeTooLarge' | 'MissingCapability';
+    message: string;
+    /** The error's data (MissingCapability: the `requiredCapabilities` of a request the target made in a later round). */
+    data?: unknown;
+  };
 }
 
 /** The round's record when the outcome is stored in parts. */

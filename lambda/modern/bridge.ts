@@ -136,16 +136,7 @@ export class BridgedCall {
       const payload: BridgePayload =
         'response' in outcome
           ? { kind: 'result', response: outcome.response }
-          : {
-              kind: 'error',
-              failure: {
-                kind:
-                  outcome.error instanceof Error && outcome.error.name === 'AbortError'
-                    ? 'RequestTimeout'
-                    : 'DependencyFailed',
-                message: outcome.error instanceof Error ? outcome.error.message : String(outcome.error),
-              },
-            };
+          : { kind: 'error', failure: failureOf(outcome.error) };
       await this.fill(this.round + 1, payload);
       // The target's requests were answered (or are moot now): their records go; the outcomes stay until they expire.
       await this.settings.store.deletePending(this.id, this.ids).catch(() => undefined);
@@ -416,5 +407,16 @@ async function deliverOnce(
 /** The final error of a bridged call for the client, from the holder's payload. */
 export function bridgeFailure(payload: BridgePayload): GatewayError {
   const kind = payload.failure?.kind ?? 'DependencyFailed';
-  return new GatewayError(kind, payload.failure?.message ?? 'the bridged call failed');
+  return new GatewayError(kind, payload.failure?.message ?? 'the bridged call failed', payload.failure?.data);
+}
+
+/** Why a bridged call ended, as its retry is told: a request the client cannot be asked keeps its -32021. */
+function failureOf(error: unknown): NonNullable<BridgePayload['failure']> {
+  if (error instanceof GatewayError && error.kind === 'MissingCapability') {
+    return { kind: 'MissingCapability', message: error.message, data: error.data };
+  }
+  return {
+    kind: error instanceof Error && error.name === 'AbortError' ? 'RequestTimeout' : 'DependencyFailed',
+    message: error instanceof Error ? error.message : String(error),
+  };
 }

@@ -384,7 +384,8 @@ async function callOnce(
     return response;
   } catch (error) {
     if (holder?.bridged) {
-      await holder.finish({ error });
+      // A later round's request the client cannot be asked ended the call: the retry is told why.
+      await holder.finish({ error: refusedMethod ? crossEraError() : error });
       return undefined;
     }
     if (bridgeError) throw bridgeError;

@@ -48,6 +48,8 @@ interface TargetListen {
   acknowledged?: ListenFilter;
   /** The target speaks 2025 only: the listen is a target session of its own (./listen-at-legacy-target.ts). */
   legacy?: boolean;
+  /** Closes this target's listen alone (a 2026-07-28 target left out of the acknowledgement). */
+  close?: () => void;
 }
 
 /**
@@ -189,22 +191,31 @@ export function serveListen(
 
   /** A 2026-07-28 target's own listen; `acknowledged` once it acknowledged. */
   const listenModern = async (listen: TargetListen, acknowledged: () => void) => {
+    // Its own stop besides the listen's: a target silent past the gateway's acknowledgement is closed alone.
+    const own = new AbortController();
+    listen.close = () => own.abort('gateway: no acknowledgement in time');
     const link = await deps.targets.open(listen.target, caller, signal);
-    await link.call(
-      { method: 'subscriptions/listen', params: { notifications: listen.filter } },
-      {
-        signal,
-        onNotification: (notification) => {
-          if (notification.method === 'notifications/subscriptions/acknowledged') {
-            listen.acknowledged =
-              (notification.params as { notifications?: ListenFilter } | undefined)?.notifications ?? {};
-            acknowledged();
-            return;
-          }
-          if (listen.acknowledged) relay(listen, notification);
+    await link
+      .call(
+        { method: 'subscriptions/listen', params: { notifications: listen.filter } },
+        {
+          signal: AbortSignal.any([signal, own.signal]),
+          onNotification: (notification) => {
+            if (notification.method === 'notifications/subscriptions/acknowledged') {
+              // Too late for the gateway's acknowledgement: the client was not told of it.
+              if (acknowledgedToClient) return;
+              listen.acknowledged =
+                (notification.params as { notifications?: ListenFilter } | undefined)?.notifications ?? {};
+              acknowledged();
+              return;
+            }
+            if (listen.acknowledged) relay(listen, notification);
+          },
         },
-      },
-    );
+      )
+      .catch((error: unknown) => {
+        if (!own.signal.aborted) throw error;
+      });
   };
 
   /** A 2025 target: a target session of the listen's own, until the listen or the session ends. */
@@ -266,6 +277,8 @@ export function serveListen(
       ),
     );
     acknowledgedToClient = true;
+    // Left out of the acknowledgement (silent for LISTEN_ACK_WAIT_MS): its listen is closed.
+    for (const listen of listens) if (!listen.acknowledged) listen.close?.();
     deps.logger.info('listening', {
       subscribed: Object.keys(ack),
       targets: listens.filter((l) => l.acknowledged).length,

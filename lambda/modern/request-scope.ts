@@ -27,6 +27,8 @@ export class RequestScope {
       Math.max(0, exchange.deadline - clock.now()),
     );
     exchange.signal.addEventListener('abort', this.onClientGone, { once: true });
+    // Gone already (while the body was read, the caller authenticated): no later event would say so.
+    if (exchange.signal.aborted) this.onClientGone();
   }
 
   /** The client's going away no longer ends the request. */
