@@ -146,8 +146,10 @@ export class CallQuestions {
     const connected = await connections.waitForConnection(principal, target, until, stop).finally(() => {
       this.call.phase = 'other';
     });
+    // Let go of meanwhile (even as the look found the connection): the holder that takes the call over
+    // finds it stored and tells the client once; telling it here too would say it twice.
+    if (this.call.releasing) return RELEASED;
     if (!connected) {
-      if (this.call.releasing) return RELEASED;
       if (this.call.endReason) throw new Error(`connection ended: ${this.call.endReason}`);
       return rpcErrorOf(
         request.id,

@@ -238,7 +238,7 @@ describe("a 2026-07-28 target's input round", () => {
 
 describe('a per-user target the principal has not connected (targets[].userOAuth)', () => {
   /** Per-user connections as the question sees them: whether the principal is connected, and a consent link. */
-  function connections(state: { connected: boolean; connectsAfterMs?: number }) {
+  function connections(state: { connected: boolean; connectsAfterMs?: number; foundWhileReleased?: () => void }) {
     const waits: Array<{ principal: string; target: string }> = [];
     const fake = {
       has: (target: string) => target === 'demo',
@@ -251,6 +251,11 @@ describe('a per-user target the principal has not connected (targets[].userOAuth
       linkTtlMs: 600_000,
       waitForConnection: async (principal: string, target: string, until: number, signal: AbortSignal) => {
         waits.push({ principal, target });
+        // The look under way finds the connection stored just as the call is let go of.
+        if (state.foundWhileReleased) {
+          state.foundWhileReleased();
+          return true;
+        }
         if (state.connectsAfterMs === undefined) return false;
         await new Promise<void>((resolve) => setTimeout(resolve, state.connectsAfterMs));
         return !signal.aborted && Date.now() <= until;
@@ -260,7 +265,7 @@ describe('a per-user target the principal has not connected (targets[].userOAuth
   }
 
   async function withConnections(
-    state: { connected: boolean; connectsAfterMs?: number },
+    state: { connected: boolean; connectsAfterMs?: number; foundWhileReleased?: () => void },
     session: Partial<SessionRecord> = {},
   ) {
     const h = await setUp({ session: { clientCapabilities: { elicitation: { form: {}, url: {} } }, ...session } });
@@ -302,6 +307,23 @@ describe('a per-user target the principal has not connected (targets[].userOAuth
       // Its own tools replace the connect tool in the list.
       { jsonrpc: '2.0', method: 'notifications/tools/list_changed' },
     ]);
+    await over(h);
+  });
+
+  it('released as the connection is found: RELEASED, and the completion is left to the reconnect (told once)', async () => {
+    const state: { connected: boolean; foundWhileReleased?: () => void } = { connected: false };
+    const h = await withConnections(state, { clientResumes: true });
+    state.foundWhileReleased = () => {
+      h.call.releasing = true;
+      h.release.releaseWaits.abort();
+    };
+    const connecting = h.questions.connect();
+    const [gatewayId] = await asked(h, 1);
+    await answer(h, gatewayId!, { result: { action: 'accept' } });
+    expect(await connecting).toBe(RELEASED);
+    // The holder that takes the call over finds the connection and tells the client; this one does not.
+    expect(h.text.messages().filter((m) => m.method === 'notifications/elicitation/complete')).toEqual([]);
+    expect(h.release.step).toMatchObject({ kind: 'connect', elicitationId: 'el-1' });
     await over(h);
   });
 
