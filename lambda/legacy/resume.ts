@@ -28,8 +28,8 @@ export const DEFAULT_STREAM_POLL_MS = { minMs: 100, maxMs: 1000 };
  * - a stream response always opens with an event carrying an id (the one resumed from), so it is
  *   never empty and a client always has an id to come back with;
  * - a stream whose call ended replays what is left, its final message included;
- * - a stream of which only its head is left (the rest expired) gets the JSON-RPC error for the
- *   request it answered, as its new end;
+ * - a stream whose call ended, of which only its head is left (the rest expired), gets the JSON-RPC
+ *   error for the request it answered, as its new end (a call still going is followed instead);
  * - an id naming the end itself (the client has everything; the TypeScript SDK comes back after an
  *   error response), an id the gateway never issued, or a stream this session does not have → 400;
  *   a gone session → 404 (legacy-path.ts).
