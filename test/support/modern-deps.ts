@@ -282,3 +282,14 @@ export async function turnsUntil(ready: () => boolean, maxTurns = 200): Promise<
   for (let turn = 0; turn < maxTurns && !ready(); turn++) await new Promise((resolve) => setImmediate(resolve));
   if (!ready()) throw new Error('not ready after the event loop turned');
 }
+
+/** The GatewayError a promise is refused with (fails the test when it resolves, or fails otherwise). */
+export async function refusal(promise: Promise<unknown>): Promise<GatewayError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof GatewayError) return error;
+    throw error;
+  }
+  throw new Error('expected a refusal');
+}

@@ -1,7 +1,7 @@
 import { type BridgedPlaces, takeBridgedPlace } from '../../../lambda/modern/bridged-calls';
-import { errorHeaders, GatewayError, httpStatusOf } from '../../../lambda/protocol/errors';
+import { errorHeaders, httpStatusOf } from '../../../lambda/protocol/errors';
 import { MemorySessionStore } from '../../support/memory-store';
-import { QUIET } from '../../support/modern-deps';
+import { QUIET, refusal } from '../../support/modern-deps';
 
 /**
  * The places of a principal's bridged calls waiting for input (modern/bridged-calls.ts), counted in the
@@ -14,16 +14,6 @@ const deadline = () => Date.now() + 60_000;
 function places(store = new MemorySessionStore(), max = 2): BridgedPlaces & { store: MemorySessionStore } {
   return { store, logger: QUIET, max, pendingTimeoutSeconds: 300 };
 }
-
-const refusal = async (promise: Promise<unknown>): Promise<GatewayError> => {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof GatewayError) return error;
-    throw error;
-  }
-  throw new Error('expected a refusal');
-};
 
 describe("a principal's bridged-call places", () => {
   it('are taken up to the maximum, and the next is refused with TooManyBridgedCalls (429, Retry-After)', async () => {

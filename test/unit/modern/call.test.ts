@@ -3,7 +3,7 @@ import { type CallContext, forwardCall } from '../../../lambda/modern/call';
 import type { ModernDeps } from '../../../lambda/modern/deps';
 import type { ModernRequest } from '../../../lambda/modern/validate';
 import { CONFIRM_KEY } from '../../../lambda/policy/confirm-tools';
-import { GatewayError, httpStatusOf } from '../../../lambda/protocol/errors';
+import { httpStatusOf } from '../../../lambda/protocol/errors';
 import type { JSONRPCResponse } from '../../../lambda/protocol/jsonrpc';
 import { TASKS_EXTENSION } from '../../../lambda/protocol/meta';
 import type {
@@ -19,6 +19,7 @@ import {
   fakeTarget,
   modernCaller,
   modernDeps,
+  refusal,
   settledOnFakeTimers,
   turnsUntil,
   untilAborted,
@@ -91,16 +92,6 @@ function forward(
 
 const call = async (deps: ModernDeps, request: ModernRequest, change: Partial<CallContext> = {}) =>
   forward(deps, request, change).result;
-
-const refusal = async (promise: Promise<unknown>): Promise<GatewayError> => {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof GatewayError) return error;
-    throw error;
-  }
-  throw new Error('expected a refusal');
-};
 
 const resultOf = (response: JSONRPCResponse | undefined): Record<string, unknown> => {
   if (!response || !('result' in response)) throw new Error(`expected a result: ${JSON.stringify(response)}`);

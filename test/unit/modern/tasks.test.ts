@@ -1,10 +1,10 @@
 import type { ModernDeps } from '../../../lambda/modern/deps';
 import { relayTaskRequest } from '../../../lambda/modern/tasks';
 import type { ModernRequest } from '../../../lambda/modern/validate';
-import { GatewayError, httpStatusOf } from '../../../lambda/protocol/errors';
+import { httpStatusOf } from '../../../lambda/protocol/errors';
 import { TASKS_EXTENSION } from '../../../lambda/protocol/meta';
 import type { ModernClientCapabilities } from '../../../lambda/protocol/types';
-import { fakeTarget, modernCaller, modernDeps } from '../../support/modern-deps';
+import { fakeTarget, modernCaller, modernDeps, refusal } from '../../support/modern-deps';
 
 /**
  * The Tasks extension's requests (modern/tasks.ts): the gateway's task id opened first — made up,
@@ -34,16 +34,6 @@ const relay = (deps: ModernDeps, req: ModernRequest, principal = PRINCIPAL) =>
     modernCaller(deps, principal, req.clientCapabilities),
     new AbortController().signal,
   );
-
-const refusal = async (promise: Promise<unknown>): Promise<GatewayError> => {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof GatewayError) return error;
-    throw error;
-  }
-  throw new Error('expected a refusal');
-};
 
 function setup(now = () => Date.now()) {
   const target = fakeTarget('modern', {
