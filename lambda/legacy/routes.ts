@@ -135,6 +135,13 @@ async function relayTask(r: SessionRequest): Promise<Response> {
     r.ctx.deps.logger.info('task id of a target no longer configured', { method: r.route.method });
     throw new GatewayError('InvalidParams', `Task not found: ${named.gatewayId}`, { reason: 'unknown' });
   }
+  // A session whose client did not declare tasks has none (its answers are not given the gateway's ids:
+  // ./tasks.ts withTaskIds), though its principal's other sessions may: the target's own id stays there.
+  if (!(r.ctx.loaded.session.clientCapabilities as { tasks?: unknown } | undefined)?.tasks) {
+    throw new GatewayError('InvalidParams', `Task not found: ${named.gatewayId} (this session did not declare tasks)`, {
+      reason: 'unknown',
+    });
+  }
   return relay(r, named.target, { ...r.params, taskId: named.taskId }, { task: named });
 }
 

@@ -168,7 +168,7 @@ export class SessionTasks {
  * instance's `Targets` (its own object, delegating everything else), so the relay and the client
  * stream need not know tasks exist. A session whose client did not declare `tasks` has no task at any
  * target (none is declared to them: protocol/capabilities.ts), so its requests use `deps` as they are:
- * nothing is wrapped or rewritten on their hot path.
+ * nothing is wrapped or rewritten on their hot path (its task requests are refused: ./routes.ts).
  */
 export function withTaskIds(
   deps: LegacyDeps,

@@ -1,5 +1,5 @@
 import { GatewayError } from '../protocol/errors';
-import type { ModernServerCapabilities } from '../protocol/types';
+import type { JSONRPCNotification, ModernServerCapabilities } from '../protocol/types';
 
 /**
  * The filter of `subscriptions/listen` (2026-07-28, SEP-2575: `params.notifications`), and what a
@@ -109,3 +109,39 @@ export function honourable(wanted: ListenFilter, caps: ModernServerCapabilities 
 }
 
 export const isEmptyFilter = (filter: ListenFilter) => Object.keys(filter).length === 0;
+
+/**
+ * What a server acknowledged of `asked`, never more: a target acknowledging what it was not asked for
+ * must not widen what the client is told (the spec: a server MUST NOT send notification types the
+ * client did not subscribe to).
+ */
+export function within(acknowledged: ListenFilter, asked: ListenFilter): ListenFilter {
+  const out: ListenFilter = {};
+  for (const flag of LIST_FLAG_NAMES) if (acknowledged[flag] === true && asked[flag]) out[flag] = true;
+  for (const list of ['resourceSubscriptions', 'taskIds'] as const) {
+    const both = (Array.isArray(acknowledged[list]) ? acknowledged[list] : []).filter((item) =>
+      asked[list]?.includes(item),
+    );
+    if (both.length) out[list] = both;
+  }
+  return out;
+}
+
+/** The notification each list flag stands for. */
+const LIST_CHANGED: Record<string, ListFlag> = {
+  'notifications/tools/list_changed': 'toolsListChanged',
+  'notifications/prompts/list_changed': 'promptsListChanged',
+  'notifications/resources/list_changed': 'resourcesListChanged',
+};
+
+/** Whether `notification` is of a type `filter` subscribes to (an updated resource by its URI, a task by its id). */
+export function admits(filter: ListenFilter, notification: JSONRPCNotification): boolean {
+  const params = (notification.params ?? {}) as Record<string, unknown>;
+  const flag = LIST_CHANGED[notification.method];
+  if (flag) return filter[flag] === true;
+  if (notification.method === 'notifications/resources/updated')
+    return typeof params.uri === 'string' && (filter.resourceSubscriptions?.includes(params.uri) ?? false);
+  if (notification.method === 'notifications/tasks')
+    return typeof params.taskId === 'string' && (filter.taskIds?.includes(params.taskId) ?? false);
+  return false;
+}

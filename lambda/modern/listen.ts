@@ -6,7 +6,7 @@ import { waitAtMost } from '../scheduling/clock';
 import type { Caller } from '../targets/target-link';
 import type { ModernDeps } from './deps';
 import { type LegacyTargetListen, listenAtLegacyTarget } from './listen-at-legacy-target';
-import { honourable, isEmptyFilter, LIST_FLAG_NAMES, type ListenFilter } from './listen-filter';
+import { admits, honourable, isEmptyFilter, LIST_FLAG_NAMES, type ListenFilter, within } from './listen-filter';
 import type { ModernRequest } from './validate';
 
 /**
@@ -14,9 +14,11 @@ import type { ModernRequest } from './validate';
  * (tool, prompt and resource lists, updated resources; with the Tasks extension, its tasks' status).
  * The gateway listens at each 2026-07-28 target that can honour part of the filter, with that part
  * (the resources it serves, the task ids that are its own), and answers with one acknowledgement:
- * exactly what some target acknowledged, nothing it cannot deliver. Each target's notification is
- * relayed stamped with the client's subscription id (the listen request's id) — a task's status with
- * the gateway's task id — and a list change also drops that target's cached listing. The stream ends
+ * what the targets acknowledged of what they were asked, nothing it cannot deliver nor more than the
+ * client asked for. A target's notification is relayed only when its type is within what was
+ * acknowledged for that target (anything else is dropped), stamped with the client's subscription id
+ * (the listen request's id) — a task's status with the gateway's task id — and a list change also
+ * drops that target's cached listing. The stream ends
  * with the `complete` result the spec asks for before a server ends it: before the invocation's
  * deadline (a function URL's timeout; a Web Function's request timeout), when every target's listen
  * ended, or at once when nothing was acknowledged. Closing it is the client's way to stop listening,
@@ -185,6 +187,14 @@ export function serveListen(
   const relay = (listen: TargetListen, notification: JSONRPCNotification) => {
     if (!acknowledgedToClient || ended) return; // nothing before the gateway's own acknowledgement
     deps.catalog.noticed(listen.target, notification);
+    // Only what was acknowledged to the client for this target: nothing it did not subscribe to.
+    if (!listen.acknowledged || !admits(listen.acknowledged, notification)) {
+      deps.logger.debug('a listen notification not subscribed to', {
+        target: listen.target,
+        method: notification.method,
+      });
+      return;
+    }
     const message = relayed(notification, listen);
     if (message) stream.send(stamped(message, subscriptionId));
   };
@@ -204,8 +214,11 @@ export function serveListen(
             if (notification.method === 'notifications/subscriptions/acknowledged') {
               // Too late for the gateway's acknowledgement: the client was not told of it.
               if (acknowledgedToClient) return;
-              listen.acknowledged =
-                (notification.params as { notifications?: ListenFilter } | undefined)?.notifications ?? {};
+              // Never more than it was asked: that is all the client may be told of.
+              listen.acknowledged = within(
+                (notification.params as { notifications?: ListenFilter } | undefined)?.notifications ?? {},
+                listen.filter,
+              );
               acknowledged();
               return;
             }

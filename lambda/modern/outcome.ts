@@ -14,7 +14,8 @@ import type { Era } from '../protocol/versions';
  * - a target's -32042 (URL elicitation required) becomes an input_required URL round whose retry
  *   re-issues the call: a 2025 target's, and a 2026-07-28 target's (which 2026-07-28 does not define,
  *   but SDK servers still send: the Python SDK's URLElicitationRequiredError, the TypeScript v2 SDK's
- *   UrlElicitationRequiredError); -32042 and -32002 are never sent to 2026-07-28 clients;
+ *   UrlElicitationRequiredError); one with no usable URL is the target's failure (DependencyFailed);
+ *   -32042 and -32002 are never sent to 2026-07-28 clients;
  * - a target's -32021 and -32020 (its check of the client's `Mcp-Param-*` headers) keep HTTP 400;
  * - a target's task (`resultType: "task"`, Tasks extension) goes back with the gateway's task id, to a
  *   client that declared the extension on the request (else it is the target's protocol error);
@@ -115,8 +116,15 @@ function urlElicitationRound(
   const data = response.error.data;
   const elicitations = ((data as { elicitations?: unknown[] } | undefined)?.elicitations ?? []).filter(
     (e): e is { url: string; message?: string } =>
-      typeof e === 'object' && e !== null && typeof (e as { url?: unknown }).url === 'string',
+      typeof e === 'object' &&
+      e !== null &&
+      typeof (e as { url?: unknown }).url === 'string' &&
+      URL.canParse((e as { url: string }).url),
   );
+  // Nothing the user could open: an empty round's retry would re-issue the call and be asked again.
+  if (elicitations.length === 0) {
+    throw new DependencyFailedError(ctx.target, 'answered -32042 (URL elicitation required) without a usable URL');
+  }
   if (!elicitationModes(ctx.caps).url) {
     throw new GatewayError(
       'MissingCapability',

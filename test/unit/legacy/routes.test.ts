@@ -162,6 +162,23 @@ describe('task requests', () => {
     expect(body.result).toEqual({ taskId: gatewayId, status: 'completed' });
   });
 
+  it("of a session that did not declare tasks are refused as an unknown task, even with a valid id of its principal: the target's own id never reaches it", async () => {
+    const { send, fake, deps } = await setUp();
+    const gatewayId = new SessionTasks(deps.taskIds, 'alice').gatewayId('demo', { taskId: 'target-task-1' });
+    fake.links.get('demo')!.script = async (request) => ({
+      jsonrpc: '2.0',
+      id: request.id ?? 0,
+      result: { taskId: 'target-task-1', status: 'completed' },
+    });
+    for (const method of ['tasks/get', 'tasks/result', 'tasks/cancel']) {
+      const { body } = await send(method, { taskId: gatewayId });
+      expect(body.error).toMatchObject({ code: -32602, data: { reason: 'unknown' } });
+      expect(body.error.message).toContain('did not declare tasks');
+      expect(JSON.stringify(body)).not.toContain('target-task-1');
+    }
+    expect(fake.opened).toEqual([]);
+  });
+
   it('an id made up or altered is refused as an unknown task before any target is called', async () => {
     const { send, fake } = await setUp();
     expect((await send('tasks/result', { taskId: 'made-up' })).body).toMatchObject({

@@ -1,4 +1,11 @@
-import { honourable, isEmptyFilter, LIST_FLAG_NAMES, parseListenFilter } from '../../../lambda/modern/listen-filter';
+import {
+  admits,
+  honourable,
+  isEmptyFilter,
+  LIST_FLAG_NAMES,
+  parseListenFilter,
+  within,
+} from '../../../lambda/modern/listen-filter';
 import type { ModernServerCapabilities } from '../../../lambda/protocol/types';
 
 /**
@@ -51,6 +58,49 @@ describe('what a server can honour of a filter', () => {
     };
     expect(honourable(EVERYTHING, all)).toEqual(EVERYTHING);
     expect(honourable({}, all)).toEqual({});
+  });
+});
+
+describe('what a server acknowledged, within what it was asked', () => {
+  it('keeps only the flags, URIs and task ids it was asked for', () => {
+    expect(
+      within(
+        { ...EVERYTHING, resourceSubscriptions: ['a://1', 'a://2'], taskIds: ['t-1', 't-2'] },
+        { toolsListChanged: true, resourceSubscriptions: ['a://2', 'a://3'], taskIds: ['t-2'] },
+      ),
+    ).toEqual({ toolsListChanged: true, resourceSubscriptions: ['a://2'], taskIds: ['t-2'] });
+  });
+
+  it('is empty when nothing acknowledged was asked for, or the acknowledgement is malformed', () => {
+    expect(within(EVERYTHING, {})).toEqual({});
+    expect(
+      within({ toolsListChanged: 'yes', resourceSubscriptions: 'a://1' } as never, {
+        toolsListChanged: true,
+        resourceSubscriptions: ['a://1'],
+      }),
+    ).toEqual({});
+  });
+});
+
+describe('the notifications a filter admits', () => {
+  const filter = { promptsListChanged: true, resourceSubscriptions: ['a://1'], taskIds: ['t-1'] };
+  const of = (method: string, params?: Record<string, unknown>) =>
+    admits(filter, { jsonrpc: '2.0', method, ...(params ? { params } : {}) });
+
+  it('are the list changes it names, updates of its URIs, statuses of its tasks', () => {
+    expect(of('notifications/prompts/list_changed')).toBe(true);
+    expect(of('notifications/resources/updated', { uri: 'a://1' })).toBe(true);
+    expect(of('notifications/tasks', { taskId: 't-1', status: 'working' })).toBe(true);
+  });
+
+  it('are nothing else: other lists, URIs and tasks, and any other type', () => {
+    expect(of('notifications/tools/list_changed')).toBe(false);
+    expect(of('notifications/resources/list_changed')).toBe(false);
+    expect(of('notifications/resources/updated', { uri: 'a://2' })).toBe(false);
+    expect(of('notifications/resources/updated')).toBe(false);
+    expect(of('notifications/tasks', { taskId: 't-2' })).toBe(false);
+    expect(of('notifications/message', { level: 'info', data: 'x' })).toBe(false);
+    expect(of('notifications/progress', { progressToken: 1, progress: 1 })).toBe(false);
   });
 });
 

@@ -209,6 +209,64 @@ describe('a listen', () => {
     await client.close();
   });
 
+  it('acknowledges at most what the client asked for, whatever more a target acknowledged', async () => {
+    const modern = listeningTarget('modern', LISTS, {
+      ack: () => ({
+        toolsListChanged: true,
+        promptsListChanged: true,
+        resourcesListChanged: true,
+        resourceSubscriptions: ['modern://never-asked'],
+        taskIds: ['t-never-asked'],
+      }),
+    });
+    const { deps } = modernDeps([modern.target]);
+    const client = listen(deps, { toolsListChanged: true });
+    expect(await client.next()).toEqual(acknowledgement({ toolsListChanged: true }));
+    await client.close();
+  });
+
+  it('drops, with a debug line, what a target sends outside what was acknowledged for it', async () => {
+    const modern = listeningTarget('modern', LISTS, {
+      ack: () => ({ toolsListChanged: true, promptsListChanged: true, resourceSubscriptions: ['modern://b'] }),
+    });
+    const { deps } = modernDeps([modern.target]);
+    const debug = jest.spyOn(deps.logger, 'debug').mockImplementation(() => undefined);
+    try {
+      const client = listen(deps, { toolsListChanged: true, resourceSubscriptions: ['modern://a'] });
+      expect(await client.next()).toEqual(acknowledgement({ toolsListChanged: true }));
+      const send = modern.senders[0]!;
+      send({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' });
+      send({ jsonrpc: '2.0', method: 'notifications/resources/list_changed' });
+      send({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'modern://b' } });
+      send({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'modern://a' } });
+      send({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'hello' } });
+      send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+      expect((await client.next())?.method).toBe('notifications/tools/list_changed');
+      const dropped = debug.mock.calls.filter(([message]) => message === 'a listen notification not subscribed to');
+      expect(dropped.map(([, attributes]) => (attributes as { method: string }).method)).toEqual([
+        'notifications/prompts/list_changed',
+        'notifications/resources/list_changed',
+        'notifications/resources/updated',
+        'notifications/resources/updated',
+        'notifications/message',
+      ]);
+      await client.close();
+    } finally {
+      debug.mockRestore();
+    }
+  });
+
+  it('relays an updated resource the target acknowledged, and only that one', async () => {
+    const modern = listeningTarget('modern');
+    const { deps } = modernDeps([modern.target]);
+    const client = listen(deps, { resourceSubscriptions: ['modern://a'] });
+    expect(await client.next()).toEqual(acknowledgement({ resourceSubscriptions: ['modern://a'] }));
+    modern.senders[0]!({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'modern://z' } });
+    modern.senders[0]!({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'modern://a' } });
+    expect((await client.next())?.params?.uri).toBe('modern://a');
+    await client.close();
+  });
+
   it('asks nothing of a target that can honour nothing of the filter', async () => {
     const modern = listeningTarget('modern', { tools: {} });
     const { deps } = modernDeps([modern.target]);

@@ -123,6 +123,17 @@ describe("a target's -32042 (URL elicitation required)", () => {
       expect(error.data).toEqual({ requiredCapabilities: { elicitation: { url: {} } } });
     }
   });
+  it("is the target's failure, naming it, when no elicitation carries a usable URL (an empty round's retry would only ask again)", () => {
+    for (const elicitations of [[], [{ message: 'no url' }, { url: '' }, { url: 'not a url' }, { url: 42 }]]) {
+      const { ctx } = context();
+      const error = thrown(() => mapResponse(failed(-32042, 'needs url', { elicitations }), ctx));
+      expect(error.kind).toBe('DependencyFailed');
+      expect(error.message).toContain('modern-target');
+      expect(error.message).toContain('-32042');
+    }
+    const error = thrown(() => mapResponse(failed(-32042, 'needs url'), context().ctx));
+    expect(error.kind).toBe('DependencyFailed');
+  });
 });
 
 describe("a target's error", () => {
