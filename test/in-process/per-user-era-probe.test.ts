@@ -4,7 +4,7 @@ import { ConnectionVault } from '../../lambda/connections/vault';
 import { systemClock } from '../../lambda/scheduling/clock';
 import type { StoredConnection } from '../../lambda/state/connection-table';
 import { inProcessGateway } from '../support/in-process';
-import { readMessage } from '../support/mcp-http';
+import { eventually, readMessage } from '../support/mcp-http';
 import { MemoryConnectionTable } from '../support/memory-connection-table';
 
 /**
@@ -46,8 +46,7 @@ class GatedTable extends MemoryConnectionTable {
 }
 
 async function until(check: () => boolean): Promise<void> {
-  for (let i = 0; i < 200 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
-  if (!check()) throw new Error('condition not reached');
+  await eventually(() => expect(check()).toBe(true));
 }
 
 describe('the shared era probe of a per-user target', () => {
