@@ -40,6 +40,7 @@ export async function startCountedDynamo(backendEndpoint?: string): Promise<Coun
       // New requests are refused from here; the ones already forwarded get their answer first, for
       // a request dynalite is still working on when its database closes throws in this process.
       const closed = new Promise<void>((resolve) => proxy.close(() => resolve()));
+      // The answers are waited for; the timer only bounds a request the backend never answers.
       let bound: NodeJS.Timeout | undefined;
       await Promise.race([
         Promise.all(inFlight),
