@@ -97,7 +97,8 @@ describe('the shared era probe of a per-user target', () => {
     const aliceCall = call('arn:alice');
     await until(() => table.held === 1); // alice's probe is under way, waiting for her (absent) connection
     const bobCall = call('arn:bob');
-    await new Promise((resolve) => setTimeout(resolve, 100)); // bob's call waits on the same probe
+    // Bob's call waits on the same probe: a duration, for that it reads nothing as bob yet has no event.
+    await new Promise((resolve) => setTimeout(resolve, 100));
     expect(table.readsBy.get('arn:bob')).toBeUndefined(); // it has not been asked as bob yet
     table.release();
 
