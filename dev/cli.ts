@@ -51,7 +51,6 @@ async function main(flags: ParsedFlags): Promise<void> {
   // The deployment bundle in local Lambda execution environments (tools/lambda-emulator/).
   if (values.lambda) return runLambdaMode(emulated);
   const gateway = await startLocalGateway({ host: values.host, port: values.port, ...common, logLevel, logFormat });
-  for (const line of readyLines(gateway)) console.log(line);
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -61,8 +60,10 @@ async function main(flags: ParsedFlags): Promise<void> {
     setTimeout(() => process.exit(0), 5000).unref();
     void gateway.close().then(() => process.exit(0));
   };
+  // Before the lines that say Ctrl-C stops it: a Ctrl-C right after them must not kill the process.
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+  for (const line of readyLines(gateway)) console.log(line);
 }
 
 /** Where the demo targets run: started here (a default port in use falls back to a free one), or at a URL. */

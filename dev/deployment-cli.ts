@@ -49,7 +49,6 @@ export function announceAndRun(
       `  try it: npm run demo:client -- --url ${gateway.url}   (a tool call whose elicitation you answer in the terminal)`,
     );
   }
-  console.log(lines.join('\n'));
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -58,8 +57,10 @@ export function announceAndRun(
     setTimeout(() => process.exit(0), 5000).unref(); // bounded: environments are killed, not drained
     void gateway.close().then(() => process.exit(0));
   };
+  // Before the ready lines: a Ctrl-C right after them must not kill the process.
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+  console.log(lines.join('\n'));
 }
 
 /** A whole number from the environment within bounds (a form's setting), or undefined when unset. */

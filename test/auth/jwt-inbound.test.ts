@@ -245,6 +245,7 @@ describe('JWT keys and issuer (local server)', () => {
       // Right after a fetch the cached set is trusted: an unknown kid is refused without a refetch.
       expect((await initialize(gateway.url, await sign({}, { kid }))).res.status).toBe(401);
       expect(issuer.jwksRequests()).toBe(fetched);
+      // A duration: the 1 s cooldown passing is the scenario (a running server, on the real clock).
       await new Promise((resolve) => setTimeout(resolve, 1100));
       expect((await initialize(gateway.url, await sign({}, { kid }))).res.status).toBe(200);
       expect(issuer.jwksRequests()).toBe(fetched + 1);

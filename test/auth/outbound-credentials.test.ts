@@ -384,7 +384,8 @@ describe.each(kinds)('outbound credentials through the %s', (kind) => {
     expect(secondToken).not.toBe(firstToken);
 
     // When a token is refreshed (a quarter of its lifetime early) is pinned on a fake clock ('client
-    // credentials (no gateway)'); here a running gateway, on the real clock, replaces one that expired.
+    // credentials (no gateway)'); here a running gateway, on the real clock, replaces one that expired:
+    // the expiry is the scenario, a duration.
     await sleep(TOKEN_LIFETIME_S * 1000 + 100);
     const seenBefore = securedProxy.seen.length;
     expect((await call(session.headers, 'secured___echo', 23)).result.content[0].text).toBe('echo: call 23');

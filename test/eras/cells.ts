@@ -1,3 +1,4 @@
+import { eventually as passes } from '../support/mcp-http';
 import type { EraClient } from './clients';
 
 /**
@@ -133,15 +134,6 @@ export async function runCell(feature: Feature, client: EraClient, ctx: CellCont
 }
 
 /** Waits until `check` passes (bounded). */
-export async function eventually(check: () => void | Promise<void>, timeoutMs = 4000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (error) {
-      if (Date.now() > until) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-  }
+export function eventually(check: () => void | Promise<void>, timeoutMs = 4000): Promise<void> {
+  return passes(check, timeoutMs);
 }

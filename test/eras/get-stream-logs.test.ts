@@ -6,6 +6,7 @@ import { CallToolResultSchema, LoggingMessageNotificationSchema } from '@modelco
 import type { LocalGateway } from '../../dev/local-gateway';
 import { startGateway } from '../modern/helpers';
 import { listen } from '../support/loopback';
+import { eventually } from '../support/mcp-http';
 import { startV1PushServer, type V1PushServer } from '../support/servers/v1-push-server';
 import { CAPABILITIES, type ClientKind, connectClient } from './clients';
 
@@ -91,7 +92,7 @@ async function connectV1(get: FetchLike) {
 }
 
 async function until(done: () => boolean): Promise<void> {
-  for (let i = 0; i < 200 && !done(); i++) await new Promise((resolve) => setTimeout(resolve, 25));
+  await eventually(() => expect(done()).toBe(true));
 }
 
 const FINISHED = { level: 'warning', data: 'long_task finished 1' };

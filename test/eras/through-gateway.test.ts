@@ -270,7 +270,8 @@ describe("a client's cancellation", () => {
         await expect(call).rejects.toThrow();
         await eventually(() => expect(aborted(target, client!)()).toBe(abortedBefore + 1), 5000);
         if (target === 'legacy') expect(a.stats().cancelledRequestIds.length).toBe(cancelledBefore + 1);
-        await new Promise((resolve) => setTimeout(resolve, 300)); // whatever the gateway still writes
+        // A duration: what the gateway still writes after the cancellation has no event of its own to wait for.
+        await new Promise((resolve) => setTimeout(resolve, 300));
         const written = pair.exchanges.slice(from).flatMap((e) => e.messages);
         expect(written.filter((m) => JSON.stringify(m.error ?? {}).includes('DependencyFailed'))).toEqual([]);
         const lines = pair.logs.slice(fromLog);

@@ -176,6 +176,7 @@ describe.each(kinds)('answers delivered through faults, %s', (kind) => {
           await echo.text();
           // From now on a connection idle for 50 ms is dead, as behind a NAT that forgot it.
           proxy().staleAfterMs = 50;
+          // The scenario, a duration: the pooled connection stays idle past that.
           await new Promise((resolve) => setTimeout(resolve, 150));
         },
       });

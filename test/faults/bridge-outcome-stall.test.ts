@@ -1,6 +1,7 @@
 import { bridgedCall, retryOf } from '../support/bridged-calls';
 import { type DynamoProcess, startDynamoProcess } from '../support/gateway-process';
 import { type GatewayUnderTest, startGateway } from '../support/gateways';
+import { eventually } from '../support/mcp-http';
 import { type AskingServer, startAskingServer } from '../support/servers/v1-asking-server';
 import { withGateway } from '../support/with-gateway';
 
@@ -53,11 +54,10 @@ it('DynamoDB stopped while the final result is written: the retry gets the resul
     timeoutMs: 60_000,
   });
   // The answer reached the target; its result comes 500 ms later: stop DynamoDB before it is written.
-  for (let waited = 0; target.stats().answers.length === 0 && waited < 10_000; waited += 20) {
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  await eventually(() => expect(target.stats().answers.length).toBeGreaterThan(0), 10_000);
   dynamo.pause();
   try {
+    // The outage itself, a duration: long enough that the result's write is abandoned at least once.
     await new Promise((resolve) => setTimeout(resolve, STALL_MS));
   } finally {
     dynamo.resume();
@@ -88,11 +88,10 @@ describe('DynamoDB refusing connections while the final result is written', () =
       extra: retryOf(round),
       timeoutMs: 60_000,
     });
-    for (let waited = 0; asking().stats().answers.length === 0 && waited < 10_000; waited += 20) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await eventually(() => expect(asking().stats().answers.length).toBeGreaterThan(0), 10_000);
     gw.dynamo.mode = 'down';
     try {
+      // The outage itself, a duration: the holder's writes of the result fail for this long.
       await new Promise((resolve) => setTimeout(resolve, 4000));
     } finally {
       gw.dynamo.mode = 'ok';

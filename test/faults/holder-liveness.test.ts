@@ -77,7 +77,8 @@ describe('an answer sent 1 s after the instance holding the call was killed', ()
       break;
     }
     expect(asked).toBeDefined();
-    // The holder waits for the answer: measure what that costs in DynamoDB (A's requests only).
+    // The holder waits for the answer: measure what that costs in DynamoDB (A's requests only), over a
+    // window of a fixed length (a duration: the cost of waiting per unit of time is what is measured).
     counted.reset();
     await sleep(2000);
     const waitingReads = counted.counts.get('GetItem') ?? 0;
@@ -85,13 +86,14 @@ describe('an answer sent 1 s after the instance holding the call was killed', ()
     if (process.env.FAULT_FIGURES)
       console.log(`holder waiting 2 s: ${waitingReads} GetItem, ${waitingWrites} UpdateItem`);
     expect(await a.stop('SIGKILL')).toBe('SIGKILL');
-    await sleep(1000);
+    await sleep(1000); // the scenario, a duration: the person answers 1 s after the holder died
     const answersBefore = proxy.stats.answers.length;
     const sentAt = Date.now();
     const answer = await post(b.url, headers, { jsonrpc: '2.0', id: asked!.id, result: CONFIRM });
     if (process.env.FAULT_FIGURES) console.log(`answer taken after ${Date.now() - sentAt} ms`);
     expect(answer.status).toBe(202);
-    // Only the holder delivers, and it is gone: nothing reaches the target, now or later.
+    // Only the holder delivers, and it is gone: nothing reaches the target, now or later. A duration:
+    // that nothing arrives has no event to wait for (no other part is left that could deliver it).
     await sleep(1500);
     expect(proxy.stats.answers.length).toBe(answersBefore);
   }, 40_000);
@@ -101,7 +103,7 @@ describe('an answer sent 1 s after the instance holding the call was killed', ()
     const { message: round } = await bridgedCall(a.url, { id: 'k1', name: 'demo___use_aws', args });
     expect(round.result.resultType).toBe('input_required');
     expect(await a.stop('SIGKILL')).toBe('SIGKILL');
-    await sleep(1000);
+    await sleep(1000); // the scenario, a duration: the retry comes 1 s after the holder died
     const answersBefore = proxy.stats.answers.length;
     const [key] = Object.keys(round.result.inputRequests);
     const retry = await bridgedCall(b.url, {

@@ -78,6 +78,7 @@ describe('an instance that dies while it holds a call', () => {
     const { asked, events } = await holdCall(a.url, headers, 'orphan');
     expect(await a.stop('SIGKILL')).toBe('SIGKILL');
     expect(await rest(events)).toBeUndefined();
+    // A duration: the lease lapsing on the real clock (running processes) is the scenario.
     await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 500));
     const answersBefore = proxy.stats.answers.length;
     const answer = await post(b.url, headers, {
@@ -96,7 +97,8 @@ describe('an instance that dies while it holds a call', () => {
   it('is still answered through another instance while its lease is renewed (a long wait)', async () => {
     const { headers } = await initSession(b.url, { capabilities: ALL });
     const { asked, events } = await holdCall(b.url, headers, 'renewed');
-    // Longer than the lease: the holder renewed it meanwhile (every third of it).
+    // The scenario, a duration: the answer comes later than the lease, which the holder renewed meanwhile
+    // (every third of it).
     await new Promise((resolve) => setTimeout(resolve, LEASE_MS * 2));
     const answer = await post(b.url, headers, {
       jsonrpc: '2.0',

@@ -49,12 +49,14 @@ test('keys keep verifying while the issuer is down, for jwksStaleMs after they w
     expect((await initialize(gateway.url, token)).status).toBe(200);
     const lastGood = Date.now();
     issuer.setDown(true);
+    // Durations below: the cache's age, the stale window and the cooldown passing are the scenario
+    // (a running gateway process, on the real clock).
     await new Promise((resolve) => setTimeout(resolve, 400)); // past the cache: the JWKS is fetched again, and fails
     expect((await initialize(gateway.url, token)).status).toBe(200);
     // A kid the old set does not know may be a new key: 503, not 401.
     const unknown = await initialize(gateway.url, await issuer.sign({}, { kid: 'key-new' }));
     expect(unknown.status).toBe(503);
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, lastGood + STALE_MS + 300 - Date.now())));
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, lastGood + STALE_MS + 300 - Date.now()))); // past jwksStaleMs
     const late = await initialize(gateway.url, token);
     expect(late.status).toBe(503);
     expect(late.headers.get('retry-after')).toBe('5');

@@ -18,7 +18,10 @@ const INIT = {
   params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'limits', version: '1' } },
 };
 
-/** A fixed-window count must not straddle a minute: wait for the next one when this one is nearly over. */
+/**
+ * A fixed-window count must not straddle a minute: wait for the next one when this one is nearly over
+ * (a duration: the window is the running gateway's minute on the real clock).
+ */
 async function freshMinute(): Promise<void> {
   const intoMinute = Date.now() % 60_000;
   if (intoMinute > 50_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - intoMinute + 50));

@@ -4,6 +4,7 @@ import { connectClient, type EraClient } from '../eras/clients';
 import { modernCall, startGateway } from '../modern/helpers';
 import { type FaultProxy, startFaultProxy } from '../support/fault-proxy';
 import { forwardTo, listen } from '../support/loopback';
+import { eventually } from '../support/mcp-http';
 import { startV1PushServer, type V1PushServer } from '../support/servers/v1-push-server';
 
 /**
@@ -125,11 +126,14 @@ describe('a shared era probe', () => {
         }),
         signal: impatient.signal,
       }).catch(() => undefined);
-      while (discovers === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      await eventually(() => expect(discovers).toBe(1));
       const second = modernCall(gateway.url, 'tools/list', {}, 'patient');
+      // A duration, for what the gateway shows nothing of (no log, no request to the target): the second
+      // request has reached it and waits on the same probe. Ample for a loopback request.
       await new Promise((resolve) => setTimeout(resolve, 100));
       impatient.abort();
       await first;
+      // Likewise: the gateway has seen the first client leave (its socket closed) before the probe ends.
       await new Promise((resolve) => setTimeout(resolve, 100));
       release();
       const listed = await second;

@@ -89,6 +89,7 @@ it('a stream that ends while its rescan reads the session ends after that read (
   await eventually(() => expect(store.events).toContain('read started'), 10_000);
   void res.body?.cancel(); // the client leaves while the rescan's read is in flight
   // The end goes no further than the read; the read settles once let go, and only then the cleanup.
+  // A duration: that the cleanup does not run ahead of the read has no event to wait for.
   await new Promise((resolve) => setTimeout(resolve, 300));
   store.release();
   await eventually(() => expect(store.events).toContain('stream released'));

@@ -46,6 +46,8 @@ it("a call's second question, recorded while the holder already looks, is answer
   // The second question's record (with its event) is held back while the holder looks several times
   // for the first one's (20, 40, 80, 160 ms apart), then written.
   await eventually(() => expect(store.held).toBeDefined());
+  // A duration: the looks (20, 40, 80, 160 ms apart) that pass while the record is held back are the
+  // scenario; they read the store in ways this test does not tell apart from other reads.
   await new Promise((resolve) => setTimeout(resolve, 700));
   store.held?.();
   const result = await call;

@@ -4,7 +4,7 @@ import { ConnectionVault } from '../../lambda/connections/vault';
 import { systemClock } from '../../lambda/scheduling/clock';
 import type { StoredConnection } from '../../lambda/state/connection-table';
 import { inProcessGateway } from '../support/in-process';
-import { readMessage } from '../support/mcp-http';
+import { eventually, readMessage } from '../support/mcp-http';
 import { MemoryConnectionTable } from '../support/memory-connection-table';
 
 /**
@@ -46,8 +46,7 @@ class GatedTable extends MemoryConnectionTable {
 }
 
 async function until(check: () => boolean): Promise<void> {
-  for (let i = 0; i < 200 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
-  if (!check()) throw new Error('condition not reached');
+  await eventually(() => expect(check()).toBe(true));
 }
 
 describe('the shared era probe of a per-user target', () => {
@@ -98,7 +97,8 @@ describe('the shared era probe of a per-user target', () => {
     const aliceCall = call('arn:alice');
     await until(() => table.held === 1); // alice's probe is under way, waiting for her (absent) connection
     const bobCall = call('arn:bob');
-    await new Promise((resolve) => setTimeout(resolve, 100)); // bob's call waits on the same probe
+    // Bob's call waits on the same probe: a duration, for that it reads nothing as bob yet has no event.
+    await new Promise((resolve) => setTimeout(resolve, 100));
     expect(table.readsBy.get('arn:bob')).toBeUndefined(); // it has not been asked as bob yet
     table.release();
 

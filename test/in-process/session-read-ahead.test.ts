@@ -99,7 +99,8 @@ describe('a relayed call of a session read here before', () => {
     const res = gateway.post(headers, call('after-delete', 200));
     await eventually(() => expect(store.waiting).toBe(1));
     // The call met the target session the DELETE ended; re-opening one waits for the read, held here
-    // long enough for an initialize that had been sent to arrive.
+    // long enough for an initialize that had been sent to arrive. A duration: that nothing is sent has
+    // no event to wait for (after the read the call is stopped, so a later count proves nothing).
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(target.stats().initializeCount).toBe(opened);
     store.open();
@@ -129,7 +130,8 @@ describe('a relayed call of a session read here before', () => {
     const before = calls();
     const res = gateway.post(headers, call('long', 20_000));
     await eventually(() => expect(calls()).toBe(before + 1)); // the call runs at the target
-    // Past a second the call answers as a (resumable) stream, which a leaving client does not cancel.
+    // Past a second the call answers as a (resumable) stream, which a leaving client does not cancel. A
+    // duration: while the read is held nothing outside the gateway shows that switch.
     await new Promise((resolve) => setTimeout(resolve, 1200));
     // Gone meanwhile (as after a DELETE on another instance that could not reach the target): its
     // target session lives on, and so would the call.
@@ -165,6 +167,7 @@ describe('a relayed call of a session read here before', () => {
     const refused = gateway.post(headers, call('bob'), bob);
     await eventually(() => expect(store.waiting).toBe(1));
     // Held long enough for a call that had been sent to arrive (a call sent ahead arrives in a few ms).
+    // A duration: that nothing is sent has no event to wait for.
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(calls()).toBe(before);
     store.open();
@@ -184,6 +187,8 @@ describe('with sessionReadAhead false', () => {
     const before = calls();
     const response = gateway.post(headers, call('after-read'));
     await eventually(() => expect(store.waiting).toBe(1));
+    // Held long enough for a call that had been sent to arrive: a duration, for that nothing is sent has
+    // no event to wait for (the count after the read includes the call, sent then).
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(calls()).toBe(before);
     store.open();

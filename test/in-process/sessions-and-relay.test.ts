@@ -292,6 +292,7 @@ describe('the end of a call', () => {
       break; // leaving the loop cancels the body
     }
     client.abort();
+    // A duration: that the client leaving cancels nothing has no event to wait for.
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(gateway.store.pendingRecords(sessionId)).toHaveLength(1);
     expect(demo.stats().cancelledRequestIds).not.toContain('c.s.away');

@@ -52,6 +52,7 @@ async function callAndThink(url: string, client: PlainClient): Promise<Json[]> {
       const message = JSON.parse(event.data) as Json;
       messages.push(message);
       if (message.method === 'elicitation/create') {
+        // The scenario, a duration: the user thinks before answering.
         await new Promise((resolve) => setTimeout(resolve, THINK_MS));
         const answer = await post(url, session.headers, {
           jsonrpc: '2.0',

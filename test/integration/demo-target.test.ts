@@ -16,6 +16,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { type DemoTarget, startDemoTarget } from '../../examples/targets/demo-target';
 import { clickOnConsentPage } from '../support/consent-page';
+import { eventually } from '../support/mcp-http';
 
 /** One HTTP exchange seen by the client transport's fetch. */
 interface Exchange {
@@ -114,11 +115,7 @@ async function elicitAnswer(params: ElicitRequest['params']): Promise<ElicitResu
 }
 
 async function waitFor(cond: () => boolean, what: string, ms = 3000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await eventually(() => expect({ [what]: cond() }).toEqual({ [what]: true }), ms);
 }
 
 /** Concatenated text of a tools/call result (callTool's declared return type is a union, hence `unknown`). */

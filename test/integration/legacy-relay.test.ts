@@ -352,6 +352,7 @@ describe.each(kinds)('relay through the %s', (kind) => {
       abort.abort();
       if (kind === 'lambda runtime') {
         // Nothing tells the function: the call keeps waiting (pendingRequestTimeoutSeconds or the deadline ends it).
+        // A duration: that nothing ends it has no event to wait for.
         await new Promise((resolve) => setTimeout(resolve, 1000));
         expect(await pendingItems(sessionId)).toHaveLength(1);
         expect(demo.stats().cancelledRequestIds).not.toContain('c.s.gone');
@@ -393,6 +394,7 @@ describe.each(kinds)('relay through the %s', (kind) => {
         headers,
         { id: 'k', params: { name: 'demo___use_aws', arguments: { command: 'k' } } },
         async () => {
+          // The scenario, a duration: the client thinks long enough for keep-alives to be sent.
           await new Promise((resolve) => setTimeout(resolve, 450));
           return accept;
         },

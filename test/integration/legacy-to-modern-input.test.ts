@@ -262,6 +262,7 @@ describe.each(kinds)('2025 session → 2026-07-28 target input through the %s', 
     abort.abort();
     if (kind === 'lambda runtime') {
       // Nothing tells the function: the held request waits on (pendingRequestTimeoutSeconds ends it).
+      // A duration: that nothing ends it has no event to wait for.
       await new Promise((resolve) => setTimeout(resolve, 1000));
       expect(await pendingItems(sessionId)).toHaveLength(1);
       // Let the held call end (it would poll DynamoDB until the pending timeout, under later tests' counts).

@@ -7,7 +7,8 @@ import { ElicitRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.j
 import type { Browser } from 'playwright-core';
 import { CLIENT_SECRET_ENV, DEMO_TARGET, demoLines, type OAuthDemo, startOAuthDemo } from '../../dev/oauth-demo/demo';
 import { runConnections } from '../../scripts/connections';
-import { initSession, type Json } from '../support/mcp-http';
+import { outputMatching } from '../support/child-output';
+import { eventually, initSession, type Json } from '../support/mcp-http';
 import { consentAs, startBrowser } from '../support/oauth/browser';
 import { chromium, describeNeeding } from '../support/prerequisites';
 
@@ -169,9 +170,7 @@ describe('npm run oauth:demo, stopped with Ctrl-C', () => {
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     try {
-      for (let i = 0; i < 600 && !stdout.includes('Ctrl-C stops it all') && child.exitCode === null; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
+      await outputMatching(child, () => stdout, /Ctrl-C stops it all/, 60_000).catch(() => undefined);
       expect({ stdout, stderr }).toEqual({ stdout: expect.stringContaining('Ctrl-C stops it all'), stderr: '' });
       const mcpUrl = /per-user OAuth demo ready: (\S+)/.exec(stdout)![1]!;
       const issuer = /authorization server: (\S+)/.exec(stdout)![1]!;
@@ -188,8 +187,7 @@ describe('npm run oauth:demo, stopped with Ctrl-C', () => {
       clearTimeout(timer);
       expect(code).toBe(0);
       // No process of the group is left (the authorization server's included).
-      for (let i = 0; i < 50 && alive(-group); i++) await new Promise((resolve) => setTimeout(resolve, 100));
-      expect(alive(-group)).toBe(false);
+      await eventually(() => expect(alive(-group)).toBe(false));
       for (const url of [mcpUrl, issuer]) await expect(fetch(url)).rejects.toThrow();
     } finally {
       if (alive(-group)) process.kill(-group, 'SIGKILL');

@@ -5,7 +5,7 @@ import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol
 import { createParser } from 'eventsource-parser';
 import { startDemoTarget } from '../../examples/targets/demo-target';
 import type { GatewayKind } from '../support/gateways';
-import { initSession, type Json, post, sessionItems } from '../support/mcp-http';
+import { eventually, initSession, type Json, post, sessionItems } from '../support/mcp-http';
 import { withGateway } from '../support/with-gateway';
 
 /**
@@ -310,13 +310,11 @@ describe.each(KINDS)('through the %s', (kind) => {
       });
       const seen = await readEvents(res, (event) => event.message?.method === 'elicitation/create');
       // The client never comes back: the call ends with -32001 at the pending timeout and its stream's end is kept.
-      const deadline = Date.now() + 10_000;
       let items: Json[] = [];
-      while (Date.now() < deadline) {
+      await eventually(async () => {
         items = await sessionItems(gw.dynamodbEndpoint, sessionId);
-        if (items.some((item) => item.end === true)) break;
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
+        expect(items.some((item) => item.end === true)).toBe(true);
+      }, 10_000);
       // Its end, and its head (the request it answered, marked ended).
       const left = items.filter((item) => item.sk !== 'SESSION' && !String(item.sk).startsWith('T#'));
       expect(left).toHaveLength(2);

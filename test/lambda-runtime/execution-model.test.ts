@@ -66,7 +66,9 @@ describe('the local Lambda runtime (--lambda): execution model', () => {
     const first = await probe();
     await eventually(() => expect(processState(first.pid)).toBe('T'), 2000);
     expect(lambda.stats().detail.find((e) => e.pid === first.pid)?.state).toBe('frozen');
-    await sleep(1000); // 50 ticks of the function's 20 ms timer, were it running
+    // A duration, for what is shown is that time passing changes nothing: 50 ticks of the function's
+    // 20 ms timer, were it running.
+    await sleep(1000);
     const second = await probe();
     expect(second.pid).toBe(first.pid);
     expect(second.invocations).toBe(first.invocations + 1);
@@ -76,6 +78,8 @@ describe('the local Lambda runtime (--lambda): execution model', () => {
 
   it('freezes as soon as the invocation is over: work left after the response waits for the next invocation', async () => {
     const left = await probe('/after?ms=300');
+    // A duration: well past the 300 ms timer left running, which must not have fired (no event shows
+    // a timer that did not fire).
     await sleep(1000);
     const thawedAt = Date.now();
     await probe(); // thaws the environment; the overdue timer fires now
@@ -204,9 +208,9 @@ describe('the local Lambda runtime (--lambda): idle environments and the concurr
     });
     try {
       const url = lambda.url.replace(/\/mcp$/, '/sleep?ms=500');
-      const statuses = await Promise.all(
-        [fetch(url), sleep(100).then(() => fetch(url))].map(async (r) => (await r).status),
-      );
+      // The second once the first runs in the one environment (its 500 ms sleep).
+      const busy = eventually(() => expect(lambda.stats().detail.map((e) => e.state)).toEqual(['busy']));
+      const statuses = await Promise.all([fetch(url), busy.then(() => fetch(url))].map(async (r) => (await r).status));
       expect(statuses).toEqual([200, 429]);
       expect(lambda.stats()).toMatchObject({ throttles: 1, coldStarts: 1, invocations: 1 });
     } finally {

@@ -7,13 +7,12 @@ import { join } from 'node:path';
 import { startEmbeddedDynamo } from '../../dev/embedded-dynamodb';
 import { type LambdaMode, startLambdaMode } from '../../dev/lambda-mode';
 import { type DemoTarget, startDemoTarget } from '../../examples/targets/demo-target';
-import { callAndAnswer, initSession, type Json, post, readMessage } from '../support/mcp-http';
+import { callAndAnswer, eventually, initSession, type Json, post, readMessage } from '../support/mcp-http';
 
 /**
  * The deployment bundle (dist/lambda/index.mjs) in `--lambda` mode: frozen environments and pooled
  * upstream connections, and two `npm start -- --lambda` processes on one DynamoDB as one deployment.
  */
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const ALL = { elicitation: { form: {}, url: {} }, sampling: {} };
 
 let dynamo: Awaited<ReturnType<typeof startEmbeddedDynamo>>;
@@ -109,8 +108,8 @@ describe('the gateway bundle in --lambda mode', () => {
     const { environments, freezes } = gateway.stats();
     expect(environments).toBe(1); // one environment served it all and now holds pooled connections
     const idleBefore = proxy.closedIdle();
-    await sleep(1600); // frozen, while the target side drops the idle connections after 1 s
-    expect(proxy.closedIdle()).toBeGreaterThan(idleBefore);
+    // Frozen, while the target side drops the idle connections after 1 s.
+    await eventually(() => expect(proxy.closedIdle()).toBeGreaterThan(idleBefore));
     expect(gateway.stats().detail[0].state).toBe('frozen');
     expect((await echo(headers, 'after')).result.content[0].text).toBe('echo: after');
     expect(gateway.stats().freezes).toBe(freezes + 1);

@@ -4,6 +4,7 @@ import { createStreamingHandler } from '../../lambda/adapters/streaming-handler'
 import type { ExchangeContext, FetchHandler } from '../../lambda/http/exchange';
 import { systemClock } from '../../lambda/scheduling/clock';
 import { installLambdaGlobals, type LambdaInvoker, startLambdaInvoker } from '../support/lambda-invoker';
+import { eventually } from '../support/mcp-http';
 
 // The real bootstrap needs configuration and DynamoDB; lambda/handler.ts is tested with a stub gateway.
 const mockCreateGateway = jest.fn<Promise<FetchHandler>, []>();
@@ -12,15 +13,12 @@ jest.mock('../../lambda/app/bootstrap', () => ({ createGatewayFromEnvironment: (
 installLambdaGlobals();
 
 const encoder = new TextEncoder();
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 async function waitUntil(predicate: () => boolean, timeoutMs: number): Promise<boolean> {
-  const until = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > until) return false;
-    await sleep(10);
-  }
-  return true;
+  return eventually(() => expect(predicate()).toBe(true), timeoutMs).then(
+    () => true,
+    () => false,
+  );
 }
 
 const GENERIC_500 = { jsonrpc: '2.0', id: null, error: { code: -32603, message: 'Internal error' } };

@@ -82,8 +82,10 @@ describe.each([
 
       expect(await gateway.stop('SIGKILL')).toBe('SIGKILL');
       // Bounded: generous for a loaded machine; it takes milliseconds.
-      for (let i = 0; i < 200 && !environments.every(gone); i++) await new Promise((r) => setTimeout(r, 50));
-      expect(environments.filter((pid) => !gone(pid)).map((pid) => `${pid} ${stat(pid)?.state}`)).toEqual([]);
+      await eventually(
+        () => expect(environments.filter((pid) => !gone(pid)).map((pid) => `${pid} ${stat(pid)?.state}`)).toEqual([]),
+        10_000,
+      );
     } finally {
       gateway.child.kill('SIGKILL');
     }

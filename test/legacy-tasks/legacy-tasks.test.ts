@@ -9,7 +9,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { AUDIENCE, CLIENT, startIssuer, type TestIssuer } from '../auth/support';
 import type { GatewayKind } from '../support/gateways';
-import { initSession, type Json, post, readMessage, sseEvents } from '../support/mcp-http';
+import { eventually, initSession, type Json, post, readMessage, sseEvents } from '../support/mcp-http';
 import { startTasksServer } from '../support/servers/tasks-server';
 import { startV1TasksServer } from '../support/servers/v1-tasks-server';
 import { callWithTasks } from '../support/tasks-client';
@@ -302,7 +302,7 @@ describe.each(KINDS)('2025-11-25 tasks through the %s', (kind) => {
   });
 });
 
-/** Until `condition` holds (the test's timeout catches a hang). */
+/** Until `condition` holds. */
 async function waitFor(condition: () => boolean): Promise<void> {
-  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 20));
+  await eventually(() => expect(condition()).toBe(true), 30_000);
 }

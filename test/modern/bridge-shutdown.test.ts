@@ -33,6 +33,7 @@ it('a gateway closing with a bridged call waiting for its round cancels it at th
   // Nothing of the call runs any more: after close() no store request of it is made, however long one waits
   // (a holder left running would look every second and renew its lease every 10 s).
   const after = gw.dynamo.requests.length;
-  await new Promise((resolve) => setTimeout(resolve, 2500)); // more than two of its looks
+  // A duration, more than two of its looks: that nothing runs has no event to wait for.
+  await new Promise((resolve) => setTimeout(resolve, 2500));
   expect(gw.dynamo.requests.slice(after)).toEqual([]);
 });

@@ -11,6 +11,7 @@ import { ConsentBook } from '../../examples/targets/consent-book';
 import { serveConsentPage } from '../../examples/targets/consent-page';
 import { QUIET } from '../support/in-process';
 import { listen } from '../support/loopback';
+import { eventually } from '../support/mcp-http';
 
 /**
  * What the consent page of a URL elicitation tells the person who opens it: who asks (the target, and
@@ -52,7 +53,7 @@ describe('a consent page reached through the gateway', () => {
     async (target, serverName) => {
       const before = Date.now();
       const call = client.callTool({ name: `${target}___access_github_repo`, arguments: { repo: 'octo/hello' } });
-      for (let i = 0; asked.length === 0 && i < 300; i++) await new Promise((r) => setTimeout(r, 10));
+      await eventually(() => expect(asked.length).toBeGreaterThan(0));
       const url = asked.shift()!.url;
       const html = await (await fetch(url)).text();
 

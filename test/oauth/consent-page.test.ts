@@ -13,6 +13,7 @@ import { type DemoTarget, startDemoTarget } from '../../examples/targets/demo-ta
 import { type ModernDemoTarget, startModernDemoTarget } from '../../examples/targets/modern-demo-target';
 import { modernCall } from '../modern/helpers';
 import { clickOnConsentPage, openConsentPage } from '../support/consent-page';
+import { eventually } from '../support/mcp-http';
 
 /**
  * URL-mode elicitation on the demo targets as a person meets it: the URL opens the target's own
@@ -62,10 +63,7 @@ async function connect(target: DemoTarget, action: ElicitResult['action'] = 'acc
 }
 
 async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; !condition(); i++) {
-    if (i > 300) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+  await eventually(() => expect({ [what]: condition() }).toEqual({ [what]: true }));
 }
 
 describe('the 2025 demo target', () => {

@@ -36,7 +36,11 @@ jest.setTimeout(60_000);
 
 const withBrowser = describeNeeding(chromium);
 
-/** The short-lived tokens' lifetime (s): long enough for one call, short enough to wait out. */
+/**
+ * The short-lived tokens' lifetime (s): long enough for one call, short enough to wait out. The waits
+ * for it below are durations: a token's expiry on the real clock (a running authorization server,
+ * target and gateway) is the scenario.
+ */
 const SHORT_TTL_SECONDS = 3;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)));

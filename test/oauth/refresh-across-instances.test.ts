@@ -125,6 +125,7 @@ withBrowser('a connection refreshed by two instances at once', () => {
 
       for (let round = 1; round <= ROUNDS; round++) {
         // Every token issued so far has expired once this has passed (its exp ≤ issue + TTL, in whole seconds).
+        // A duration: the expiry on the real clock (running servers and gateways) is the scenario.
         await sleep(lastIssued + (TTL_SECONDS + 1) * 1000 - Date.now());
         const before = await authorizationServerStats(as.issuer);
         const seen = target.stats().tokenIds;

@@ -66,7 +66,7 @@ withBrowser('a call released while its user connects', () => {
     client.setRequestHandler(ElicitRequestSchema, async (request) => {
       if (request.params.mode !== 'url') return { action: 'decline' };
       const { url } = request.params;
-      // The person takes a while before signing in: the call is released meanwhile.
+      // The scenario, a duration: the person takes a while before signing in; the call is released meanwhile.
       signIn = new Promise((resolve) => setTimeout(resolve, 1500)).then(() =>
         consentAs(
           browser,

@@ -82,6 +82,7 @@ withBrowser('secrets in the logs of a connection', () => {
     expect((await client.callTool({ name: 'mine___whoami', arguments: {} })).content).toEqual([
       { type: 'text', text: 'erin' },
     ]);
+    // A duration: the token's expiry on the real clock (a running gateway and authorization server) is the scenario.
     await new Promise((resolve) => setTimeout(resolve, 2500)); // past the 2 s access token: refreshed next
     expect((await client.callTool({ name: 'mine___whoami', arguments: {} })).content).toEqual([
       { type: 'text', text: 'erin' },

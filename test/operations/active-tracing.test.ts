@@ -1,6 +1,7 @@
 import { createSocket, type Socket } from 'node:dgram';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { eventually } from '../support/mcp-http';
 
 /**
  * X-Ray active tracing with Powertools Tracer (`lambda/observability/active-tracing.ts`), against a real
@@ -43,7 +44,7 @@ afterAll(async () => {
 
 /** The segment documents received (each datagram is a JSON header line, then the document). */
 async function segments(count: number): Promise<Array<Record<string, any>>> {
-  for (let i = 0; i < 100 && datagrams.length < count; i++) await new Promise((r) => setTimeout(r, 20));
+  await eventually(() => expect(datagrams.length).toBeGreaterThanOrEqual(count));
   return datagrams.map((datagram) => JSON.parse(datagram.split('\n')[1] ?? '{}'));
 }
 

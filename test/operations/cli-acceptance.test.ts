@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '../support/cli';
-import { initSession, type Json, post, readMessage } from '../support/mcp-http';
+import { eventually, initSession, type Json, post, readMessage } from '../support/mcp-http';
 
 /**
  * The access log, /health and CORS through `npm start` as a person runs it (tool
@@ -32,15 +32,15 @@ it('npm start: an access line on stdout per tools/call, /health, CORS for the In
     });
     expect((await readMessage(res)).result.content[0].text).toBe('echo: acceptance');
     let calls: Json[] = [];
-    for (let i = 0; i < 50 && calls.length === 0; i++) {
+    await eventually(() => {
       calls = cli
         .output()
         .stdout.split('\n')
         .filter((line) => line.startsWith('{'))
         .map((line) => JSON.parse(line) as Json)
         .filter((line) => line.message === 'mcp request' && line.method === 'tools/call');
-      if (calls.length === 0) await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+      expect(calls.length).toBeGreaterThan(0);
+    });
     expect(calls).toEqual([
       expect.objectContaining({
         level: 'INFO',

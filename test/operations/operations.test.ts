@@ -7,7 +7,7 @@ import { createGateway } from '../../lambda/app/gateway';
 import { withRequestKeys } from '../../lambda/observability/logger';
 import { capturingLogger } from '../auth/support';
 import { meta, modernHeaders, post as modernPost } from '../modern/helpers';
-import { initSession, type Json, post, readMessage } from '../support/mcp-http';
+import { initSession, type Json, eventually as passes, post, readMessage } from '../support/mcp-http';
 import { startWireRecorder, type WireRecorder } from '../support/wire-recorder';
 import { withGateway } from '../support/with-gateway';
 
@@ -42,12 +42,12 @@ function lines(): Line[] {
 const accessLines = () => lines().filter((line) => line.message === 'mcp request');
 
 async function eventually<T>(probe: () => T | undefined, what: string): Promise<T> {
-  for (let i = 0; i < 100; i++) {
-    const value = probe();
-    if (value !== undefined) return value;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error(`never happened: ${what}`);
+  let value: T | undefined;
+  await passes(() => {
+    value = probe();
+    expect({ [what]: value !== undefined }).toEqual({ [what]: true });
+  });
+  return value as T;
 }
 
 const gw = withGateway(

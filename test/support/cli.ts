@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { outputMatching } from './child-output';
 
 /**
  * `npm start` in a child process, as a person runs it: `ready()` resolves with the printed URL (or
@@ -22,11 +23,10 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = { GATEWAY_LOG_LE
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const ready = async () => {
-    for (let i = 0; i < 300 && !/MCP gateway ready: (\S+)/.test(stdout); i++) {
-      if (child.exitCode !== null) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    // The block ends when stdout has been quiet for a moment (bounded).
+    const printed = await outputMatching(child, () => stdout, /MCP gateway ready: (\S+)/).catch(() => undefined);
+    if (!printed) return undefined;
+    // A duration, for the block has no last line of its own (its lines depend on the configuration):
+    // it is out when stdout has been quiet for a moment (bounded).
     for (let i = 0; i < 50 && child.exitCode === null && Date.now() - lastOutput < 200; i++) {
       await new Promise((r) => setTimeout(r, 50));
     }

@@ -40,15 +40,22 @@ export async function startCountedDynamo(backendEndpoint?: string): Promise<Coun
       // New requests are refused from here; the ones already forwarded get their answer first, for
       // a request dynalite is still working on when its database closes throws in this process.
       const closed = new Promise<void>((resolve) => proxy.close(() => resolve()));
-      for (let waited = 0; inFlight > 0 && waited < 2000; waited += 20) {
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      // The answers are waited for; the timer only bounds a request the backend never answers.
+      let bound: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.all(inFlight),
+        new Promise((resolve) => {
+          bound = setTimeout(resolve, 2000);
+        }),
+      ]);
+      clearTimeout(bound);
       proxy.closeAllConnections();
       await closed;
       await backend.close();
     },
   };
-  let inFlight = 0;
+  /** Each forwarded request's answer, until it is out. */
+  const inFlight = new Set<Promise<void>>();
   const proxy: Server = createServer((req, res) => {
     const operation =
       String(req.headers['x-amz-target'] ?? '')
@@ -73,8 +80,9 @@ export async function startCountedDynamo(backendEndpoint?: string): Promise<Coun
       );
       return;
     }
-    inFlight++;
-    res.on('close', () => inFlight--);
+    const answered = new Promise<void>((resolve) => res.on('close', () => resolve()));
+    inFlight.add(answered);
+    void answered.then(() => inFlight.delete(answered));
     const upstream = forwardTo(backendUrl, req, res, { verbatim: true });
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));

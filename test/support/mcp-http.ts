@@ -210,6 +210,7 @@ export async function eventually(check: () => Promise<void> | void, timeoutMs = 
       return;
     } catch (error) {
       if (Date.now() > until) throw error;
+      // The poll of this helper: what the check reads has no event to wait on in general.
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }

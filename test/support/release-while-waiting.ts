@@ -49,7 +49,7 @@ async function thinkingClient(url: string, thinkMs: number, onAsked: () => void 
   );
   client.setRequestHandler(ElicitRequestSchema, async () => {
     onAsked();
-    await sleep(thinkMs);
+    await sleep(thinkMs); // the scenario, a duration: the user thinks this long
     return { action: 'accept', content: { confirm: true } };
   });
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));

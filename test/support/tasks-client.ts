@@ -162,6 +162,7 @@ export async function pollUntilTerminal(url: string, taskId: string, options: Po
     const interval = typeof task.pollIntervalMs === 'number' ? task.pollIntervalMs : (options.defaultIntervalMs ?? 100);
     const left = deadline - Date.now();
     if (left <= 0) throw new Error(`task ${taskId} not terminal in time (last status ${task.status})`);
+    // The protocol's own duration: a client polls a task at the interval the server asks for.
     await new Promise((resolve) => setTimeout(resolve, Math.min(interval, left)));
   }
 }

@@ -1,5 +1,6 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { outputMatching } from './child-output';
 
 /**
  * `npm start` in a pseudo-terminal, as a person sees it: util-linux `script` gives the process a
@@ -39,14 +40,6 @@ export function runInTerminal(args: string[], env: NodeJS.ProcessEnv = {}): Term
   child.stdout.on('data', (chunk: Buffer) => (screen += chunk.toString().replaceAll('\r\n', '\n')));
   child.stderr.on('data', (chunk: Buffer) => (screen += chunk.toString().replaceAll('\r\n', '\n')));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const waitFor = async (pattern: RegExp, timeoutMs = 30_000) => {
-    for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; ) {
-      const match = pattern.exec(screen);
-      if (match) return match;
-      if (child.exitCode !== null) break;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    throw new Error(`the terminal never showed ${pattern}:\n${screen}`);
-  };
+  const waitFor = (pattern: RegExp, timeoutMs = 30_000) => outputMatching(child, () => screen, pattern, timeoutMs);
   return { child, exited, screen: () => screen, waitFor, interrupt: () => child.stdin.write('\u0003') };
 }

@@ -158,7 +158,8 @@ describe('resuming a target stream that ended before the response', () => {
     });
     const outcome = expect(call).rejects.toMatchObject({ name: 'StreamDetachedError', cursor: { lastEventId: 'e1' } });
     await eventually(() => expect(decide).toBeDefined());
-    await new Promise((resolve) => setTimeout(resolve, 50)); // well past the target's retry
+    // A duration, well past the target's retry: no reconnect before the decision has no event to wait for.
+    await new Promise((resolve) => setTimeout(resolve, 50));
     expect(target.seen.map((s) => s.method)).toEqual(['POST']);
     decide();
     await outcome;
@@ -174,6 +175,7 @@ describe('resuming a target stream that ended before the response', () => {
     const { response } = await endpoint(target.url).request(REQUEST, HEADERS, {
       resumable: true,
       detach: new AbortController().signal,
+      // The scenario, a duration: the decision to keep the call takes a while.
       onTargetPolls: () => new Promise<void>((resolve) => setTimeout(resolve, 20)),
     });
     expect(response).toMatchObject({ id: 'c.n.7' });

@@ -10,6 +10,7 @@ import {
   StandaloneStreams,
   type StandaloneStreamsOptions,
 } from '../../lambda/targets/standalone-streams';
+import { FakeClock } from '../support/fake-clock';
 import { eventually } from '../support/mcp-http';
 import { openSse, type ScriptedTarget, type Step, scriptedTarget, sse } from '../support/scripted-target';
 
@@ -78,6 +79,18 @@ const log: JSONRPCNotification = {
   params: { level: 'info', data: 'hi' },
 };
 
+/** Retry waits on a clock the test moves. */
+function fakeScheduler(): { clock: FakeClock; scheduler: Scheduler } {
+  const clock = new FakeClock();
+  return {
+    clock,
+    scheduler: {
+      setTimeout: (fn, ms) => clock.setTimeout(fn, ms),
+      clearTimeout: (handle) => clock.clearTimeout(handle),
+    },
+  };
+}
+
 /** A listener that records what reached it. */
 function recorder(progressToken?: string) {
   const got: string[] = [];
@@ -94,19 +107,24 @@ function recorder(progressToken?: string) {
 describe('one GET per target session, shared by its calls', () => {
   it('opens one GET for two calls of a session, and closes it when the last call detaches', async () => {
     let closed = 0;
+    let stream: ServerResponse | undefined;
     const target = await start([
       (_req, res) => {
+        stream = res;
         res.once('close', () => closed++);
         openSse(res);
       },
     ]);
     const { streams, client } = setUp(target.url);
     const first = await streams.attach(client, SESSION, recorder().listener);
-    const second = await streams.attach(client, SESSION, recorder().listener);
+    const staying = recorder();
+    const second = await streams.attach(client, SESSION, staying.listener);
     expect(streams.opened).toBe(1);
     expect(target.seen.map((s) => [s.method, s.sessionId])).toEqual([['GET', 'ts-1']]);
     await first();
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Still open after the first detached: what the target sends next reaches the second call.
+    stream?.write(event(log));
+    await eventually(() => expect(staying.got).toEqual(['notifications/message']));
     expect(closed).toBe(0);
     await second();
     await eventually(() => expect(closed).toBe(1));
@@ -172,7 +190,8 @@ describe('where what the target sends on the stream goes', () => {
 
   it('a 404 (the target forgot the session) tells the client GET stream, and is not reopened', async () => {
     const target = await start([(_req, res) => res.writeHead(404).end()]);
-    const { streams, client } = setUp(target.url);
+    const { clock, scheduler } = fakeScheduler();
+    const { streams, client } = setUp(target.url, { scheduler });
     const owned: string[] = [];
     const handle = await streams.listen(client, SESSION, {
       onServerRequest: () => undefined,
@@ -180,7 +199,8 @@ describe('where what the target sends on the stream goes', () => {
       onGone: () => owned.push('gone'),
     });
     expect(owned).toEqual(['gone']);
-    await new Promise((resolve) => setTimeout(resolve, RETRY_MS * 3));
+    await clock.advance(RETRY_MS * 3); // any retry it had set would fire, and open a GET
+    expect(streams.opened).toBe(1);
     expect(target.seen).toHaveLength(1);
     handle.close();
   });
@@ -204,11 +224,17 @@ describe('a GET the target refuses', () => {
       (_req, res) => res.writeHead(409).end(),
       (_req, res) => openSse(res),
     ]);
-    const { streams, client } = setUp(target.url);
+    const { clock, scheduler } = fakeScheduler();
+    const { streams, client } = setUp(target.url, { scheduler });
     const detach = await streams.attach(client, SESSION, recorder().listener);
-    await eventually(() => expect(target.seen).toHaveLength(3));
+    // Each retry is set once the 409 is in: the clock moves a retry at a time until the third GET.
+    await eventually(async () => {
+      await clock.advance(RETRY_MS);
+      expect(target.seen).toHaveLength(3);
+    });
     await detach();
-    await new Promise((resolve) => setTimeout(resolve, RETRY_MS * 3));
+    await clock.advance(RETRY_MS * 3); // any retry still set would fire, and open a GET
+    expect(streams.opened).toBe(3);
     expect(target.seen).toHaveLength(3);
   });
 

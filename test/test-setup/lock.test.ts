@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { eventually } from '../support/mcp-http';
 import { withFileLock } from '../support/setup/lock';
 
 /** The set-up's lock: two runs at once take turns; a lock its process left behind does not stop a run. */
@@ -31,9 +32,8 @@ test('two at once: the second waits for the first to end, told once who holds it
     },
     { pollMs: 5, waiting: (holder) => events.push(`waiting for ${holder}`) },
   );
-  // The second looks a few times while the first holds the lock.
-  await new Promise((resolve) => setTimeout(resolve, 50));
-  expect(events).toEqual(['first runs', `waiting for ${process.pid}`]);
+  // The second finds the lock held, and waits.
+  await eventually(() => expect(events).toEqual(['first runs', `waiting for ${process.pid}`]));
   endFirst();
   await Promise.all([first, second]);
   expect(events).toEqual(['first runs', `waiting for ${process.pid}`, 'first ends', 'second runs']);

@@ -70,7 +70,9 @@ describe('SseStream with an event log', () => {
       },
     };
     const sse = new SseStream({ log });
-    await new Promise((resolve) => setTimeout(resolve, 5)); // the stream opened for a message that takes a write to prepare
+    // The scenario, a duration: the stream opened for a message that takes a write to prepare, and comes
+    // a few ms later (inside the priming event's 50 ms wait for it).
+    await new Promise((resolve) => setTimeout(resolve, 5));
     sse.send(message('one'));
     sse.send(message('two'));
     await sse.flushed();

@@ -5,6 +5,7 @@ import {
   type WebFunctionEmulator,
   type WebFunctionEmulatorOptions,
 } from '../../tools/web-function-emulator/emulator';
+import { eventually } from '../support/mcp-http';
 
 /**
  * The Web Function emulator with small node:http applications (fixtures/): the endpoint variable,
@@ -30,13 +31,9 @@ afterEach(async () => {
   emulator = undefined;
 });
 
-/** Polls `check` every 20 ms; fails after `ms` with `what`. */
+/** Until `check` holds; fails after `ms`, naming `what`. */
 async function until(check: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  await eventually(() => expect({ [what]: check() }).toEqual({ [what]: true }), ms);
 }
 
 interface Outcome {

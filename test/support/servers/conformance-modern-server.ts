@@ -98,7 +98,7 @@ function build(
             method: 'notifications/progress',
             params: { progressToken, progress, total: 100 },
           });
-        if (progress < 100) await sleep(50);
+        if (progress < 100) await sleep(50); // the scenario, a duration: work between progress reports
       }
       return text('Progress tool finished');
     },

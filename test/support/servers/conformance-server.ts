@@ -136,9 +136,10 @@ function build(subscriptions: Set<string>): Server {
     switch (name) {
       case 'test_tool_with_logging':
         await log('Tool execution started');
+        // The scenario, durations: the tool works between its log lines, as the conformance reference server does.
         await sleep(50);
         await log('Tool processing data');
-        await sleep(50);
+        await sleep(50); // as above
         await log('Tool execution completed');
         return text('Logging tool finished');
       case 'test_tool_with_progress': {
@@ -149,7 +150,7 @@ function build(subscriptions: Set<string>): Server {
               method: 'notifications/progress',
               params: { progressToken, progress, total: 100 },
             });
-          if (progress < 100) await sleep(50);
+          if (progress < 100) await sleep(50); // the scenario, a duration: work between progress reports
         }
         return text('Progress tool finished');
       }
@@ -158,7 +159,7 @@ function build(subscriptions: Set<string>): Server {
         // (the client resumes it with Last-Event-ID), and answer after that.
         await log('closing the stream; resume it with Last-Event-ID');
         extra.closeSSEStream?.();
-        await sleep(100);
+        await sleep(100); // the scenario, a duration: the answer comes a while after the stream ended
         return text('Reconnection test completed: the client resumed the stream.');
       case 'test_sampling': {
         const result = await extra.sendRequest(

@@ -123,10 +123,18 @@ export async function startPollingServer(
   const servers = new Set<McpServer>();
 
   let closed = false;
-  const resumed = async (before: number): Promise<void> => {
-    for (let waited = 0; stats.resumes.length <= before && waited < 5000 && !closed; waited += 10)
-      await new Promise((resolve) => setTimeout(resolve, 10));
-  };
+  /** Told of each resume (and of the close), to end the waits of `resumed`. */
+  const onResume = new Set<() => void>();
+  const resumed = (before: number): Promise<void> =>
+    new Promise((resolve) => {
+      const look = () => {
+        if (stats.resumes.length <= before && !closed) return;
+        onResume.delete(look);
+        resolve();
+      };
+      onResume.add(look);
+      look();
+    });
 
   const build = (transport: () => StreamableHTTPServerTransport): McpServer => {
     const server = new McpServer({ name: 'v1-polling-server', version: '1.0.0' }, { capabilities: { logging: {} } });
@@ -179,6 +187,7 @@ export async function startPollingServer(
         const before = stats.resumes.length;
         // The transport's own method, as the everything-server calls it (not `extra.closeSSEStream`).
         transport().closeSSEStream(extra.requestId);
+        // The scenario, a duration: the answer comes shortly after the close, before a reconnect.
         await new Promise((resolve) => setTimeout(resolve, ANSWER_AFTER_CLOSE_MS));
         if (stats.resumes.length === before) stats.answeredWhileClosed++;
         return text('answered while the stream was closed');
@@ -235,6 +244,7 @@ export async function startPollingServer(
           protocolVersion: req.headers['mcp-protocol-version'] as string | undefined,
           accept: req.headers.accept,
         });
+        for (const tell of [...onResume]) tell();
       }
       await transport.handleRequest(req, res);
       return;
@@ -256,6 +266,7 @@ export async function startPollingServer(
     stats,
     close: async () => {
       closed = true;
+      for (const tell of [...onResume]) tell();
       await Promise.allSettled([...servers].map((s) => s.close()));
       await new Promise<void>((resolve) => {
         http.close(() => resolve());

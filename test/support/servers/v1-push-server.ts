@@ -204,6 +204,7 @@ function buildServer(stats: V1PushServerStats, authorized: Set<string>): McpServ
     async ({ steps }, extra) => {
       const progressToken = extra._meta?.progressToken;
       for (let i = 1; i <= steps; i++) {
+        // The scenario, a duration: each step of the task takes a while.
         await new Promise((resolve) => setTimeout(resolve, 20));
         if (progressToken !== undefined) {
           await extra.sendNotification({

@@ -132,6 +132,7 @@ export function createToolFactory(stats: V2ToolStats) {
       async ({ steps }, ctx) => {
         const progressToken = ctx.mcpReq._meta?.progressToken;
         for (let i = 1; i <= steps; i++) {
+          // The scenario, a duration: each step of the task takes a while.
           await new Promise((resolve) => setTimeout(resolve, 20));
           if (progressToken !== undefined) {
             await ctx.mcpReq.notify({

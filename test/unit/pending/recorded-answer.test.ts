@@ -5,6 +5,7 @@ import type { JSONRPCResponse } from '../../../lambda/protocol/jsonrpc';
 import { systemClock } from '../../../lambda/scheduling/clock';
 import type { PendingRecord } from '../../../lambda/state/store';
 import { MessageRejectedError } from '../../../lambda/targets/endpoint';
+import { FakeClock } from '../../support/fake-clock';
 import { holderParts } from '../../support/holder-parts';
 import { QUIET } from '../../support/in-process';
 import { MemorySessionStore } from '../../support/memory-store';
@@ -49,17 +50,18 @@ describe('an answer recorded for the holder', () => {
     expect(await recordAnswer(store, PARTITION, record.gatewayId, answerTo(record))).toBe(false);
 
     const found: PendingRecord[] = [];
+    const clock = new FakeClock();
     const acknowledger = new ClaimAcknowledger(
       store,
       quiet,
       PARTITION,
       () => [record.gatewayId],
-      holderParts(),
+      holderParts(clock),
       5,
       (r) => found.push(r),
     );
     acknowledger.start();
-    await new Promise((resolve) => setTimeout(resolve, 40));
+    await clock.advance(40); // eight looks, 5 ms apart
     acknowledger.stop();
     expect(found).toHaveLength(1); // once, however many looks
     const { sent, targets } = flakyTargets(0, () => new Error('unused'));
@@ -104,12 +106,13 @@ describe('an answer recorded for the holder', () => {
     const record = { ...relayedRecord(), status: 'recorded' as const, answer: '{"result":{}}' };
     const never = flakyTargets(Number.POSITIVE_INFINITY, () => new Error('HTTP 503'));
     const stop = new AbortController();
+    const clock = new FakeClock();
     const outcome = deliverRecordedUntilTaken(never.targets, record, '2025-11-25', {
       signal: stop.signal,
-      clock: systemClock,
+      clock,
       retryMs: 1000,
     });
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    await clock.advance(10); // the first attempt, and into the wait before the next
     stop.abort();
     expect((await outcome).kind).toBe('not-delivered');
     expect(never.attempts()).toBe(1);

@@ -1,6 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { eventually } from '../../support/mcp-http';
 import { jestNotRunLine, reportAtStart } from '../../support/setup/jest-report';
 import type { PythonEnvironment } from '../../support/setup/python-environment';
 import { type SetUpOptions, setUpTests } from '../../support/setup/step';
@@ -112,7 +113,7 @@ test('two set-ups at once: one prepares, the other waits, then finds it ready', 
   const first = setUp(WITH_CHROMIUM);
   first.runner.hold();
   const second = setUp(WITH_CHROMIUM);
-  while (first.runner.held() === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  await eventually(() => expect(first.runner.held()).toBeGreaterThan(0));
   first.runner.release();
   await expect(Promise.all([first.result, second.result])).resolves.toEqual([
     { ok: true, missing: [] },
