@@ -123,15 +123,24 @@ export async function startPollingServer(
   const servers = new Set<McpServer>();
 
   let closed = false;
+  const RESUME_WAIT_MAX_MS = 5000;
   /** Told of each resume (and of the close), to end the waits of `resumed`. */
   const onResume = new Set<() => void>();
+  /**
+   * Until the client's next resume, or RESUME_WAIT_MAX_MS at most: a target that polls answers anyway
+   * after that (the scenario, a bound: a gateway that never resumes still gets its answer).
+   */
   const resumed = (before: number): Promise<void> =>
     new Promise((resolve) => {
-      const look = () => {
-        if (stats.resumes.length <= before && !closed) return;
+      const done = () => {
+        clearTimeout(bound);
         onResume.delete(look);
         resolve();
       };
+      const look = () => {
+        if (stats.resumes.length > before || closed) done();
+      };
+      const bound = setTimeout(done, RESUME_WAIT_MAX_MS);
       onResume.add(look);
       look();
     });
