@@ -34,13 +34,21 @@ let proxy: { base: string; close(): Promise<void> };
 let gateway: LocalGateway;
 let conflicts = 0;
 let targetGets = 0;
+/** GETs the target has not answered yet, and answered 200 and still open. */
+let unansweredGets = 0;
+let openGetStreams = 0;
+let lastGetStatus = 0;
 
 beforeAll(async () => {
   target = await startV1PushServer();
   const upstream = new URL(target.url);
   proxy = await listen(
     createServer((req, res) => {
-      if (req.method === 'GET') targetGets++;
+      const isGet = req.method === 'GET';
+      if (isGet) {
+        targetGets++;
+        unansweredGets++;
+      }
       const forward = httpRequest(
         {
           host: upstream.hostname,
@@ -51,11 +59,22 @@ beforeAll(async () => {
         },
         (answer) => {
           if (answer.statusCode === 409) conflicts++;
+          if (isGet) {
+            unansweredGets--;
+            lastGetStatus = answer.statusCode ?? 0;
+            if (lastGetStatus === 200) {
+              openGetStreams++;
+              res.on('close', () => openGetStreams--);
+            }
+          }
           res.writeHead(answer.statusCode ?? 502, answer.headers);
           answer.pipe(res);
         },
       );
-      forward.on('error', () => res.destroy());
+      forward.on('error', () => {
+        if (isGet && !res.headersSent) unansweredGets--;
+        res.destroy();
+      });
       res.on('close', () => setTimeout(() => forward.destroy(), req.method === 'GET' ? 30 : 0));
       req.pipe(forward);
     }),
@@ -166,6 +185,10 @@ test('v1 client with its GET stream: the target stream stays open across 30 call
     await callTool();
     release();
     await streamOpen;
+    // The client's stream may answer before the gateway's GET to the target is open (it waits for it a
+    // bounded time, and the target may first refuse it while it has not seen the first call's stream
+    // close): count from the moment the one stream the calls share is open.
+    await until(() => unansweredGets === 0 && openGetStreams === 1 && lastGetStatus === 200);
     const conflictsBefore = conflicts;
     const getsBefore = targetGets;
     for (let i = 0; i < 30; i++) await callTool();
