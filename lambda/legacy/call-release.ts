@@ -34,11 +34,19 @@ export class CallRelease {
     this.targetStreamReleasable = deps.config.targets.find((t) => t.name === target)?.releaseCalls !== false;
   }
 
-  /** The release could not be written: this invocation goes on holding the call, and tries again later. */
+  /** The release under way was the one just before the deadline (or at a shutdown). */
+  private releasingAtDeadline = false;
+
+  /**
+   * The release could not be written: this invocation goes on holding the call, and tries again later
+   * (a release just before the deadline soon, as its timer would have: else the deadline ends the call).
+   */
   holdOn(): void {
     this.call.releasing = false;
     this.detach = new AbortController();
     this.releaseWaits = new AbortController();
+    if (this.releasingAtDeadline) this.scheduleBeforeDeadline(DEADLINE_RELEASE_RETRY_MS);
+    this.releasingAtDeadline = false;
     this.scheduleRelease();
   }
 
@@ -204,6 +212,7 @@ export class CallRelease {
       if (!atDeadline && !this.targetStreamReleasable) return;
     } else if (call.phase !== 'question-wait') return;
     call.releasing = true;
+    this.releasingAtDeadline = atDeadline;
     call.log.info('releasing the call', { reason: why });
     this.releaseWaits.abort();
     this.detach.abort();

@@ -129,6 +129,12 @@ export class WaitingCall {
   /** This holder no longer owns the record (released, finished, or taken over after its lease ran out). */
   private lost = false;
   private written?: Written;
+  /**
+   * This holder's writes, one after another: each is conditional on the version the previous one
+   * wrote, so two at once (a renewal still in flight when the release is written) would refuse the
+   * second and make this holder believe it lost the call it still holds.
+   */
+  private writes: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly store: WaitingStore,
@@ -179,19 +185,31 @@ export class WaitingCall {
 
   /** held → released: no instance holds the call until the client's reconnect takes it over. */
   async release(snapshot: WaitingCallSnapshot, seq: number): Promise<boolean> {
-    const released = await this.write('released', snapshot, seq);
-    this.lost = true;
-    return released;
+    return this.inTurn(async () => {
+      const released = await this.writeNow('released', snapshot, seq);
+      this.lost = true;
+      return released;
+    });
   }
 
   /** The call is over: the record goes (only while this instance owns it: one conditional delete). */
   async finish(): Promise<void> {
     if (!this.holding) return;
     this.lost = true;
-    await this.store.deleteWaitingCall(this.sessionId, this.streamId, this.token);
+    await this.inTurn(() => this.store.deleteWaitingCall(this.sessionId, this.streamId, this.token));
   }
 
-  private async write(state: WaitingCallRecord['state'], snapshot: WaitingCallSnapshot, seq: number) {
+  private inTurn<T>(work: () => Promise<T>): Promise<T> {
+    const turn = this.writes.then(work);
+    this.writes = turn.catch(() => undefined);
+    return turn;
+  }
+
+  private write(state: WaitingCallRecord['state'], snapshot: WaitingCallSnapshot, seq: number): Promise<boolean> {
+    return this.inTurn(() => this.writeNow(state, snapshot, seq));
+  }
+
+  private async writeNow(state: WaitingCallRecord['state'], snapshot: WaitingCallSnapshot, seq: number) {
     if (this.lost) return false;
     const at = this.clock.now();
     const next: WaitingCallRecord = {

@@ -280,6 +280,47 @@ describe("a 2026-07-28 target's input rounds", () => {
     expect(h.deps.activeCalls.size).toBe(0);
   });
 
+  it('released just before the deadline although the first release write fails: the release is tried again, no -32001', async () => {
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+    const h = await setUp(
+      async (req) => ({
+        jsonrpc: '2.0',
+        id: req.id ?? 0,
+        result: {
+          resultType: 'input_required',
+          inputRequests: {
+            env: {
+              method: 'elicitation/create',
+              params: { mode: 'form', message: 'Env?', requestedSchema: { type: 'object', properties: {} } },
+            },
+          },
+        },
+      }),
+      { era: 'modern', accept: { json: false, sse: true }, nodeClock: true, deadlineMs: 10_000 },
+    );
+    // The store refuses the first release write (a throttled or unavailable table answers so).
+    const swap = h.store.swapWaitingCall.bind(h.store);
+    let refused = 0;
+    h.store.swapWaitingCall = async (sessionId, next, version) => {
+      if (next.state === 'released' && refused === 0) {
+        refused++;
+        throw new Error('the table is unavailable');
+      }
+      return swap(sessionId, next, version);
+    };
+    const sse = new SseText(await relayCall(h.input));
+    await sse.until(() => sse.messages().some((m) => m.method === 'elicitation/create'));
+    const streamId = /^id: ([A-Za-z0-9_-]{16})\./m.exec(sse.text)?.[1];
+    await jest.advanceTimersByTimeAsync(10_000 - 1500);
+    expect(refused).toBe(1);
+    expect(await h.store.getWaitingCall(h.loaded.session.id, streamId!)).toMatchObject({ state: 'held' });
+    await jest.advanceTimersByTimeAsync(1500); // the deadline
+    const text = await sse.all();
+    expect(sse.messages().find((m) => m.id === 7)).toBeUndefined(); // not -32001: the call goes on elsewhere
+    expect(text).toMatch(/retry: 2000\n\n$/);
+    expect(await h.store.getWaitingCall(h.loaded.session.id, streamId!)).toMatchObject({ state: 'released' });
+  });
+
   it('stops a target that keeps asking after the most rounds allowed', async () => {
     const h = await setUp(
       async (req) => ({ jsonrpc: '2.0', id: req.id ?? 0, result: { resultType: 'input_required', requestState: 's' } }),

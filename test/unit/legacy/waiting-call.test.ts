@@ -154,4 +154,28 @@ describe('a waiting call', () => {
       clock.mockRestore();
     }
   });
+  it("one holder's writes go in order: a release sent while a renewal is in flight is written after it, not refused", async () => {
+    const store = new MemorySessionStore();
+    const a = holder(store);
+    await a.hold(snapshot(), 3);
+    // The store is slow to answer the renewal (a loaded table): the release is asked for meanwhile.
+    const swap = store.swapWaitingCall.bind(store);
+    let answerRenewal: () => void = () => undefined;
+    const renewalAnswered = new Promise<void>((resolve) => {
+      answerRenewal = resolve;
+    });
+    let writes = 0;
+    store.swapWaitingCall = async (sessionId, next, version) => {
+      writes++;
+      if (next.state === 'held') await renewalAnswered;
+      return swap(sessionId, next, version);
+    };
+    const renewed = a.renew(snapshot(), 4);
+    const released = a.release(snapshot(2), 5);
+    answerRenewal();
+    expect(await renewed).toBe(true);
+    expect(await released).toBe(true);
+    expect(writes).toBe(2);
+    expect(await store.getWaitingCall(session.id, 'stream-aaaaaaaaaa')).toMatchObject({ state: 'released', seq: 5 });
+  });
 });
