@@ -412,6 +412,43 @@ describe('a relayed call ended by the gateway', () => {
     expect(h.link.calls[0]!.options.signal.reason).toBe('gateway: shutting down');
   });
 
+  it("the pending timeout counts from when the target's request reached the client, not from when its write began", async () => {
+    const h = await setUp(
+      (req, options) => {
+        options.onServerRequest?.(ASKS);
+        return hangs(req, options);
+      },
+      { accept: { json: false, sse: true } },
+    );
+    // The table is slow to take the event that asks (and its record): 59 s of the 60 s timeout pass meanwhile.
+    const put = h.store.putStreamEvents.bind(h.store);
+    let tableAnswers: () => void = () => undefined;
+    const answered = new Promise<void>((resolve) => {
+      tableAnswers = resolve;
+    });
+    let writeBegan: () => void = () => undefined;
+    const began = new Promise<void>((resolve) => {
+      writeBegan = resolve;
+    });
+    h.store.putStreamEvents = async (sessionId, events, pending) => {
+      if (pending?.length) {
+        writeBegan();
+        await answered;
+      }
+      return put(sessionId, events, pending);
+    };
+    const sse = new SseText(await relayCall(h.input));
+    await began;
+    await h.clock.advance(59_000);
+    tableAnswers();
+    await sse.until(() => sse.messages().some((m) => m.method === 'elicitation/create'));
+    await h.clock.advance(59_000); // 118 s after the write began, 59 s after the client was asked
+    expect(sse.messages().find((m) => m.id === 7)).toBeUndefined();
+    await h.clock.advance(1_000);
+    await sse.all();
+    expect(sse.messages().at(-1)).toMatchObject({ id: 7, error: { code: -32001 } });
+  });
+
   it("a target's request nobody answers ends the call at the pending timeout, and its record goes", async () => {
     const h = await setUp(
       (req, options) => {
