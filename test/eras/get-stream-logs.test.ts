@@ -80,7 +80,13 @@ beforeAll(async () => {
     }),
   );
   gateway = await startGateway(
-    { targets: [{ name: 'legacy', url: `${proxy.base}/mcp`, era: 'legacy' }] },
+    {
+      targets: [{ name: 'legacy', url: `${proxy.base}/mcp`, era: 'legacy' }],
+      // The client's GET stream lasts the whole test: one that ends (after 5 s by default) and is
+      // reopened leaves a gap in which calls open the target's stream themselves, as they should. The
+      // 30 calls take longer than 5 s on a loaded machine.
+      clientStreamHoldSeconds: 600,
+    },
     { dynamodbEndpoint: 'embedded' },
   );
 });
