@@ -15,9 +15,11 @@ import { startV1PushServer, type V1PushServer } from '../support/servers/v1-push
  * and every session the gateway opens is either kept or ended at the target.
  */
 
-jest.setTimeout(60_000);
+// 50 and 20 rounds of calls that each ask: on a loaded machine (beside a second copy of the suite) a
+// round took more than a second. What is asserted is who sees what, never how fast.
+jest.setTimeout(180_000);
 
-const CALL_TIMEOUT_MS = 5000;
+const CALL_TIMEOUT_MS = 20_000;
 const NO_INPUT = {}; // a 2026-07-28 client that declares nothing: it cannot be asked, so it never listens
 
 let target: V1PushServer;
