@@ -18,8 +18,9 @@ import { withGateway } from '../support/with-gateway';
 
 const gw = withGateway(
   { logLevel: 'SILENT', toolNamePrefix: 'conditional' },
-  // A short request timeout: a reconnect that follows a waiting call closes at it, and the call is released.
-  { timeoutMs: 3000, targets: { only: () => startModernDemoTarget() } },
+  // A short request timeout: a reconnect that follows a waiting call closes at it, and the call is released
+  // (1.5 s before it: with 3 s, a reconnect's takeover on a loaded machine took longer than what was left).
+  { timeoutMs: 6000, targets: { only: () => startModernDemoTarget() } },
 );
 
 // Each session its own client: one that resumed is proven for its principal's later sessions, which
