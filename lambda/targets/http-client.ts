@@ -14,9 +14,18 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
  * of a response: it is sent once more on a fresh connection. The target cannot have processed it.
  */
 
+/**
+ * How long a pooled connection may stay idle, at most; less when the target announces a shorter idle
+ * timeout (`Keep-Alive: timeout=N`: Node's agent then lets go a second before it). Without this
+ * option Node's agent ignores the announcement and keeps the connection until the target closes it,
+ * and a call sent as the target closes it fails with a reset: a `tools/call` is not sent twice (the
+ * tool could run twice), so its client got "unreachable". 4 s, as undici's default.
+ */
+const IDLE_MS = 4000;
+
 const agents = {
-  'http:': new Agent({ keepAlive: true }),
-  'https:': new HttpsAgent({ keepAlive: true }),
+  'http:': new Agent({ keepAlive: true, timeout: IDLE_MS }),
+  'https:': new HttpsAgent({ keepAlive: true, timeout: IDLE_MS }),
 };
 
 export interface TargetResponse {
