@@ -40,7 +40,10 @@ module.exports = {
       roots: ['<rootDir>/test'],
       testPathIgnorePatterns: ['/test/unit/'],
       // One worker runs files of both projects, sharing Node's core modules: undo the unit refusal.
-      setupFiles: ['<rootDir>/test/support/setup/system-allowance.ts'],
+      setupFiles: [
+        '<rootDir>/test/support/setup/system-allowance.ts',
+        '<rootDir>/test/support/setup/sdk-client-close.ts',
+      ],
     },
   ],
   testTimeout: 30000,
