@@ -17,7 +17,8 @@ import type { AuthOutcome, InboundAuth } from './types';
  *   and kept for the life of the process (a failed fetch is retried after a short pause).
  * - Keys come from the JWKS through jose's remote key set: cached (re-read after `jwksMaxAgeMs`),
  *   and a token whose `kid` is unknown triggers one refetch, at most once per `jwksCooldownMs`, so a
- *   rotated-in key is found without letting random `kid`s hammer the issuer.
+ *   rotated-in key is found without letting random `kid`s hammer the issuer. Both are timed on the
+ *   gateway's clock (jose's own timing reads Node's, so it is told never to refetch by itself).
  * - A token is accepted when its signature verifies with an asymmetric algorithm, `iss` is the
  *   issuer, `exp` is in the future (`clockToleranceSeconds`), it has a `sub`, and the configured lists
  *   match: `aud` (any listed audience), `client_id`/`azp` (a listed client), `scope`/`scp` (at least
@@ -262,8 +263,9 @@ export class JwtAuthenticator implements InboundAuth {
     }
     const { createRemoteJWKSet, customFetch } = await import('jose');
     const remote = createRemoteJWKSet(jwksUri, {
-      cooldownDuration: this.options.jwksCooldownMs ?? 30_000,
-      cacheMaxAge: this.options.jwksMaxAgeMs ?? 600_000,
+      // Never stale nor cooled down on jose's (Node's) clock: serveStale refetches, on the gateway's.
+      cooldownDuration: Number.POSITIVE_INFINITY,
+      cacheMaxAge: Number.POSITIVE_INFINITY,
       ...(this.options.fetch ? { [customFetch]: this.options.fetch } : {}),
       timeoutDuration: this.timeoutMs,
     });
@@ -271,14 +273,36 @@ export class JwtAuthenticator implements InboundAuth {
     return { issuer: doc.issuer, keys: await this.serveStale(remote) };
   }
 
-  /** The remote key set, falling back to the last good set for `jwksStaleMs` when it cannot be fetched. */
+  /**
+   * The remote key set, fetched again once older than `jwksMaxAgeMs` and for an unknown kid at most
+   * once per `jwksCooldownMs`, falling back to the last good set for `jwksStaleMs` when it cannot be fetched.
+   */
   private async serveStale(remote: Awaited<ReturnType<typeof import('jose')['createRemoteJWKSet']>>) {
     const { createLocalJWKSet } = await import('jose');
     const staleMs = this.options.jwksStaleMs ?? 3_600_000;
+    const maxAgeMs = this.options.jwksMaxAgeMs ?? 600_000;
+    const cooldownMs = this.options.jwksCooldownMs ?? 30_000;
+    /** When the set was last fetched (a failed fetch does not count: the next request tries again). */
+    let fetchedAt: number | undefined;
+    const age = () => (fetchedAt === undefined ? Number.POSITIVE_INFINITY : this.clock.now() - fetchedAt);
+    // Concurrent callers share jose's one fetch in flight.
+    const reload = async () => {
+      await remote.reload();
+      fetchedAt = this.clock.now();
+    };
     let lastGood: { keys: JWTVerifyGetKey; at: number } | undefined;
     const keys: JWTVerifyGetKey = async (header, token) => {
       try {
-        const key = await remote(header, token);
+        if (age() >= maxAgeMs) await reload();
+        let key: Awaited<ReturnType<JWTVerifyGetKey>>;
+        try {
+          key = await remote(header, token);
+        } catch (error) {
+          // An unknown kid may be a key rotated in since the fetch.
+          if ((error as { code?: string }).code !== 'ERR_JWKS_NO_MATCHING_KEY' || age() < cooldownMs) throw error;
+          await reload();
+          key = await remote(header, token);
+        }
         const jwks = remote.jwks();
         if (jwks) lastGood = { keys: createLocalJWKSet(jwks), at: this.clock.now() };
         return key;

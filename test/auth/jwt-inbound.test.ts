@@ -7,6 +7,7 @@ import {
 import { type DemoTarget, startDemoTarget } from '../../examples/targets/demo-target';
 import { ConfigError, type GatewayConfigInput, parseConfig } from '../../lambda/config/schema';
 import type { CountedDynamo } from '../support/dynamo';
+import { aheadClock } from '../support/fake-clock';
 import type { GatewayKind } from '../support/gateways';
 import { eventually, type Json, post, readMessage, sessionItems } from '../support/mcp-http';
 import { withGateway } from '../support/with-gateway';
@@ -234,9 +235,19 @@ describe('JWT keys and issuer (local server)', () => {
   });
 
   test('key rotation: a new kid is fetched once the cooldown allows, and random kids cannot hammer the issuer', async () => {
+    // Long enough that no machine is slow enough to let it pass unmoved: the test moves the gateway's
+    // time past it (`offset`: how far that time runs ahead of the wall clock).
+    const COOLDOWN_MS = 30_000;
+    let offset = 0;
     const gateway = await gw.start(
       {},
-      { localServer: { logger, auth: { inbound: { jwt: { jwksCooldownMs: 1000 } } } } },
+      {
+        localServer: {
+          logger,
+          auth: { inbound: { jwt: { jwksCooldownMs: COOLDOWN_MS } } },
+          clock: aheadClock(() => offset),
+        },
+      },
     );
     try {
       expect((await initialize(gateway.url, await sign())).res.status).toBe(200);
@@ -245,8 +256,7 @@ describe('JWT keys and issuer (local server)', () => {
       // Right after a fetch the cached set is trusted: an unknown kid is refused without a refetch.
       expect((await initialize(gateway.url, await sign({}, { kid }))).res.status).toBe(401);
       expect(issuer.jwksRequests()).toBe(fetched);
-      // A duration: the 1 s cooldown passing is the scenario (a running server, on the real clock).
-      await new Promise((resolve) => setTimeout(resolve, 1100));
+      offset += COOLDOWN_MS; // the cooldown has passed on the gateway's clock
       expect((await initialize(gateway.url, await sign({}, { kid }))).res.status).toBe(200);
       expect(issuer.jwksRequests()).toBe(fetched + 1);
       // Old keys stay valid while published.

@@ -10,7 +10,7 @@ import {
 } from '../../lambda/config/schema';
 import { systemClock } from '../../lambda/scheduling/clock';
 import { CredentialError, OutboundCredentials, type SecretValueReader } from '../../lambda/targets/credentials';
-import { clockAt } from '../support/fake-clock';
+import { aheadClock, clockAt } from '../support/fake-clock';
 import type { GatewayKind } from '../support/gateways';
 import { callAndAnswer, initSession, type Json, post, readMessage } from '../support/mcp-http';
 import { type EarlierTargets, withGateway } from '../support/with-gateway';
@@ -229,6 +229,8 @@ describe.each(kinds)('outbound credentials through the %s', (kind) => {
   let url: string;
   let clientToken: string;
   const logger = capturingLogger();
+  /** How far the local server's time runs ahead of the wall clock (the Lambda runtime keeps real time). */
+  let offset = 0;
 
   // Before the fixture's set-up: the configuration names the token endpoint and the environment.
   beforeAll(async () => {
@@ -287,7 +289,7 @@ describe.each(kinds)('outbound credentials through the %s', (kind) => {
         securedProxy: (earlier: EarlierTargets) =>
           startRecordingProxy(earlier.demo.url, { requireToken: (token) => endpoint.isValid(token) }),
       },
-      localServer: { logger },
+      localServer: { logger, clock: aheadClock(() => offset) },
     },
   );
   let legacyProxy: RecordingProxy;
@@ -384,9 +386,12 @@ describe.each(kinds)('outbound credentials through the %s', (kind) => {
     expect(secondToken).not.toBe(firstToken);
 
     // When a token is refreshed (a quarter of its lifetime early) is pinned on a fake clock ('client
-    // credentials (no gateway)'); here a running gateway, on the real clock, replaces one that expired:
-    // the expiry is the scenario, a duration.
-    await sleep(TOKEN_LIFETIME_S * 1000 + 100);
+    // credentials (no gateway)'); here a running gateway replaces one that expired. The local server's
+    // time is moved past the expiry; the Lambda runtime's is its process's own, on the real clock, so
+    // there the expiry is waited out: a duration.
+    endpoint.issueFor(3600); // the next token: valid at the target for as long as the test may take
+    if (kind === 'local server') offset += TOKEN_LIFETIME_S * 1000;
+    else await sleep(TOKEN_LIFETIME_S * 1000 + 100);
     const seenBefore = securedProxy.seen.length;
     expect((await call(session.headers, 'secured___echo', 23)).result.content[0].text).toBe('echo: call 23');
     const thirdToken = endpoint.issued.at(-1)!;

@@ -1,12 +1,15 @@
 import { startLocalGateway } from '../../dev/local-gateway';
 import { AUDIENCE, startIssuer, type TestIssuer } from '../auth/support';
 import { startCountedDynamo } from '../support/dynamo';
+import { aheadClock } from '../support/fake-clock';
 import { post } from '../support/mcp-http';
 
 /**
  * JWKS serve-stale-on-error: an issuer outage longer than the key cache does not
  * lock out valid tokens — the last key set fetched still verifies them for `jwksStaleMs` — and after
- * that bound the gateway answers 503 (the token may be fine), as it does for a key it never saw.
+ * that bound the gateway answers 503 (the token may be fine), as it does for a key it never saw. The
+ * gateway runs in this process on a clock ahead of the wall clock: the test moves its time past the
+ * cache's age and the stale window instead of waiting for them.
  */
 let issuer: TestIssuer;
 let dynamo: Awaited<ReturnType<typeof startCountedDynamo>>;
@@ -33,6 +36,10 @@ const initialize = async (url: string, token: string) =>
 
 test('keys keep verifying while the issuer is down, for jwksStaleMs after they were last good, then 503', async () => {
   const STALE_MS = 2000;
+  const MAX_AGE_MS = 200;
+  const COOLDOWN_MS = 100;
+  /** How far the gateway's time runs ahead of the wall clock. */
+  let offset = 0;
   const gateway = await startLocalGateway({
     port: 0,
     config: {
@@ -42,26 +49,24 @@ test('keys keep verifying while the issuer is down, for jwksStaleMs after they w
     dynamodbEndpoint: dynamo.endpoint,
     demo: false,
     startupReport: false,
-    auth: { inbound: { jwt: { jwksMaxAgeMs: 200, jwksCooldownMs: 100, jwksStaleMs: STALE_MS } } },
+    auth: { inbound: { jwt: { jwksMaxAgeMs: MAX_AGE_MS, jwksCooldownMs: COOLDOWN_MS, jwksStaleMs: STALE_MS } } },
+    clock: aheadClock(() => offset),
   });
   try {
     const token = await issuer.sign();
     expect((await initialize(gateway.url, token)).status).toBe(200);
-    const lastGood = Date.now();
     issuer.setDown(true);
-    // Durations below: the cache's age, the stale window and the cooldown passing are the scenario
-    // (a running gateway process, on the real clock).
-    await new Promise((resolve) => setTimeout(resolve, 400)); // past the cache: the JWKS is fetched again, and fails
+    offset += MAX_AGE_MS; // past the cache: the JWKS is fetched again, and fails
     expect((await initialize(gateway.url, token)).status).toBe(200);
     // A kid the old set does not know may be a new key: 503, not 401.
     const unknown = await initialize(gateway.url, await issuer.sign({}, { kid: 'key-new' }));
     expect(unknown.status).toBe(503);
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, lastGood + STALE_MS + 300 - Date.now()))); // past jwksStaleMs
+    offset += STALE_MS; // past jwksStaleMs since the keys were last good (before the first move)
     const late = await initialize(gateway.url, token);
     expect(late.status).toBe(503);
     expect(late.headers.get('retry-after')).toBe('5');
     issuer.setDown(false);
-    await new Promise((resolve) => setTimeout(resolve, 150)); // the cooldown between fetches
+    offset += COOLDOWN_MS; // past the cooldown between fetches too
     expect((await initialize(gateway.url, token)).status).toBe(200);
   } finally {
     await gateway.close();

@@ -5,6 +5,7 @@ import type { Browser } from 'playwright-core';
 import { type CountedDynamo, startCountedDynamo } from '../support/dynamo';
 import { type GatewayUnderTest, startGateway } from '../support/gateways';
 import { type InstanceRouter, startInstanceRouter } from '../support/instance-router';
+import { eventually } from '../support/mcp-http';
 import { type AuthorizationServer, startAuthorizationServer } from '../support/oauth/authorization-server';
 import { consentAs, startBrowser } from '../support/oauth/browser';
 import { type ProtectedTarget, startProtectedTarget } from '../support/oauth/protected-target';
@@ -66,8 +67,12 @@ withBrowser('a call released while its user connects', () => {
     client.setRequestHandler(ElicitRequestSchema, async (request) => {
       if (request.params.mode !== 'url') return { action: 'decline' };
       const { url } = request.params;
-      // The scenario, a duration: the person takes a while before signing in; the call is released meanwhile.
-      signIn = new Promise((resolve) => setTimeout(resolve, 1500)).then(() =>
+      // The person signs in once the call was released meanwhile: its stream ended and the client
+      // resumed it (a GET with Last-Event-ID, which the router sends to the second instance).
+      const askedAt = router.log.length;
+      const resumed = () =>
+        router.log.slice(askedAt).some((entry) => entry.method === 'GET' && entry.lastEventId !== undefined);
+      signIn = eventually(() => expect(resumed()).toBe(true), 30_000).then(() =>
         consentAs(
           browser,
           url.replace(new URL(url).origin, new URL(b.url).origin),
