@@ -98,7 +98,7 @@ export function buildConnections(
     logger: options.logger,
     clock: options.clock,
   });
-  const identity = identityLogin(config.auth, settings.identityLogin, resolve, fetch);
+  const identity = identityLogin(config.auth, settings.identityLogin, resolve, fetch, options.clock);
   const routes = createConsentRoutes({ connections, table, auth: options.auth, identity, logger: options.logger });
   const credentials = new Map<string, TargetCredentials>();
   targets.forEach((target) => {
@@ -123,13 +123,19 @@ function identityLogin(
   login: GatewayConfig['connections']['identityLogin'],
   resolve: (value: NonNullable<typeof login>['clientId'], field: string) => Promise<string>,
   fetch: typeof globalThis.fetch,
+  clock: Clock,
 ): IdentityLogin | undefined {
   if (auth.type !== 'jwt' || !login) return undefined;
-  return new IdentityLogin(auth.discoveryUrl, fetch, async () => {
-    const client_id = await resolve(login.clientId, 'connections.identityLogin.clientId');
-    const client_secret = login.clientSecret
-      ? await resolve(login.clientSecret, 'connections.identityLogin.clientSecret')
-      : undefined;
-    return client_secret ? { client_id, client_secret } : { client_id };
-  });
+  return new IdentityLogin(
+    auth.discoveryUrl,
+    fetch,
+    async () => {
+      const client_id = await resolve(login.clientId, 'connections.identityLogin.clientId');
+      const client_secret = login.clientSecret
+        ? await resolve(login.clientSecret, 'connections.identityLogin.clientSecret')
+        : undefined;
+      return client_secret ? { client_id, client_secret } : { client_id };
+    },
+    clock,
+  );
 }

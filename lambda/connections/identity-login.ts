@@ -4,6 +4,7 @@ import type {
   OAuthClientInformationMixed,
 } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { createRemoteJWKSet, customFetch, jwtVerify } from 'jose';
+import type { Clock } from '../scheduling/clock';
 
 /**
  * The proof that whoever opened a consent link is the link's principal, with inbound JWT auth: the
@@ -27,6 +28,8 @@ export class IdentityLogin {
     /** The outbound policy's fetch: the provider's metadata names the endpoints it is asked at. */
     private readonly fetchFn: typeof fetch,
     private readonly client: () => Promise<OAuthClientInformationMixed>,
+    /** The gateway's clock: the ID token's `exp` and `nbf` are checked on it, not on Node's. */
+    private readonly clock: Clock,
   ) {}
 
   /** The identity provider's login URL for this state, and the PKCE verifier its callback needs. */
@@ -56,7 +59,11 @@ export class IdentityLogin {
       fetchFn: this.fetchFn,
     });
     if (!tokens.id_token) throw new Error('the identity provider returned no ID token');
-    const { payload } = await jwtVerify(tokens.id_token, jwks, { issuer, audience: client.client_id });
+    const { payload } = await jwtVerify(tokens.id_token, jwks, {
+      issuer,
+      audience: client.client_id,
+      currentDate: new Date(this.clock.now()),
+    });
     if (payload.nonce !== nonce) throw new Error('the ID token is not for this sign-in (nonce)');
     if (typeof payload.sub !== 'string' || payload.sub === '') throw new Error('the ID token has no subject');
     return `${payload.iss}#${payload.sub}`;
