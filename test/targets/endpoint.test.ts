@@ -172,12 +172,19 @@ describe('resuming a target stream that ended before the response', () => {
       (_req, res) => sse(res, 'id: e1\nretry: 0\ndata:\n\n'),
       (_req, res) => sse(res, RESPONSE),
     ]);
-    const { response } = await endpoint(target.url).request(REQUEST, HEADERS, {
+    let keep!: () => void;
+    const call = endpoint(target.url).request(REQUEST, HEADERS, {
       resumable: true,
       detach: new AbortController().signal,
-      // The scenario, a duration: the decision to keep the call takes a while.
-      onTargetPolls: () => new Promise<void>((resolve) => setTimeout(resolve, 20)),
+      // The decision to keep the call is the caller's, made when the test says so.
+      onTargetPolls: () =>
+        new Promise<void>((resolve) => {
+          keep = resolve;
+        }),
     });
+    await eventually(() => expect(keep).toBeDefined());
+    keep();
+    const { response } = await call;
     expect(response).toMatchObject({ id: 'c.n.7' });
     expect(target.seen.map((s) => s.method)).toEqual(['POST', 'GET']);
   });
