@@ -102,6 +102,8 @@ describe('a shared era probe', () => {
       }),
     );
     const gateway = await startGateway({ targets: [{ name: 'legacy', url: `${slow.base}/mcp` }] });
+    // Who asks for the target's era verdict, with the request's signal (the shared probe is joined there).
+    const verdicts = jest.spyOn(gateway.deps.targets.eras, 'modernVerdict');
     try {
       const impatient = new AbortController();
       const first = fetch(gateway.url, {
@@ -127,14 +129,15 @@ describe('a shared era probe', () => {
         signal: impatient.signal,
       }).catch(() => undefined);
       await eventually(() => expect(discovers).toBe(1));
+      const [, firstSignal] = verdicts.mock.calls[0]!;
+      const asked = verdicts.mock.calls.length;
       const second = modernCall(gateway.url, 'tools/list', {}, 'patient');
-      // A duration, for what the gateway shows nothing of (no log, no request to the target): the second
-      // request has reached it and waits on the same probe. Ample for a loopback request.
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // The second request has reached the gateway and waits on the same probe.
+      await eventually(() => expect(verdicts.mock.calls.length).toBeGreaterThan(asked));
       impatient.abort();
       await first;
-      // Likewise: the gateway has seen the first client leave (its socket closed) before the probe ends.
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // The gateway has seen the first client leave (its socket closed) before the probe ends.
+      await eventually(() => expect(firstSignal?.aborted).toBe(true));
       release();
       const listed = await second;
       expect(listed.body.result?.tools?.map((t: { name: string }) => t.name)).toContain('legacy___deploy');

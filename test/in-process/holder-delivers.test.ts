@@ -1,5 +1,6 @@
 import { type DemoTarget, startDemoTarget } from '../../examples/targets/demo-target';
 import type { PendingRecord, StreamEventRecord } from '../../lambda/state/store';
+import { FakeClock } from '../support/fake-clock';
 import { callAndAnswerIn, inProcessGateway } from '../support/in-process';
 import { eventually } from '../support/mcp-http';
 import { MemorySessionStore } from '../support/memory-store';
@@ -13,9 +14,19 @@ import { MemorySessionStore } from '../support/memory-store';
 class SlowSecondQuestion extends MemorySessionStore {
   private questions = 0;
   held?: () => void;
+  private reached!: () => void;
+  /** Resolves once the second question's write is held back. */
+  readonly holding = new Promise<void>((resolve) => {
+    this.reached = resolve;
+  });
 
   override async putStreamEvents(sessionId: string, events: StreamEventRecord[], pending?: PendingRecord[]) {
-    if (pending?.length && ++this.questions === 2) await new Promise<void>((resolve) => (this.held = resolve));
+    if (pending?.length && ++this.questions === 2) {
+      await new Promise<void>((resolve) => {
+        this.held = resolve;
+        this.reached();
+      });
+    }
     return super.putStreamEvents(sessionId, events, pending);
   }
 }
@@ -27,8 +38,14 @@ beforeAll(async () => {
 afterAll(async () => demo?.close());
 
 it("a call's second question, recorded while the holder already looks, is answered through another instance", async () => {
-  const store = new SlowSecondQuestion();
-  const holder = inProcessGateway({ targets: [{ name: 'demo', url: demo.url }] }, { store, keepAliveMs: 50 });
+  // The gateway's time on a fake clock: the holder's looks happen when the test moves it. The deadline
+  // and the pending timeout are far off on it (fake time runs ahead while the target answers over HTTP).
+  const clock = new FakeClock();
+  const store = new SlowSecondQuestion(clock);
+  const holder = inProcessGateway(
+    { targets: [{ name: 'demo', url: demo.url }], pendingRequestTimeoutSeconds: 1800 },
+    { store, clock, keepAliveMs: 50, deadlineMs: 15 * 60_000 },
+  );
   const other = holder.another();
   const { headers } = await holder.initSession({ capabilities: { elicitation: { form: {} } } });
   const call = callAndAnswerIn(
@@ -44,13 +61,11 @@ it("a call's second question, recorded while the holder already looks, is answer
     { answerTo: other },
   );
   // The second question's record (with its event) is held back while the holder looks several times
-  // for the first one's (20, 40, 80, 160 ms apart), then written.
-  await eventually(() => expect(store.held).toBeDefined());
-  // A duration: the looks (20, 40, 80, 160 ms apart) that pass while the record is held back are the
-  // scenario; they read the store in ways this test does not tell apart from other reads.
-  await new Promise((resolve) => setTimeout(resolve, 700));
+  // (20, 40, 80, 160 ms apart, and on: every look due in the 700 ms the clock moves), then written.
+  await clock.advanceUntil(store.holding);
+  await clock.advance(700);
   store.held?.();
-  const result = await call;
+  const result = await clock.advanceUntil(call);
   expect(result.answerStatuses).toEqual([202, 202]);
   expect(result.response.result.content[0].text).toBe('hello ada, 36');
 });

@@ -93,12 +93,14 @@ describe('the shared era probe of a per-user target', () => {
         )
         .then(readMessage);
 
+    // Who asks for the target's era verdict (the shared probe is joined there).
+    const verdicts = jest.spyOn(gateway.deps.targets.eras, 'modernVerdict');
     table.holdNextRead();
     const aliceCall = call('arn:alice');
     await until(() => table.held === 1); // alice's probe is under way, waiting for her (absent) connection
+    const asked = verdicts.mock.calls.length;
     const bobCall = call('arn:bob');
-    // Bob's call waits on the same probe: a duration, for that it reads nothing as bob yet has no event.
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await until(() => verdicts.mock.calls.length > asked); // bob's call waits on the same probe
     expect(table.readsBy.get('arn:bob')).toBeUndefined(); // it has not been asked as bob yet
     table.release();
 

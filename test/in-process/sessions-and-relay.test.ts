@@ -1,7 +1,8 @@
 import { type DemoTarget, startDemoTarget } from '../../examples/targets/demo-target';
 import { configureMetrics } from '../../lambda/observability/metrics';
 import { callAndAnswerIn, type InProcessGateway, inProcessGateway } from '../support/in-process';
-import { eventually, type Json, sseEvents } from '../support/mcp-http';
+import { recordingLogger } from '../support/legacy-deps';
+import { eventually, type Json, type SseEvent, sseEvents } from '../support/mcp-http';
 
 /**
  * Sessions and the relay through the gateway core in-process (in-memory session store), with the demo
@@ -273,9 +274,12 @@ describe('the end of a call', () => {
 
   // 2025-11-25 transports: a disconnect is not a cancellation; the stream is resumable, so the call waits on.
   it('lets the call of a 2025-11-25 client that went away go on: its request stays pending and its events are kept', async () => {
-    const { headers, sessionId } = await gateway.initSession({ capabilities: ALL });
+    // A core of its own, with a logger: the relay says when it saw the client leave.
+    const logger = recordingLogger();
+    const watched = inProcessGateway({ targets: [{ name: 'demo', url: demo.url }] }, { keepAliveMs: 50, logger });
+    const { headers, sessionId } = await watched.initSession({ capabilities: ALL });
     const client = new AbortController();
-    const res = await gateway.post(
+    const res = await watched.post(
       headers,
       {
         jsonrpc: '2.0',
@@ -285,23 +289,35 @@ describe('the end of a call', () => {
       },
       { signal: client.signal },
     );
-    let asked: Json | undefined;
+    let asked: SseEvent | undefined;
     for await (const event of sseEvents(res)) {
       if (event.message?.method !== 'elicitation/create') continue;
-      asked = event.message;
+      asked = event;
       break; // leaving the loop cancels the body
     }
     client.abort();
-    // A duration: that the client leaving cancels nothing has no event to wait for.
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(gateway.store.pendingRecords(sessionId)).toHaveLength(1);
+    // The relay saw the client leave, and goes on.
+    const wentOn = "the client's stream closed; the call goes on for its reconnect";
+    await eventually(() => expect(logger.messages('info')).toContain(wentOn));
+    expect(watched.store.pendingRecords(sessionId)).toHaveLength(1);
     expect(demo.stats().cancelledRequestIds).not.toContain('c.s.away');
-    expect(gateway.store.keysOf(sessionId).filter((sk) => sk.startsWith('E#'))).toHaveLength(2); // head + question
+    expect(watched.store.keysOf(sessionId).filter((sk) => sk.startsWith('E#'))).toHaveLength(2); // head + question
     // The answer still reaches the target; the call ends and only its end (and its head) is left.
-    const answered = await gateway.post(headers, { jsonrpc: '2.0', id: asked!.id, result: { action: 'decline' } });
+    const answered = await watched.post(headers, {
+      jsonrpc: '2.0',
+      id: asked!.message!.id,
+      result: { action: 'decline' },
+    });
     expect(answered.status).toBe(202);
-    await eventually(() => expect(gateway.store.pendingRecords(sessionId)).toHaveLength(0));
-    expect(gateway.store.keysOf(sessionId).filter((sk) => sk.startsWith('E#'))).toHaveLength(2);
+    await eventually(() => expect(watched.store.pendingRecords(sessionId)).toHaveLength(0));
+    expect(watched.store.keysOf(sessionId).filter((sk) => sk.startsWith('E#'))).toHaveLength(2);
+    // Nothing cancelled it while its client was away: its kept end is the tool's own result.
+    const [streamId] = asked!.id!.split('.');
+    const kept = await watched.store.readStream(sessionId, streamId!, 1);
+    expect(kept.map((event) => event.data && JSON.parse(event.data))).toEqual([
+      { jsonrpc: '2.0', id: 'away', result: { content: [{ type: 'text', text: 'not executed (decline)' }] } },
+    ]);
+    expect(demo.stats().cancelledRequestIds).not.toContain('c.s.away');
   });
 });
 

@@ -2,6 +2,9 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { outputMatching } from './child-output';
 
+/** The last line of the local server's ready block, whatever the configuration. */
+const LAST_READY_LINE = /^ {2}Ctrl-C stops it; npm start -- --help lists the flags$/m;
+
 /**
  * `npm start` in a child process, as a person runs it: `ready()` resolves with the printed URL (or
  * undefined if it exited first) once the whole ready block is out (the lines after the URL arrive in
@@ -15,22 +18,19 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = { GATEWAY_LOG_LE
   });
   let stdout = '';
   let stderr = '';
-  let lastOutput = Date.now();
   child.stdout.on('data', (c: Buffer) => {
     stdout += c.toString();
-    lastOutput = Date.now();
   });
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  // The --lambda and --web-function forms print their block in one write, with the URL line
+  // (dev/deployment-cli.ts); the local server's block ends with this line (dev/ready-lines.ts).
+  const oneWrite = args.includes('--lambda') || args.includes('--web-function');
   const ready = async () => {
     const printed = await outputMatching(child, () => stdout, /MCP gateway ready: (\S+)/).catch(() => undefined);
     if (!printed) return undefined;
-    // A duration, for the block has no last line of its own (its lines depend on the configuration):
-    // it is out when stdout has been quiet for a moment (bounded).
-    for (let i = 0; i < 50 && child.exitCode === null && Date.now() - lastOutput < 200; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    return /MCP gateway ready: (\S+)/.exec(stdout)?.[1];
+    if (!oneWrite) await outputMatching(child, () => stdout, LAST_READY_LINE).catch(() => undefined);
+    return printed[1];
   };
   return { child, exited, ready, output: () => ({ stdout, stderr }) };
 }

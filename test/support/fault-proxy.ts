@@ -11,9 +11,9 @@ import type { AddressInfo, Socket } from 'node:net';
  * An HTTP proxy on loopback in front of a real target, failing on purpose: each POST (its JSON body
  * parsed) is passed on, answered with an HTTP status, or its connection reset — before or after it
  * was forwarded to the target. It can also behave like a NAT or load balancer that forgot an idle
- * connection: a request arriving on a connection idle longer than `staleAfterMs` gets a reset
- * (the client wrote it on a pooled keep-alive socket that is dead), while the proxy still advertises a
- * long keep-alive so clients keep pooling. Responses (SSE included) are streamed as they arrive.
+ * connection: after `forgetIdleConnections()`, a request arriving on a connection that was idle then
+ * gets a reset (the client wrote it on a pooled keep-alive socket that is dead), while the proxy still
+ * advertises a long keep-alive so clients keep pooling. Responses (SSE included) are streamed as they arrive.
  */
 export type FaultAction =
   | 'pass'
@@ -34,8 +34,8 @@ export interface FaultProxy {
   url: string;
   /** Decides what happens to each request (default: pass everything). */
   rule: (request: ProxiedRequest) => FaultAction;
-  /** Reset requests that arrive on a connection idle longer than this (undefined: never). */
-  staleAfterMs?: number;
+  /** The connections idle now are dead from now on: the next request on one of them gets a reset. */
+  forgetIdleConnections(): void;
   stats: {
     /** JSON-RPC responses POSTed through the proxy (answers to the target's requests), with what happened. */
     answers: Array<{ id: unknown; action: string }>;
@@ -61,11 +61,16 @@ export function failFirstAnswers(count: number, action: FaultAction): (request: 
 
 export async function startFaultProxy(targetUrl: string): Promise<FaultProxy> {
   const target = new URL(targetUrl);
-  const lastActivity = new WeakMap<Socket, number>();
+  /** Connections whose last response has finished and that carry no request now (pooled by the client). */
+  const idle = new WeakSet<Socket>();
+  const forgotten = new WeakSet<Socket>();
   const sockets = new Set<Socket>();
   const proxy: FaultProxy = {
     url: '',
     rule: () => 'pass',
+    forgetIdleConnections: () => {
+      for (const socket of sockets) if (idle.has(socket)) forgotten.add(socket);
+    },
     stats: { answers: [], staleResets: 0, forwarded: 0 },
     close: async () => {
       for (const socket of sockets) socket.destroy();
@@ -75,8 +80,8 @@ export async function startFaultProxy(targetUrl: string): Promise<FaultProxy> {
 
   const server: Server = createServer((req, res) => {
     const socket = req.socket;
-    const idleSince = lastActivity.get(socket);
-    if (proxy.staleAfterMs !== undefined && idleSince !== undefined && Date.now() - idleSince > proxy.staleAfterMs) {
+    idle.delete(socket);
+    if (forgotten.has(socket)) {
       proxy.stats.staleResets++;
       socket.resetAndDestroy();
       return;
@@ -119,7 +124,7 @@ export async function startFaultProxy(targetUrl: string): Promise<FaultProxy> {
 
   const markIdle = (res: ServerResponse) => {
     const socket = res.socket; // detached from the response once it finished
-    if (socket) res.on('finish', () => lastActivity.set(socket, Date.now()));
+    if (socket) res.on('finish', () => idle.add(socket));
   };
 
   function forward(req: IncomingMessage, res: ServerResponse, body: Buffer, resetAfter: boolean): void {

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DEFAULT_TARGET_LIMITS } from '../../lambda/config/schema';
 import { DependencyFailedError } from '../../lambda/protocol/errors';
+import { NO_CREDENTIALS, type TargetCredentials } from '../../lambda/targets/credentials';
 import {
   DELIVERY_ATTEMPTS,
   MessageRejectedError,
@@ -31,13 +32,43 @@ const POLICY: ResumePolicy = {
 };
 const HEADERS = { 'mcp-session-id': 'target-session-1', 'mcp-protocol-version': '2025-11-25' };
 
-function endpoint(url: string, policy = POLICY): TargetEndpoint {
+function endpoint(url: string, policy = POLICY, credentials?: TargetCredentials): TargetEndpoint {
   return new TargetEndpoint(
     { name: 'poller', url } as ConstructorParameters<typeof TargetEndpoint>[0],
-    undefined,
+    credentials,
     undefined,
     policy,
   );
+}
+
+/** Credentials that count how often they were asked: a reconnect's GET asks right before it is sent. */
+function countedCredentials(): { credentials: TargetCredentials; asked: () => number } {
+  let asked = 0;
+  const credentials: TargetCredentials = {
+    ...NO_CREDENTIALS,
+    headers: async () => {
+      asked++;
+      return {};
+    },
+  };
+  return { credentials, asked: () => asked };
+}
+
+/**
+ * The caller's decision on a target that polls (`onTargetPolls`), which notes when the endpoint waits
+ * for it: awaiting a promise of a subclass calls its `then`.
+ */
+class Decision extends Promise<undefined> {
+  awaited = false;
+
+  // biome-ignore lint/suspicious/noThenProperty: being awaited, which calls `then`, is what it notes
+  override then<A = undefined, B = never>(
+    onFulfilled?: ((value: undefined) => A | PromiseLike<A>) | null,
+    onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
+  ): Promise<A | B> {
+    this.awaited = true;
+    return super.then(onFulfilled, onRejected);
+  }
 }
 
 const targets: ScriptedTarget[] = [];
@@ -141,29 +172,30 @@ describe('resuming a target stream that ended before the response', () => {
       (_req, res) => sse(res, 'id: e1\nretry: 0\ndata:\n\n'),
       (_req, res) => sse(res, RESPONSE),
     ]);
+    const { credentials, asked } = countedCredentials();
     const detach = new AbortController();
     const cursor: { lastEventId?: string } = {};
     let decide!: () => void;
-    const call = endpoint(target.url).request(REQUEST, HEADERS, {
+    const decision = new Decision((resolve) => {
+      decide = () => {
+        detach.abort(); // released
+        resolve(undefined);
+      };
+    });
+    const call = endpoint(target.url, POLICY, credentials).request(REQUEST, HEADERS, {
       resumable: true,
       cursor,
       detach: detach.signal,
-      onTargetPolls: () =>
-        new Promise<void>((resolve) => {
-          decide = () => {
-            detach.abort(); // released
-            resolve();
-          };
-        }),
+      onTargetPolls: () => decision,
     });
     const outcome = expect(call).rejects.toMatchObject({ name: 'StreamDetachedError', cursor: { lastEventId: 'e1' } });
-    await eventually(() => expect(decide).toBeDefined());
-    // A duration, well past the target's retry: no reconnect before the decision has no event to wait for.
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(target.seen.map((s) => s.method)).toEqual(['POST']);
+    // Past the target's retry the endpoint waits for the decision: no GET has asked for credentials.
+    await eventually(() => expect(decision.awaited).toBe(true));
+    expect(asked()).toBe(0);
     decide();
     await outcome;
     // The response stays with the target for the client's reconnect: nobody read it here.
+    expect(asked()).toBe(0);
     expect(target.seen.map((s) => s.method)).toEqual(['POST']);
   });
 
@@ -172,13 +204,23 @@ describe('resuming a target stream that ended before the response', () => {
       (_req, res) => sse(res, 'id: e1\nretry: 0\ndata:\n\n'),
       (_req, res) => sse(res, RESPONSE),
     ]);
-    const { response } = await endpoint(target.url).request(REQUEST, HEADERS, {
+    const { credentials, asked } = countedCredentials();
+    let keep!: () => void;
+    const decision = new Decision((resolve) => {
+      keep = () => resolve(undefined);
+    });
+    const call = endpoint(target.url, POLICY, credentials).request(REQUEST, HEADERS, {
       resumable: true,
       detach: new AbortController().signal,
-      // The scenario, a duration: the decision to keep the call takes a while.
-      onTargetPolls: () => new Promise<void>((resolve) => setTimeout(resolve, 20)),
+      onTargetPolls: () => decision,
     });
+    // The decision to keep the call comes while the endpoint waits for it.
+    await eventually(() => expect(decision.awaited).toBe(true));
+    expect(asked()).toBe(0);
+    keep();
+    const { response } = await call;
     expect(response).toMatchObject({ id: 'c.n.7' });
+    expect(asked()).toBe(1); // the GET's
     expect(target.seen.map((s) => s.method)).toEqual(['POST', 'GET']);
   });
 

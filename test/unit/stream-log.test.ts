@@ -69,13 +69,20 @@ describe('SseStream with an event log', () => {
         return true;
       },
     };
+    // The priming event's 50 ms wait for a message runs on Node's timers (the stream's, not the gateway's
+    // clock): faked here, so "a few ms later" is moved to, not waited for.
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
     const sse = new SseStream({ log });
-    // The scenario, a duration: the stream opened for a message that takes a write to prepare, and comes
-    // a few ms later (inside the priming event's 50 ms wait for it).
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    sse.send(message('one'));
-    sse.send(message('two'));
-    await sse.flushed();
+    try {
+      // The stream opened for a message that takes a write to prepare, and comes a few ms later (inside
+      // the priming event's wait for it).
+      await jest.advanceTimersByTimeAsync(5);
+      sse.send(message('one'));
+      sse.send(message('two'));
+      await sse.flushed();
+    } finally {
+      jest.useRealTimers();
+    }
     sse.send(message('three'));
     sse.end({ jsonrpc: '2.0', id: 7, result: {} });
     const text = await bodyText(sse);
