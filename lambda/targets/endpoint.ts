@@ -1,4 +1,3 @@
-import { setTimeout as abortableDelay } from 'node:timers/promises';
 import { DEFAULT_TARGET_LIMITS, type TargetConfig, type TargetLimits } from '../config/schema';
 import { ConnectionRequiredError } from '../connections/user-connections';
 import { recordTargetLatency, recordTargetStreamResume } from '../observability/metrics';
@@ -9,7 +8,7 @@ import { isResponse, type JSONRPCResponse, nestedDeeperThan } from '../protocol/
 // Requests without side effects at the target: the routing tables' safe-to-resend column (protocol/methods.ts).
 import { SAFE_TO_RESEND_METHODS as SAFE_TO_RESEND, SILENCE_TIMED_METHODS } from '../protocol/methods';
 import type { JSONRPCMessage, JSONRPCRequest } from '../protocol/types';
-import { sleep, systemClock } from '../scheduling/clock';
+import { type Clock, sleep } from '../scheduling/clock';
 import { NO_CREDENTIALS, type TargetCredentials } from './credentials';
 import { BodyTooLargeError, send, type TargetResponse } from './http-client';
 import { readResponseStream, type StreamCursor, type StreamListeners, TooDeepError, TooLargeError } from './sse-reader';
@@ -129,6 +128,8 @@ export class TargetEndpoint {
 
   constructor(
     readonly config: TargetConfig,
+    /** The gateway's clock: the target's `retry` before a stream is resumed is waited on it. */
+    private readonly clock: Clock,
     /** The gateway's own credentials for this target (./credentials.ts); never the client's. */
     private readonly credentials: TargetCredentials = NO_CREDENTIALS,
     /** How long the gateway waits for this target and how much it reads from it. */
@@ -312,7 +313,8 @@ export class TargetEndpoint {
       try {
         // A released call taken over reconnects at once: the target's `retry` was waited out meanwhile.
         const delay = first.now && attempt === 1 ? 0 : resumeDelayMs(this.resume, cursor.retryMs);
-        await abortableDelay(delay, undefined, { signal: options.signal });
+        await sleep(this.clock, delay, options.signal);
+        options.signal?.throwIfAborted();
         // The caller's decision whether to let the call go comes first: let go of, nothing is reopened.
         if (attempt === 1 && first.decided) await first.decided;
         options.signal?.throwIfAborted();
@@ -370,7 +372,7 @@ export class TargetEndpoint {
       }
       const delay = DELIVERY_BACKOFF_MS[attempt - 1];
       if (attempt >= DELIVERY_ATTEMPTS || delay === undefined || overall.aborted) throw failure;
-      await sleep(systemClock, delay);
+      await sleep(this.clock, delay);
     }
   }
 

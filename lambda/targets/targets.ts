@@ -51,7 +51,12 @@ export class Targets {
     this.streams = new StandaloneStreams(options.logger, options.clock, options.streams);
     for (const config of configs) {
       const limits = limitsOf(config, options.limits ?? DEFAULT_TARGET_LIMITS);
-      const endpoint = new TargetEndpoint(config, options.credentials?.get(config.name) ?? NO_CREDENTIALS, limits);
+      const endpoint = new TargetEndpoint(
+        config,
+        options.clock,
+        options.credentials?.get(config.name) ?? NO_CREDENTIALS,
+        limits,
+      );
       this.legacy.set(config.name, new LegacyTargetClient(endpoint, options.clientInfo));
       this.modern.set(config.name, new ModernTargetClient(endpoint, options.clientInfo));
     }

@@ -1,3 +1,4 @@
+import { systemClock } from '../../lambda/scheduling/clock';
 // The wiring is loaded as in production: whatever it installs, building an error must still have no effect.
 import '../../lambda/app/gateway';
 import { createServer } from 'node:http';
@@ -170,7 +171,7 @@ describe('sending a message to a target', () => {
 
   function legacyClient(): LegacyTargetClient {
     const config = { name: 'docs', url: target.url } as ConstructorParameters<typeof TargetEndpoint>[0];
-    return new LegacyTargetClient(new TargetEndpoint(config), { name: 'gw', version: '0' });
+    return new LegacyTargetClient(new TargetEndpoint(config, systemClock), { name: 'gw', version: '0' });
   }
   // A message to a target also times it (TargetLatency): only the error count is the point here.
   const errorsIn = (metrics: Emitted[]) => metrics.filter((metric) => metric.name === 'GatewayErrors');

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DEFAULT_TARGET_LIMITS } from '../../lambda/config/schema';
 import { DependencyFailedError } from '../../lambda/protocol/errors';
+import { type Clock, systemClock } from '../../lambda/scheduling/clock';
 import { NO_CREDENTIALS, type TargetCredentials } from '../../lambda/targets/credentials';
 import {
   DELIVERY_ATTEMPTS,
@@ -10,6 +11,7 @@ import {
   TargetTimeoutError,
 } from '../../lambda/targets/endpoint';
 import type { ResumePolicy } from '../../lambda/targets/stream-resume';
+import { FakeClock } from '../support/fake-clock';
 import { eventually } from '../support/mcp-http';
 import { drop, openSse, type ScriptedTarget, type Step, scriptedTarget, sse } from '../support/scripted-target';
 
@@ -32,9 +34,10 @@ const POLICY: ResumePolicy = {
 };
 const HEADERS = { 'mcp-session-id': 'target-session-1', 'mcp-protocol-version': '2025-11-25' };
 
-function endpoint(url: string, policy = POLICY, credentials?: TargetCredentials): TargetEndpoint {
+function endpoint(url: string, policy = POLICY, credentials?: TargetCredentials, clock: Clock = systemClock) {
   return new TargetEndpoint(
     { name: 'poller', url } as ConstructorParameters<typeof TargetEndpoint>[0],
+    clock,
     credentials,
     undefined,
     policy,
@@ -103,6 +106,25 @@ describe('resuming a target stream that ended before the response', () => {
       ['GET', 'e1', 'target-session-1'],
     ]);
     expect(target.seen[1]?.gapMs).toBeGreaterThanOrEqual(300 - 5);
+  });
+
+  it("waits the target's retry on the gateway's clock: nothing is reconnected until that clock has moved past it", async () => {
+    const clock = new FakeClock();
+    const target = await start([
+      (_req, res) => sse(res, 'id: e1\nretry: 60000\ndata:\n\n'),
+      (_req, res) => sse(res, RESPONSE),
+    ]);
+    const { credentials, asked } = countedCredentials();
+    const call = endpoint(target.url, { ...POLICY, maxRetryMs: 60_000 }, credentials, clock).request(REQUEST, HEADERS, {
+      resumable: true,
+    });
+    await eventually(() => expect(target.seen.map((s) => s.method)).toEqual(['POST']));
+    await clock.advance(59_999);
+    expect(asked()).toBe(0); // the GET asks for credentials right before it is sent
+    await clock.advance(1);
+    const { response } = await call;
+    expect(response).toMatchObject({ result: {} });
+    expect(target.seen.map((s) => `${s.method} ${s.lastEventId ?? ''}`)).toEqual(['POST ', 'GET e1']);
   });
 
   it('waits the default when the target gave no retry, and resumes a stream that was cut after an id', async () => {
@@ -325,6 +347,7 @@ describe("a target's timeouts (limits.requestTimeoutMs, limits.callIdleTimeoutMs
   const limited = (url: string, limits: Partial<typeof DEFAULT_TARGET_LIMITS>) =>
     new TargetEndpoint(
       { name: 'slow', url } as ConstructorParameters<typeof TargetEndpoint>[0],
+      systemClock,
       undefined,
       { ...DEFAULT_TARGET_LIMITS, ...limits },
       POLICY,

@@ -89,7 +89,10 @@ let client: LegacyTargetClient;
 beforeAll(async () => {
   target = await startV1PushServer();
   proxy = await holdingProxy(new URL(target.url));
-  client = new LegacyTargetClient(new TargetEndpoint({ name: 'push', url: proxy.url }), { name: 'gw', version: '1' });
+  client = new LegacyTargetClient(new TargetEndpoint({ name: 'push', url: proxy.url }, systemClock), {
+    name: 'gw',
+    version: '1',
+  });
 });
 afterAll(async () => {
   proxy.release();

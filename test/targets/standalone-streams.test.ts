@@ -50,7 +50,10 @@ function setUp(url: string, options: StandaloneStreamsOptions & { scheduler?: Sc
       ...rest,
     },
   );
-  const endpoint = new TargetEndpoint({ name: 't', url } as ConstructorParameters<typeof TargetEndpoint>[0]);
+  const endpoint = new TargetEndpoint(
+    { name: 't', url } as ConstructorParameters<typeof TargetEndpoint>[0],
+    systemClock,
+  );
   const client = new LegacyTargetClient(endpoint, { name: 'gw', version: '1' });
   return {
     streams,

@@ -53,6 +53,16 @@ describe('one clock for the whole gateway', () => {
     expect(setters).toEqual(Object.keys(NODE_TIMERS).sort());
   });
 
+  it('sets no Node timer through an import of node:timers (an alias would slip past the check above)', () => {
+    const importers = files.filter((f) => /from ['"](node:)?timers(\/promises)?['"]/.test(f.code)).map((f) => f.name);
+    expect(importers).toEqual([]);
+  });
+
+  it('uses the system clock only where the gateway starts: a part takes the clock it is given', () => {
+    const users = files.filter((f) => /\bsystemClock\b/.test(f.code)).map((f) => f.name);
+    expect(users.sort()).toEqual(['app/bootstrap.ts', 'handler.ts', 'scheduling/clock.ts', 'web-function.ts']);
+  });
+
   it('has no default clock in a part: the bootstrap chooses it', () => {
     const defaults = files
       .filter((f) => f.name !== 'app/bootstrap.ts' && /\?\?\s*systemClock|=\s*systemClock\b/.test(f.code))
