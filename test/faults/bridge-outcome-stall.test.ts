@@ -1,6 +1,7 @@
+import { type LocalGateway, startLocalGateway } from '../../dev/local-gateway';
+import type { GatewayLogger } from '../../lambda/observability/logger';
 import { bridgedCall, retryOf } from '../support/bridged-calls';
 import { type DynamoProcess, startDynamoProcess } from '../support/gateway-process';
-import { type GatewayUnderTest, startGateway } from '../support/gateways';
 import { eventually } from '../support/mcp-http';
 import { type AskingServer, startAskingServer } from '../support/servers/v1-asking-server';
 import { withGateway } from '../support/with-gateway';
@@ -16,25 +17,44 @@ import { withGateway } from '../support/with-gateway';
 
 /** The store gives up on an operation after this (config storeOperationTimeoutMs; 5 s by default). */
 const STORE_OPERATION_TIMEOUT_MS = 1000;
-/** Longer than two operation bounds: the result's write is abandoned at least once while DynamoDB is stopped. */
-const STALL_MS = 2500;
+
+/** What the holder logs each time a write of the outcome failed and it is to write it again (modern/bridge.ts). */
+const WRITING_AGAIN = 'recording a bridged outcome failed; writing it again';
+
+/** A silent gateway logger that keeps the warnings' messages: a failed write of the outcome is one. */
+function warningsLogger(): GatewayLogger & { warnings: unknown[] } {
+  const warnings: unknown[] = [];
+  const ignore = () => undefined;
+  return {
+    warnings,
+    debug: ignore,
+    info: ignore,
+    error: ignore,
+    warn: (message: unknown, ..._extra: unknown[]) => void warnings.push(message),
+  };
+}
+const writesAgain = (logger: { warnings: unknown[] }) => logger.warnings.filter((m) => m === WRITING_AGAIN).length;
 
 let dynamo: DynamoProcess;
 let target: AskingServer;
-let gateway: GatewayUnderTest;
+let gateway: LocalGateway;
+const logger = warningsLogger();
 beforeAll(async () => {
   dynamo = await startDynamoProcess();
   target = await startAskingServer();
-  gateway = await startGateway(
-    'local server',
-    {
+  gateway = await startLocalGateway({
+    port: 0,
+    config: {
       targets: [{ name: 'ask', url: target.url, era: 'legacy' }],
       logLevel: 'SILENT',
       pendingRequestTimeoutSeconds: 5,
       storeOperationTimeoutMs: STORE_OPERATION_TIMEOUT_MS,
     },
-    dynamo.endpoint,
-  );
+    dynamodbEndpoint: dynamo.endpoint,
+    demo: false,
+    startupReport: false,
+    logger,
+  });
 }, 60_000);
 afterAll(async () => {
   await gateway?.close();
@@ -57,8 +77,8 @@ it('DynamoDB stopped while the final result is written: the retry gets the resul
   await eventually(() => expect(target.stats().answers.length).toBeGreaterThan(0), 10_000);
   dynamo.pause();
   try {
-    // The outage itself, a duration: long enough that the result's write is abandoned at least once.
-    await new Promise((resolve) => setTimeout(resolve, STALL_MS));
+    // The outage lasts until the result's write was abandoned (past storeOperationTimeoutMs) at least once.
+    await eventually(() => expect(writesAgain(logger)).toBeGreaterThanOrEqual(1), 30_000);
   } finally {
     dynamo.resume();
   }
@@ -68,13 +88,14 @@ it('DynamoDB stopped while the final result is written: the retry gets the resul
 }, 90_000);
 
 describe('DynamoDB refusing connections while the final result is written', () => {
+  const refusedLogger = warningsLogger();
   const gw = withGateway(
     (targets) => ({
       logLevel: 'SILENT',
       pendingRequestTimeoutSeconds: 5,
       targets: [{ name: 'ask', url: targets.ask.url, era: 'legacy' }],
     }),
-    { targets: { ask: startAskingServer } },
+    { targets: { ask: startAskingServer }, localServer: { logger: refusedLogger } },
   );
   const asking = () => gw.targets.ask as unknown as AskingServer;
 
@@ -91,8 +112,8 @@ describe('DynamoDB refusing connections while the final result is written', () =
     await eventually(() => expect(asking().stats().answers.length).toBeGreaterThan(0), 10_000);
     gw.dynamo.mode = 'down';
     try {
-      // The outage itself, a duration: the holder's writes of the result fail for this long.
-      await new Promise((resolve) => setTimeout(resolve, 4000));
+      // The outage lasts until the holder's write of the result failed twice: it wrote it again, and again.
+      await eventually(() => expect(writesAgain(refusedLogger)).toBeGreaterThanOrEqual(2), 30_000);
     } finally {
       gw.dynamo.mode = 'ok';
     }

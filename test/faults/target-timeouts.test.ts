@@ -148,7 +148,8 @@ describe("a relayed call: its timeout is the target's silence, not the whole cal
       headers,
       { id: 'slow-human', params: { name: 'demo___confirm_action', arguments: { action: 'deploy' } } },
       async () => {
-        // The scenario, a duration: the user takes longer than the idle timeout to answer.
+        // The scenario, a duration: the user takes longer than the idle timeout to answer. The gateway
+        // measures that timeout on Node's timers (targets/target-clock.ts, not deps.clock): no clock to move.
         await new Promise((resolve) => setTimeout(resolve, IDLE_MS * 3));
         return { result: { action: 'accept', content: { confirm: true } } };
       },
@@ -172,7 +173,8 @@ describe("a relayed call whose target asks the user on the session's GET stream"
       headers,
       { id: 'get-stream', params: { name: 'push___ask', arguments: {} } },
       async () => {
-        // The scenario, a duration: the user takes longer than the idle timeout to answer.
+        // The scenario, a duration: the user takes longer than the idle timeout to answer. The gateway
+        // measures that timeout on Node's timers (targets/target-clock.ts, not deps.clock): no clock to move.
         await new Promise((resolve) => setTimeout(resolve, IDLE_MS * 3));
         return { result: { action: 'accept', content: { ok: true } } };
       },

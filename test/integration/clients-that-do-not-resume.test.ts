@@ -52,7 +52,8 @@ async function callAndThink(url: string, client: PlainClient): Promise<Json[]> {
       const message = JSON.parse(event.data) as Json;
       messages.push(message);
       if (message.method === 'elicitation/create') {
-        // The scenario, a duration: the user thinks before answering.
+        // The scenario, a duration: the user thinks past streamReleaseAfterSeconds, which the gateway
+        // measures (in the Lambda runtime's own process too); the stream must not end meanwhile.
         await new Promise((resolve) => setTimeout(resolve, THINK_MS));
         const answer = await post(url, session.headers, {
           jsonrpc: '2.0',

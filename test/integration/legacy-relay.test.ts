@@ -389,18 +389,29 @@ describe.each(kinds)('relay through the %s', (kind) => {
   describe('long waits and cancellation', () => {
     it('sends SSE keep-alive comments while the client thinks', async () => {
       const { headers } = await initSession(url, { capabilities: ALL });
-      const call = await callAndAnswer(
-        url,
-        headers,
-        { id: 'k', params: { name: 'demo___use_aws', arguments: { command: 'k' } } },
-        async () => {
-          // The scenario, a duration: the client thinks long enough for keep-alives to be sent.
-          await new Promise((resolve) => setTimeout(resolve, 450));
-          return accept;
-        },
-      );
-      expect(call.comments).toBeGreaterThanOrEqual(3);
-      expect(call.response.result.content[0].text).toBe('executed: k');
+      const res = await post(url, headers, {
+        jsonrpc: '2.0',
+        id: 'k',
+        method: 'tools/call',
+        params: { name: 'demo___use_aws', arguments: { command: 'k' } },
+      });
+      // The client thinks until three keep-alives came after the question (none coming: the call never ends).
+      let asked: Json | undefined;
+      let commentsWhileThinking = 0;
+      let answered: Promise<Response> | undefined;
+      let response: Json | undefined;
+      for await (const event of sseEvents(res)) {
+        if (event.message?.method === 'elicitation/create') asked = event.message;
+        else if (event.comment !== undefined && asked && !answered && ++commentsWhileThinking === 3)
+          answered = post(url, headers, { jsonrpc: '2.0', id: asked.id, ...accept });
+        else if (event.message?.id === 'k') {
+          response = event.message;
+          break;
+        }
+      }
+      expect(commentsWhileThinking).toBe(3);
+      expect((await answered)?.status).toBe(202);
+      expect(response?.result.content[0].text).toBe('executed: k');
     });
 
     it('turns a long call without messages into a stream with keep-alives, for a client that takes both', async () => {

@@ -59,7 +59,7 @@ const CALL_TIMEOUT_MS = 120_000;
 async function v1Client(url: string, name: string, thinks: number[]): Promise<ThinkingClient> {
   const client = new V1Client({ name, version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
   client.setRequestHandler(ElicitRequestSchema, async () => {
-    await sleep(thinks.shift() ?? 0); // the scenario, a duration: the user thinks this long
+    await sleep(thinks.shift() ?? 0); // a duration the gateway measures (release, deadline): the user thinks
     return { action: 'accept', content: { confirm: true } };
   });
   await client.connect(new V1Transport(new URL(url)));
@@ -82,7 +82,7 @@ async function v2Client(url: string, name: string, thinks: number[]): Promise<Th
     { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: 'legacy' } },
   );
   client.setRequestHandler('elicitation/create', async () => {
-    await sleep(thinks.shift() ?? 0); // the scenario, a duration: the user thinks this long
+    await sleep(thinks.shift() ?? 0); // a duration the gateway measures (release, deadline): the user thinks
     return { action: 'accept', content: { confirm: true } };
   });
   await client.connect(new V2Transport(new URL(url)));
@@ -227,7 +227,7 @@ describeWithPython('a client on streamReleaseClients', () => {
           { capabilities: { elicitation: { form: {} } } },
         );
         client.setRequestHandler(ElicitRequestSchema, async () => {
-          await sleep(SHORT_THINK_S); // the scenario, a duration: the user thinks this long
+          await sleep(SHORT_THINK_S); // a duration the gateway measures (release, deadline): the user thinks
           return { action: 'accept', content: { confirm: true } };
         });
         await client.connect(new V1Transport(new URL(routers[1]!.url)));

@@ -1,3 +1,4 @@
+import { type Clock, systemClock } from '../../lambda/scheduling/clock';
 import { bridgedCall } from '../support/bridged-calls';
 import { eventually } from '../support/mcp-http';
 import { type AskingServer, startAskingServer } from '../support/servers/v1-asking-server';
@@ -21,19 +22,45 @@ const gw = withGateway(
 );
 const target = () => gw.targets.ask as unknown as AskingServer;
 
+/** Node's clock and timers, counting the timers set on it that have neither fired nor been cleared. */
+function countingClock(): Clock & { scheduled(): number } {
+  const live = new Set<unknown>();
+  return {
+    now: () => systemClock.now(),
+    setTimeout: (fn, ms) => {
+      const handle = systemClock.setTimeout(() => {
+        live.delete(handle);
+        fn();
+      }, ms);
+      live.add(handle);
+      return handle;
+    },
+    clearTimeout: (handle) => {
+      live.delete(handle);
+      systemClock.clearTimeout(handle);
+    },
+    scheduled: () => live.size,
+  };
+}
+
 it('a gateway closing with a bridged call waiting for its round cancels it at the target, and its holder reads nothing more', async () => {
-  const gateway = await gw.start({});
+  const clock = countingClock();
+  const gateway = await gw.start({}, { localServer: { clock } });
   const { message: round } = await bridgedCall(gateway.url, { id: 'b1', name: 'ask___ask_many', args: { n: 1 } });
   expect(round.result.resultType).toBe('input_required');
   expect(target().stats().started.ask_many).toBe(1);
+  // The holder waits on this clock (its next look, its lease renewal).
+  expect(clock.scheduled()).toBeGreaterThan(0);
 
   await gateway.close();
   // The target was told: the call will not go on.
   await eventually(() => expect(target().stats().cancelled.ask_many).toBe(1));
-  // Nothing of the call runs any more: after close() no store request of it is made, however long one waits
-  // (a holder left running would look every second and renew its lease every 10 s).
+  // Nothing of the call runs any more: after close() no store request of it is made, and nothing is left to
+  // make one later: no timer on the gateway's clock (a holder left running keeps one for its next look,
+  // every second, and its next lease renewal, every 10 s) and no store request waiting for its answer.
   const after = gw.dynamo.requests.length;
-  // A duration, more than two of its looks: that nothing runs has no event to wait for.
-  await new Promise((resolve) => setTimeout(resolve, 2500));
+  await eventually(() =>
+    expect({ timers: clock.scheduled(), storeRequests: gw.dynamo.inFlight() }).toEqual({ timers: 0, storeRequests: 0 }),
+  );
   expect(gw.dynamo.requests.slice(after)).toEqual([]);
 });

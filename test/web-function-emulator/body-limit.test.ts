@@ -47,9 +47,10 @@ afterAll(async () => {
   if (!front || front.exitCode !== null) return;
   const exited = new Promise((resolve) => front.once('exit', resolve));
   front.send('close');
-  // A bound, not a wait: the exit is what is waited for; a front that hangs is killed after it.
-  await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000).unref())]);
-  if (front.exitCode === null) front.kill('SIGKILL');
+  // The exit is what is waited for. A watchdog, not a wait: a front that hangs is killed after 10 s.
+  const watchdog = setTimeout(() => front.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(watchdog);
 });
 
 function memory(): Promise<FrontMemory> {

@@ -98,7 +98,8 @@ function build(
             method: 'notifications/progress',
             params: { progressToken, progress, total: 100 },
           });
-        if (progress < 100) await sleep(50); // the scenario, a duration: work between progress reports
+        // A duration the scenario requires: tools-call-with-progress asks for "~50ms" between reports.
+        if (progress < 100) await sleep(50);
       }
       return text('Progress tool finished');
     },

@@ -136,7 +136,8 @@ function build(subscriptions: Set<string>): Server {
     switch (name) {
       case 'test_tool_with_logging':
         await log('Tool execution started');
-        // The scenario, durations: the tool works between its log lines, as the conformance reference server does.
+        // Durations the scenario requires: tools-call-with-logging asks for the second and third line
+        // "after ~50ms delay" each, to show a client takes log lines spread over the call.
         await sleep(50);
         await log('Tool processing data');
         await sleep(50); // as above
@@ -150,16 +151,18 @@ function build(subscriptions: Set<string>): Server {
               method: 'notifications/progress',
               params: { progressToken, progress, total: 100 },
             });
-          if (progress < 100) await sleep(50); // the scenario, a duration: work between progress reports
+          // A duration the scenario requires: tools-call-with-progress asks for "~50ms" between reports.
+          if (progress < 100) await sleep(50);
         }
         return text('Progress tool finished');
       }
       case 'test_reconnection':
         // SSE polling: say so on the call's stream (a client then reads it as SSE), end the stream
-        // (the client resumes it with Last-Event-ID), and answer after that.
+        // (the client resumes it with Last-Event-ID), and answer after that. What server-sse-polling
+        // needs is the order (the stream ends before the result), not a pause: answered at once, the
+        // result is sent while the stream is closed (kept in the event store, replayed on the resume).
         await log('closing the stream; resume it with Last-Event-ID');
         extra.closeSSEStream?.();
-        await sleep(100); // the scenario, a duration: the answer comes a while after the stream ended
         return text('Reconnection test completed: the client resumed the stream.');
       case 'test_sampling': {
         const result = await extra.sendRequest(

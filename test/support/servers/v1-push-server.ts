@@ -204,7 +204,10 @@ function buildServer(stats: V1PushServerStats, authorized: Set<string>): McpServ
     async ({ steps }, extra) => {
       const progressToken = extra._meta?.progressToken;
       for (let i = 1; i <= steps; i++) {
-        // The scenario, a duration: each step of the task takes a while.
+        // A duration, not a gate: the logs below go on the session's GET stream, which a gateway opens
+        // for the call beside it (and the target may refuse while it still thinks the last one open).
+        // What reaches the client then is what test/eras/get-stream-logs.test.ts pins down; a tool that
+        // waited for the stream would take that situation away.
         await new Promise((resolve) => setTimeout(resolve, 20));
         if (progressToken !== undefined) {
           await extra.sendNotification({

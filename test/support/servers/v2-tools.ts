@@ -131,9 +131,9 @@ export function createToolFactory(stats: V2ToolStats) {
       },
       async ({ steps }, ctx) => {
         const progressToken = ctx.mcpReq._meta?.progressToken;
+        // No pause between steps: every message goes on the call's own stream (`ctx.mcpReq.notify`), in
+        // order before the result, however quickly the steps follow each other.
         for (let i = 1; i <= steps; i++) {
-          // The scenario, a duration: each step of the task takes a while.
-          await new Promise((resolve) => setTimeout(resolve, 20));
           if (progressToken !== undefined) {
             await ctx.mcpReq.notify({
               method: 'notifications/progress',
