@@ -244,9 +244,10 @@ describe("a 2026-07-28 target's input rounds", () => {
     });
   });
 
-  it('unanswered, is released just before the deadline: the stream ends with retry, the record says where it stands', async () => {
+  /** A 2026-07-28 target's round nobody answers, its call on Node's (faked) timers with a 10 s deadline. */
+  async function unansweredRound() {
     jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
-    const h = await setUp(
+    return setUp(
       async (req) => ({
         jsonrpc: '2.0',
         id: req.id ?? 0,
@@ -262,6 +263,10 @@ describe("a 2026-07-28 target's input rounds", () => {
       }),
       { era: 'modern', accept: { json: false, sse: true }, nodeClock: true, deadlineMs: 10_000 },
     );
+  }
+
+  it('unanswered, is released just before the deadline: the stream ends with retry, the record says where it stands', async () => {
+    const h = await unansweredRound();
     const sse = new SseText(await relayCall(h.input));
     await sse.until(() => sse.messages().some((m) => m.method === 'elicitation/create'));
     const streamId = /^id: ([A-Za-z0-9_-]{16})\./m.exec(sse.text)?.[1];
@@ -281,23 +286,7 @@ describe("a 2026-07-28 target's input rounds", () => {
   });
 
   it('released just before the deadline although the first release write fails: the release is tried again, no -32001', async () => {
-    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
-    const h = await setUp(
-      async (req) => ({
-        jsonrpc: '2.0',
-        id: req.id ?? 0,
-        result: {
-          resultType: 'input_required',
-          inputRequests: {
-            env: {
-              method: 'elicitation/create',
-              params: { mode: 'form', message: 'Env?', requestedSchema: { type: 'object', properties: {} } },
-            },
-          },
-        },
-      }),
-      { era: 'modern', accept: { json: false, sse: true }, nodeClock: true, deadlineMs: 10_000 },
-    );
+    const h = await unansweredRound();
     // The store refuses the first release write (a throttled or unavailable table answers so).
     const swap = h.store.swapWaitingCall.bind(h.store);
     let refused = 0;
