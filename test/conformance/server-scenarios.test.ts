@@ -98,7 +98,7 @@ beforeAll(async () => {
   runs.through = { '2025-11-25': through2025, '2026-07-28': through2026 };
   runs.pollingDefault = pollingDefault;
   runs.tasks = { direct: directTasks, through: throughTasks };
-}, 180_000);
+}, 360_000);
 
 describe.each([
   ['2025-11-25', 33],

@@ -135,15 +135,26 @@ async function backToBack(
   return { arrivedWithResult };
 }
 
+/**
+ * Rounds of 30 back-to-back calls, each bringing every log message, until the situation the tests are
+ * about arose: the target refused a GET stream it still thought open. On a loaded machine calls are
+ * slow enough for the target to notice each close in time, so a round may not show it: at most 5.
+ */
+async function roundsUntilRefused(callTool: () => Promise<unknown>, logs: unknown[]): Promise<void> {
+  const conflictsBefore = conflicts;
+  for (let round = 1; round <= 5 && conflicts === conflictsBefore; round++) {
+    logs.length = 0;
+    const { arrivedWithResult } = await backToBack(callTool, logs);
+    expect(arrivedWithResult).toBe(30);
+    expect(logs).toEqual(Array(30).fill(FINISHED));
+  }
+  expect(conflicts).toBeGreaterThan(conflictsBefore);
+}
+
 test('v1 client without a GET stream: 30 back-to-back calls, each log message reaches the client', async () => {
   const { client, logs, callTool } = await connectV1(async () => new Response(null, { status: 405 }));
   try {
-    const conflictsBefore = conflicts;
-    const { arrivedWithResult } = await backToBack(callTool, logs);
-    // The situation the test is about did arise: the target refused a GET stream it still thought open.
-    expect(conflicts).toBeGreaterThan(conflictsBefore);
-    expect(arrivedWithResult).toBe(30);
-    expect(logs).toEqual(Array(30).fill(FINISHED));
+    await roundsUntilRefused(callTool, logs);
   } finally {
     await client.close();
   }
@@ -155,15 +166,7 @@ test.each(['v2 pin 2026-07-28'] as ClientKind[])(
     const client = await connectClient(kind, gateway.url, 5000);
     try {
       const meta = { 'io.modelcontextprotocol/logLevel': 'warning' };
-      const conflictsBefore = conflicts;
-      const { arrivedWithResult } = await backToBack(
-        () => client.callTool('legacy___long_task', { steps: 1 }, { meta }),
-        client.logs,
-      );
-      // The situation the test is about did arise: the target refused a GET stream it still thought open.
-      expect(conflicts).toBeGreaterThan(conflictsBefore);
-      expect(arrivedWithResult).toBe(30);
-      expect(client.logs).toEqual(Array(30).fill(FINISHED));
+      await roundsUntilRefused(() => client.callTool('legacy___long_task', { steps: 1 }, { meta }), client.logs);
     } finally {
       await client.close();
     }

@@ -69,7 +69,8 @@ export async function runSuite(
       const args = [conformanceCli(), 'server', '--url', url, ...selection, '--spec-version', specVersion, '-o', dir];
       if (options.force) args.push('--force');
       const output = await promisify(execFile)(node22(), args, {
-        timeout: options.timeoutMs ?? 120_000,
+        // Seven suites run at once in server-scenarios: beside a second copy of the test suite one took over 120 s.
+        timeout: options.timeoutMs ?? 300_000,
         maxBuffer: 16 * 1024 * 1024,
       }).catch((error: { stderr?: string; killed?: boolean }) => {
         // Exit 1 only says a check failed; the folders say which.

@@ -25,7 +25,8 @@ import {
  * scale-in's SIGTERM leaves every waiting call recoverable where it can be.
  */
 
-jest.setTimeout(120_000);
+// 64 sessions and calls in one environment: beside a second copy of the suite they took over 120 s.
+jest.setTimeout(300_000);
 
 const ALL = { elicitation: { form: {} } };
 const accept = () => ({ result: { action: 'accept', content: { confirm: true } } });
