@@ -125,7 +125,7 @@ describe('a 2025 target that ends its stream before the response without an even
   });
 });
 
-/** The target's `retry`: its answer, right after it ends the stream, comes well before a reconnect that waits it. */
+/** The target's `retry`: its answer, 100 ms after it ends the stream, comes well before a reconnect that waits it. */
 const SLOW_RETRY_MS = 1500;
 const ANSWERED_WHILE_CLOSED = 'answered while the stream was closed';
 

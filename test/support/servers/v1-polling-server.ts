@@ -21,13 +21,12 @@ import { SessionEventStore } from './v1-push-server';
  * with an event store its stream can be resumed after any event, without one it cannot.
  *
  * `answer_while_closed`: built like the official conformance suite's everything-server
- * (`test_reconnection`): ends its stream with the transport's `closeSSEStream(requestId)` and then
- * answers — before a client that waits the `retry` (as the 2025-11-25 transports page says it MUST)
- * has reconnected, so the result reaches it only from the event store. (The everything-server answers
- * 100 ms after the close; what matters is the order, so this one answers at once: always before the
- * reconnect.) The v1 SDK keeps what is sent while a request's stream is closed from 1.30.0 on; 1.29.0
- * and earlier drop it (and throw inside the transport), so with those such a tool loses its result for
- * every client that waits the `retry`, the official ones directly as well as the gateway.
+ * (`test_reconnection`): ends its stream with the transport's `closeSSEStream(requestId)` and answers
+ * ANSWER_AFTER_CLOSE_MS later — before a client that waits the `retry` (as the 2025-11-25 transports
+ * page says it MUST) has reconnected, so the result reaches it only from the event store. The v1 SDK
+ * keeps what is sent while a request's stream is closed from 1.30.0 on; 1.29.0 and earlier drop it
+ * (and throw inside the transport), so with those such a tool loses its result for every client that
+ * waits the `retry`, the official ones directly as well as the gateway.
  *
  * Without an event store (`eventStore: false`) the same tool ends its stream with no event id ever
  * sent (`transport.closeSSEStream`, which the SDK exposes either way): nothing to resume from.
@@ -68,6 +67,9 @@ const confirmDeploy = (env: string) => ({
 
 /** The SDK's default (60 s) is shorter than a person may take; a tool that asks people sets its own. */
 const ASK_TIMEOUT = { timeout: 600_000 };
+
+/** How long `answer_while_closed` works after ending its stream (the everything-server's 100 ms). */
+const ANSWER_AFTER_CLOSE_MS = 100;
 
 async function readJson(req: IncomingMessage): Promise<unknown> {
   const chunks: Buffer[] = [];
@@ -186,7 +188,7 @@ export async function startPollingServer(
     server.registerTool(
       'answer_while_closed',
       {
-        description: 'Ends its stream and then answers, before the client can have reconnected.',
+        description: 'Ends its stream at once and answers shortly after, before the client can have reconnected.',
         inputSchema: {},
       },
       async (_args, extra) => {
@@ -194,7 +196,8 @@ export async function startPollingServer(
         const before = stats.resumes.length;
         // The transport's own method, as the everything-server calls it (not `extra.closeSSEStream`).
         transport().closeSSEStream(extra.requestId);
-        // The stream is gone (the close is synchronous): the result is sent while it is closed.
+        // The scenario, a duration: the answer comes shortly after the close, before a reconnect.
+        await new Promise((resolve) => setTimeout(resolve, ANSWER_AFTER_CLOSE_MS));
         if (stats.resumes.length === before) stats.answeredWhileClosed++;
         return text('answered while the stream was closed');
       },
