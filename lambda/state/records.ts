@@ -115,4 +115,10 @@ export const HOLDER_RENEW_MS = Math.floor(HOLDER_LEASE_MS / 3);
  * has waited 10 s: pending/holder-ack.ts) while a relayed request waits, one write per answer.
  */
 export const HOLDER_ACK_POLL_MS = 250;
-export const HOLDER_ACK_WAIT_MS = 2000;
+/**
+ * How long a claimant waits for the holder's acknowledgement: twenty of the holder's looks. 2 s was
+ * too little on a loaded machine (a look's read, the acknowledgement's write and the claimant's own
+ * reads queued behind other work), and the client got a retryable 502 for an answer its live holder
+ * would have taken. Waiting longer costs only when the holder is gone: its 502 comes later.
+ */
+export const HOLDER_ACK_WAIT_MS = 5000;
