@@ -37,9 +37,7 @@ export function createDocumentClient(options: DynamoClientOptions = {}): DynamoD
     // Local endpoints accept any credentials; never fall back to a developer's real ones there.
     credentials: local ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined,
     maxAttempts: DYNAMODB_TIMEOUTS.maxAttempts,
-    // An idle pooled connection is closed before dynalite closes it (Node's server: 5 s), or a request
-    // sent on it as it closes is reset (as with targets: targets/http-client.ts).
-    requestHandler: local ? { httpAgent: new Agent({ keepAlive: true, timeout: 4000 }), ...timeouts } : timeouts,
+    requestHandler: local ? { httpAgent: new Agent({ keepAlive: true }), ...timeouts } : timeouts,
   });
   return DynamoDBDocumentClient.from(client, {
     marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: true },
