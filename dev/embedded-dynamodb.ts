@@ -6,6 +6,9 @@ export async function startEmbeddedDynamo(port = 0): Promise<{ endpoint: string;
   // Loaded lazily: dynalite is a development dependency and never part of the Lambda bundle.
   const { default: dynalite } = await import('dynalite');
   const server: Server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  // Never closes an idle keep-alive connection: closing one as a client sends on it resets that request
+  // (read ECONNRESET). The clients' sockets are the ones that go (at their process's end, or close()).
+  server.keepAliveTimeout = 0;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, '127.0.0.1', () => resolve());

@@ -6,6 +6,7 @@ import {
   ResourceNotFoundException,
 } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { STORE_OPERATION_TIMEOUT_MS } from './dynamo/table';
 import { TABLE_KEYS } from './table-schema';
 
 export interface DynamoClientOptions {
@@ -20,6 +21,9 @@ export interface DynamoClientOptions {
  * logs a request over `requestTimeout` and keeps waiting — a silent DynamoDB would hang requests.
  * DynamoDB answers in milliseconds; 2 s per attempt only bounds an outage (a paused dynalite, a
  * network partition). Throttling and timeouts are retried by the SDK (standard mode, 3 attempts).
+ * A local endpoint (dynalite) runs in a process sharing the machine, often the gateway's own: on a busy
+ * machine an attempt there can pass 2 s, and a retry only adds the same work again (the first attempt
+ * is still served), so there an attempt may take the whole operation's bound.
  */
 export const DYNAMODB_TIMEOUTS = { connectionTimeout: 1000, requestTimeout: 2000, maxAttempts: 3 } as const;
 
@@ -28,7 +32,7 @@ export function createDocumentClient(options: DynamoClientOptions = {}): DynamoD
   const local = options.endpoint !== undefined;
   const timeouts = {
     connectionTimeout: DYNAMODB_TIMEOUTS.connectionTimeout,
-    requestTimeout: DYNAMODB_TIMEOUTS.requestTimeout,
+    requestTimeout: local ? STORE_OPERATION_TIMEOUT_MS : DYNAMODB_TIMEOUTS.requestTimeout,
     throwOnRequestTimeout: true,
   };
   const client = new DynamoDBClient({

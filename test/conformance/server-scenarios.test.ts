@@ -1,5 +1,6 @@
 import {
   extensionScenarios,
+  inTurns,
   notPassing,
   runSuite,
   type Scored,
@@ -22,7 +23,8 @@ import { withGateway } from '../support/with-gateway';
  * fails this test, so the list stays true (the suite's own `--expected-failures` rule, per check).
  * The Tasks extension's scenarios (`tasks-*`, not on the revision's timeline, run with `--force` on the
  * 2026-07-28 wire) go against the same 2026-07-28 server, which has the extension, and are compared
- * the same way. All runs go at once: the suite runs its scenarios one after another, each run takes seconds.
+ * the same way. Two runs go at a time (`inTurns`): the suite runs its scenarios one after another, and
+ * its checks wait on fixed windows that more runs at once on two cores would crowd.
  */
 
 /** A check the gateway does not pass yet: what its run scores (`unscored`: INFO, SKIPPED or absent), and why. */
@@ -84,21 +86,23 @@ beforeAll(async () => {
   // suite's client is no client the default configuration trusts to resume before it has seen it do so.
   const releasing: GatewayUnderTest = await legacy.start({ streamRelease: 'always' });
   const tasks = { scenario: await extensionScenarios('tasks-'), force: true };
-  const [direct2025, through2025, pollingDefault, direct2026, through2026, directTasks, throughTasks] =
-    await Promise.all([
-      runSuite(legacy.targets.direct.url, '2025-11-25'),
-      runSuite(releasing.url, '2025-11-25'),
-      runSuite(legacy.url, '2025-11-25', { scenario: 'server-sse-polling' }),
-      runSuite(modern.targets.direct.url, '2026-07-28'),
-      runSuite(modern.url, '2026-07-28'),
-      runSuite(modern.targets.direct.url, '2026-07-28', tasks),
-      runSuite(modern.url, '2026-07-28', tasks),
-    ]);
+  const [direct2025, through2025, pollingDefault, direct2026, through2026, directTasks, throughTasks] = await inTurns(
+    2,
+    [
+      () => runSuite(legacy.targets.direct.url, '2025-11-25'),
+      () => runSuite(releasing.url, '2025-11-25'),
+      () => runSuite(legacy.url, '2025-11-25', { scenario: 'server-sse-polling' }),
+      () => runSuite(modern.targets.direct.url, '2026-07-28'),
+      () => runSuite(modern.url, '2026-07-28'),
+      () => runSuite(modern.targets.direct.url, '2026-07-28', tasks),
+      () => runSuite(modern.url, '2026-07-28', tasks),
+    ],
+  );
   runs.direct = { '2025-11-25': direct2025, '2026-07-28': direct2026 };
   runs.through = { '2025-11-25': through2025, '2026-07-28': through2026 };
   runs.pollingDefault = pollingDefault;
   runs.tasks = { direct: directTasks, through: throughTasks };
-}, 360_000);
+}, 600_000); // seven runs two at a time; one took over 120 s beside a second copy of the test suite
 
 describe.each([
   ['2025-11-25', 33],

@@ -12,9 +12,9 @@ import { listen } from '../support/loopback';
  * The DynamoDB store's bound on one operation (`operationTimeoutMs`, config `storeOperationTimeoutMs`),
  * against a loopback DynamoDB endpoint that takes requests and never answers (an outage, a paused
  * DynamoDB): the operation is abandoned at the bound — before the SDK's own per-attempt timeout
- * (2 s) could retry it — and fails as StoreUnavailable (503 + Retry-After), never a hang.
+ * could retry it — and fails as StoreUnavailable (503 + Retry-After), never a hang.
  */
-/** Well below the SDK's 2 s per attempt, well above a loopback request's time to arrive. */
+/** Well below the SDK's per attempt (2 s in AWS, the operation's 5 s locally), well above a loopback request's time to arrive. */
 const BOUND_MS = 500;
 
 describe('a DynamoDB that does not answer', () => {
@@ -39,7 +39,7 @@ describe('a DynamoDB that does not answer', () => {
     const failure = await store.loadSession('s-1').catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(StoreUnavailableError);
     expect(failure).toMatchObject({ kind: 'StoreUnavailable' });
-    // The SDK's per-attempt timeout is 2 s (3 attempts): a second attempt would mean the bound was not applied.
+    // The SDK's per-attempt timeout is longer (3 attempts): a second attempt would mean the bound was not applied.
     expect(requests - before).toBeLessThanOrEqual(1);
     expect(requests).toBeGreaterThan(0);
   });

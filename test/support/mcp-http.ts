@@ -20,6 +20,26 @@ export async function post(
   });
 }
 
+/**
+ * `post`, as a client honouring the gateway's retryable 503 (the store's bound passed) does: the request
+ * was not taken, so it is sent again after `retryAfterSeconds`, up to `attempts` times.
+ */
+export async function postRetrying(
+  url: string,
+  headers: Record<string, string>,
+  body: unknown,
+  attempts = 5,
+): Promise<Response> {
+  for (let attempt = 1; ; attempt++) {
+    const res = await post(url, headers, body);
+    if (res.status !== 503 || attempt >= attempts) return res;
+    const text = await res.text();
+    if (!/"retryable":true/.test(text)) return new Response(text, { status: res.status, headers: res.headers });
+    const after = Number(/"retryAfterSeconds":(\d+)/.exec(text)?.[1] ?? 1);
+    await new Promise((resolve) => setTimeout(resolve, after * 1000)); // the server's Retry-After
+  }
+}
+
 /** Initializes a 2025-era session; returns the headers later requests carry. */
 export async function initSession(
   url: string,

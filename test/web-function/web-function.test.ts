@@ -13,6 +13,7 @@ import {
   initSessionRetrying,
   type Json,
   post,
+  postRetrying,
   sessionItems,
   sseEvents,
 } from '../support/mcp-http';
@@ -79,9 +80,16 @@ describe('one environment, many waiting calls', () => {
     const questions: Array<Promise<Json>> = [];
     const streams = sessions.map(({ headers }, i) => {
       let asked!: (question: Json) => void;
-      questions.push(new Promise((resolve) => (asked = resolve)));
+      let unasked!: (error: Error) => void;
+      questions.push(
+        new Promise((resolve, reject) => {
+          asked = resolve;
+          unasked = reject;
+        }),
+      );
       return (async () => {
-        const res = await post(gateway.url, headers, {
+        // The call, too, may meet the store's bound under load: a 503 before its stream started nothing.
+        const res = await postRetrying(gateway.url, headers, {
           jsonrpc: '2.0',
           id: `call-${i}`,
           method: 'tools/call',
@@ -91,7 +99,9 @@ describe('one environment, many waiting calls', () => {
           if (event.message?.method === 'elicitation/create') asked(event.message);
           if (event.message?.id === `call-${i}`) return event.message;
         }
-        throw new Error(`call-${i}: the stream ended without its result`);
+        const ended = new Error(`call-${i}: the stream ended without its result (HTTP ${res.status})`);
+        unasked(ended); // a call that never asked fails the test here, rather than leaving it waiting
+        throw ended;
       })();
     });
     const asked = await Promise.all(questions);
@@ -102,7 +112,11 @@ describe('one environment, many waiting calls', () => {
     // The answers, in reverse order; with the first environment full, they start a second one.
     const answers = await Promise.all(
       [...asked.keys()].reverse().map(async (i) => {
-        const res = await post(gateway.url, sessions[i]!.headers, { jsonrpc: '2.0', id: asked[i]!.id, ...accept() });
+        const res = await postRetrying(gateway.url, sessions[i]!.headers, {
+          jsonrpc: '2.0',
+          id: asked[i]!.id,
+          ...accept(),
+        });
         if (res.status !== 202) return `${res.status} ${await res.text()}`; // a refusal, with its reason
         await res.body?.cancel();
         return 202;

@@ -4,6 +4,7 @@ import {
   QueryCommand as ItemsQueryCommand,
 } from '@aws-sdk/client-dynamodb';
 import { BatchGetCommand, DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { StoreUnavailableError } from '../../protocol/errors';
 import { itemOf } from '../attribute-values';
 import {
   CLIENT_STREAM_SK,
@@ -45,17 +46,38 @@ export class DynamoSessionRecords implements SessionRecordStore {
 
   async createSession(session: SessionRecord): Promise<void> {
     checkSize('the session (its client capabilities and clientInfo)', session);
-    await this.table.guarded((abortSignal) =>
+    const refusal = await this.table.refusal((abortSignal) =>
       this.table.client.send(
         new PutCommand({
           TableName: this.table.name,
           Item: { pk: pk(session.id), sk: SESSION_SK, ...session },
           // Ids carry 256 random bits, but a collision must never overwrite another caller's session.
           ConditionExpression: 'attribute_not_exists(pk)',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
         { abortSignal },
       ),
     );
+    if (!refusal) return;
+    // The SDK sends a write again when its answer was lost (a timeout, a reset connection), though
+    // DynamoDB may have applied it: the retry then meets the item it wrote. Only another caller's item
+    // is a refusal (retryable: a new initialize draws a new id).
+    const found =
+      refusedItem(refusal) ??
+      (
+        await this.table.guarded((abortSignal) =>
+          this.table.client.send(
+            new GetCommand({
+              TableName: this.table.name,
+              Key: { pk: pk(session.id), sk: SESSION_SK },
+              ConsistentRead: true,
+            }),
+            { abortSignal },
+          ),
+        )
+      ).Item;
+    if (found?.principal === session.principal && found?.createdAt === session.createdAt) return;
+    throw new StoreUnavailableError(refusal);
   }
 
   async loadSession(
