@@ -136,20 +136,24 @@ describe('the pending-record transitions on DynamoDB (dynalite) and in memory', 
     return results;
   }
 
-  it.each(Object.keys(PENDING_TRANSITIONS) as TransitionName[])('%s', async (name) => {
-    const transition = PENDING_TRANSITIONS[name];
-    const withSession = ['record', 'recordForPrincipal', 'answer', 'answerForPrincipal'].includes(name);
-    const cases = withSession ? [...records, ...sessionRecords] : records;
-    const onDynamoDb = await onDynamo(name, `S#${name}`, cases);
-    const inMemory = [...cases, undefined].map((record) => {
-      if (!transitionHolds(transition, record, inputs)) return { applied: false };
-      const after = { ...record };
-      applyTransition(transition, after, inputs);
-      return { applied: true, after };
-    });
-    expect(onDynamoDb).toEqual(inMemory);
-    // The grid reaches both sides of each transition.
-    expect(inMemory.some((r) => r.applied)).toBe(true);
-    expect(inMemory.some((r) => !r.applied)).toBe(true);
-  }, 120_000); // hundreds of conditional writes on one dynalite: beside a second copy of the suite one took over 30 s
+  it.each(Object.keys(PENDING_TRANSITIONS) as TransitionName[])(
+    '%s',
+    async (name) => {
+      const transition = PENDING_TRANSITIONS[name];
+      const withSession = ['record', 'recordForPrincipal', 'answer', 'answerForPrincipal'].includes(name);
+      const cases = withSession ? [...records, ...sessionRecords] : records;
+      const onDynamoDb = await onDynamo(name, `S#${name}`, cases);
+      const inMemory = [...cases, undefined].map((record) => {
+        if (!transitionHolds(transition, record, inputs)) return { applied: false };
+        const after = { ...record };
+        applyTransition(transition, after, inputs);
+        return { applied: true, after };
+      });
+      expect(onDynamoDb).toEqual(inMemory);
+      // The grid reaches both sides of each transition.
+      expect(inMemory.some((r) => r.applied)).toBe(true);
+      expect(inMemory.some((r) => !r.applied)).toBe(true);
+    },
+    120_000,
+  ); // hundreds of conditional writes on one dynalite: beside a second copy of the suite one took over 30 s
 });
