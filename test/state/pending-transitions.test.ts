@@ -154,6 +154,6 @@ describe('the pending-record transitions on DynamoDB (dynalite) and in memory', 
       expect(inMemory.some((r) => r.applied)).toBe(true);
       expect(inMemory.some((r) => !r.applied)).toBe(true);
     },
-    120_000,
-  ); // hundreds of conditional writes on one dynalite: beside a second copy of the suite one took over 30 s
+    120_000, // hundreds of conditional writes on one dynalite: beside a second copy of the suite one took over 30 s
+  );
 });
