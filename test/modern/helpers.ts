@@ -54,7 +54,7 @@ export function withModernGateway<T extends TargetSpecs = Record<never, never>>(
  */
 export async function startGateway(
   config: GatewayConfigInput,
-  extra: { logger?: GatewayLogger; dynamodbEndpoint?: string } = {},
+  extra: { logger?: GatewayLogger; dynamodbEndpoint?: string; requestTimeoutMs?: number } = {},
 ): Promise<LocalGateway> {
   return startLocalGateway({
     port: 0,
@@ -64,7 +64,7 @@ export async function startGateway(
       extra.dynamodbEndpoint === 'embedded' ? undefined : (extra.dynamodbEndpoint ?? (await unreachableDynamo())),
     logger: extra.logger ?? SILENT,
     config: { requestStateKeys: { current: KEY_A }, ...config },
-    requestTimeoutMs: 20_000,
+    requestTimeoutMs: extra.requestTimeoutMs ?? 20_000,
   });
 }
 
