@@ -7,6 +7,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { STORE_OPERATION_TIMEOUT_MS } from './dynamo/table';
+import { exactlyOnceWrites } from './exactly-once-writes';
 import { TABLE_KEYS } from './table-schema';
 
 export interface DynamoClientOptions {
@@ -42,6 +43,12 @@ export function createDocumentClient(options: DynamoClientOptions = {}): DynamoD
     credentials: local ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined,
     maxAttempts: DYNAMODB_TIMEOUTS.maxAttempts,
     requestHandler: local ? { httpAgent: new Agent({ keepAlive: true }), ...timeouts } : timeouts,
+  });
+  // Outside the SDK's retries, before the request's length is set: a write it sends again applies once.
+  client.middlewareStack.add(exactlyOnceWrites(client, [TABLE_KEYS.partition, TABLE_KEYS.sort]), {
+    step: 'build',
+    priority: 'high',
+    name: 'exactlyOnceWrites',
   });
   return DynamoDBDocumentClient.from(client, {
     marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: true },

@@ -7,9 +7,10 @@ import type { SessionRecord } from '../../lambda/state/store';
 
 /**
  * The AWS SDK sends a request again when its answer is lost (a timeout, a connection reset), although
- * DynamoDB may already have applied it. A conditional write that created an item then meets its own
- * item: the session the gateway just created must not be reported as refused (an initialize that
- * answered 500 under load, where a 2 s attempt timed out after dynalite had written the item).
+ * DynamoDB may already have applied it (state/exactly-once-writes.ts). A conditional write then meets
+ * its own effect, and an ADD counts twice: the session the gateway just created was reported refused
+ * (an initialize answered 500 under load, where a 2 s attempt timed out after dynalite had written
+ * the item), a waiting call's record "moved on" by its own holder's write, a session counted twice.
  */
 describe('a write whose answer was lost, sent again by the SDK', () => {
   let client: DynamoDBDocumentClient;
@@ -54,6 +55,39 @@ describe('a write whose answer was lost, sent again by the SDK', () => {
     await store.createSession(session('s-lost'));
     expect(losing.size).toBe(0); // the answer was lost, and the SDK sent the write again
     expect((await store.loadSession('s-lost'))?.session.principal).toBe('alice');
+  });
+
+  it('counts a session once: an ADD sent again after it applied is not applied twice', async () => {
+    const store = new DynamoSessionStore(client, 'lost-answers', { clock: systemClock });
+    const now = Math.floor(Date.now() / 1000);
+    const limits = { max: 2, bucketSeconds: 60 };
+    losing.add('UpdateItemCommand');
+    expect(await store.admitSession('carol', now + 600, limits, now)).toEqual({ admitted: true });
+    expect(losing.size).toBe(0);
+    // Counted twice, the second session would find the principal's two places taken.
+    expect(await store.admitSession('carol', now + 600, limits, now)).toEqual({ admitted: true });
+    expect((await store.admitSession('carol', now + 600, limits, now)).admitted).toBe(false);
+  });
+
+  it("swaps a waiting call's record once: the versioned write sent again is not 'taken by another'", async () => {
+    const store = new DynamoSessionStore(client, 'lost-answers', { clock: systemClock });
+    const record = {
+      streamId: 'st-1',
+      version: 1,
+      state: 'held' as const,
+      holder: 'h-1',
+      holderUntil: Date.now() + 30_000,
+      seq: 0,
+      snapshot: '{}',
+      expiresAt: Math.floor(Date.now() / 1000) + 600,
+    };
+    expect(await store.swapWaitingCall('s-wait', record, undefined)).toBe(true);
+    losing.add('PutItemCommand');
+    expect(await store.swapWaitingCall('s-wait', { ...record, version: 2, seq: 5 }, 1)).toBe(true);
+    expect(losing.size).toBe(0);
+    // The version moved on once: a writer still expecting 1 is refused, one expecting 2 is not.
+    expect(await store.swapWaitingCall('s-wait', { ...record, version: 3 }, 1)).toBe(false);
+    expect(await store.swapWaitingCall('s-wait', { ...record, version: 3 }, 2)).toBe(true);
   });
 
   it('still refuses a session id another caller holds', async () => {

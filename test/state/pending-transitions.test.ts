@@ -2,6 +2,7 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { BatchWriteCommand, type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { startEmbeddedDynamo } from '../../dev/embedded-dynamodb';
 import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
+import { WRITE_TOKEN } from '../../lambda/state/exactly-once-writes';
 import type { Item } from '../../lambda/state/items';
 import {
   applyTransition,
@@ -123,7 +124,8 @@ describe('the pending-record transitions on DynamoDB (dynalite) and in memory', 
             const out = await client.send(
               new UpdateCommand({ TableName: 'transitions', Key: keyOf(index), ReturnValues: 'ALL_NEW', ...update }),
             );
-            const { pk: _pk, sk: _sk, ...after } = out.Attributes ?? {};
+            // The key, and the token every write leaves (state/exactly-once-writes.ts), are DynamoDB's alone.
+            const { pk: _pk, sk: _sk, [WRITE_TOKEN]: _written, ...after } = out.Attributes ?? {};
             return { applied: true, after };
           } catch (error) {
             if (error instanceof ConditionalCheckFailedException) return { applied: false };

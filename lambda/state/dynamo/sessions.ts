@@ -53,31 +53,13 @@ export class DynamoSessionRecords implements SessionRecordStore {
           Item: { pk: pk(session.id), sk: SESSION_SK, ...session },
           // Ids carry 256 random bits, but a collision must never overwrite another caller's session.
           ConditionExpression: 'attribute_not_exists(pk)',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
         { abortSignal },
       ),
     );
-    if (!refusal) return;
-    // The SDK sends a write again when its answer was lost (a timeout, a reset connection), though
-    // DynamoDB may have applied it: the retry then meets the item it wrote. Only another caller's item
-    // is a refusal (retryable: a new initialize draws a new id).
-    const found =
-      refusedItem(refusal) ??
-      (
-        await this.table.guarded((abortSignal) =>
-          this.table.client.send(
-            new GetCommand({
-              TableName: this.table.name,
-              Key: { pk: pk(session.id), sk: SESSION_SK },
-              ConsistentRead: true,
-            }),
-            { abortSignal },
-          ),
-        )
-      ).Item;
-    if (found?.principal === session.principal && found?.createdAt === session.createdAt) return;
-    throw new StoreUnavailableError(refusal);
+    // Ids carry 256 random bits: another caller's item under this id is refused as retryable (a new
+    // initialize draws a new id). A retry of this very write is not refused (../exactly-once-writes.ts).
+    if (refusal) throw new StoreUnavailableError(refusal);
   }
 
   async loadSession(
