@@ -12,7 +12,7 @@ import { systemClock } from '../../lambda/scheduling/clock';
 import { CredentialError, OutboundCredentials, type SecretValueReader } from '../../lambda/targets/credentials';
 import { aheadClock, clockAt } from '../support/fake-clock';
 import type { GatewayKind } from '../support/gateways';
-import { callAndAnswer, initSession, type Json, post, readMessage } from '../support/mcp-http';
+import { callAndAnswer, eventually, initSession, type Json, post, readMessage } from '../support/mcp-http';
 import { type EarlierTargets, withGateway } from '../support/with-gateway';
 import {
   AUDIENCE,
@@ -42,7 +42,6 @@ const TOKEN_LIFETIME_S = 2;
 
 const target = (over: Record<string, unknown>): TargetConfig =>
   parseConfig({ targets: [{ name: 't', url: 'https://t.example/mcp', ...over }] }).targets[0];
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function fakeSecrets(values: Record<string, string>): SecretValueReader & { reads: string[]; failNext: number } {
   const reader = Object.assign(
@@ -388,10 +387,11 @@ describe.each(kinds)('outbound credentials through the %s', (kind) => {
     // When a token is refreshed (a quarter of its lifetime early) is pinned on a fake clock ('client
     // credentials (no gateway)'); here a running gateway replaces one that expired. The local server's
     // time is moved past the expiry; the Lambda runtime's is its process's own, on the real clock, so
-    // there the expiry is waited out: a duration.
+    // there the test waits until the endpoint holds the token expired (the target refuses it from then
+    // on): the gateway counted its lifetime from before it asked, so it refreshes by then.
     endpoint.issueFor(3600); // the next token: valid at the target for as long as the test may take
     if (kind === 'local server') offset += TOKEN_LIFETIME_S * 1000;
-    else await sleep(TOKEN_LIFETIME_S * 1000 + 100);
+    else await eventually(() => expect(endpoint.isValid(secondToken)).toBe(false), TOKEN_LIFETIME_S * 1000 + 1000);
     const seenBefore = securedProxy.seen.length;
     expect((await call(session.headers, 'secured___echo', 23)).result.content[0].text).toBe('echo: call 23');
     const thirdToken = endpoint.issued.at(-1)!;

@@ -78,8 +78,12 @@ describe('an instance that dies while it holds a call', () => {
     const { asked, events } = await holdCall(a.url, headers, 'orphan');
     expect(await a.stop('SIGKILL')).toBe('SIGKILL');
     expect(await rest(events)).toBeUndefined();
-    // A duration: the lease lapsing on the real clock (running processes) is the scenario.
-    await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 500));
+    // The lease ends where its record says (holderUntil, on the clock both processes read); A is gone,
+    // so nothing renews it: once that time has passed, B finds the holder gone (answer-delivery.ts, holderGone).
+    const [record] = await pendingOf(sessionId);
+    const leaseEnd = Number(record?.holderUntil);
+    expect(leaseEnd).toBeGreaterThan(0);
+    await eventually(() => expect(Date.now()).toBeGreaterThan(leaseEnd), LEASE_MS + 1000);
     const answersBefore = proxy.stats.answers.length;
     const answer = await post(b.url, headers, {
       jsonrpc: '2.0',
@@ -95,11 +99,18 @@ describe('an instance that dies while it holds a call', () => {
   }, 30_000);
 
   it('is still answered through another instance while its lease is renewed (a long wait)', async () => {
-    const { headers } = await initSession(b.url, { capabilities: ALL });
+    const { headers, sessionId } = await initSession(b.url, { capabilities: ALL });
     const { asked, events } = await holdCall(b.url, headers, 'renewed');
-    // The scenario, a duration: the answer comes later than the lease, which the holder renewed meanwhile
-    // (every third of it).
-    await new Promise((resolve) => setTimeout(resolve, LEASE_MS * 2));
+    // The answer comes later than the first lease: once that has ended, and the record shows the holder
+    // renewed it (every third of it) past then.
+    const [first] = await pendingOf(sessionId);
+    const firstLeaseEnd = Number(first?.holderUntil);
+    expect(firstLeaseEnd).toBeGreaterThan(0);
+    await eventually(async () => {
+      expect(Date.now()).toBeGreaterThan(firstLeaseEnd);
+      const [now] = await pendingOf(sessionId);
+      expect(Number(now?.holderUntil)).toBeGreaterThan(Date.now());
+    }, LEASE_MS * 3);
     const answer = await post(b.url, headers, {
       jsonrpc: '2.0',
       id: asked.id,

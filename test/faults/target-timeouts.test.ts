@@ -148,9 +148,8 @@ describe("a relayed call: its timeout is the target's silence, not the whole cal
       headers,
       { id: 'slow-human', params: { name: 'demo___confirm_action', arguments: { action: 'deploy' } } },
       async () => {
-        // The scenario, a duration: the user takes longer than the idle timeout to answer. The gateway
-        // measures that timeout on Node's timers (targets/target-clock.ts, not deps.clock): no clock to move.
-        await new Promise((resolve) => setTimeout(resolve, IDLE_MS * 3));
+        // The user takes longer than the idle timeout to answer: until a call started now was cut by it.
+        await idleTimeoutPassed(gw.url, headers, 'slow-human-measure');
         return { result: { action: 'accept', content: { confirm: true } } };
       },
       { signal: AbortSignal.timeout(CLIENT_PATIENCE_MS) },
@@ -163,7 +162,7 @@ describe("a relayed call whose target asks the user on the session's GET stream"
   const IDLE_MS = 300;
   const gw = withGateway(
     { logLevel: 'SILENT', targetLimits: { callIdleTimeoutMs: IDLE_MS } },
-    { targets: { push: () => startPushTarget() } },
+    { targets: { push: () => startPushTarget(), quiet: () => startQuietOnCallTarget() } },
   );
 
   it("is not cut while the user takes longer than the timeout to answer (the call's own stream is silent)", async () => {
@@ -173,9 +172,8 @@ describe("a relayed call whose target asks the user on the session's GET stream"
       headers,
       { id: 'get-stream', params: { name: 'push___ask', arguments: {} } },
       async () => {
-        // The scenario, a duration: the user takes longer than the idle timeout to answer. The gateway
-        // measures that timeout on Node's timers (targets/target-clock.ts, not deps.clock): no clock to move.
-        await new Promise((resolve) => setTimeout(resolve, IDLE_MS * 3));
+        // The user takes longer than the idle timeout to answer: until a call started now was cut by it.
+        await idleTimeoutPassed(gw.url, headers, 'get-stream-measure');
         return { result: { action: 'accept', content: { ok: true } } };
       },
       { signal: AbortSignal.timeout(CLIENT_PATIENCE_MS) },
@@ -184,6 +182,22 @@ describe("a relayed call whose target asks the user on the session's GET stream"
     expect(call.response.result.content[0].text).toBe('answered: accept {"ok":true}');
   });
 });
+
+/**
+ * Resolves once the gateway cut a call to the quiet target for its silence. That call starts now, so
+ * its idle timeout ran out no earlier than the same limit would have on a call the gateway last heard
+ * from before now: both are Node timers of the gateway's process (targets/target-clock.ts, not
+ * deps.clock, so there is no clock to move), and the earlier one fires first.
+ */
+async function idleTimeoutPassed(url: string, headers: Record<string, string>, id: string): Promise<void> {
+  const res = await post(
+    url,
+    headers,
+    { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'quiet___wait', arguments: {} } },
+    AbortSignal.timeout(CLIENT_PATIENCE_MS),
+  );
+  expect((await readMessage(res)).error?.message).toMatch(/target quiet: sent nothing for \d+ ms during tools\/call/);
+}
 
 /**
  * A 2025 target (JSON responses) that answers the handshake and lists one tool, holds every

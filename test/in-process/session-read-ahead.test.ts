@@ -1,6 +1,7 @@
 import { targetCallIdOf } from '../../lambda/legacy/ids';
+import type { GatewayLogger } from '../../lambda/observability/logger';
 import type { LoadedSession } from '../../lambda/state/store';
-import { type InProcessGateway, inProcessGateway } from '../support/in-process';
+import { type ExchangeOptions, type InProcessGateway, inProcessGateway, QUIET } from '../support/in-process';
 import { eventually, readMessage } from '../support/mcp-http';
 import { MemorySessionStore } from '../support/memory-store';
 import { startV1PushServer, type V1PushServer } from '../support/servers/v1-push-server';
@@ -58,9 +59,42 @@ beforeAll(async () => {
 afterAll(async () => target?.close());
 
 const calls = () => target.stats().requestsByMethod['tools/call'] ?? 0;
+/** Calls of the target's `deploy` tool begun (it asks the user first): the barrier calls below. */
+const deploys = () => target.stats().asked['elicitation/create'] ?? 0;
 
-function gatewayOn(store: GatedStore, readAhead = true): InProcessGateway {
-  return inProcessGateway({ targets: [{ name: 'legacy', url: target.url }], sessionReadAhead: readAhead }, { store });
+function gatewayOn(store: GatedStore, readAhead = true, logger?: GatewayLogger): InProcessGateway {
+  return inProcessGateway(
+    { targets: [{ name: 'legacy', url: target.url }], sessionReadAhead: readAhead },
+    { store, ...(logger ? { logger } : {}) },
+  );
+}
+
+/**
+ * A barrier: a `deploy` call sent ahead now (through `gateway`, which read the session of `headers`
+ * before) reaches the target while the session reads are held. Whatever the gateway had sent to the
+ * target before, on the same path (a call, an initialize), left before it and is there by then: the
+ * same code up to the request, the same keep-alive agent.
+ */
+async function aheadCallArrived(
+  gateway: InProcessGateway,
+  headers: Record<string, string>,
+  exchange?: ExchangeOptions,
+): Promise<{ answered: Promise<Response> }> {
+  const before = deploys();
+  const body = {
+    jsonrpc: '2.0',
+    id: 'barrier',
+    method: 'tools/call',
+    params: { name: 'legacy___deploy', arguments: { env: 'barrier' } },
+  };
+  const answered = gateway.post(headers, body, exchange);
+  await eventually(() => expect(deploys()).toBe(before + 1));
+  return { answered }; // not the promise itself: an async function would wait for it
+}
+
+/** Reads a barrier call's answer to its end (it comes once the reads are let through). */
+async function discard(barrier: { answered: Promise<Response> }): Promise<void> {
+  await (await barrier.answered).text();
 }
 
 describe('a relayed call of a session read here before', () => {
@@ -87,23 +121,28 @@ describe('a relayed call of a session read here before', () => {
 
   it('is answered 404 when another instance deleted the session meanwhile, and opens nothing new at the target', async () => {
     const store = new GatedStore();
-    const gateway = gatewayOn(store);
+    const lines: string[] = [];
+    const gateway = gatewayOn(store, true, { ...QUIET, info: (message) => void lines.push(String(message)) });
     const other = gateway.another();
     const { headers } = await gateway.initSession();
     await readMessage(await gateway.post(headers, call('warm')));
+    const second = await gateway.initSession(); // the barrier's session, read here too
+    await readMessage(await gateway.post(second.headers, call('warm-second')));
     const deleted = await other.fetch('/mcp', { method: 'DELETE', headers });
     expect(deleted.status).toBe(200); // its target session ended too
     const opened = target.stats().initializeCount;
 
     store.close();
     const res = gateway.post(headers, call('after-delete', 200));
-    await eventually(() => expect(store.waiting).toBe(1));
-    // The call met the target session the DELETE ended; re-opening one waits for the read, held here
-    // long enough for an initialize that had been sent to arrive. A duration: that nothing is sent has
-    // no event to wait for (after the read the call is stopped, so a later count proves nothing).
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The call met the target session the DELETE ended: re-opening one waits for the read. An initialize
+    // would leave right after this line (legacy-link.ts: the next attempt opens the session), and so
+    // before the barrier call, on another session this instance read.
+    await eventually(() => expect(lines).toContain('target session expired; re-initializing'));
+    expect(store.waiting).toBe(1);
+    const barrier = await aheadCallArrived(gateway, second.headers);
     expect(target.stats().initializeCount).toBe(opened);
     store.open();
+    await discard(barrier);
     const refused = await res;
     expect(refused.status).toBe(404);
     expect(await refused.json()).toMatchObject({
@@ -165,13 +204,13 @@ describe('a relayed call of a session read here before', () => {
     const before = calls();
     const refused = gateway.post(headers, call('bob'), bob);
     await eventually(() => expect(store.waiting).toBe(1));
-    // Held long enough for a call that had been sent to arrive (a call sent ahead arrives in a few ms).
-    // A duration: that nothing is sent has no event to wait for.
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(calls()).toBe(before);
+    // Alice's own call, sent ahead after Bob's request: a call of Bob's sent ahead would be there first.
+    const barrier = await aheadCallArrived(gateway, headers, alice);
+    expect(calls()).toBe(before + 1);
     store.open();
     expect((await refused).status).toBe(404);
-    expect(calls()).toBe(before);
+    expect(calls()).toBe(before + 1);
+    await discard(barrier);
   });
 });
 
@@ -179,19 +218,21 @@ describe('with sessionReadAhead false', () => {
   it('a call leaves for its target only after its session read', async () => {
     const store = new GatedStore();
     const gateway = gatewayOn(store, false);
+    const ahead = gatewayOn(store); // another instance, which reads ahead: the barrier's
     const { headers } = await gateway.initSession();
     await readMessage(await gateway.post(headers, call('warm')));
+    await readMessage(await ahead.post(headers, call('warm-ahead')));
 
     store.close();
     const before = calls();
     const response = gateway.post(headers, call('after-read'));
     await eventually(() => expect(store.waiting).toBe(1));
-    // Held long enough for a call that had been sent to arrive: a duration, for that nothing is sent has
-    // no event to wait for (the count after the read includes the call, sent then).
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(calls()).toBe(before);
+    // A call sent ahead by the other instance after this one: had this one gone ahead, it would be there first.
+    const barrier = await aheadCallArrived(ahead, headers);
+    expect(calls()).toBe(before + 1);
     store.open();
     expect((await readMessage(await response)).result.content[0].text).toMatch(/^waited/);
-    expect(calls()).toBe(before + 1);
+    expect(calls()).toBe(before + 2);
+    await discard(barrier);
   });
 });

@@ -125,7 +125,8 @@ withBrowser('a connection refreshed by two instances at once', () => {
 
       for (let round = 1; round <= ROUNDS; round++) {
         // Every token issued so far has expired once this has passed (its exp ≤ issue + TTL, in whole seconds).
-        // A duration: the expiry on the real clock (running servers and gateways) is the scenario.
+        // A duration: the expiry on the real clock (running servers and gateways) is the scenario. When the
+        // gateways refresh is their processes' own decision, which nothing outside them shows before a call.
         await sleep(lastIssued + (TTL_SECONDS + 1) * 1000 - Date.now());
         const before = await authorizationServerStats(as.issuer);
         const seen = target.stats().tokenIds;

@@ -83,6 +83,8 @@ withBrowser('secrets in the logs of a connection', () => {
       { type: 'text', text: 'erin' },
     ]);
     // A duration: the token's expiry on the real clock (a running gateway and authorization server) is the scenario.
+    // When the gateway refreshes is its own process's decision (a quarter of the lifetime early), which
+    // nothing outside it shows before a call, and that call is the refresh under test.
     await new Promise((resolve) => setTimeout(resolve, 2500)); // past the 2 s access token: refreshed next
     expect((await client.callTool({ name: 'mine___whoami', arguments: {} })).content).toEqual([
       { type: 'text', text: 'erin' },
