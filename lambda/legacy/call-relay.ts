@@ -5,6 +5,7 @@ import { DependencyFailedError, errorHeaders, httpStatusOf, rpcErrorOf } from '.
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest, RequestId } from '../protocol/types';
 import { hasStreamPolling } from '../protocol/versions';
+import type { CallEndReason } from '../state/store';
 import { StreamDetachedError } from '../targets/endpoint';
 import { inputRequiredOf, MAX_INPUT_ROUNDS, retryParams } from '../targets/input-rounds';
 import { callFailure } from './call-failure';
@@ -92,8 +93,16 @@ function startRelay(input: RelayInput): { response: Promise<Response>; done: Pro
     // A resumable stream keeps its end before writing it: done (what a shutdown waits for) once it is written.
     await out.flushed();
     relay.markDone();
+    // The call's last step here: its records removed, its response written (nothing of it runs on).
+    relay.call.log.debug('relayed call wound down', { end: endOf(outcome, relay.call.endReason) });
   });
   return { response: out.response, done };
+}
+
+/** How this invocation's part of the call ended: released, answered, failed, or why the gateway ended it. */
+function endOf(outcome: RunOutcome, endReason: CallEndReason | undefined): string {
+  if ('released' in outcome) return 'released';
+  return endReason ?? (outcome.error ? 'failed' : 'answered');
 }
 
 /**

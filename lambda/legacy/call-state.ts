@@ -155,6 +155,7 @@ export class CallState {
     const { deps } = this.input;
     const keys = this.logKeys;
     return {
+      debug: (message: string, extra: object = {}) => deps.logger.debug(message, { ...keys, ...extra }),
       info: (message: string, extra: object = {}) => deps.logger.info(message, { ...keys, ...extra }),
       warn: (message: string, extra: object = {}) => deps.logger.warn(message, { ...keys, ...extra }),
     };

@@ -32,6 +32,8 @@ export interface Exchange {
   status?: number;
   /** JSON-RPC messages of the response, in order. */
   messages: Json[];
+  /** The response ended (or broke off): `messages` is all it will ever hold. */
+  ended?: true;
 }
 
 export interface LogLine {
@@ -196,14 +198,20 @@ async function startCrossProxy(upstreams: [string, string]) {
               // not JSON: nothing to record
             }
           }
+          exchange.ended = true;
           res.end();
+        });
+        answer.on('close', () => {
+          exchange.ended = true;
         });
         answer.on('error', () => res.destroy());
       },
     );
     upstream.on('error', () => res.destroy());
     res.on('close', () => {
-      if (!res.writableFinished) upstream.destroy();
+      if (res.writableFinished) return;
+      upstream.destroy();
+      exchange.ended = true; // nothing more of it is read
     });
     upstream.end(raw);
   };

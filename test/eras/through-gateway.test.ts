@@ -270,8 +270,14 @@ describe("a client's cancellation", () => {
         await expect(call).rejects.toThrow();
         await eventually(() => expect(aborted(target, client!)()).toBe(abortedBefore + 1), 5000);
         if (target === 'legacy') expect(a.stats().cancelledRequestIds.length).toBe(cancelledBefore + 1);
-        // A duration: what the gateway still writes after the cancellation has no event of its own to wait for.
-        await new Promise((resolve) => setTimeout(resolve, 300));
+        // Last of the call's end: a 2025 relay logs it once its records are gone and its response written (the holder may
+        // learn of the cancellation at its next marker look, 1–3 s); a 2026-07-28 request's only later step is in the same turn.
+        const endLine = is2026(client)
+          ? 'the client cancelled the call (closed the request)'
+          : 'relayed call wound down';
+        await eventually(() => expect(pair.logs.slice(fromLog).map((l) => l.message)).toContain(endLine), 8000);
+        const callExchange = pair.exchanges.slice(from).find((e) => e.body?.method === 'tools/call');
+        await eventually(() => expect(callExchange?.ended).toBe(true)); // what the proxy saw of it is all there is
         const written = pair.exchanges.slice(from).flatMap((e) => e.messages);
         expect(written.filter((m) => JSON.stringify(m.error ?? {}).includes('DependencyFailed'))).toEqual([]);
         const lines = pair.logs.slice(fromLog);
