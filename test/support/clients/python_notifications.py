@@ -6,8 +6,9 @@ the result: log messages, progress and list changes. The client as its docs writ
 
 LEVEL: sent with `logging/setLevel` first. Prints one JSON line: the result's text, the log messages
 (level and data) in arrival order, how many arrived before the result, the progress values, and the
-list-change notifications. Log messages sent on the server's GET stream may come after the result; it
-waits for them up to a second after the result.
+list-change notifications. Log messages sent on the server's GET stream may come after the result: it
+waits for the call's last one (the test servers' `long_task` ends with the warning `long_task finished
+N`), at most LAST_LOG_WAIT_SECONDS after the result, and prints what it heard by then.
 """
 
 import asyncio
@@ -18,14 +19,25 @@ import httpx2
 from mcp import ClientSession, types
 from mcp.client.streamable_http import streamable_http_client
 
+# A bound, not a pause: the wait ends when the last log message arrives.
+LAST_LOG_WAIT_SECONDS = 5
+
+
+def is_last_log(data: object) -> bool:
+    """The message `long_task` sends last, after its steps' debug and info messages."""
+    return isinstance(data, str) and data.startswith("long_task finished")
+
 
 async def main(url: str, tool: str, arguments: dict, level: str | None) -> None:
     logs: list[dict] = []
     list_changes: list[str] = []
     progress: list[float] = []
+    last_log = asyncio.Event()
 
     async def on_log(params: types.LoggingMessageNotificationParams) -> None:
         logs.append({"level": params.level, "data": params.data})
+        if is_last_log(params.data):
+            last_log.set()
 
     async def on_message(message) -> None:
         method = getattr(getattr(message, "root", message), "method", None)
@@ -47,11 +59,10 @@ async def main(url: str, tool: str, arguments: dict, level: str | None) -> None:
                     await session.set_logging_level(level)
                 result = await session.call_tool(tool, arguments, progress_callback=on_progress)
                 before_result = len(logs)
-                for _ in range(20):
-                    if logs:
-                        break
-                    await asyncio.sleep(0.05)
-                await asyncio.sleep(0.2)
+                try:
+                    await asyncio.wait_for(last_log.wait(), LAST_LOG_WAIT_SECONDS)
+                except TimeoutError:
+                    pass  # what arrived is printed: the test names what is missing
                 print(
                     json.dumps(
                         {
