@@ -56,4 +56,11 @@ module.exports = {
   // time from the protocol (a fake clock where they pin when, counts and outcomes where they run for
   // real), so the load four workers make breaks none; `.ci/run` shows it on every run.
   maxWorkers: 4,
+  // A worker keeps every test file's module graph it ran (jest's and Node's own bookkeeping of each
+  // file's context hold it, not the tests: no handle is left after any file's teardown): 13-24 MB more
+  // per file, about a gigabyte after the ~58 files a worker runs in a full run. Node takes about 750 ms
+  // to exit with a 1 GB heap, past jest's 500 ms, which then prints "a worker process has failed to exit
+  // gracefully" and kills it. Replacing large workers (workerIdleMemoryLimit) prints the same for each
+  // replacement; the exit is given the time it takes instead.
+  workerGracefulExitTimeout: 3000,
 };
