@@ -35,7 +35,8 @@ import { connectClient } from './clients';
  * fails without the gateway's listening on the target's GET stream or its default log level.
  */
 
-jest.setTimeout(90_000);
+// A Python client's start and calls, three targets in a row: beside a second copy of the suite one case took over 90 s.
+jest.setTimeout(240_000);
 
 const ROOT = join(__dirname, '../..');
 const python = recipesPython();
