@@ -16,6 +16,7 @@ const FORM = { elicitation: { form: {} }, sampling: {} };
 // The Lambda mode runs the bundle with Lambda's execution model (one invocation per environment, frozen
 // between): the held calls below (a bridged round, a cancelled call) must work there too.
 const kinds: GatewayKind[] = ['local server', 'lambda runtime'];
+const ROUND_TIMEOUT_S = 8;
 
 describe.each(kinds)('a target that asks on its standalone GET stream, through the %s', (kind) => {
   let dynamo: CountedDynamo;
@@ -29,8 +30,10 @@ describe.each(kinds)('a target that asks on its standalone GET stream, through t
     const config = {
       targets: [{ name: 'push', url: target.url }],
       logLevel: 'SILENT' as const,
-      // Short, for the abandoned round; longer in the Lambda mode, where a retry may wait for a cold start.
-      pendingRequestTimeoutSeconds: kind === 'lambda runtime' ? 6 : 2,
+      // Short enough for the abandoned round, long enough for a loaded machine's rounds and a retry's
+      // cold start in the Lambda mode (2 s was not: a round timed out under its own retry, whose
+      // claim its holder then no longer acknowledged).
+      pendingRequestTimeoutSeconds: ROUND_TIMEOUT_S,
       requestStateKeys: { current: 'a-shared-key-for-both-instances-0123456789' },
     };
     a = await startGateway(kind, config, dynamo.endpoint, { keepAliveMs: 200 });
@@ -174,22 +177,29 @@ describe.each(kinds)('a target that asks on its standalone GET stream, through t
       });
     }, 30_000);
 
-    it('an abandoned round ends at pendingRequestTimeoutSeconds: the target is told, nothing is left in the table', async () => {
-      const cancelledBefore = target.stats.cancelled.length;
-      const client = createDocumentClient({ endpoint: dynamo.endpoint });
-      const bridgedPartitions = async () =>
-        ((await client.send(new ScanCommand({ TableName: 'mcp-gateway' }))).Items ?? []).filter((i) =>
-          String(i.pk).startsWith('S#mrtr-'),
+    it(
+      'an abandoned round ends at pendingRequestTimeoutSeconds: the target is told, nothing is left in the table',
+      async () => {
+        const cancelledBefore = target.stats.cancelled.length;
+        const client = createDocumentClient({ endpoint: dynamo.endpoint });
+        const bridgedPartitions = async () =>
+          ((await client.send(new ScanCommand({ TableName: 'mcp-gateway' }))).Items ?? []).filter((i) =>
+            String(i.pk).startsWith('S#mrtr-'),
+          );
+        // Completed calls keep their outcomes until they expire (the same retry may be sent again): not this call's.
+        const earlier = new Set((await bridgedPartitions()).map((i) => i.pk));
+        const round1 = await first(a.url, 'push___ask', {}, 'abandoned');
+        expect(round1.result.resultType).toBe('input_required');
+        await eventually(
+          () => expect(target.stats.cancelled.length).toBe(cancelledBefore + 1),
+          ROUND_TIMEOUT_S * 1000 + 10_000,
         );
-      // Completed calls keep their outcomes until they expire (the same retry may be sent again): not this call's.
-      const earlier = new Set((await bridgedPartitions()).map((i) => i.pk));
-      const round1 = await first(a.url, 'push___ask', {}, 'abandoned');
-      expect(round1.result.resultType).toBe('input_required');
-      await eventually(() => expect(target.stats.cancelled.length).toBe(cancelledBefore + 1), 12_000);
-      await eventually(async () => {
-        expect((await bridgedPartitions()).filter((i) => !earlier.has(i.pk))).toEqual([]);
-      });
-    }, 25_000);
+        await eventually(async () => {
+          expect((await bridgedPartitions()).filter((i) => !earlier.has(i.pk))).toEqual([]);
+        });
+      },
+      ROUND_TIMEOUT_S * 1000 + 30_000,
+    );
   });
 });
 
