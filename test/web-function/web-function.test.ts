@@ -99,7 +99,9 @@ describe('one environment, many waiting calls', () => {
           if (event.message?.method === 'elicitation/create') asked(event.message);
           if (event.message?.id === `call-${i}`) return event.message;
         }
-        const ended = new Error(`call-${i}: the stream ended without its result (HTTP ${res.status})`);
+        const ended = new Error(
+          `call-${i}: the stream ended without its result (HTTP ${res.status}); environments ${JSON.stringify(gateway.stats())}`,
+        );
         unasked(ended); // a call that never asked fails the test here, rather than leaving it waiting
         throw ended;
       })();
@@ -117,7 +119,8 @@ describe('one environment, many waiting calls', () => {
           id: asked[i]!.id,
           ...accept(),
         });
-        if (res.status !== 202) return `${res.status} ${await res.text()}`; // a refusal, with its reason
+        // A refusal, with its reason and what the environments went through.
+        if (res.status !== 202) return `${res.status} ${await res.text()} ${JSON.stringify(gateway.stats())}`;
         await res.body?.cancel();
         return 202;
       }),
