@@ -46,6 +46,12 @@ afterAll(async () => {
   await dynamo?.close();
 });
 
+/** The environments' last output lines (a crash's stack, the runtime's own lines). */
+const environmentLines: string[] = [];
+/** What the environments went through, for a failure's message. */
+const environmentsReport = (gateway: WebFunctionMode) =>
+  `environments ${JSON.stringify(gateway.stats())}; their last lines:\n${environmentLines.slice(-20).join('\n')}`;
+
 async function start(options: Parameters<typeof startWebFunctionMode>[0] = {}): Promise<WebFunctionMode> {
   return startWebFunctionMode({
     port: 0,
@@ -58,7 +64,11 @@ async function start(options: Parameters<typeof startWebFunctionMode>[0] = {}): 
         { name: 'modern', url: modern.url },
       ],
     },
-    log: process.env.WEB_FUNCTION_LOG ? (line) => console.error(line) : () => undefined,
+    log: (line) => {
+      if (process.env.WEB_FUNCTION_LOG) console.error(line);
+      environmentLines.push(line); // the last ones go with a failure's message
+      if (environmentLines.length > 50) environmentLines.shift();
+    },
     ...options,
   });
 }
@@ -100,7 +110,7 @@ describe('one environment, many waiting calls', () => {
           if (event.message?.id === `call-${i}`) return event.message;
         }
         const ended = new Error(
-          `call-${i}: the stream ended without its result (HTTP ${res.status}); environments ${JSON.stringify(gateway.stats())}`,
+          `call-${i}: the stream ended without its result (HTTP ${res.status}); ${environmentsReport(gateway)}`,
         );
         unasked(ended); // a call that never asked fails the test here, rather than leaving it waiting
         throw ended;
@@ -120,7 +130,7 @@ describe('one environment, many waiting calls', () => {
           ...accept(),
         });
         // A refusal, with its reason and what the environments went through.
-        if (res.status !== 202) return `${res.status} ${await res.text()} ${JSON.stringify(gateway.stats())}`;
+        if (res.status !== 202) return `${res.status} ${await res.text()} ${environmentsReport(gateway)}`;
         await res.body?.cancel();
         return 202;
       }),
