@@ -242,7 +242,9 @@ describe('the end of a call', () => {
       headers,
       { id: 'deadline', params: { name: 'demo___slow', arguments: { ms: 20_000 } } },
       () => accept,
-      { exchange: { deadlineMs: 300 } },
+      // Long enough for the call to reach the target first on a loaded machine (300 ms was not: nothing
+      // was there to cancel), far below the tool's 20 s.
+      { exchange: { deadlineMs: 3000 } },
     );
     expect(call.response.error).toMatchObject({ code: -32001, data: { retryable: true } });
     await eventually(() => expect(demo.stats().cancelledRequestIds).toContain('c.s.deadline'));

@@ -155,7 +155,8 @@ describe('a reconnect always ends definitely', () => {
           id: JSON.parse(question!.data).id,
           result: { action: 'accept', content: { confirm: true } },
         });
-        expect(answer.status).toBe(202);
+        // With the refusal's reason when there is one (a 400 under load is not explained yet).
+        expect(answer.status === 202 ? 202 : `${answer.status} ${await answer.text()}`).toBe(202);
       }
     }
     expect(reconnects).toBeGreaterThanOrEqual(2);
