@@ -15,9 +15,9 @@ import { CAPABILITIES, type ClientKind, connectClient } from './clients';
  * SDK's `sendLoggingMessage` in the `long_task` tool of the era tests' v1 server), for back-to-back
  * calls. Without a client GET stream, the gateway opens the target's GET stream for each call and
  * closes it when the call ends; a target that has not yet noticed the close refuses the next one
- * (409) and drops what it sends meanwhile. Here the network is slow to tell, at its slowest: the
- * target learns that a GET stream closed only once the next GET has reached it (a proxy), so it refuses
- * that one every time, as it may under load or across a real network.
+ * (409) and drops what it sends meanwhile. Here the network is slow to tell: the target learns that a
+ * GET stream closed only once the next GET has reached it, or TOLD_WITHIN_MS later (a proxy), so it
+ * refuses back-to-back calls' GETs, as it may under load or across a real network.
  *
  * A 2025 client's own GET stream (the v1 SDK opens one after initializing) changes that: once it
  * listens to the target session, it keeps the target's GET stream open across calls and takes what
@@ -43,6 +43,8 @@ let openGetStreams = 0;
 let lastGetStatus = 0;
 /** Tells the target that the gateway closed its last GET stream (held back until the next GET). */
 let untold: (() => void) | undefined;
+/** At the latest, the target learns that a GET stream closed this long after. */
+const TOLD_WITHIN_MS = 800;
 
 beforeAll(async () => {
   target = await startV1PushServer();
@@ -87,7 +89,14 @@ beforeAll(async () => {
       res.on('close', () => {
         if (!isGet) return void forward.destroy();
         untold?.(); // at most one close held back: the target learns of the older one now
-        untold = () => forward.destroy();
+        const tell = () => forward.destroy();
+        untold = tell;
+        // Late, not never: a target learns of a close within its connection's own time. A bound, not a wait.
+        setTimeout(() => {
+          if (untold !== tell) return;
+          untold = undefined;
+          tell();
+        }, TOLD_WITHIN_MS);
       });
       req.pipe(forward);
     }),
@@ -160,8 +169,9 @@ async function refusedRound(callTool: () => Promise<unknown>, logs: unknown[]): 
   const { arrivedWithResult } = await backToBack(callTool, logs);
   expect(arrivedWithResult).toBe(30);
   expect(logs).toEqual(Array(30).fill(FINISHED));
-  // Every call's GET after the first found the target still holding the last one.
-  expect(conflicts - conflictsBefore).toBeGreaterThanOrEqual(29);
+  // Calls' GETs found the target still holding the last one (every one but the first on a quiet
+  // machine; on a loaded one, a call more than TOLD_WITHIN_MS after the last does not).
+  expect(conflicts).toBeGreaterThan(conflictsBefore);
 }
 
 test('v1 client without a GET stream: 30 back-to-back calls, each log message reaches the client', async () => {
