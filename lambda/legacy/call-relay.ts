@@ -121,6 +121,8 @@ class Relay {
   private readonly cancellation: CancellationWatch;
   /** The client's connection to a resumable stream closed (the call went on). */
   private clientLeft = false;
+  /** The client was told at a shutdown, before the call unwound (answerAtShutdown). */
+  private answeredAtShutdown = false;
   /** Resolved once the call is over: records removed and the client's response finished. */
   readonly markDone: () => void;
   /** The `retry` a released stream ends with. */
@@ -190,7 +192,10 @@ class Relay {
       shutdown: async () => {
         // Released, the call goes on on another environment when its client reconnects; else it ends here.
         const released = await this.release.releaseForShutdown().catch(() => false);
-        if (!released) call.stop('shutdown', 'gateway: shutting down');
+        if (!released) {
+          call.stop('shutdown', 'gateway: shutting down');
+          this.answerAtShutdown();
+        }
         return this.done;
       },
     });
@@ -359,11 +364,25 @@ class Relay {
     call.stop('client-gone');
   }
 
+  /**
+   * A shutdown leaves about a second (SIGTERM to the kill): the client is told now, once what the
+   * target sent before has reached it, while the call unwinds at the target (its stream's abort, slow
+   * on a starved CPU) and its records are removed (cleanup, with what is left of the second).
+   */
+  private answerAtShutdown(): void {
+    const { call } = this;
+    const out = call.out;
+    if (!out || call.finished) return;
+    this.answeredAtShutdown = true;
+    void call.queue.then(() => out.finish(callFailure(this.input.request.id, 'shutdown', undefined, call.log)));
+  }
+
   private async cleanup(): Promise<void> {
     await this.release.finish();
     const ids = this.call.pendingIds();
     if (ids.length === 0) return;
-    if (this.call.logRemovesPending && this.call.out?.resumable) {
+    // The stream's end already written (a shutdown's early answer) took no records with it.
+    if (this.call.logRemovesPending && this.call.out?.resumable && !this.answeredAtShutdown) {
       // The stream's end, kept right after this before the response is sent, removes them with the
       // same write (legacy/stream-log.ts; on its own when that write fails).
       this.call.goWithTheEnd = ids;

@@ -60,7 +60,8 @@ async function start(options: Parameters<typeof startWebFunctionMode>[0] = {}): 
     demo: false,
     dynamodbEndpoint: dynamo.endpoint,
     config: {
-      logLevel: 'SILENT',
+      // WEB_FUNCTION_LOG=1 WEB_FUNCTION_LOG_LEVEL=DEBUG shows what the environments did.
+      logLevel: (process.env.WEB_FUNCTION_LOG_LEVEL ?? 'SILENT') as 'SILENT',
       targets: [
         { name: 'legacy', url: legacy.url },
         { name: 'modern', url: modern.url },

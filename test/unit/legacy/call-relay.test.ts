@@ -401,6 +401,41 @@ describe('a relayed call ended by the gateway', () => {
     expect(h.link.calls[0]!.options.signal.reason).toBe('gateway: shutting down');
   });
 
+  it.each([
+    ['2025-06-18 (no stream log)', '2025-06-18'],
+    ['2025-11-25 (its end kept in the stream log)', '2025-11-25'],
+  ])(
+    'at a shutdown the client is told at once, while the target still lets go of the call; its records go after (%s)',
+    async (_era, protocolVersion) => {
+      // The platform leaves about a second after SIGTERM: the client's answer must not wait for the
+      // target's stream to unwind (slow on a starved CPU), only its records may.
+      let letGo: () => void = () => undefined;
+      const slowToLetGo: TargetScript = (_request, options) => {
+        options.onServerRequest?.(ASKS);
+        return new Promise((_resolve, reject) =>
+          options.signal.addEventListener('abort', () => {
+            letGo = () => reject(new Error('aborted'));
+          }),
+        );
+      };
+      const h = await setUp(slowToLetGo, { session: { protocolVersion }, accept: { json: false, sse: true } });
+      const sse = new SseText(await relayCall(h.input));
+      await sse.until(() => sse.messages().some((m) => m.method === 'elicitation/create'));
+      expect(h.store.keysOf(h.loaded.session.id).filter((k) => k.startsWith('P#'))).toHaveLength(1);
+      const shutdown = h.deps.activeCalls.get(h.loaded.session.id, 'c.n.7')?.shutdown();
+      await sse.until(() => sse.messages().some((m) => m.id === 7));
+      expect(sse.messages().at(-1)).toMatchObject({
+        id: 7,
+        error: { code: -32001, message: expect.stringContaining('shutting down'), data: { retryable: true } },
+      });
+      expect(h.link.calls[0]!.options.signal.reason).toBe('gateway: shutting down');
+      letGo();
+      await shutdown;
+      expect(h.store.keysOf(h.loaded.session.id).filter((k) => k.startsWith('P#'))).toEqual([]);
+      expect(h.deps.activeCalls.size).toBe(0);
+    },
+  );
+
   it("the pending timeout counts from when the target's request reached the client, not from when its write began", async () => {
     const h = await setUp(
       (req, options) => {
