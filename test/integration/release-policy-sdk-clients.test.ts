@@ -9,6 +9,7 @@ import { startModernDemoTarget } from '../../examples/targets/modern-demo-target
 import { type InstanceRouter, startInstanceRouter } from '../support/instance-router';
 import { describeNeeding, pythonClients } from '../support/prerequisites';
 import { recipesPython } from '../support/setup/python-environment';
+import { thinksThenConfirms } from '../support/thinking-user';
 import { withGateway } from '../support/with-gateway';
 
 /**
@@ -53,15 +54,13 @@ interface ThinkingClient {
 }
 
 const textOf = (result: unknown) => (result as { content: Array<{ text: string }> }).content[0]!.text;
-const sleep = (seconds: number) => new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+/** The k-th elicitation's think time, in milliseconds (none left: at once). */
+const nextThink = (thinks: number[]) => () => (thinks.shift() ?? 0) * 1000;
 const CALL_TIMEOUT_MS = 120_000;
 
 async function v1Client(url: string, name: string, thinks: number[]): Promise<ThinkingClient> {
   const client = new V1Client({ name, version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
-  client.setRequestHandler(ElicitRequestSchema, async () => {
-    await sleep(thinks.shift() ?? 0); // a duration the gateway measures (release, deadline): the user thinks
-    return { action: 'accept', content: { confirm: true } };
-  });
+  client.setRequestHandler(ElicitRequestSchema, thinksThenConfirms(nextThink(thinks)));
   await client.connect(new V1Transport(new URL(url)));
   return {
     call: async (n) => {
@@ -81,10 +80,7 @@ async function v2Client(url: string, name: string, thinks: number[]): Promise<Th
     { name, version: '1.0.0' },
     { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: 'legacy' } },
   );
-  client.setRequestHandler('elicitation/create', async () => {
-    await sleep(thinks.shift() ?? 0); // a duration the gateway measures (release, deadline): the user thinks
-    return { action: 'accept', content: { confirm: true } };
-  });
+  client.setRequestHandler('elicitation/create', thinksThenConfirms(nextThink(thinks)));
   await client.connect(new V2Transport(new URL(url)));
   return {
     call: async (n) => {
@@ -226,10 +222,7 @@ describeWithPython('a client on streamReleaseClients', () => {
           { name: 'trusted app', version: '0.9.0' },
           { capabilities: { elicitation: { form: {} } } },
         );
-        client.setRequestHandler(ElicitRequestSchema, async () => {
-          await sleep(SHORT_THINK_S); // a duration the gateway measures (release, deadline): the user thinks
-          return { action: 'accept', content: { confirm: true } };
-        });
+        client.setRequestHandler(ElicitRequestSchema, thinksThenConfirms(nextThink([SHORT_THINK_S])));
         await client.connect(new V1Transport(new URL(routers[1]!.url)));
         return client;
       })();

@@ -62,29 +62,21 @@ describe('the local Lambda runtime (--lambda): execution model', () => {
     expect(body.remainingMs).toBeLessThanOrEqual(TIMEOUT_MS);
   });
 
-  it('freezes an environment between invocations: its timer does not fire while it is frozen', async () => {
-    const first = await probe();
+  it('freezes an environment as soon as an invocation is over: neither its interval nor a timer the handler left fires until it is thawed', async () => {
+    const first = await probe('/after?ms=300'); // leaves a 300 ms timer running after its response
     await eventually(() => expect(processState(first.pid)).toBe('T'), 2000);
     expect(lambda.stats().detail.find((e) => e.pid === first.pid)?.state).toBe('frozen');
-    // A duration, for what is shown is that time passing changes nothing: 50 ticks of the function's
-    // 20 ms timer, were it running.
+    // A duration, for what is shown is that time passing changes nothing (no event shows a timer that
+    // did not fire): 50 ticks of the function's 20 ms timer and well past the 300 ms timer, were it running.
     await sleep(1000);
-    const second = await probe();
+    const thawedAt = Date.now();
+    const second = await probe(); // thaws the environment; the overdue timer fires now
     expect(second.pid).toBe(first.pid);
     expect(second.invocations).toBe(first.invocations + 1);
     // Only the time it spent running: the end of one invocation, the start of the next (busy machine: slack).
     expect(second.ticks - first.ticks).toBeLessThanOrEqual(15);
-  });
-
-  it('freezes as soon as the invocation is over: work left after the response waits for the next invocation', async () => {
-    const left = await probe('/after?ms=300');
-    // A duration: well past the 300 ms timer left running, which must not have fired (no event shows
-    // a timer that did not fire).
-    await sleep(1000);
-    const thawedAt = Date.now();
-    await probe(); // thaws the environment; the overdue timer fires now
     const later = await probe();
-    expect(later.pid).toBe(left.pid);
+    expect(later.pid).toBe(first.pid);
     expect(later.afterFiredAt).not.toBeNull();
     expect(later.afterFiredAt!).toBeGreaterThanOrEqual(thawedAt - 50);
   });

@@ -10,6 +10,7 @@ import { itNeeding, pythonClients } from './prerequisites';
 import { startPollingServer } from './servers/v1-polling-server';
 import { startV2ModernServer } from './servers/v2-modern-server';
 import { recipesPython } from './setup/python-environment';
+import { thinksThenConfirms } from './thinking-user';
 import { withGateway } from './with-gateway';
 
 /**
@@ -39,19 +40,16 @@ const ROOT = join(__dirname, '../..');
 const python = recipesPython();
 const run = promisify(execFile);
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /** An official TypeScript SDK (v1) client whose user answers every form elicitation after `thinkMs`. */
 async function thinkingClient(url: string, thinkMs: number, onAsked: () => void = () => undefined) {
   const client = new Client(
     { name: 'thinking-user', version: '1.0.0' },
     { capabilities: { elicitation: { form: {} } } },
   );
-  client.setRequestHandler(ElicitRequestSchema, async () => {
-    onAsked();
-    await sleep(thinkMs); // the scenario, a duration: the user thinks this long
-    return { action: 'accept', content: { confirm: true } };
-  });
+  client.setRequestHandler(
+    ElicitRequestSchema,
+    thinksThenConfirms(() => thinkMs, onAsked),
+  );
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   return client;
 }
@@ -150,7 +148,14 @@ function suite(kind: GatewayKind, thinkMs: number): void {
         outputs.push(
           await run(
             python,
-            [join(ROOT, 'test/support/clients/python_think.py'), router.url, tool, String(thinkMs / 1000)],
+            [
+              join(ROOT, 'test/support/clients/python_calls_think.py'),
+              router.url,
+              'python-thinking-user',
+              String(thinkMs / 1000),
+              tool,
+              JSON.stringify({ env: 'prod' }),
+            ],
             {
               timeout: thinkMs * 4 + 30_000,
             },

@@ -3,12 +3,15 @@
 read timeout, nothing gateway-specific. A call's stream the server ends before its result is reconnected by
 the SDK itself (GET + Last-Event-ID after the server's `retry`).
 
-    python python_calls_think.py URL CLIENT_NAME THINK_SECONDS[,THINK_SECONDS...]
+    python python_calls_think.py URL CLIENT_NAME THINK_SECONDS[,THINK_SECONDS...] [TOOL ARGUMENTS_JSON]
 
-Calls `use_aws` once per think time, in order, and prints each result's first text on its own line.
+Calls TOOL (default `use_aws` with `{"command": "call N"}`) once per think time, in order, and prints
+each result's first text on its own line. The user's think time is a duration, not a stand-in for an
+event: it is what the gateway measures (stream release, the function's deadline).
 """
 
 import asyncio
+import json
 import sys
 
 import httpx2
@@ -17,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import ElicitResult
 
 
-async def main(url: str, name: str, thinks: list[float]) -> None:
+async def main(url: str, name: str, thinks: list[float], tool: str | None, arguments: dict | None) -> None:
     pending = list(thinks)
 
     async def on_elicitation(context, params):
@@ -34,8 +37,19 @@ async def main(url: str, name: str, thinks: list[float]) -> None:
             ) as session:
                 await session.initialize()
                 for i in range(len(thinks)):
-                    result = await session.call_tool("use_aws", {"command": f"call {i + 1}"})
+                    if tool is None:
+                        result = await session.call_tool("use_aws", {"command": f"call {i + 1}"})
+                    else:
+                        result = await session.call_tool(tool, arguments)
                     print(result.content[0].text, flush=True)
 
 
-asyncio.run(main(sys.argv[1], sys.argv[2], [float(t) for t in sys.argv[3].split(",")]))
+asyncio.run(
+    main(
+        sys.argv[1],
+        sys.argv[2],
+        [float(t) for t in sys.argv[3].split(",")],
+        sys.argv[4] if len(sys.argv) > 4 else None,
+        json.loads(sys.argv[5]) if len(sys.argv) > 5 else None,
+    )
+)

@@ -219,3 +219,19 @@ export function loopbackOnly(headers: Pick<IncomingHttpHeaders, 'host' | 'origin
     return false;
   }
 }
+
+/**
+ * Runs `steps` one after another with the pause the scenarios ask for between them:
+ * tools-call-with-logging wants its second and third line "after ~50ms delay" each, and
+ * tools-call-with-progress "~50ms" between reports, to show a client takes messages spread over a
+ * call. A duration the scenario requires, not a stand-in for an event; the one such pause of both servers.
+ */
+export async function spreadOver(steps: Array<() => Promise<void>>, pauseMs = 50): Promise<void> {
+  for (const [i, step] of steps.entries()) {
+    if (i > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    await step();
+  }
+}
+
+/** tools-call-with-progress: progress 0, 50 and 100 of 100, spread over the call. */
+export const PROGRESS_STEPS = [0, 50, 100] as const;

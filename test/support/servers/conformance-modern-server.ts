@@ -17,11 +17,13 @@ import {
   FIXED_TOOLS,
   JSON_SCHEMA_2020_12_TOOL,
   loopbackOnly,
+  PROGRESS_STEPS,
   PROMPTS,
   promptMessages,
   RESOURCE_TEMPLATE,
   readResource,
   STATIC_RESOURCES,
+  spreadOver,
   text,
 } from './conformance-content';
 import { type RoundState, registerInputRequiredTools } from './conformance-modern-mrtr';
@@ -47,8 +49,6 @@ import { serveFetch } from './serve-fetch';
  * Per-request `_meta`, discovery, caching hints, errors and listen streams are the SDK's.
  * test/conformance/ runs the suite against it directly and through the gateway.
  */
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // Declared apart: the SDK's JSON Schema type does not name the `x-mcp-header` extension keyword.
 const REGION_SCHEMA = {
@@ -92,15 +92,15 @@ function build(
     { description: 'Reports progress 0, 50, 100 of 100.' },
     async (ctx) => {
       const progressToken = ctx.mcpReq._meta?.progressToken;
-      for (const progress of [0, 50, 100]) {
-        if (progressToken !== undefined)
-          await ctx.mcpReq.notify({
-            method: 'notifications/progress',
-            params: { progressToken, progress, total: 100 },
-          });
-        // A duration the scenario requires: tools-call-with-progress asks for "~50ms" between reports.
-        if (progress < 100) await sleep(50);
-      }
+      await spreadOver(
+        PROGRESS_STEPS.map((progress) => async () => {
+          if (progressToken !== undefined)
+            await ctx.mcpReq.notify({
+              method: 'notifications/progress',
+              params: { progressToken, progress, total: 100 },
+            });
+        }),
+      );
       return text('Progress tool finished');
     },
   );

@@ -24,11 +24,13 @@ import {
   FIXED_TOOLS,
   JSON_SCHEMA_2020_12_TOOL,
   loopbackOnly,
+  PROGRESS_STEPS,
   PROMPTS,
   promptMessages,
   RESOURCE_TEMPLATE,
   readResource,
   STATIC_RESOURCES,
+  spreadOver,
   text,
 } from './conformance-content';
 import { SessionEventStore } from './v1-push-server';
@@ -43,7 +45,6 @@ import { SessionEventStore } from './v1-push-server';
  * against it directly and through the gateway.
  */
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const noArgs = { type: 'object' as const, properties: {} };
 
 const TOOLS = [
@@ -135,25 +136,21 @@ function build(subscriptions: Set<string>): Server {
     if (name in FIXED_TOOLS) return FIXED_TOOLS[name as keyof typeof FIXED_TOOLS].result();
     switch (name) {
       case 'test_tool_with_logging':
-        await log('Tool execution started');
-        // Durations the scenario requires: tools-call-with-logging asks for the second and third line
-        // "after ~50ms delay" each, to show a client takes log lines spread over the call.
-        await sleep(50);
-        await log('Tool processing data');
-        await sleep(50); // as above
-        await log('Tool execution completed');
+        await spreadOver(
+          ['Tool execution started', 'Tool processing data', 'Tool execution completed'].map((line) => () => log(line)),
+        );
         return text('Logging tool finished');
       case 'test_tool_with_progress': {
         const progressToken = request.params._meta?.progressToken;
-        for (const progress of [0, 50, 100]) {
-          if (progressToken !== undefined)
-            await extra.sendNotification({
-              method: 'notifications/progress',
-              params: { progressToken, progress, total: 100 },
-            });
-          // A duration the scenario requires: tools-call-with-progress asks for "~50ms" between reports.
-          if (progress < 100) await sleep(50);
-        }
+        await spreadOver(
+          PROGRESS_STEPS.map((progress) => async () => {
+            if (progressToken !== undefined)
+              await extra.sendNotification({
+                method: 'notifications/progress',
+                params: { progressToken, progress, total: 100 },
+              });
+          }),
+        );
         return text('Progress tool finished');
       }
       case 'test_reconnection':

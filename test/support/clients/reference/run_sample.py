@@ -40,16 +40,21 @@ def main(sample_path, gateway_url, think_seconds, session_id=None):
 
     real_print = builtins.print
 
+    def think():
+        # A duration, not a stand-in for an event: the person's think time is what the gateway
+        # measures (stream release, the function's deadline). The one wait of this runner.
+        time.sleep(think_seconds)
+
     def print_then_think(*args, **kwargs):
         real_print(*args, **kwargs)
         sys.stdout.flush()
         if args and str(args[0]).startswith("Form elicitation received"):
-            time.sleep(think_seconds)
+            think()
 
     def press_enter_later(prompt=""):
         real_print(prompt)
         sys.stdout.flush()
-        time.sleep(think_seconds)
+        think()
         return ""
 
     builtins.print = print_then_think
