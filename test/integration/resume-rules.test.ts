@@ -140,12 +140,20 @@ describe('a reconnect always ends definitely', () => {
     let answered = false;
     let result: Json | undefined;
     let reconnects = 0;
+    /** What each reconnect replayed (event id and method or id), for a refusal's message. */
+    const replayed: string[][] = [];
     while (!result && reconnects < 20) {
       reconnects++;
       const again = await resume(session.headers, lastId);
       expect(again.status).toBe(200);
       const events = await readAll(again);
       expect(events[0]?.id).toBe(lastId);
+      replayed.push(
+        events.map((e) => {
+          const message = e.data ? (JSON.parse(e.data) as Json) : undefined;
+          return `${e.id ?? '-'} ${message?.method ?? message?.id ?? '(priming)'}${message?.method ? ` ${message.id}` : ''}`;
+        }),
+      );
       for (const event of events) if (event.id) lastId = event.id;
       result = messagesOf(events).find((m) => m.id === 'call-2');
       if (!answered && Date.now() >= answerAfter) {
@@ -155,8 +163,10 @@ describe('a reconnect always ends definitely', () => {
           id: JSON.parse(question!.data).id,
           result: { action: 'accept', content: { confirm: true } },
         });
-        // With the refusal's reason when there is one (a 400 under load is not explained yet).
-        expect(answer.status === 202 ? 202 : `${answer.status} ${await answer.text()}`).toBe(202);
+        // With the refusal's reason and what the reconnects replayed (a 400 under load is not explained yet).
+        expect(
+          answer.status === 202 ? 202 : `${answer.status} ${await answer.text()} after ${JSON.stringify(replayed)}`,
+        ).toBe(202);
       }
     }
     expect(reconnects).toBeGreaterThanOrEqual(2);

@@ -35,9 +35,17 @@ export async function postRetrying(
     if (res.status !== 503 || attempt >= attempts) return res;
     const text = await res.text();
     if (!/"retryable":true/.test(text)) return new Response(text, { status: res.status, headers: res.headers });
-    const after = Number(/"retryAfterSeconds":(\d+)/.exec(text)?.[1] ?? 1);
-    await new Promise((resolve) => setTimeout(resolve, after * 1000)); // the server's Retry-After
+    await waitRetryAfter(text);
   }
+}
+
+/**
+ * Waits what a retryable refusal's body asks (`retryAfterSeconds`, else 1 s): the protocol's own
+ * duration, which a client honours, not a stand-in for an event.
+ */
+async function waitRetryAfter(refusal: string): Promise<void> {
+  const after = Number(/"retryAfterSeconds":(\d+)/.exec(refusal)?.[1] ?? 1);
+  await new Promise((resolve) => setTimeout(resolve, after * 1000));
 }
 
 /** Initializes a 2025-era session; returns the headers later requests carry. */
@@ -91,8 +99,7 @@ export async function initSessionRetrying(
     } catch (error) {
       const retryable = /HTTP 503 .*"retryable":true/.exec(String(error));
       if (attempt >= attempts || !retryable) throw error;
-      const after = Number(/"retryAfterSeconds":(\d+)/.exec(String(error))?.[1] ?? 1);
-      await new Promise((resolve) => setTimeout(resolve, after * 1000));
+      await waitRetryAfter(String(error));
     }
   }
 }
