@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { startEmbeddedDynamo } from '../../dev/embedded-dynamodb';
+import { closeWhenAnswered, startEmbeddedDynamo, trackAnswers } from '../../dev/embedded-dynamodb';
 import { forwardTo } from './loopback';
 
 /**
@@ -40,21 +40,12 @@ export async function startCountedDynamo(backendEndpoint?: string): Promise<Coun
     },
     mode: 'ok',
     close: async () => {
-      // New requests are refused from here; the ones already forwarded get their answer first, for
-      // a request dynalite is still working on when its database closes throws in this process.
-      const closed = new Promise<void>((resolve) => proxy.close(() => resolve()));
-      // The answers are waited for. A watchdog, not a wait: a request the backend never answers is cut
-      // after 2 s (cutting it ends its wait), instead of holding the close up for good.
-      const watchdog = setTimeout(() => proxy.closeAllConnections(), 2000);
-      await Promise.all(inFlight);
-      clearTimeout(watchdog);
-      proxy.closeAllConnections();
-      await closed;
+      // New requests are refused from here; the ones already forwarded get their answer first (the
+      // backend, too, answers what it took before its database closes).
+      await closeWhenAnswered(proxy, inFlight);
       await backend.close();
     },
   };
-  /** Each forwarded request's answer, until it is out. */
-  const inFlight = new Set<Promise<void>>();
   const proxy: Server = createServer((req, res) => {
     const operation =
       String(req.headers['x-amz-target'] ?? '')
@@ -79,9 +70,6 @@ export async function startCountedDynamo(backendEndpoint?: string): Promise<Coun
       );
       return;
     }
-    const answered = new Promise<void>((resolve) => res.on('close', () => resolve()));
-    inFlight.add(answered);
-    void answered.then(() => inFlight.delete(answered));
     const upstream = forwardTo(backendUrl, req, res, { verbatim: true });
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -90,6 +78,8 @@ export async function startCountedDynamo(backendEndpoint?: string): Promise<Coun
     });
     req.pipe(upstream);
   });
+  /** Each request's answer, until it is out. */
+  const inFlight = trackAnswers(proxy);
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', () => resolve()));
   state.endpoint = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
   return state;
