@@ -17,6 +17,12 @@ import { type EarlierTargets, withGateway } from '../support/with-gateway';
 const ALL = { elicitation: { form: {} } };
 const ACCEPT = { result: { action: 'accept', content: { confirm: true } } };
 const PENDING_TIMEOUT_S = 3;
+/**
+ * The bridged rounds' timeout, which none of their tests waits out: the round must outlive a refused
+ * delivery and the retry after it. With 3 s a loaded machine let it expire first (the second retry got
+ * an error instead of the result).
+ */
+const BRIDGED_ROUND_TIMEOUT_S = 10;
 
 type Target = DemoTarget & { proxy: FaultProxy };
 
@@ -198,7 +204,7 @@ describe('bridged 2026-07-28 rounds delivered through faults (local server)', ()
   const gw = withGateway(
     (targets) => ({
       logLevel: 'SILENT',
-      pendingRequestTimeoutSeconds: PENDING_TIMEOUT_S,
+      pendingRequestTimeoutSeconds: BRIDGED_ROUND_TIMEOUT_S,
       targets: [{ name: 'demo', url: targets.demo.url, era: 'legacy' }],
     }),
     { targets: { demo: proxiedDemo } },
@@ -239,9 +245,12 @@ describe('bridged 2026-07-28 rounds delivered through faults (local server)', ()
     proxy().rule = failFirstAnswers(1, { status: 502 });
     const { message: round } = await call('b1');
     expect(round.result.resultType).toBe('input_required');
-    const { message: done } = await retry(round, 'b2');
-    expect(done.result).toMatchObject({ resultType: 'complete', content: [{ text: 'executed: bridged' }] });
-  }, 20_000);
+    const done = await retry(round, 'b2');
+    // The whole message: an error instead of the result shows which.
+    expect(done.message).toMatchObject({
+      result: { resultType: 'complete', content: [{ text: 'executed: bridged' }] },
+    });
+  }, 40_000);
 
   it('releases an answer the target never got: 502 retryable, and the same retry sent again completes the call', async () => {
     let failing = true;
@@ -254,7 +263,9 @@ describe('bridged 2026-07-28 rounds delivered through faults (local server)', ()
       data: { type: 'DependencyFailedException', retryable: true },
     });
     failing = false;
-    const { message: done } = await retry(round, 'b5');
-    expect(done.result).toMatchObject({ resultType: 'complete', content: [{ text: 'executed: bridged' }] });
-  }, 20_000);
+    const done = await retry(round, 'b5');
+    expect(done.message).toMatchObject({
+      result: { resultType: 'complete', content: [{ text: 'executed: bridged' }] },
+    });
+  }, 40_000);
 });
