@@ -25,6 +25,8 @@ export type Json = Record<string, any>;
 
 export interface Exchange {
   seq: number;
+  /** When the proxy took the request (wall clock, ms). */
+  atMs: number;
   instance: 0 | 1;
   routed: 'answer' | 'retry' | 'round-robin';
   httpMethod: string;
@@ -41,6 +43,8 @@ export interface LogLine {
   level: 'debug' | 'info' | 'warn' | 'error';
   message: string;
   extra: unknown[];
+  /** When it was logged (wall clock, ms). */
+  atMs: number;
 }
 
 export interface GatewayPair {
@@ -53,6 +57,11 @@ export interface GatewayPair {
   tableName: string;
   /** Every item of the gateway table. */
   scanTable(): Promise<Json[]>;
+  /**
+   * Runs `work`; if it fails, the error carries what both instances logged and what crossed the proxy
+   * meanwhile, in time order: a failure seen once under load can then be read, not guessed.
+   */
+  explained<T>(work: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -60,7 +69,7 @@ function capturingLogger(instance: 0 | 1, logs: LogLine[]): GatewayLogger {
   const line =
     (level: LogLine['level']) =>
     (message: unknown, ...extra: unknown[]): void => {
-      logs.push({ instance, level, message: String(message), extra });
+      logs.push({ instance, level, message: String(message), extra, atMs: Date.now() });
     };
   return { debug: line('debug'), info: line('info'), warn: line('warn'), error: line('error') };
 }
@@ -113,10 +122,42 @@ export async function startGatewayPair(
       );
       return (out.Items ?? []) as Json[];
     },
+    explained: async (work) => {
+      const fromLog = logs.length;
+      const fromExchange = proxy.exchanges.length;
+      const startMs = Date.now();
+      try {
+        return await work();
+      } catch (error) {
+        const timeline = renderTimeline(startMs, logs.slice(fromLog), proxy.exchanges.slice(fromExchange));
+        if (error instanceof Error) error.message += `\n--- meanwhile (ms since the start) ---\n${timeline}`;
+        throw error;
+      }
+    },
     close: async () => {
       for (const close of closers.reverse()) await close().catch(() => undefined);
     },
   };
+}
+
+function renderTimeline(startMs: number, logs: LogLine[], exchanges: Exchange[]): string {
+  const brief = (value: unknown) => {
+    const text = typeof value === 'string' ? value : JSON.stringify(value);
+    return text && text.length > 300 ? `${text.slice(0, 300)}…` : text;
+  };
+  const lines = [
+    ...logs.map((l) => ({
+      atMs: l.atMs,
+      text: `#${l.instance} ${l.level} ${l.message} ${l.extra.map(brief).join(' ')}`,
+    })),
+    ...exchanges.map((e) => ({
+      atMs: e.atMs,
+      text:
+        `proxy → #${e.instance} (${e.routed}) ${e.httpMethod} ${brief(e.body ?? '')} → ${e.status ?? 'no status'}` +
+        ` ${e.ended ? 'ended' : 'open'}: ${e.messages.map((m) => brief(m.method ?? m.result ?? m.error)).join(' | ')}`,
+    })),
+  ].sort((x, y) => x.atMs - y.atMs);
+  return lines.map((l) => `${String(l.atMs - startMs).padStart(6)} ${l.text}`).join('\n');
 }
 
 async function startCrossProxy(upstreams: [string, string]) {
@@ -159,6 +200,7 @@ async function startCrossProxy(upstreams: [string, string]) {
     }
     const exchange: Exchange = {
       seq: exchanges.length,
+      atMs: Date.now(),
       ...route(body),
       httpMethod: req.method ?? 'GET',
       body,

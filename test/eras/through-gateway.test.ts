@@ -160,7 +160,9 @@ describe('server requests on a 2025 target’s standalone GET stream', () => {
     async (kind) => {
       client = await connectClient(kind, pair.url, CALL_TIMEOUT_MS);
       const from = pair.exchanges.length;
-      const results = await Promise.all(['x1', 'x2', 'x3'].map((env) => client!.callTool('legacy___deploy', { env })));
+      const results = await pair.explained(() =>
+        Promise.all(['x1', 'x2', 'x3'].map((env) => client!.callTool('legacy___deploy', { env }))),
+      );
       expect(results.map((r) => r.text)).toEqual(['deployed to x1', 'deployed to x2', 'deployed to x3']);
       const asked = [...client.asked].sort((x, y) => String(x.params.message).localeCompare(String(y.params.message)));
       expect(asked.map((x) => [x.id, x.params.message])).toEqual([
