@@ -51,6 +51,14 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/**
+ * How long an idle kept-alive connection stays open: longer than what sits in front keeps one idle (a
+ * Web Function's runtime, a load balancer's 60 s, an SDK client's pool), so the client side always
+ * lets go first. Node's default (5 s) races it: a request sent on a connection the server is just
+ * closing fails as "other side closed" before it arrives, which a busy machine makes likely.
+ */
+export const KEEP_ALIVE_TIMEOUT_MS = 75_000;
+
 export async function serveOnNode(handler: FetchHandler, options: NodeServerOptions): Promise<RunningServer> {
   const requestTimeoutMs = options.requestTimeoutMs ?? 900_000;
   const allowedOrigins = new CorsPolicy(options.allowedOrigins ?? []);
@@ -63,6 +71,9 @@ export async function serveOnNode(handler: FetchHandler, options: NodeServerOpti
       else res.destroy();
     });
   });
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  // A request's headers may take as long as a kept connection may idle (Node's rule: at least as long).
+  server.headersTimeout = KEEP_ALIVE_TIMEOUT_MS + 1000;
 
   async function handle(
     req: IncomingMessage,

@@ -112,6 +112,8 @@ const REFUSED_LINGER_MS = 5000;
 /** After an environment exits, how long its forwarded requests get to see their sockets end by themselves. */
 const EXIT_SETTLE_MS = 500;
 const BAD_GATEWAY = '{"Message":"Bad Gateway","Type":"ServiceException"}';
+/** How long the front keeps an idle client connection (see the server below). */
+const FRONT_KEEP_ALIVE_MS = 75_000;
 const THROTTLED =
   '{"Message":"Rate Exceeded.","Type":"TooManyRequestsException","Reason":"ConcurrentInvocationLimitExceeded"}';
 /** They describe one connection, not the message: never forwarded either way. */
@@ -219,6 +221,10 @@ export async function startWebFunctionEmulator(options: WebFunctionEmulatorOptio
   const server: Server = createServer((req, res) => {
     handle(req, res, false).catch(() => answer(res, 502, BAD_GATEWAY));
   });
+  // A front end keeps idle connections long (a function URL's is not documented; a load balancer's is
+  // 60 s): clients let go first. Node's 5 s default makes a busy client's reused connection fail.
+  server.keepAliveTimeout = FRONT_KEEP_ALIVE_MS;
+  server.headersTimeout = FRONT_KEEP_ALIVE_MS + 1000;
   // `Expect: 100-continue`: a body declared too large is refused before the client sends it.
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
     handle(req, res, true).catch(() => answer(res, 502, BAD_GATEWAY));
