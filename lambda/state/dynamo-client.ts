@@ -45,7 +45,7 @@ export function createDocumentClient(options: DynamoClientOptions = {}): DynamoD
     requestHandler: local ? { httpAgent: new Agent({ keepAlive: true }), ...timeouts } : timeouts,
   });
   // Outside the SDK's retries, before the request's length is set: a write it sends again applies once.
-  client.middlewareStack.add(exactlyOnceWrites(client, [TABLE_KEYS.partition, TABLE_KEYS.sort]), {
+  client.middlewareStack.add(exactlyOnceWrites(client, [TABLE_KEYS.partition, TABLE_KEYS.sort], 'document'), {
     step: 'build',
     priority: 'high',
     name: 'exactlyOnceWrites',

@@ -5,6 +5,7 @@ import {
   type DynamoDBClient,
   GetItemCommand,
 } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { BuildHandlerArguments, BuildHandlerOutput, BuildMiddleware, MetadataBearer } from '@smithy/types';
 
 /**
@@ -104,6 +105,12 @@ function writeKind(request: HttpRequestLike): 'PutItem' | 'UpdateItem' | undefin
 export function exactlyOnceWrites(
   client: Pick<DynamoDBClient, 'send'>,
   keyNames: readonly string[],
+  /**
+   * How the client's callers see items: `document` when a document client wraps it. Its conversion
+   * runs around each attempt, inside this middleware, so an item this middleware returns itself (the
+   * write found applied) is converted here.
+   */
+  items: 'wire' | 'document' = 'wire',
 ): BuildMiddleware<object, MetadataBearer> {
   return (next) =>
     async (args: BuildHandlerArguments<object>): Promise<BuildHandlerOutput<MetadataBearer>> => {
@@ -131,7 +138,7 @@ export function exactlyOnceWrites(
         if (Item?.[WRITE_TOKEN]?.S !== token) throw error;
         const output = {
           $metadata: error.$metadata,
-          ...(input.ReturnValues === 'ALL_NEW' ? { Attributes: Item } : {}),
+          ...(input.ReturnValues === 'ALL_NEW' ? { Attributes: items === 'document' ? unmarshall(Item) : Item } : {}),
         };
         return { output, response: { statusCode: 200, headers: {} } };
       }

@@ -1,4 +1,4 @@
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { startEmbeddedDynamo } from '../../dev/embedded-dynamodb';
 import { systemClock } from '../../lambda/scheduling/clock';
 import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
@@ -88,6 +88,23 @@ describe('a write whose answer was lost, sent again by the SDK', () => {
     // The version moved on once: a writer still expecting 1 is refused, one expecting 2 is not.
     expect(await store.swapWaitingCall('s-wait', { ...record, version: 3 }, 1)).toBe(false);
     expect(await store.swapWaitingCall('s-wait', { ...record, version: 3 }, 2)).toBe(true);
+  });
+
+  it('an update that asked for the item it wrote gets it as the document client gives every item, not in wire form', async () => {
+    await client.send(new PutCommand({ TableName: 'lost-answers', Item: { pk: 'counter', sk: 'C', n: 1 } }));
+    losing.add('UpdateItemCommand');
+    const out = await client.send(
+      new UpdateCommand({
+        TableName: 'lost-answers',
+        Key: { pk: 'counter', sk: 'C' },
+        UpdateExpression: 'SET n = :two',
+        ConditionExpression: 'n = :one',
+        ExpressionAttributeValues: { ':one': 1, ':two': 2 },
+        ReturnValues: 'ALL_NEW',
+      }),
+    );
+    expect(losing.size).toBe(0); // the answer was lost, the write sent again and found applied
+    expect(out.Attributes).toEqual({ pk: 'counter', sk: 'C', n: 2, writeToken: expect.any(String) });
   });
 
   it('still refuses a session id another caller holds', async () => {
