@@ -1,3 +1,4 @@
+import { ANONYMOUS_IDENTITY } from '../../lambda/auth/identity';
 import { ActiveCalls } from '../../lambda/calls/active-calls';
 import type { Catalog } from '../../lambda/catalog/catalog';
 import { type GatewayConfig, type GatewayConfigInput, parseConfig } from '../../lambda/config/schema';
@@ -242,6 +243,7 @@ export function modernDeps(
 /** A 2026-07-28 caller as the modern path builds one (modern/modern-path.ts). */
 export function modernCaller(deps: ModernDeps, principal = 'alice', capabilities = {}): Caller {
   return {
+    identity: ANONYMOUS_IDENTITY,
     era: 'modern',
     protocolVersion: '2026-07-28',
     capabilities,

@@ -1,3 +1,4 @@
+import { ANONYMOUS_IDENTITY } from '../../../lambda/auth/identity';
 import { handleSessionMessage } from '../../../lambda/legacy/session-router';
 import { DependencyFailedError } from '../../../lambda/protocol/errors';
 import type { ClientMessage } from '../../../lambda/protocol/jsonrpc';
@@ -15,6 +16,7 @@ async function route(message: ClientMessage, config: Parameters<typeof legacyDep
   const response = await handleSessionMessage(
     {
       deps: t.deps,
+      identity: ANONYMOUS_IDENTITY,
       loaded,
       accept: { json: true, sse: true },
       exchange: exchange(),
