@@ -84,7 +84,7 @@ describe("a session's caller", () => {
       opened('kept'),
     );
     expect(
-      sessionCaller({ store: store, clock: systemClock }, ANONYMOUS_IDENTITY, earlyRead, true).sessions.get('demo')
+      sessionCaller({ store: store, clock: systemClock }, earlyRead, ANONYMOUS_IDENTITY, true).sessions.get('demo')
         ?.targetSessionId,
     ).toBe('kept');
   });

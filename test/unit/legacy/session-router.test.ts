@@ -71,7 +71,14 @@ describe('a message within a session', () => {
       throw new DependencyFailedError('demo', 'HTTP 502');
     };
     const response = await handleSessionMessage(
-      { deps: t.deps, loaded: t.loaded, accept: { json: true, sse: true }, exchange: exchange(), headers: {} },
+      {
+        deps: t.deps,
+        identity: ANONYMOUS_IDENTITY,
+        loaded: t.loaded,
+        accept: { json: true, sse: true },
+        exchange: exchange(),
+        headers: {},
+      },
       requestOf('tools/list') as Exclude<ClientMessage, { kind: 'response' }>,
     );
     expect(response.status).toBe(200);
@@ -85,7 +92,14 @@ describe('a message within a session', () => {
     const t = legacyDeps();
     const loaded = await storedSession(t.store);
     const response = await handleSessionMessage(
-      { deps: t.deps, loaded, accept: { json: false, sse: true }, exchange: exchange(), headers: {} },
+      {
+        deps: t.deps,
+        identity: ANONYMOUS_IDENTITY,
+        loaded,
+        accept: { json: false, sse: true },
+        exchange: exchange(),
+        headers: {},
+      },
       requestOf('ping') as Exclude<ClientMessage, { kind: 'response' }>,
     );
     expect(response.headers.get('content-type')).toBe('text/event-stream');

@@ -17,8 +17,11 @@ interface Line {
 }
 
 function recordingLogger(lines: Line[]): GatewayLogger {
-  const at = (level: string) => (message: unknown, fields?: unknown) =>
-    lines.push({ level, message: String(message), fields: (fields ?? {}) as Record<string, unknown> });
+  const at =
+    (level: string) =>
+    (message: unknown, ...extra: unknown[]): void => {
+      lines.push({ level, message: String(message), fields: (extra[0] ?? {}) as Record<string, unknown> });
+    };
   return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }
 
