@@ -1,9 +1,4 @@
-import type {
-  AuthorizationAnswer,
-  CedarValueJson,
-  PartialAuthorizationAnswer,
-  PolicySet,
-} from '@cedar-policy/cedar-wasm/nodejs';
+import type { AuthorizationAnswer, CedarValueJson, PartialAuthorizationAnswer } from '@cedar-policy/cedar-wasm/nodejs';
 import type { CallerIdentity } from '../auth/identity';
 import { ConfigError, type PolicyConfig } from '../config/schema';
 import type { GatewayLogger } from '../observability/logger';
@@ -14,6 +9,7 @@ import { cedar } from './cedar/engine';
 import { argumentsContext, principalEntity, type ToolEntityInput, toolEntities, toolUid } from './cedar/entities';
 import { type CheckedPolicies, checkPolicies, describePolicyProblem } from './cedar/policies';
 import { type ArgumentType, CALL_TOOL, ENTITY } from './cedar/schema';
+import { PolicyScopes } from './cedar/scopes';
 
 /**
  * Who may call which tool (Cedar policies, `policy` in the configuration), decided inside the
@@ -62,12 +58,16 @@ export interface CedarAccessSettings {
 
 /** Each policy set is parsed once into the engine (its id keys the engine's cache). */
 let nextSetId = 0;
+/** Distinct subsets kept parsed in the engine; past it they are parsed again as needed. */
+const MAX_PARSED_SUBSETS = 256;
 
 export class CedarAccessPolicy implements AccessPolicy {
   readonly mode: PolicyMode;
   private readonly setId = `gateway-policies-${nextSetId++}`;
-  /** Partial evaluation (lists) has no preparsed form: it takes the set itself. */
-  private readonly policySet: PolicySet;
+  /** Which policies could apply to a request (by their scope): a decision reads only those. */
+  private readonly scopes: PolicyScopes;
+  /** Subsets of the policies parsed into the engine, by their ids (bounded). */
+  private readonly parsedSubsets = new Map<string, string>();
 
   constructor(
     policies: Extract<CheckedPolicies, { ok: true }>,
@@ -76,9 +76,23 @@ export class CedarAccessPolicy implements AccessPolicy {
     private readonly logger: GatewayLogger,
   ) {
     this.mode = settings.mode;
-    this.policySet = policies.policySet;
-    const parsed = cedar().preparsePolicySet(this.setId, policies.policySet);
-    if (parsed.type === 'failure') throw new Error(`policies did not load: ${parsed.errors.map((e) => e.message)}`);
+    this.scopes = new PolicyScopes(policies.policySet);
+  }
+
+  /** The policies whose scope could match this caller and tool, parsed once into the engine. */
+  private preparsed(request: AccessRequest, tool: ToolEntityInput): string | undefined {
+    const ids = this.scopes.relevant(principalEntity(request.identity).uid, tool);
+    if (ids.length === 0) return undefined;
+    const key = ids.join('\u0000');
+    let setId = this.parsedSubsets.get(key);
+    if (!setId) {
+      if (this.parsedSubsets.size >= MAX_PARSED_SUBSETS) this.parsedSubsets.clear();
+      setId = `${this.setId}-${this.parsedSubsets.size}`;
+      const parsed = cedar().preparsePolicySet(setId, this.scopes.subset(ids));
+      if (parsed.type === 'failure') throw new Error(`policies did not load: ${parsed.errors.map((e) => e.message)}`);
+      this.parsedSubsets.set(key, setId);
+    }
+    return setId;
   }
 
   mayCall(request: AccessRequest, tool: ToolEntityInput, args: Readonly<Record<string, unknown>>): boolean {
@@ -109,21 +123,26 @@ export class CedarAccessPolicy implements AccessPolicy {
   decideCall(request: AccessRequest, tool: ToolEntityInput, args: Readonly<Record<string, unknown>>): AccessDecision {
     const { value, mismatched } = argumentsContext(args, this.settings.argumentTypes);
     if (mismatched.length > 0) return { allowed: false, policies: [], reason: 'argument-type' };
+    const setId = this.preparsed(request, tool);
+    // No policy could apply: Cedar's default, deny.
+    if (setId === undefined) return { allowed: false, policies: [] };
     const answer = cedar().statefulIsAuthorized({
       ...this.call(request, tool),
       context: this.context(request, value),
-      preparsedPolicySetId: this.setId,
+      preparsedPolicySetId: setId,
     });
     return decisionOf(answer);
   }
 
   private couldPermit(request: AccessRequest, tool: ToolEntityInput): boolean {
+    const ids = this.scopes.relevant(principalEntity(request.identity).uid, tool);
+    if (ids.length === 0) return false;
     const { entities, ...call } = this.call(request, tool);
     const answer: PartialAuthorizationAnswer = cedar().isAuthorizedPartial({
       ...call,
       entities,
       context: this.context(request, { __extn: { fn: 'unknown', arg: 'arguments' } }),
-      policies: this.policySet,
+      policies: this.scopes.subset(ids),
     });
     if (answer.type === 'failure') {
       this.logger.warn('policy could not be evaluated for a list; the tool is left out', {
