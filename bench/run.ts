@@ -37,6 +37,7 @@ import { type RuntimeImage, resolveRuntimeImage } from '../tools/lambda-emulator
 import { type BenchClient, legacyClient, modernClient } from './clients';
 import { heldTime } from './held-time';
 import { BUNDLE, buildBundle, bundleShape, importTimes, runtimeNode } from './import-time';
+import { type PolicyCost, policyCost } from './policy';
 import { type Child, cpuMs, dynamoCounts, startChild, startGatewayChild, startTarget } from './processes';
 import { type Distribution, distribution, ratio } from './stats';
 import {
@@ -792,6 +793,10 @@ async function main(): Promise<void> {
         row.timesFloor = ratio(row.addedP50Ms, floor.addedP50Ms);
     }
     results.sealPlusOpenMicroseconds = sealOpenMicroseconds();
+    if (wanted('policy')) {
+      progress('policy');
+      results.policy = policyCost();
+    }
     if (wanted('dynamodbQuery')) {
       progress('dynamodbQuery');
       results.dynamodbQuery = await queryAlone(dynamo.url);
@@ -892,6 +897,13 @@ function print(results: Json): void {
     );
   }
   console.log(`requestState seal + open: ${results.sealPlusOpenMicroseconds} µs`);
+  const p = results.policy as PolicyCost | undefined;
+  if (p) {
+    const cost = (d: { p50: number; p99: number }) => `p50 ${d.p50} µs, p99 ${d.p99} µs`;
+    for (const [count, c] of Object.entries(p.byPolicies))
+      console.log(`policy, ${count} policies: a call ${cost(c.call)}; a listed tool ${cost(c.list)}`);
+    console.log(`policy engine first load: ${p.engineLoadMs} ms`);
+  }
   const q = results.dynamodbQuery;
   if (q)
     console.log(

@@ -5,7 +5,7 @@
  * esbuild is loaded only when a bundle is written: the installed construct package deploys its prebuilt
  * bundle and has no esbuild.
  */
-import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 
 /** The handler, relative to the project root. */
@@ -72,9 +72,23 @@ export function esbuildOptions(entry: string, outdir: string) {
     splitting: LAMBDA_BUNDLE.splitting,
     mainFields: [...LAMBDA_BUNDLE.mainFields],
     banner: { js: LAMBDA_BUNDLE.banner },
+    external: [...UNBUNDLED.map((pkg) => `${pkg.name}/${pkg.entry}`)],
     logLevel: 'warning' as const,
   };
 }
+
+/**
+ * Packages that travel beside the bundle, in its own `node_modules/`, instead of inside it: Cedar's
+ * engine finds its WebAssembly module next to its own script (a bundled copy could not), and is
+ * loaded only when policies are configured. Only the files its Node entry needs are copied.
+ */
+export const UNBUNDLED = [
+  {
+    name: '@cedar-policy/cedar-wasm',
+    entry: 'nodejs',
+    files: ['package.json', 'nodejs/package.json', 'nodejs/cedar_wasm.js', 'nodejs/cedar_wasm_bg.wasm'],
+  },
+] as const;
 
 /**
  * Bundles `entry` (relative to `projectRoot`, or absolute) into `outputDir`, emptied first so the folder
@@ -108,6 +122,17 @@ export function writeBundle(
     mkdirSync(dirname(join(outputDir, name)), { recursive: true });
     writeFileSync(join(outputDir, name), file.contents);
     written.push(name);
+  }
+  for (const pkg of UNBUNDLED) {
+    // The package exports its entry, not its package.json: its root is found from the entry.
+    const entry = require.resolve(`${pkg.name}/${pkg.entry}`, { paths: [projectRoot] });
+    const from = entry.slice(0, entry.lastIndexOf(`/${pkg.entry}/`));
+    for (const file of pkg.files) {
+      const name = join('node_modules', pkg.name, file);
+      mkdirSync(dirname(join(outputDir, name)), { recursive: true });
+      copyFileSync(join(from, file), join(outputDir, name));
+      written.push(name);
+    }
   }
   return written.sort();
 }

@@ -27,6 +27,7 @@ import { ConfigError, type GatewayConfig, type GatewayConfigInput, parseConfig }
 import { APPCONFIG_ENV, CONFIG_ENV, TABLE_NAME_ENV } from '../lambda/config/source';
 import { CORS_ALLOWED_HEADERS, CORS_BY_ENV, CORS_EXPOSED_HEADERS, CORS_MAX_AGE_SECONDS } from '../lambda/http/cors';
 import { DEFAULT_METRICS_NAMESPACE } from '../lambda/observability/metric-names';
+import { checkPolicies, describePolicyProblem } from '../lambda/policy/cedar/policies';
 import { TABLE_KEYS, TTL_ATTRIBUTE } from '../lambda/state/table-schema';
 import { GatewayAppConfig } from './app-config';
 import { HANDLER_ENTRY, HANDLER_FILE, PREBUILT_HANDLER_DIR, PREBUILT_HANDLER_FILE, writeBundle } from './bundling';
@@ -294,6 +295,7 @@ export abstract class GatewayBase extends Construct {
     this.logRetention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
     this.configSource = props.configSource ?? 'environment';
     checkTimeout(parsed, timeout);
+    checkPolicyText(parsed, kind);
     this.metricsNamespace = props.metricsNamespace ?? DEFAULT_METRICS_NAMESPACE;
     this.metricsServiceName = props.metricsServiceName ?? Stack.of(this).stackName;
 
@@ -703,6 +705,17 @@ function vpcSubnetsOf(props: McpGatewayProps): ec2.SubnetSelection | undefined {
 }
 
 /** The configuration and the timeout must agree before anything is built. */
+/** Policies that do not validate against the schema the configuration generates fail the synth, where they are wrong. */
+function checkPolicyText(parsed: GatewayConfig, kind: string): void {
+  if (!parsed.policy) return;
+  const checked = checkPolicies(parsed.policy.policies, parsed.policy.argumentTypes);
+  if (!checked.ok) {
+    throw new ConfigError(
+      `invalid ${kind} config: policy.policies: ${checked.problems.map(describePolicyProblem).join('; ')}`,
+    );
+  }
+}
+
 function checkTimeout(parsed: GatewayConfig, timeout: Duration): void {
   // Waiting calls that may be released (streamRelease, at the latest before the deadline) hold no
   // invocation past it: then the wait may outlast it.

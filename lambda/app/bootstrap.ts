@@ -17,6 +17,7 @@ import { RequestStateSealer } from '../modern/request-state';
 import { createActiveTracer } from '../observability/active-tracing';
 import { createLogger, type GatewayLogger } from '../observability/logger';
 import { policedFetch, type Resolver } from '../outbound/policed-fetch';
+import { accessPolicyOf } from '../policy/access-policy';
 import { LATEST_LEGACY_VERSION, legacyVersionsOf } from '../protocol/versions';
 import { type Clock, systemClock } from '../scheduling/clock';
 import type { ConnectionTable } from '../state/connection-table';
@@ -118,7 +119,13 @@ export function buildGatewayDeps(config: GatewayConfig, options: BuildOptions = 
     store,
     logger,
     targets,
-    catalog: new Catalog(targets, { toolNamePrefix: config.toolNamePrefix }, logger, new CatalogCache(clock)),
+    catalog: new Catalog(
+      targets,
+      { toolNamePrefix: config.toolNamePrefix },
+      logger,
+      new CatalogCache(clock),
+      accessPolicyOf(config.policy, clock, logger),
+    ),
     serverInfo: GATEWAY_INFO,
     keepAliveMs: options.keepAliveMs ?? DEFAULT_KEEPALIVE_MS,
     clock,

@@ -67,7 +67,7 @@ async function route(deps: GatewayDeps, request: ExchangeRequest, exchange: Exch
       break;
     case 'DELETE':
       if (request.headers.get(MCP_HEADERS.sessionId)) {
-        return handleLegacyDelete({ deps, exchange, principal, headers: request.headers });
+        return handleLegacyDelete({ deps, exchange, principal, identity: auth.identity, headers: request.headers });
       }
       return methodNotAllowed(allow);
     case 'GET': {
@@ -75,10 +75,17 @@ async function route(deps: GatewayDeps, request: ExchangeRequest, exchange: Exch
       // An empty Last-Event-ID is no id (an EventSource sends none before its first id); 2026-07-28 has no resumption.
       const lastEventId = request.headers.get(MCP_HEADERS.lastEventId);
       if (lastEventId && request.headers.get(MCP_HEADERS.sessionId) && clientEraOf(request.headers) === 'legacy') {
-        return handleLegacyResume({ deps, exchange, principal, headers: request.headers, lastEventId });
+        return handleLegacyResume({
+          deps,
+          exchange,
+          principal,
+          identity: auth.identity,
+          headers: request.headers,
+          lastEventId,
+        });
       }
       if (deps.config.clientStreamHoldSeconds > 0 && !lastEventId) {
-        return handleLegacyGet({ deps, exchange, principal, headers: request.headers });
+        return handleLegacyGet({ deps, exchange, principal, identity: auth.identity, headers: request.headers });
       }
       // The transport lets a server answer 405 where it offers no stream, and SDK clients ask once per
       // session: the normal answer, not an error worth an alarm.
@@ -116,10 +123,19 @@ async function route(deps: GatewayDeps, request: ExchangeRequest, exchange: Exch
       accept,
       exchange,
       principal,
+      identity: auth.identity,
       headers: request.headers,
     });
   }
-  return handleLegacyPost({ deps, message, accept, exchange, principal, headers: request.headers });
+  return handleLegacyPost({
+    deps,
+    message,
+    accept,
+    exchange,
+    principal,
+    identity: auth.identity,
+    headers: request.headers,
+  });
 }
 
 /**

@@ -1,3 +1,4 @@
+import { ANONYMOUS_IDENTITY } from '../auth/identity';
 import { methodNotAllowed } from '../http/errors';
 import type { ExchangeContext, ExchangeRequest } from '../http/exchange';
 import { jsonResponse } from '../http/responses';
@@ -59,6 +60,8 @@ export async function healthResponse(
 
 async function probe(deps: GatewayDeps, name: string, clientSignal: AbortSignal): Promise<TargetStatus> {
   const caller: Caller = {
+    // The gateway's own probe: no caller's identity, no policy (a probe lists nothing to anyone).
+    identity: ANONYMOUS_IDENTITY,
     era: 'modern',
     protocolVersion: MODERN_PROTOCOL_VERSION,
     capabilities: {},

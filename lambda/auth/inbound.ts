@@ -2,6 +2,7 @@ import type { AuthConfig } from '../config/schema';
 import { refuse } from '../http/errors';
 import type { GatewayLogger } from '../observability/logger';
 import type { Clock } from '../scheduling/clock';
+import { platformIdentity, principalOf } from './identity';
 import { JwtAuthenticator, type JwtOptions } from './jwt';
 import type { InboundAuth } from './types';
 
@@ -22,7 +23,7 @@ import type { InboundAuth } from './types';
  * if (!outcome.ok) return outcome.response;
  */
 
-export const ANONYMOUS = 'anonymous';
+export { ANONYMOUS } from './identity';
 
 export type { AuthOutcome, InboundAuth } from './types';
 
@@ -39,7 +40,10 @@ export function createInboundAuth(config: AuthConfig, options: InboundAuthOption
     case 'none':
       return {
         type: 'none',
-        authenticate: async (_request, exchange) => ({ ok: true, principal: exchange.platformPrincipal ?? ANONYMOUS }),
+        authenticate: async (_request, exchange) => {
+          const identity = platformIdentity(exchange.platformPrincipal);
+          return { ok: true, principal: principalOf(identity), identity };
+        },
         wellKnown: async () => undefined,
       };
     case 'iam':
@@ -47,7 +51,11 @@ export function createInboundAuth(config: AuthConfig, options: InboundAuthOption
         type: 'iam',
         authenticate: async (_request, exchange) =>
           exchange.platformPrincipal
-            ? { ok: true, principal: exchange.platformPrincipal }
+            ? {
+                ok: true,
+                principal: exchange.platformPrincipal,
+                identity: platformIdentity(exchange.platformPrincipal),
+              }
             : {
                 ok: false,
                 response: refuse(

@@ -8,6 +8,7 @@ import { jsonResponse } from '../http/responses';
 import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import type { Clock } from '../scheduling/clock';
+import { type CallerIdentity, principalOf } from './identity';
 import type { AuthOutcome, InboundAuth } from './types';
 
 /**
@@ -166,7 +167,13 @@ export class JwtAuthenticator implements InboundAuth {
         return { ok: false, response: this.challenge(url, 403, 'insufficient_scope') };
       }
     }
-    return { ok: true, principal: `${payload.iss}#${payload.sub}` };
+    const identity: CallerIdentity = {
+      kind: 'user',
+      sub: payload.sub as string, // required above
+      issuer: issuer.issuer,
+      claims: payload,
+    };
+    return { ok: true, principal: principalOf(identity), identity };
   }
 
   /** RFC 9728 protected resource metadata, at the root and at the `/mcp`-suffixed path; no token needed. */

@@ -1,8 +1,12 @@
 import type { AuthConfig } from '../config/schema';
 import type { ExchangeContext, ExchangeRequest } from '../http/exchange';
+import type { CallerIdentity } from './identity';
 
-/** Who is calling: a principal, or the answer (401/403/503) that refuses the request. */
-export type AuthOutcome = { ok: true; principal: string } | { ok: false; response: Response };
+/**
+ * Who is calling: the identity (what policy reads) and its principal string (what state is bound to,
+ * `principalOf(identity)`), or the answer (401/403/503) that refuses the request.
+ */
+export type AuthOutcome = { ok: true; principal: string; identity: CallerIdentity } | { ok: false; response: Response };
 
 export interface InboundAuth {
   readonly type: AuthConfig['type'];

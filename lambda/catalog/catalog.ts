@@ -3,6 +3,7 @@ import type { GatewayLogger } from '../observability/logger';
 import { describeError } from '../observability/logger';
 import { recordTargetListFailure } from '../observability/metrics';
 import { noteRequest } from '../observability/request-context';
+import { type AccessPolicy, type AccessRequest, OPEN_ACCESS } from '../policy/access-policy';
 import { ToolFilters } from '../policy/tool-filter';
 import { DependencyFailedError, GatewayError } from '../protocol/errors';
 import { LIST_METHODS, type ListingKind } from '../protocol/methods';
@@ -76,6 +77,10 @@ export interface ListFailure {
   at: string;
 }
 
+function accessRequestOf(caller: Caller): AccessRequest {
+  return { identity: caller.identity, era: caller.era, protocolVersion: caller.protocolVersion };
+}
+
 export class Catalog {
   private reportedLongNames = false;
   private readonly filters: ToolFilters;
@@ -89,6 +94,8 @@ export class Catalog {
     private readonly logger: GatewayLogger,
     /** The listings cache (its clock is the gateway's). */
     private readonly cache: CatalogCache,
+    /** Who may list and call which tool (the configured policies; everything without). */
+    private readonly access: AccessPolicy = OPEN_ACCESS,
   ) {
     this.filters = new ToolFilters(targets.configs);
   }
@@ -193,14 +200,47 @@ export class Catalog {
 
   /** The aggregated list a client gets: items under their public names, and the combined cacheability. */
   async aggregate(kind: ListingKind, scope: CatalogScope): Promise<AggregatedList> {
-    const lists = await this.list(kind, scope);
+    const listed = await this.list(kind, scope);
+    const lists = kind === 'tools' ? this.permitted(listed as Array<TargetList<'tools'>>, scope.caller) : listed;
     const ttlMs = lists.length ? Math.min(...lists.map((l) => l.ttlMs)) : 0;
-    const cacheScope = lists.length && lists.every((l) => l.cacheScope === 'public') ? 'public' : 'private';
+    // What policy shows differs by caller: such a list is never shared between callers.
+    const shared = this.access.mode === 'none' || kind !== 'tools';
+    const cacheScope = shared && lists.length && lists.every((l) => l.cacheScope === 'public') ? 'public' : 'private';
     const items =
       kind === 'tools' || kind === 'prompts'
         ? this.exposeNamed(lists as Array<TargetList<'tools' | 'prompts'>>)
         : this.exposeByUri(lists as Array<TargetList<'resources' | 'resourceTemplates'>>);
     return { items, ttlMs, cacheScope };
+  }
+
+  /** Each target's tools this caller may see: those some call of which policy could permit. */
+  private permitted(lists: Array<TargetList<'tools'>>, caller: Caller): Array<TargetList<'tools'>> {
+    if (this.access.mode === 'none') return lists;
+    const request = accessRequestOf(caller);
+    return lists.map((list) => ({
+      ...list,
+      items: list.items.filter((tool) =>
+        this.access.mayList(request, { target: list.target, tool: tool.name, annotations: tool.annotations }),
+      ),
+    }));
+  }
+
+  /**
+   * A resolved tool call, decided by the configured policies with its arguments (the annotations the
+   * target listed for it, when this instance has its listing): refused with no word of which policy.
+   */
+  authorizeCall(called: unknown, resolved: { target: string; name: string }, args: unknown, scope: CatalogScope): void {
+    if (this.access.mode === 'none') return;
+    const listed = this.cache.get(resolved.target, 'tools') as Tool[] | undefined;
+    const annotations = listed?.find((tool) => tool.name === resolved.name)?.annotations;
+    const given =
+      typeof args === 'object' && args !== null && !Array.isArray(args) ? (args as Record<string, unknown>) : {};
+    const tool = { target: resolved.target, tool: resolved.name, annotations };
+    if (!this.access.mayCall(accessRequestOf(scope.caller), tool, given)) {
+      throw new GatewayError('PolicyDenied', `Access denied: you may not call tool "${String(called)}"`, {
+        tool: String(called),
+      });
+    }
   }
 
   /** Tools or prompts under their exposed names; with prefixes off, a name two targets share is withheld. */

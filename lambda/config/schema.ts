@@ -234,6 +234,28 @@ export const CorsConfigSchema = z.strictObject({
   allowAnyOriginWithoutAuth: z.boolean().default(false),
 });
 
+/** The Cedar types a tool argument may be declared as for policies (what a JSON value maps to without loss). */
+export const POLICY_ARGUMENT_TYPES = ['String', 'Long', 'Bool', 'Set<String>', 'Set<Long>'] as const;
+
+/**
+ * Who may call which tool: Cedar policies evaluated in the gateway (lambda/policy/access-policy.ts
+ * says what they read). Validated against the schema the configuration generates at
+ * `--check-config`, at `cdk synth` and when the gateway starts.
+ */
+export const PolicyConfigSchema = z.strictObject({
+  /** `enforce` refuses and hides what policy denies; `logOnly` decides and logs, and refuses nothing. */
+  mode: z.enum(['enforce', 'logOnly']).default('enforce'),
+  /** The policies, in Cedar's own syntax; give each an `@id("…")` to see it named in logs. */
+  policies: z.string().min(1).max(1_000_000),
+  /**
+   * The tool arguments policies read as `context.arguments.NAME`, with their Cedar type; a call whose
+   * declared argument has another type is refused, as no policy can reason about it.
+   */
+  argumentTypes: z
+    .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'a Cedar identifier'), z.enum(POLICY_ARGUMENT_TYPES))
+    .default({}),
+});
+
 /** A tool pattern for `confirmTools`: `target___tool`, or `target___*` for every tool of a target. */
 const confirmToolPattern = z
   .string()
@@ -488,6 +510,8 @@ export const GatewayConfigSchema = z
     connections: ConnectionsConfigSchema.default({ linkTtlSeconds: 600, idleDays: 90 }),
     /** The outbound policy for URLs targets and authorization servers choose. */
     outbound: OutboundConfigSchema.default({ allowedOrigins: [], authorizationServers: [] }),
+    /** Cedar policies: who may list and call which tool. */
+    policy: PolicyConfigSchema.optional(),
     /** Tools the gateway itself asks the user to confirm (form elicitation) before forwarding. */
     confirmTools: z.array(confirmToolPattern).default([]),
     /**
@@ -649,6 +673,7 @@ export type ConnectionsConfig = z.output<typeof ConnectionsConfigSchema>;
 export type OutboundConfig = z.output<typeof OutboundConfigSchema>;
 export type ToolFilter = z.output<typeof ToolFilterSchema>;
 export type CorsConfig = z.output<typeof CorsConfigSchema>;
+export type PolicyConfig = z.output<typeof PolicyConfigSchema>;
 
 /** Every Secrets Manager ARN the configuration refers to (for least-privilege grants). */
 export function secretArnsIn(config: GatewayConfig): string[] {

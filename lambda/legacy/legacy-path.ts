@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { CallerIdentity } from '../auth/identity';
 import { errorResponse, refuse } from '../http/errors';
 import type { ExchangeContext } from '../http/exchange';
 import { type AcceptPreference, messageResponse, parseAccept } from '../http/responses';
@@ -49,6 +50,7 @@ export interface LegacyInput {
   accept: AcceptPreference;
   exchange: ExchangeContext;
   principal: string;
+  identity: CallerIdentity;
   headers: Headers;
 }
 
@@ -99,7 +101,7 @@ export async function handleLegacyPost(input: LegacyInput): Promise<Response> {
 
 function sessionExchange(input: LegacyInput, loaded: LoadedSession, exchange: ExchangeContext): SessionExchange {
   const headers = { [MCP_HEADERS.sessionId]: loaded.session.id };
-  return { deps: input.deps, loaded, accept: input.accept, exchange, headers };
+  return { deps: input.deps, identity: input.identity, loaded, accept: input.accept, exchange, headers };
 }
 
 /**
@@ -200,7 +202,7 @@ export async function handleLegacyResume(
 ): Promise<Response> {
   const loaded = await loadOwnSession(input, (id) => loadLiveSession(input.deps, id));
   if (loaded instanceof Response) return loaded;
-  return resumeStream(input.deps, loaded, input.lastEventId, input.exchange);
+  return resumeStream(input.deps, loaded, input.lastEventId, input.exchange, input.identity);
 }
 
 /** Ends the session's target sessions (best effort: targets MAY answer 405). */
@@ -332,7 +334,7 @@ async function initialize(input: LegacyInput, request: JSONRPCRequest): Promise<
   const capabilities: InitializeResult['capabilities'] = serverCapabilities(deps.config);
   if (declaresLegacyTasks(session.clientCapabilities, protocolVersion)) {
     // Only a client that has tasks itself waits for the targets' handshakes to learn whether any has them.
-    const caller = sessionCaller(deps, { session, targets: new Map() }, false);
+    const caller = sessionCaller(deps, { session, targets: new Map() }, input.identity, false);
     const tasks = await tasksOfTargets(deps, caller, input.exchange.signal);
     if (tasks) capabilities.tasks = tasks;
   }

@@ -1,3 +1,4 @@
+import type { CallerIdentity } from '../auth/identity';
 import { errorResponse, refuse } from '../http/errors';
 import type { ExchangeContext } from '../http/exchange';
 import { eventId, frame, SseStream } from '../http/sse';
@@ -42,6 +43,7 @@ export async function resumeStream(
   loaded: LoadedSession,
   lastEventId: string,
   exchange: ExchangeContext,
+  identity: CallerIdentity,
 ): Promise<Response> {
   const sessionId = loaded.session.id;
   const headers = { [MCP_HEADERS.sessionId]: sessionId };
@@ -126,7 +128,7 @@ export async function resumeStream(
     if (taken && !ended) {
       // The client reconnected for a call no invocation holds: it resumes (the call goes on releasable).
       proof.seen();
-      await goOn(deps, loaded, exchange, sse, taken, last).catch((error) => {
+      await goOn(deps, loaded, exchange, sse, taken, last, identity).catch((error) => {
         deps.logger.warn('going on with a released call failed', { sessionId, error: describeError(error) });
         sse.close();
       });
@@ -242,6 +244,7 @@ async function goOn(
   sse: SseStream,
   taken: Extract<TakeOver, { kind: 'taken' }>,
   lastSent: number,
+  identity: CallerIdentity,
 ): Promise<void> {
   const sessionId = loaded.session.id;
   const { snapshot, waiting } = taken;
@@ -265,7 +268,7 @@ async function goOn(
     // The call's task ids as the client knows them (./tasks.ts), as when it started.
     deps: withTaskIds(deps, loaded.session),
     loaded,
-    caller: sessionCaller(deps, loaded, true),
+    caller: sessionCaller(deps, loaded, identity, true),
     accept: { sse: true, json: true },
     exchange,
     request: { jsonrpc: '2.0', id: call.clientRequestId, method: call.method, params: call.params },

@@ -1,3 +1,4 @@
+import type { CallerIdentity } from '../auth/identity';
 import type { CatalogScope } from '../catalog/catalog';
 import type { ExchangeContext } from '../http/exchange';
 import { type AcceptPreference, messageResponse } from '../http/responses';
@@ -24,6 +25,8 @@ import { listSessionTasks, type NamedTask, SessionTasks, withTaskIds } from './t
 /** A message of a loaded, checked session, and what its answer needs. */
 export interface SessionExchange {
   deps: LegacyDeps;
+  /** Who sent this request (the session's principal; its claims as of this request's token). */
+  identity: CallerIdentity;
   loaded: LoadedSession;
   accept: AcceptPreference;
   exchange: ExchangeContext;
@@ -98,6 +101,7 @@ async function relayNamed(r: SessionRequest): Promise<Response> {
     case 'name': {
       const kind = r.route.method === 'tools/call' ? 'tool' : 'prompt';
       const { target, name } = await deps.catalog.resolveNamed(params.name, kind, scope);
+      if (kind === 'tool') deps.catalog.authorizeCall(params.name, { target, name }, params.arguments, scope);
       // Policy before forwarding: the gateway asks the user itself for listed tools.
       const confirm =
         kind === 'tool' && needsConfirmation(deps.config.confirmTools, target, name)
@@ -189,13 +193,13 @@ function relay(
  * 2026-07-28 targets get it in `_meta` on every request) and sent to the legacy targets now.
  */
 async function setLevel(r: SessionRequest, level: unknown): Promise<void> {
-  const { deps, loaded, exchange, accept } = r.ctx;
+  const { deps, loaded, exchange, accept, identity } = r.ctx;
   if (!isLogLevel(level)) {
     throw new GatewayError('InvalidParams', `Invalid params: level must be one of ${LOG_LEVELS.join(', ')}`);
   }
   await deps.store.setLogLevel(loaded.session, level);
   loaded.session.logLevel = level;
-  const caller = sessionCaller(deps, loaded, accept.sse);
+  const caller = sessionCaller(deps, loaded, identity, accept.sse);
   await Promise.all(
     deps.targets.names.map(async (target) => {
       try {

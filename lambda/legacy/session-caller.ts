@@ -1,3 +1,4 @@
+import type { CallerIdentity } from '../auth/identity';
 import type { Clock } from '../scheduling/clock';
 import type { LoadedSession, SessionRecordStore, TargetSessionRecord } from '../state/store';
 import type { Caller, StoredTargetSession, TargetSessionSlots } from '../targets/target-link';
@@ -9,12 +10,14 @@ import type { Caller, StoredTargetSession, TargetSessionSlots } from '../targets
 export function sessionCaller(
   { store, clock }: { store: SessionRecordStore; clock: Clock },
   loaded: LoadedSession,
+  identity: CallerIdentity,
   inputCapable: boolean,
   /** A call started before its session's read returned: no target session is opened before that read. */
   sessionRead?: Promise<void>,
 ): Caller {
   const { session } = loaded;
   return {
+    identity,
     era: 'legacy',
     protocolVersion: session.protocolVersion,
     capabilities: session.clientCapabilities,

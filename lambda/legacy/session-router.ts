@@ -36,7 +36,7 @@ async function handleNotification(ctx: SessionExchange, notification: JSONRPCNot
 
 async function handleRequest(ctx: SessionExchange, request: JSONRPCRequest): Promise<Response> {
   const { deps, loaded, accept, exchange, headers } = ctx;
-  const caller = sessionCaller(deps, loaded, accept.sse, ctx.sessionRead);
+  const caller = sessionCaller(deps, loaded, ctx.identity, accept.sse, ctx.sessionRead);
   const scope: CatalogScope = { caller, signal: exchange.signal };
   const params = (request.params ?? {}) as Record<string, unknown>;
   deps.logger.debug('request', { sessionId: loaded.session.id, method: request.method });

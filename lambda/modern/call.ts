@@ -85,6 +85,8 @@ export async function forwardCall(ctx: CallContext): Promise<JSONRPCResponse | u
   }
   const exposed = exposedNameOf(params.name, name);
   const args = method === 'resources/read' ? {} : (params.arguments ?? {});
+  // Every round of a call is decided again: a retry carries the same arguments (its state is bound to them).
+  if (method === 'tools/call') deps.catalog.authorizeCall(params.name, { target, name }, args, scope);
   const binding: StateBinding = { principal, target, method, name, argsDigest: argumentsDigest(args) };
   const complete = (result: Record<string, unknown>): JSONRPCResponse => ({ jsonrpc: '2.0', id: request.id, result });
 

@@ -38,6 +38,7 @@ export async function handleModernPost(input: ModernInput): Promise<Response> {
   const scope = new RequestScope(input.exchange, deps.clock);
   let handedOver = false;
   const caller: Caller = {
+    identity: input.identity,
     era: 'modern',
     protocolVersion: request.protocolVersion,
     capabilities: request.clientCapabilities,

@@ -1,3 +1,4 @@
+import type { CallerIdentity } from '../auth/identity';
 import { DeferredResponse } from '../http/deferred-response';
 import type { ExchangeContext } from '../http/exchange';
 import { type AcceptPreference, jsonResponse } from '../http/responses';
@@ -39,6 +40,7 @@ export interface ModernInput {
   accept: AcceptPreference;
   exchange: ExchangeContext;
   principal: string;
+  identity: CallerIdentity;
   headers: Headers;
 }
 

@@ -31,10 +31,21 @@ export const MetricName = {
    * `revoked`.
    */
   Connections: 'Connections',
+  /** A tool call decided by the configured policies, by `decision`: `allow`, `deny`, `wouldDeny` (logOnly). */
+  PolicyDecisions: 'PolicyDecisions',
 } as const;
 
 /** Dimension names (besides Powertools' own `service`). */
-export const MetricDimension = { method: 'method', code: 'code', target: 'target', event: 'event' } as const;
+export const MetricDimension = {
+  method: 'method',
+  code: 'code',
+  target: 'target',
+  event: 'event',
+  decision: 'decision',
+} as const;
+
+/** The `decision` values of the PolicyDecisions metric. */
+export type PolicyDecision = 'allow' | 'deny' | 'wouldDeny';
 
 /** The `event` values of the Connections metric. */
 export type ConnectionEvent =

@@ -7,6 +7,7 @@ import {
   DEFAULT_METRICS_SERVICE,
   MetricDimension,
   MetricName,
+  type PolicyDecision,
 } from './metric-names';
 
 /**
@@ -120,6 +121,11 @@ export function recordTargetStreamResume(target: string): void {
 /** One event of a per-user OAuth connection (metric-names.ts lists them). */
 export function recordConnectionEvent(event: ConnectionEvent): void {
   emit(MetricName.Connections, MetricUnit.Count, 1, { name: MetricDimension.event, value: event });
+}
+
+/** A tool call the configured policies decided. */
+export function recordPolicyDecision(decision: PolicyDecision): void {
+  emit(MetricName.PolicyDecisions, MetricUnit.Count, 1, { name: MetricDimension.decision, value: decision });
 }
 
 /** A target could not be listed (unreachable, failed, timed out) and was left out of a list. */

@@ -87,6 +87,8 @@ export const ERROR_TABLE = {
   /** The user declined or cancelled connecting an account at a per-user target (in-band). */
   ConnectionNotMade: { code: RpcCode.InvalidRequest, status: 200 },
   RequestStateRefused: { code: RpcCode.InvalidParams, status: 400 },
+  /** The configured policies do not let this caller call this tool (in-band; names no policy). */
+  PolicyDenied: { code: RpcCode.ServerError, status: 200, type: 'AccessDeniedException' },
   // Dependencies.
   DependencyFailed: { code: RpcCode.InternalError, status: 200, retryable: true, type: 'DependencyFailedException' },
   /** The target did not take the client's answer, provably: the claim was released, so sending the answer again works. */

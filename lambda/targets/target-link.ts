@@ -1,3 +1,4 @@
+import type { CallerIdentity } from '../auth/identity';
 import type { JSONRPCResponse } from '../protocol/jsonrpc';
 import type {
   JSONRPCNotification,
@@ -56,6 +57,8 @@ export interface TargetSessionSlots {
 
 /** Who is calling, as far as the target must know. */
 export interface Caller {
+  /** Who is calling (what policy decides on; never sent to a target). */
+  identity: CallerIdentity;
   era: Era;
   /** The caller's negotiated (2025) or declared (2026) protocol version. */
   protocolVersion: string;

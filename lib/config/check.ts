@@ -1,4 +1,5 @@
 import { type GatewayConfig, GatewayConfigSchema, withoutSchemaKey } from '../../lambda/config/schema';
+import { checkPolicies, describePolicyProblem } from '../../lambda/policy/cedar/policies';
 import { crossFieldIssuesOf } from './cross-field';
 import { type UnsetReference, unsetReferences } from './environment-references';
 import { gatewayConfigJsonSchema, type JsonSchema } from './json-schema';
@@ -84,6 +85,14 @@ export function checkConfigText(text: string, options: CheckOptions = {}): Confi
     const { severity, message } = unsetMessage(reference, options.purpose ?? 'check');
     const position = at([...reference.path, 'fromEnv'], severity, message);
     problems.push({ ...position, path: formatPath(reference.path), variable: reference.name });
+  }
+  if (result.success && result.data.policy) {
+    // Policies are checked once the configuration is valid: their schema is generated from it.
+    const checked = checkPolicies(result.data.policy.policies, result.data.policy.argumentTypes);
+    const found = checked.ok ? checked.warnings : checked.problems;
+    for (const problem of found) {
+      problems.push(at(['policy', 'policies'], problem.severity, describePolicyProblem(problem)));
+    }
   }
   if (isObject(raw) && (raw.targets === undefined || (Array.isArray(raw.targets) && raw.targets.length === 0))) {
     const where = at(raw.targets === undefined ? [] : ['targets'], 'note', NO_TARGETS);

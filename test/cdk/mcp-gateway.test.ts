@@ -348,6 +348,22 @@ describe('McpGateway construct guards', () => {
     expect(() => gateway({ config: { targets: [{ name: 'x', url: 'nope' }] } })).toThrow(/targets\.0\.url/);
   });
 
+  test('policies that do not validate fail the synth, at their line and column; valid ones synthesize', () => {
+    const policy = (policies: string) => ({
+      config: { policy: { policies, argumentTypes: { amount: 'Long' as const } } },
+    });
+    expect(() =>
+      gateway(policy('permit (principal, action, resource)\nwhen { context.arguments.ammount < 5 };')),
+    ).toThrow(/policy\.policies: policy line 2, column \d+: .*ammount/);
+    expect(() =>
+      gateway(
+        policy(
+          'permit (principal, action, resource)\nwhen { context.arguments has amount && context.arguments.amount < 5 };',
+        ),
+      ),
+    ).not.toThrow();
+  });
+
   test('secret ARNs must be exact: partial or wildcard ARNs are refused', () => {
     expect(() => gateway({ secretArns: ['arn:aws:secretsmanager:eu-west-1:123456789012:secret:gateway/*'] })).toThrow(
       /secretArns\[0\]/,

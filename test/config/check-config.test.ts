@@ -338,3 +338,36 @@ describe('what the check says, in place', () => {
     expect(problemsOf('{\n  "targets": []\n}')).toBe(`valid\nf.json:2:3 ${NO_TARGETS}`);
   });
 });
+
+describe('policies', () => {
+  const withPolicies = (policies: string, argumentTypes: Record<string, string> = {}) =>
+    JSON.stringify(
+      {
+        targets: [{ name: 'payments', url: 'https://payments.example/mcp' }],
+        policy: { policies, argumentTypes },
+      },
+      null,
+      2,
+    );
+
+  it('the finance example is valid', () => {
+    const text = withPolicies(
+      '@id("finance") permit (principal is McpGateway::User, action, resource == McpGateway::Tool::"payments___refund")\nwhen { principal.groups.contains("finance") && context.arguments has amount && context.arguments.amount <= 500 };',
+      { amount: 'Long' },
+    );
+    expect(problemsOf(text)).toBe('valid');
+  });
+
+  it("a policy's mistakes are told with the rest, at the policies field, with the line and column in the policy text", () => {
+    const text = withPolicies('permit (principal, action, resource)\nwhen { principal.group == "finance" };', {
+      amount: 'Decimal',
+    });
+    const told = problemsOf(text);
+    // The schema's own problem (an argument type it does not know) stops before the policies are read.
+    expect(told).toMatch(/^f\.json:\d+:\d+ policy\.argumentTypes\.amount: Invalid option/m);
+    const fixed = problemsOf(
+      withPolicies('permit (principal, action, resource)\nwhen { principal.group == "finance" };'),
+    );
+    expect(fixed).toMatch(/^f\.json:\d+:\d+ policy\.policies: policy line 2, column 8: .*attribute `group`/m);
+  });
+});

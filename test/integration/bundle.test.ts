@@ -5,8 +5,8 @@ import { dirname, join } from 'node:path';
 import { build, transformSync } from 'esbuild';
 import { startDemoTarget } from '../../examples/targets/demo-target';
 import { createDocumentClient, ensureTable } from '../../lambda/state/dynamo-client';
-import { esbuildOptions, HANDLER_ENTRY, WEB_FUNCTION_ENTRY } from '../../lib/bundling';
-import { callAndAnswer, initSession } from '../support/mcp-http';
+import { esbuildOptions, HANDLER_ENTRY, UNBUNDLED, WEB_FUNCTION_ENTRY } from '../../lib/bundling';
+import { callAndAnswer, initSession, post, readMessage } from '../support/mcp-http';
 import { withGateway } from '../support/with-gateway';
 
 /** The bundle `npm run build` produces (and CDK deploys) runs the whole relay on its own. */
@@ -19,37 +19,65 @@ describe('the bundled Lambda handler', () => {
     await ensureTable(createDocumentClient({ endpoint: gw.dynamodbEndpoint }), 'mcp-gateway');
   });
 
-  it('exists after npm run build: index.mjs and its chunks, each with its source map', () => {
+  it('exists after npm run build: index.mjs and its chunks, each with its source map, and the packages kept beside them', () => {
     expect(existsSync(bundle)).toBe(true);
     const folder = dirname(bundle);
     const code = readdirSync(folder).filter((name) => name.endsWith('.mjs'));
-    expect(readdirSync(folder).sort()).toEqual([...code, ...code.map((name) => `${name}.map`)].sort());
+    expect(readdirSync(folder).sort()).toEqual([...code, ...code.map((name) => `${name}.map`), 'node_modules'].sort());
+    const kept = UNBUNDLED.flatMap((pkg) => pkg.files.map((file) => join('node_modules', pkg.name, file)));
+    expect(
+      readdirSync(join(folder, 'node_modules'), { recursive: true, encoding: 'utf8' })
+        .filter((f) => f.includes('.'))
+        .sort(),
+    ).toEqual(kept.map((file) => file.slice('node_modules/'.length)).sort());
     expect(code.reduce((sum, name) => sum + statSync(join(folder, name)).size, 0)).toBeLessThan(3 * 1024 * 1024);
   });
 
-  it('serves an elicitation round trip through the function-URL invoker', async () => {
+  /** The bundle serving `config` through the function-URL invoker, in its own process. */
+  function serveBundle(config: object): { url: Promise<string>; stop(): void } {
     const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/serve-bundle.ts'], {
       cwd: join(__dirname, '../..'),
       env: {
         ...process.env,
-        GATEWAY_CONFIG: JSON.stringify(gw.config),
+        GATEWAY_CONFIG: JSON.stringify(config),
         DYNAMODB_ENDPOINT: gw.dynamodbEndpoint,
       },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
-    try {
-      const url = await new Promise<string>((resolve, reject) => {
-        let out = '';
-        const timer = setTimeout(() => reject(new Error(`bundle did not start: ${out}`)), 20_000);
-        child.stdout.on('data', (c: Buffer) => {
-          out += c.toString();
-          const match = /ready (\S+)/.exec(out);
-          if (match) {
-            clearTimeout(timer);
-            resolve(match[1]);
-          }
-        });
+    const url = new Promise<string>((resolve, reject) => {
+      let out = '';
+      const timer = setTimeout(() => reject(new Error(`bundle did not start: ${out}`)), 20_000);
+      child.stdout.on('data', (c: Buffer) => {
+        out += c.toString();
+        const match = /ready (\S+)/.exec(out);
+        if (match) {
+          clearTimeout(timer);
+          resolve(match[1]);
+        }
       });
+    });
+    return { url, stop: () => child.kill('SIGTERM') };
+  }
+
+  it('decides with Cedar policies: the engine it keeps beside it loads and lists only what they permit', async () => {
+    const served = serveBundle({
+      ...gw.config,
+      policy: { policies: 'permit (principal, action, resource == McpGateway::Tool::"demo___echo");' },
+    });
+    try {
+      const url = await served.url;
+      const { headers } = await initSession(url, { capabilities: {} });
+      const listed = await readMessage(await post(url, headers, { jsonrpc: '2.0', id: 2, method: 'tools/list' }));
+      expect(listed.result.tools.map((tool: { name: string }) => tool.name)).toEqual(['demo___echo']);
+    } finally {
+      served.stop();
+    }
+  }, 40_000);
+
+  it('serves an elicitation round trip through the function-URL invoker', async () => {
+    const served = serveBundle(gw.config);
+    try {
+      const url = await served.url;
       const { headers } = await initSession(url, { capabilities: { elicitation: { form: {} } } });
       const call = await callAndAnswer(
         url,
@@ -61,7 +89,7 @@ describe('the bundled Lambda handler', () => {
       );
       expect(call.response.result.content[0].text).toBe('executed: bundled');
     } finally {
-      child.kill('SIGTERM');
+      served.stop();
     }
   }, 40_000);
 });

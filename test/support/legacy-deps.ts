@@ -184,6 +184,8 @@ export function fakeCatalog(target = 'demo') {
       return { items: [{ name: `${kind}-item` }] };
     },
     resolveNamed: async (name: unknown) => ({ target, name: String(name).replace(/^[a-z]+___/, '') }),
+    // No policies: every resolved call may go (policy's own tests use the real catalog).
+    authorizeCall: () => undefined,
     resolveResource: async () => target,
     resolveTemplate: async () => target,
   };

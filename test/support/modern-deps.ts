@@ -1,3 +1,4 @@
+import { ANONYMOUS_IDENTITY } from '../../lambda/auth/identity';
 import { ActiveCalls } from '../../lambda/calls/active-calls';
 import type { Catalog } from '../../lambda/catalog/catalog';
 import { type GatewayConfig, type GatewayConfigInput, parseConfig } from '../../lambda/config/schema';
@@ -143,6 +144,8 @@ function fakeCatalog(targets: Record<string, FakeTarget>): { catalog: Catalog; f
   };
   const ownerOf = (uri: unknown) => (typeof uri === 'string' ? uri.split('://')[0] : undefined);
   const catalog = {
+    // No policies: every resolved call may go (policy's own tests use the real catalog).
+    authorizeCall: () => undefined,
     resolveNamed: async (called: unknown, kind: string) => {
       const [target, name] = String(called).split('___');
       return { target: known(target, `${kind} "${String(called)}"`), name: name ?? '' };
@@ -242,6 +245,7 @@ export function modernDeps(
 /** A 2026-07-28 caller as the modern path builds one (modern/modern-path.ts). */
 export function modernCaller(deps: ModernDeps, principal = 'alice', capabilities = {}): Caller {
   return {
+    identity: ANONYMOUS_IDENTITY,
     era: 'modern',
     protocolVersion: '2026-07-28',
     capabilities,

@@ -1,3 +1,4 @@
+import { ANONYMOUS_IDENTITY, type CallerIdentity } from '../../lambda/auth/identity';
 import type { ModernDeps } from '../../lambda/modern/deps';
 import { handleModernPost } from '../../lambda/modern/modern-path';
 import { encodeMirrored } from '../../lambda/protocol/headers';
@@ -19,6 +20,8 @@ export interface ModernPostOptions {
   signal?: AbortSignal;
   deadlineMs?: number;
   principal?: string;
+  /** Who sent it, as policy sees it (default: anonymous). */
+  identity?: CallerIdentity;
   id?: string | number;
 }
 
@@ -69,6 +72,7 @@ export function postModern(
       deadline: Date.now() + (options.deadlineMs ?? 30_000),
     },
     principal: options.principal ?? 'alice',
+    identity: options.identity ?? ANONYMOUS_IDENTITY,
     headers,
   });
 }

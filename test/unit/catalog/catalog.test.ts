@@ -1,7 +1,9 @@
+import type { CallerIdentity } from '../../../lambda/auth/identity';
 import { CatalogCache } from '../../../lambda/catalog/cache';
 import { Catalog, type CatalogScope } from '../../../lambda/catalog/catalog';
 import { DEFAULT_TARGET_LIMITS, type TargetConfig } from '../../../lambda/config/schema';
 import { createLogger } from '../../../lambda/observability/logger';
+import { accessPolicyOf } from '../../../lambda/policy/access-policy';
 import { DependencyFailedError, GatewayError } from '../../../lambda/protocol/errors';
 import { LIST_METHODS, type ListingKind } from '../../../lambda/protocol/methods';
 import type { Era } from '../../../lambda/protocol/versions';
@@ -34,7 +36,12 @@ const tool = (name: string) => ({ name, inputSchema: { type: 'object' as const }
 
 function fakeTargets(
   listings: Record<string, Listings>,
-  options: { configs?: Partial<TargetConfig>[]; prefix?: 'always' | 'conditional' | 'never' } = {},
+  options: {
+    configs?: Partial<TargetConfig>[];
+    prefix?: 'always' | 'conditional' | 'never';
+    /** Cedar policies (enforced) and the arguments they read. */
+    policies?: { text: string; argumentTypes?: Record<string, 'Long' | 'String'> };
+  } = {},
 ): FakeTargets {
   let now = 1_000_000;
   const names = Object.keys(listings);
@@ -79,13 +86,28 @@ function fakeTargets(
       clockAt(() => now),
       CACHE_AGE_MS,
     ),
+    accessPolicyOf(
+      options.policies && {
+        mode: 'enforce',
+        policies: options.policies.text,
+        argumentTypes: options.policies.argumentTypes ?? {},
+      },
+      clockAt(() => now),
+      createLogger('SILENT'),
+    ),
   );
   return { ...state, catalog };
 }
 
 /** A caller's scope; `who` names the caller (its target sessions), whose live listings are shared. */
-function scope(era: Era = 'legacy', who = 'client', signal = new AbortController().signal): CatalogScope {
-  return { caller: { era, sessions: { scope: who } } as Caller, signal };
+function scope(
+  era: Era = 'legacy',
+  who = 'client',
+  signal = new AbortController().signal,
+  identity: CallerIdentity = { kind: 'anonymous' },
+): CatalogScope {
+  const protocolVersion = era === 'legacy' ? '2025-11-25' : '2026-07-28';
+  return { caller: { identity, era, protocolVersion, sessions: { scope: who } } as Caller, signal };
 }
 
 /** The GatewayError a promise rejects with. */
@@ -333,5 +355,72 @@ describe('the aggregated list', () => {
     expect((items as Array<{ name: string }>).map((t) => t.name)).toEqual(['b___y']);
     expect(f.catalog.lastFailure('a')).toBeDefined();
     expect(f.catalog.lastFailure('b')).toBeUndefined();
+  });
+});
+
+describe('with policies', () => {
+  const POLICIES = {
+    text: `@id("finance") permit (principal is McpGateway::User, action, resource == McpGateway::Tool::"payments___refund")
+           when { principal.groups.contains("finance") && context.arguments has amount && context.arguments.amount <= 500 };
+           @id("read-only") permit (principal, action, resource is McpGateway::Tool)
+           when { resource has readOnlyHint && resource.readOnlyHint };`,
+    argumentTypes: { amount: 'Long' as const },
+  };
+  const finance: CallerIdentity = {
+    kind: 'user',
+    sub: 'alice',
+    issuer: 'https://idp',
+    claims: { groups: ['finance'] },
+  };
+  const other: CallerIdentity = { kind: 'user', sub: 'bob', issuer: 'https://idp', claims: { groups: [] } };
+  const listings = {
+    payments: {
+      tools: [tool('refund'), { ...tool('balance'), annotations: { readOnlyHint: true } }],
+    },
+  };
+  const as = (identity: CallerIdentity, era: Era = 'legacy') => scope(era, identity.kind, undefined, identity);
+
+  it('lists each caller only the tools some call of which policy could permit, in either era, never shared between callers', async () => {
+    const f = fakeTargets(listings, { policies: POLICIES });
+    const names = async (identity: CallerIdentity, era: Era) =>
+      ((await f.catalog.aggregate('tools', as(identity, era))).items as Array<{ name: string }>).map((t) => t.name);
+    expect(await names(finance, 'legacy')).toEqual(['payments___refund', 'payments___balance']);
+    expect(await names(other, 'legacy')).toEqual(['payments___balance']);
+    expect(await names(other, 'modern')).toEqual(['payments___balance']);
+    expect((await f.catalog.aggregate('tools', as(finance, 'modern'))).cacheScope).toBe('private');
+  });
+
+  it('a call is decided with its arguments; a refusal names the tool the client called, never a policy', async () => {
+    const f = fakeTargets(listings, { policies: POLICIES });
+    const resolved = await f.catalog.resolveNamed('payments___refund', 'tool', as(finance));
+    expect(() => f.catalog.authorizeCall('payments___refund', resolved, { amount: 100 }, as(finance))).not.toThrow();
+    for (const [identity, args] of [
+      [finance, { amount: 900 }],
+      [other, { amount: 100 }],
+      [finance, 'not an object'],
+    ] as const) {
+      let refused: unknown;
+      try {
+        f.catalog.authorizeCall('payments___refund', resolved, args, as(identity));
+      } catch (error) {
+        refused = error;
+      }
+      expect(refused).toBeInstanceOf(GatewayError);
+      expect(refused).toMatchObject({
+        kind: 'PolicyDenied',
+        message: 'Access denied: you may not call tool "payments___refund"',
+        data: { tool: 'payments___refund' },
+      });
+    }
+  });
+
+  it('the annotations a call is decided with are those the target listed for it', async () => {
+    const f = fakeTargets(listings, { policies: POLICIES });
+    const balance = await f.catalog.resolveNamed('payments___balance', 'tool', as(other));
+    expect(() => f.catalog.authorizeCall('payments___balance', balance, {}, as(other))).not.toThrow();
+    f.listings.payments!.tools = [tool('refund'), tool('balance')]; // no longer says read-only
+    f.catalog.listingChanged('payments', ['tools']);
+    const relisted = await f.catalog.resolveNamed('payments___balance', 'tool', as(other));
+    expect(() => f.catalog.authorizeCall('payments___balance', relisted, {}, as(other))).toThrow(/Access denied/);
   });
 });

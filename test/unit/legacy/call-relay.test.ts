@@ -1,3 +1,4 @@
+import { ANONYMOUS_IDENTITY } from '../../../lambda/auth/identity';
 import { recordBeforeReading } from '../../../lambda/legacy/answer';
 import { type RelayInput, relayCall } from '../../../lambda/legacy/call-relay';
 import { sessionCaller } from '../../../lambda/legacy/session-caller';
@@ -58,7 +59,7 @@ async function setUp(
   const input: RelayInput = {
     deps: t.deps,
     loaded,
-    caller: sessionCaller(t.deps, loaded, true),
+    caller: sessionCaller(t.deps, loaded, ANONYMOUS_IDENTITY, true),
     accept: options.accept ?? { json: true, sse: true },
     exchange: ex,
     request: request(7, 'tools/call', { name: 'deploy', arguments: {} }),

@@ -1,3 +1,4 @@
+import { ANONYMOUS_IDENTITY } from '../../../lambda/auth/identity';
 import { CLIENT_STREAM_KEY } from '../../../lambda/legacy/client-stream';
 import {
   handleLegacyDelete,
@@ -35,6 +36,7 @@ function inputOf(
     accept: { json: true, sse: true },
     exchange: exchange(),
     principal,
+    identity: ANONYMOUS_IDENTITY,
     headers: new Headers(headers),
   };
 }
@@ -348,6 +350,7 @@ describe('GET and DELETE of a session', () => {
     deps: t.deps,
     exchange: exchange(),
     principal,
+    identity: ANONYMOUS_IDENTITY,
     headers: new Headers(headers),
   });
 

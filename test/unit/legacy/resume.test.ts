@@ -1,3 +1,4 @@
+import { ANONYMOUS_IDENTITY } from '../../../lambda/auth/identity';
 import { resumeProofKey } from '../../../lambda/legacy/release-policy';
 import { resumeStream } from '../../../lambda/legacy/resume';
 import { WaitingCall, type WaitingCallSnapshot } from '../../../lambda/legacy/waiting-call';
@@ -47,7 +48,7 @@ describe('a reconnect that names no stream it can resume', () => {
   it('an id the gateway never issued: 400, nothing read', async () => {
     const { deps, loaded, store } = await setUp();
     const reads = jest.spyOn(store, 'readStream');
-    const response = await resumeStream(deps, loaded, 'not-an-event-id', exchange());
+    const response = await resumeStream(deps, loaded, 'not-an-event-id', exchange(), ANONYMOUS_IDENTITY);
     expect(response.status).toBe(400);
     expect(await bodyOf(response)).toMatchObject({
       error: { code: -32600, message: expect.stringContaining('names no stream') },
@@ -57,7 +58,7 @@ describe('a reconnect that names no stream it can resume', () => {
 
   it("a well-formed id of which nothing is kept (another session's stream, or one long gone): 400", async () => {
     const { deps, loaded } = await setUp();
-    const response = await resumeStream(deps, loaded, `${STREAM}.2`, exchange());
+    const response = await resumeStream(deps, loaded, `${STREAM}.2`, exchange(), ANONYMOUS_IDENTITY);
     expect(response.status).toBe(400);
     expect(response.headers.get('mcp-session-id')).toBe(loaded.session.id);
   });
@@ -65,7 +66,7 @@ describe('a reconnect that names no stream it can resume', () => {
   it('an id naming the end itself (the client has the final message): 400', async () => {
     const { deps, loaded, put } = await setUp();
     await keptStream(put, true);
-    const response = await resumeStream(deps, loaded, `${STREAM}.3`, exchange());
+    const response = await resumeStream(deps, loaded, `${STREAM}.3`, exchange(), ANONYMOUS_IDENTITY);
     expect(response.status).toBe(400);
     expect(await bodyOf(response)).toMatchObject({ error: { message: expect.stringContaining('stream that ended') } });
   });
@@ -73,7 +74,7 @@ describe('a reconnect that names no stream it can resume', () => {
   it('a store that cannot be read: 503, retryable', async () => {
     const { deps, loaded, store } = await setUp();
     store.down = true;
-    expect((await resumeStream(deps, loaded, `${STREAM}.1`, exchange())).status).toBe(503);
+    expect((await resumeStream(deps, loaded, `${STREAM}.1`, exchange(), ANONYMOUS_IDENTITY)).status).toBe(503);
   });
 });
 
@@ -81,7 +82,7 @@ describe('a reconnect to a stream of which only the head is left', () => {
   it("gets the request's StreamExpired error as the stream's new end, with the next id", async () => {
     const { deps, loaded, put } = await setUp();
     await put({ seq: 0, data: '', requestId: 7, ended: true });
-    const response = await resumeStream(deps, loaded, `${STREAM}.4`, exchange());
+    const response = await resumeStream(deps, loaded, `${STREAM}.4`, exchange(), ANONYMOUS_IDENTITY);
     expect(response.status).toBe(200);
     const text = await new SseText(response).all();
     expect(text).toMatch(new RegExp(`^id: ${STREAM}\\.5\nevent: message\ndata: `));
@@ -92,17 +93,19 @@ describe('a reconnect to a stream of which only the head is left', () => {
   it('keeps that error as the end, so the next reconnect from it gets 400 instead of the error again', async () => {
     const { deps, loaded, put, store } = await setUp();
     await put({ seq: 0, data: '', requestId: 'req-1', ended: true });
-    await new SseText(await resumeStream(deps, loaded, `${STREAM}.2`, exchange())).all();
+    await new SseText(await resumeStream(deps, loaded, `${STREAM}.2`, exchange(), ANONYMOUS_IDENTITY)).all();
     const [, end] = await store.readStream(loaded.session.id, STREAM, 0);
     expect(end).toMatchObject({ seq: 3, end: true });
-    expect((await resumeStream(deps, loaded, `${STREAM}.3`, exchange())).status).toBe(400);
+    expect((await resumeStream(deps, loaded, `${STREAM}.3`, exchange(), ANONYMOUS_IDENTITY)).status).toBe(400);
   });
 
   it('still ends with the error when its end cannot be kept (a later reconnect gets it again)', async () => {
     const { deps, loaded, put, store, logger } = await setUp();
     await put({ seq: 0, data: '', requestId: 7, ended: true });
     jest.spyOn(store, 'endStream').mockRejectedValue(new Error('DynamoDB is down'));
-    const text = await new SseText(await resumeStream(deps, loaded, `${STREAM}.0`, exchange())).all();
+    const text = await new SseText(
+      await resumeStream(deps, loaded, `${STREAM}.0`, exchange(), ANONYMOUS_IDENTITY),
+    ).all();
     expect(text).toContain('StreamExpired');
     expect(logger.messages('warn')).toEqual(['keeping the end of an expired stream failed']);
   });
@@ -115,7 +118,7 @@ describe('a reconnect to a call still going whose last events expired', () => {
     await put({ seq: 0, data: '', requestId: 7 });
     await put({ seq: 1, expiresAt: Math.floor(Date.now() / 1000) - 1 });
     const ends = jest.spyOn(store, 'endStream');
-    const sse = new SseText(await resumeStream(deps, loaded, `${STREAM}.1`, exchange(2000)));
+    const sse = new SseText(await resumeStream(deps, loaded, `${STREAM}.1`, exchange(2000), ANONYMOUS_IDENTITY));
     await jest.advanceTimersByTimeAsync(2000);
     const text = await sse.all();
     expect(text).not.toContain('StreamExpired');
@@ -128,7 +131,7 @@ describe('a reconnect to a stream that is kept', () => {
   it('opens with the id it resumed from, replays what came after it with their ids, ends with the final message', async () => {
     const { deps, loaded, put } = await setUp();
     await keptStream(put, true);
-    const response = await resumeStream(deps, loaded, `${STREAM}.1`, exchange());
+    const response = await resumeStream(deps, loaded, `${STREAM}.1`, exchange(), ANONYMOUS_IDENTITY);
     expect(response.headers.get('content-type')).toBe('text/event-stream');
     const sse = new SseText(response);
     const text = await sse.all();
@@ -140,7 +143,7 @@ describe('a reconnect to a stream that is kept', () => {
   it('proves its client resumes (proven mode): the session says so, and a proof for its principal and clientInfo', async () => {
     const { deps, loaded, put, store } = await setUp();
     await keptStream(put, true);
-    await new SseText(await resumeStream(deps, loaded, `${STREAM}.1`, exchange())).all();
+    await new SseText(await resumeStream(deps, loaded, `${STREAM}.1`, exchange(), ANONYMOUS_IDENTITY)).all();
     expect(loaded.session.clientResumes).toBe(true);
     expect((await store.loadSession(loaded.session.id))?.session.clientResumes).toBe(true);
     expect(await store.hasResumeProof(resumeProofKey('alice', { name: 'unit-client', version: '1.0.0' }))).toBe(true);
@@ -150,7 +153,7 @@ describe('a reconnect to a stream that is kept', () => {
     const { deps, loaded, put, store } = await setUp({}, { clientResumes: true });
     await keptStream(put, true);
     const marks = jest.spyOn(store, 'markClientResumes');
-    await new SseText(await resumeStream(deps, loaded, `${STREAM}.1`, exchange())).all();
+    await new SseText(await resumeStream(deps, loaded, `${STREAM}.1`, exchange(), ANONYMOUS_IDENTITY)).all();
     expect(marks).not.toHaveBeenCalled();
   });
 
@@ -158,7 +161,7 @@ describe('a reconnect to a stream that is kept', () => {
     const { deps, loaded, put, store } = await setUp({ streamRelease: 'always' });
     await keptStream(put, true);
     const marks = jest.spyOn(store, 'markClientResumes');
-    await new SseText(await resumeStream(deps, loaded, `${STREAM}.1`, exchange())).all();
+    await new SseText(await resumeStream(deps, loaded, `${STREAM}.1`, exchange(), ANONYMOUS_IDENTITY)).all();
     expect(marks).not.toHaveBeenCalled();
     expect(loaded.session.clientResumes).toBe(true);
   });
@@ -167,7 +170,7 @@ describe('a reconnect to a stream that is kept', () => {
     jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
     const { deps, loaded, put } = await setUp();
     await keptStream(put, false);
-    const sse = new SseText(await resumeStream(deps, loaded, `${STREAM}.2`, exchange()));
+    const sse = new SseText(await resumeStream(deps, loaded, `${STREAM}.2`, exchange(), ANONYMOUS_IDENTITY));
     await put({ seq: 3 });
     await jest.advanceTimersByTimeAsync(100);
     await sse.until((text) => text.includes(`id: ${STREAM}.3`));
@@ -182,7 +185,7 @@ describe('a reconnect to a stream that is kept', () => {
     const { deps, loaded, put, store } = await setUp();
     await keptStream(put, false);
     const marks = jest.spyOn(store, 'markClientResumes');
-    const sse = new SseText(await resumeStream(deps, loaded, `${STREAM}.2`, exchange(2000)));
+    const sse = new SseText(await resumeStream(deps, loaded, `${STREAM}.2`, exchange(2000), ANONYMOUS_IDENTITY));
     await jest.advanceTimersByTimeAsync(2000);
     const text = await sse.all();
     // Only the id it came with: it reconnects from there.
@@ -194,7 +197,7 @@ describe('a reconnect to a stream that is kept', () => {
     jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
     const { deps, loaded, put, store } = await setUp();
     await keptStream(put, false);
-    const sse = new SseText(await resumeStream(deps, loaded, `${STREAM}.2`, exchange()));
+    const sse = new SseText(await resumeStream(deps, loaded, `${STREAM}.2`, exchange(), ANONYMOUS_IDENTITY));
     await sse.until((text) => text.length > 0);
     const reads = jest.spyOn(store, 'readStream');
     await sse.cancel();
@@ -264,7 +267,7 @@ describe('a reconnect to a call no invocation holds', () => {
 
   it('takes the call over and goes on with it on this stream: the answers to the target, its result as the stream end', async () => {
     const h = await released(true);
-    const sse = new SseText(await resumeStream(h.deps, h.loaded, `${STREAM}.1`, exchange()));
+    const sse = new SseText(await resumeStream(h.deps, h.loaded, `${STREAM}.1`, exchange(), ANONYMOUS_IDENTITY));
     await jest.advanceTimersByTimeAsync(1000);
     const text = await sse.all();
     expect(text.startsWith(`id: ${STREAM}.1\ndata: \n\n`)).toBe(true);
@@ -318,7 +321,7 @@ describe('a reconnect to a call no invocation holds', () => {
     const holder = new WaitingCall(t.store, t.loaded.session.id, STREAM, () => t.loaded.session.expiresAt, systemClock);
     await holder.hold(snapshot, 2);
     await holder.release(snapshot, 2);
-    const sse = new SseText(await resumeStream(t.deps, t.loaded, `${STREAM}.1`, exchange()));
+    const sse = new SseText(await resumeStream(t.deps, t.loaded, `${STREAM}.1`, exchange(), ANONYMOUS_IDENTITY));
     await jest.advanceTimersByTimeAsync(1000);
     await sse.all();
     expect(sse.messages()).toEqual([{ jsonrpc: '2.0', id: 7, result: { content: [] } }]);
@@ -329,7 +332,7 @@ describe('a reconnect to a call no invocation holds', () => {
 
   it('still unanswered: held a moment on this stream, then let go again (retry) for the next reconnect', async () => {
     const h = await released(false);
-    const sse = new SseText(await resumeStream(h.deps, h.loaded, `${STREAM}.1`, exchange()));
+    const sse = new SseText(await resumeStream(h.deps, h.loaded, `${STREAM}.1`, exchange(), ANONYMOUS_IDENTITY));
     await jest.advanceTimersByTimeAsync(1000);
     const text = await sse.all();
     expect(text).toMatch(/retry: \d+\n\n$/);
@@ -340,7 +343,7 @@ describe('a reconnect to a call no invocation holds', () => {
 
   it('held by a live instance: followed from the log, never taken over', async () => {
     const h = await released(true, { holderAlive: true });
-    const sse = new SseText(await resumeStream(h.deps, h.loaded, `${STREAM}.1`, exchange(3000)));
+    const sse = new SseText(await resumeStream(h.deps, h.loaded, `${STREAM}.1`, exchange(3000), ANONYMOUS_IDENTITY));
     await jest.advanceTimersByTimeAsync(3000);
     await sse.all();
     expect(h.fake.links.get('demo')!.calls).toEqual([]);

@@ -1,3 +1,4 @@
+import { ANONYMOUS_IDENTITY } from '../../../lambda/auth/identity';
 import { SESSION_NOTIFICATIONS, SESSION_ROUTES, type SessionExchange } from '../../../lambda/legacy/routes';
 import { handleSessionMessage } from '../../../lambda/legacy/session-router';
 import { SessionTasks } from '../../../lambda/legacy/tasks';
@@ -22,6 +23,7 @@ async function setUp(
   const loaded = await storedSession(t.store, session, targets);
   const ctx: SessionExchange = {
     deps: t.deps,
+    identity: ANONYMOUS_IDENTITY,
     loaded,
     accept: { json: true, sse: true },
     exchange: exchange(),

@@ -1,3 +1,4 @@
+import { ANONYMOUS_IDENTITY } from '../../../lambda/auth/identity';
 import { sessionCaller } from '../../../lambda/legacy/session-caller';
 import { systemClock } from '../../../lambda/scheduling/clock';
 import type { StoredTargetSession } from '../../../lambda/targets/target-link';
@@ -19,7 +20,7 @@ describe("a session's caller", () => {
   it("speaks the session's version, with what its client declared, its log level and whether it can be asked", async () => {
     const store = new MemorySessionStore();
     const loaded = await storedSession(store, { logLevel: 'warning', clientCapabilities: { roots: {} } });
-    const caller = sessionCaller({ store: store, clock: systemClock }, loaded, true);
+    const caller = sessionCaller({ store: store, clock: systemClock }, loaded, ANONYMOUS_IDENTITY, true);
     expect(caller).toMatchObject({
       era: 'legacy',
       protocolVersion: '2025-11-25',
@@ -27,13 +28,15 @@ describe("a session's caller", () => {
       inputCapable: true,
       logLevel: 'warning',
     });
-    expect(sessionCaller({ store: store, clock: systemClock }, loaded, false).inputCapable).toBe(false);
+    expect(sessionCaller({ store: store, clock: systemClock }, loaded, ANONYMOUS_IDENTITY, false).inputCapable).toBe(
+      false,
+    );
   });
 
   it('finds the target sessions its partition held when it was read, as a target link needs them', async () => {
     const store = new MemorySessionStore();
     const loaded = await storedSession(store, {}, [targetSession('demo', { serverCapabilities: { logging: {} } })]);
-    const slots = sessionCaller({ store: store, clock: systemClock }, loaded, true).sessions;
+    const slots = sessionCaller({ store: store, clock: systemClock }, loaded, ANONYMOUS_IDENTITY, true).sessions;
     expect(slots.get('demo')).toEqual({
       targetSessionId: 'demo-session',
       protocolVersion: '2025-11-25',
@@ -46,7 +49,7 @@ describe("a session's caller", () => {
   it('keeps a target session it opened in the partition, for every later request of the session', async () => {
     const store = new MemorySessionStore();
     const loaded = await storedSession(store);
-    const slots = sessionCaller({ store: store, clock: systemClock }, loaded, true).sessions;
+    const slots = sessionCaller({ store: store, clock: systemClock }, loaded, ANONYMOUS_IDENTITY, true).sessions;
     expect(await slots.save('demo', opened('t-1'))).toEqual(opened('t-1'));
     const again = await store.loadSession(loaded.session.id);
     expect(again?.targets.get('demo')?.targetSessionId).toBe('t-1');
@@ -58,11 +61,16 @@ describe("a session's caller", () => {
     // Two requests read the session before either kept a target session.
     const other = await store.loadSession(loaded.session.id);
     if (!other) throw new Error('no session');
-    await sessionCaller({ store: store, clock: systemClock }, other, true).sessions.save('demo', opened('first'));
-    const kept = await sessionCaller({ store: store, clock: systemClock }, loaded, true).sessions.save(
+    await sessionCaller({ store: store, clock: systemClock }, other, ANONYMOUS_IDENTITY, true).sessions.save(
       'demo',
-      opened('second'),
+      opened('first'),
     );
+    const kept = await sessionCaller(
+      { store: store, clock: systemClock },
+      loaded,
+      ANONYMOUS_IDENTITY,
+      true,
+    ).sessions.save('demo', opened('second'));
     expect(kept.targetSessionId).toBe('first');
   });
 
@@ -71,16 +79,20 @@ describe("a session's caller", () => {
     const loaded = await storedSession(store);
     const earlyRead = await store.loadSession(loaded.session.id);
     if (!earlyRead) throw new Error('no session');
-    await sessionCaller({ store: store, clock: systemClock }, loaded, true).sessions.save('demo', opened('kept'));
+    await sessionCaller({ store: store, clock: systemClock }, loaded, ANONYMOUS_IDENTITY, true).sessions.save(
+      'demo',
+      opened('kept'),
+    );
     expect(
-      sessionCaller({ store: store, clock: systemClock }, earlyRead, true).sessions.get('demo')?.targetSessionId,
+      sessionCaller({ store: store, clock: systemClock }, earlyRead, ANONYMOUS_IDENTITY, true).sessions.get('demo')
+        ?.targetSessionId,
     ).toBe('kept');
   });
 
   it('forgets a target session the target forgot, and replaces exactly that one at the next save', async () => {
     const store = new MemorySessionStore();
     const loaded = await storedSession(store, {}, [targetSession('demo', { targetSessionId: 'old' })]);
-    const slots = sessionCaller({ store: store, clock: systemClock }, loaded, true).sessions;
+    const slots = sessionCaller({ store: store, clock: systemClock }, loaded, ANONYMOUS_IDENTITY, true).sessions;
     const old = slots.get('demo');
     if (!old) throw new Error('no target session');
     slots.forget('demo', old);
@@ -93,12 +105,12 @@ describe("a session's caller", () => {
     const store = new MemorySessionStore();
     const loaded = await storedSession(store);
     await expect(
-      sessionCaller({ store: store, clock: systemClock }, loaded, true).sessions.ready?.(),
+      sessionCaller({ store: store, clock: systemClock }, loaded, ANONYMOUS_IDENTITY, true).sessions.ready?.(),
     ).resolves.toBeUndefined();
     const gone = Promise.reject(new Error('the session is gone'));
     gone.catch(() => undefined);
     await expect(
-      sessionCaller({ store: store, clock: systemClock }, loaded, true, gone).sessions.ready?.(),
+      sessionCaller({ store: store, clock: systemClock }, loaded, ANONYMOUS_IDENTITY, true, gone).sessions.ready?.(),
     ).rejects.toThrow('gone');
   });
 });

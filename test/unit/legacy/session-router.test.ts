@@ -1,3 +1,4 @@
+import { ANONYMOUS_IDENTITY } from '../../../lambda/auth/identity';
 import { handleSessionMessage } from '../../../lambda/legacy/session-router';
 import { DependencyFailedError } from '../../../lambda/protocol/errors';
 import type { ClientMessage } from '../../../lambda/protocol/jsonrpc';
@@ -15,6 +16,7 @@ async function route(message: ClientMessage, config: Parameters<typeof legacyDep
   const response = await handleSessionMessage(
     {
       deps: t.deps,
+      identity: ANONYMOUS_IDENTITY,
       loaded,
       accept: { json: true, sse: true },
       exchange: exchange(),
@@ -69,7 +71,14 @@ describe('a message within a session', () => {
       throw new DependencyFailedError('demo', 'HTTP 502');
     };
     const response = await handleSessionMessage(
-      { deps: t.deps, loaded: t.loaded, accept: { json: true, sse: true }, exchange: exchange(), headers: {} },
+      {
+        deps: t.deps,
+        identity: ANONYMOUS_IDENTITY,
+        loaded: t.loaded,
+        accept: { json: true, sse: true },
+        exchange: exchange(),
+        headers: {},
+      },
       requestOf('tools/list') as Exclude<ClientMessage, { kind: 'response' }>,
     );
     expect(response.status).toBe(200);
@@ -83,7 +92,14 @@ describe('a message within a session', () => {
     const t = legacyDeps();
     const loaded = await storedSession(t.store);
     const response = await handleSessionMessage(
-      { deps: t.deps, loaded, accept: { json: false, sse: true }, exchange: exchange(), headers: {} },
+      {
+        deps: t.deps,
+        identity: ANONYMOUS_IDENTITY,
+        loaded,
+        accept: { json: false, sse: true },
+        exchange: exchange(),
+        headers: {},
+      },
       requestOf('ping') as Exclude<ClientMessage, { kind: 'response' }>,
     );
     expect(response.headers.get('content-type')).toBe('text/event-stream');

@@ -1,3 +1,4 @@
+import { ANONYMOUS_IDENTITY } from '../../../lambda/auth/identity';
 import { sessionCaller } from '../../../lambda/legacy/session-caller';
 import {
   listSessionTasks,
@@ -281,7 +282,7 @@ describe('tasks/list of a session', () => {
       targetSession('b', { serverCapabilities: { tools: {} } }), // declared no tasks/list: not asked
       targetSession('c'), // recorded before capabilities were kept: asked
     ]);
-    const caller = sessionCaller(t.deps, loaded, true);
+    const caller = sessionCaller(t.deps, loaded, ANONYMOUS_IDENTITY, true);
     const result = await listSessionTasks(t.deps, loaded, caller, params, new AbortController().signal);
     return { ...t, result: result as { tasks: Array<{ taskId: string; status: string }> } };
   }
