@@ -86,7 +86,8 @@ export const UNBUNDLED = [
   {
     name: '@cedar-policy/cedar-wasm',
     entry: 'nodejs',
-    files: ['package.json', 'nodejs/package.json', 'nodejs/cedar_wasm.js', 'nodejs/cedar_wasm_bg.wasm'],
+    // Its own package.json (which exports the entry), and the entry's folder.
+    files: ['package.json', ...['package.json', 'cedar_wasm.js', 'cedar_wasm_bg.wasm'].map((file) => `nodejs/${file}`)],
   },
 ] as const;
 

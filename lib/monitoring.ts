@@ -332,6 +332,12 @@ export class GatewayMonitoring extends Construct {
         left: [this.search(MetricName.Connections, MetricDimension.event, 'Sum', 'connections')],
         width: 8,
       }),
+      new cloudwatch.GraphWidget({
+        // With policies: tool calls allowed, denied, and (logOnly) that would have been denied.
+        title: 'Policy decisions (by decision)',
+        left: [this.search(MetricName.PolicyDecisions, MetricDimension.decision, 'Sum', 'decisions')],
+        width: 8,
+      }),
       new cloudwatch.AlarmStatusWidget({ title: 'Alarms', alarms: this.alarms, width: 8 }),
     );
     return dashboard;

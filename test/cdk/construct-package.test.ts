@@ -6,11 +6,13 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  statSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { UNBUNDLED } from '../../lib/bundling';
 
 const ROOT = join(__dirname, '..', '..');
 const PACKAGE_DIR = join(ROOT, 'packages', 'construct');
@@ -43,6 +45,13 @@ function run(args: string[], cwd: string, env: Record<string, string> = {}): voi
  * and the package's declared dependencies only (linked from this repository's node_modules: offline),
  * the documented snippet compiled with tsc and run with node from that folder, which synthesizes.
  */
+/** The files under `dir` (not its folders), relative to it, sorted. */
+function filesIn(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .filter((name) => statSync(join(dir, name)).isFile())
+    .sort();
+}
+
 describe('the construct package, used from another CDK app', () => {
   const work = mkdtempSync(join(tmpdir(), 'mcp-gateway-construct-'));
   const app = join(work, 'app');
@@ -102,11 +111,13 @@ describe('the construct package, used from another CDK app', () => {
     expect(existsSync(join(installed, 'dist', 'lib', 'mcp-gateway.js'))).toBe(true);
     expect(existsSync(join(installed, 'dist', 'lib', 'mcp-gateway.d.ts'))).toBe(true);
     // The split bundle: index.mjs, the chunks it and its import()s load, each with its source map.
-    const handler = readdirSync(join(installed, 'dist', 'handler')).sort();
+    // And beside it, the packages it keeps whole (Cedar's engine).
+    const handler = filesIn(join(installed, 'dist', 'handler'));
     const code = handler.filter((name) => name.endsWith('.mjs'));
     expect(code).toContain('index.mjs');
     expect(code.length).toBeGreaterThan(1);
-    expect(handler).toEqual([...code, ...code.map((name) => `${name}.map`)].sort());
+    const kept = UNBUNDLED.flatMap((pkg) => pkg.files.map((file) => `node_modules/${pkg.name}/${file}`));
+    expect(handler).toEqual([...code, ...code.map((name) => `${name}.map`), ...kept].sort());
     const files = (readdirSync(installed, { recursive: true }) as string[]).filter(
       (file) => file.endsWith('.ts') && !file.endsWith('.d.ts'),
     );
@@ -125,8 +136,8 @@ describe('the construct package, used from another CDK app', () => {
     // The code asset is the package's dist/handler folder, byte for byte: nothing was bundled at synth.
     const key = (fn.Code as { S3Key: string }).S3Key;
     const asset = join(outdir, `asset.${key.replace(/\.zip$/, '')}`);
-    const files = readdirSync(asset).sort();
-    expect(files).toEqual(readdirSync(join(installed, 'dist', 'handler')).sort());
+    const files = filesIn(asset);
+    expect(files).toEqual(filesIn(join(installed, 'dist', 'handler')));
     for (const name of files) {
       expect([name, readFileSync(join(asset, name))]).toEqual([
         name,

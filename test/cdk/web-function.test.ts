@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App, Duration, Stack } from 'aws-cdk-lib';
@@ -406,7 +406,9 @@ describe('Web Function form synthesized for deployment', () => {
       (name) => name.startsWith('asset.') && existsSync(join(outdir, name, 'index.mjs')),
     );
     expect(assets).toHaveLength(1); // the Web Function's only: no function-URL handler is bundled
-    const files = readdirSync(join(outdir, assets[0])).sort();
+    const files = readdirSync(join(outdir, assets[0]), { recursive: true, encoding: 'utf8' })
+      .filter((name) => statSync(join(outdir, assets[0], name)).isFile())
+      .sort();
     const built = join(outdir, 'built');
     expect(writeBundle(WEB_FUNCTION_ENTRY, built, ROOT, WEB_FUNCTION_BUILD_DIR)).toEqual(files);
     for (const name of files) {
