@@ -116,26 +116,8 @@ async function route(deps: GatewayDeps, request: ExchangeRequest, exchange: Exch
     method: message.kind === 'response' ? undefined : message.message.method,
   });
 
-  if (modern) {
-    return handleModernPost({
-      deps: modernDeps(deps),
-      message,
-      accept,
-      exchange,
-      principal,
-      identity: auth.identity,
-      headers: request.headers,
-    });
-  }
-  return handleLegacyPost({
-    deps,
-    message,
-    accept,
-    exchange,
-    principal,
-    identity: auth.identity,
-    headers: request.headers,
-  });
+  const input = { message, accept, exchange, principal, identity: auth.identity, headers: request.headers };
+  return modern ? handleModernPost({ deps: modernDeps(deps), ...input }) : handleLegacyPost({ deps, ...input });
 }
 
 /**

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { LocalGateway } from '../../dev/local-gateway';
 import { AUDIENCE, CLIENT, startIssuer, type TestIssuer } from '../auth/support';
 import { startGateway } from '../modern/helpers';
+import { FINANCE_POLICIES } from '../support/finance-policies';
 import { serveFetch } from '../support/servers/serve-fetch';
 
 /**
@@ -17,16 +18,6 @@ import { serveFetch } from '../support/servers/serve-fetch';
  */
 
 jest.setTimeout(30_000);
-
-const POLICIES = `
-@id("finance-refunds")
-permit (principal is McpGateway::User, action == McpGateway::Action::"tools/call", resource == McpGateway::Tool::"payments___refund")
-when { principal.groups.contains("finance") && context.arguments has amount && context.arguments.amount <= 500 };
-
-@id("read-only-for-everyone")
-permit (principal is McpGateway::User, action, resource is McpGateway::Tool)
-when { resource has readOnlyHint && resource.readOnlyHint };
-`;
 
 let issuer: TestIssuer;
 let target: { url: string; close(): Promise<void> };
@@ -70,7 +61,7 @@ beforeAll(async () => {
     {
       targets: [{ name: 'payments', url: target.url }],
       auth: { type: 'jwt', discoveryUrl: issuer.discoveryUrl, allowedAudiences: [AUDIENCE], allowedClients: [CLIENT] },
-      policy: { policies: POLICIES, argumentTypes: { amount: 'Long' } },
+      policy: { policies: FINANCE_POLICIES, argumentTypes: { amount: 'Long' } },
     },
     { dynamodbEndpoint: 'embedded' },
   );

@@ -3,6 +3,7 @@ import type { GatewayLogger } from '../../../lambda/observability/logger';
 import { type AccessRequest, accessPolicyOf, OPEN_ACCESS } from '../../../lambda/policy/access-policy';
 import type { ToolEntityInput } from '../../../lambda/policy/cedar/entities';
 import { FakeClock } from '../../support/fake-clock';
+import { FINANCE_POLICIES } from '../../support/finance-policies';
 
 /**
  * Who may list and call which tool, as Cedar's engine decides it inside the gateway: the caller's
@@ -25,15 +26,7 @@ function recordingLogger(lines: Line[]): GatewayLogger {
   return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }
 
-const FINANCE_EXAMPLE = `
-@id("finance-refunds")
-permit (principal is McpGateway::User, action == McpGateway::Action::"tools/call", resource == McpGateway::Tool::"payments___refund")
-when { principal.groups.contains("finance") && context.arguments has amount && context.arguments.amount <= 500 };
-
-@id("read-only-for-everyone-signed-in")
-permit (principal is McpGateway::User, action, resource is McpGateway::Tool)
-when { resource has readOnlyHint && resource.readOnlyHint };
-
+const FINANCE_EXAMPLE = `${FINANCE_POLICIES}
 @id("no-destructive-tools-for-contractors")
 forbid (principal is McpGateway::User, action, resource is McpGateway::Tool)
 when { principal.hasTag("employee_type") && principal.getTag("employee_type") == "contractor"
